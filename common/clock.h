@@ -1,0 +1,29 @@
+/* The one clock interface. govctl sim hands the governor a virtual clock
+ * whose wait advances the plant; govd hands it CLOCK_MONOTONIC + timerfd.
+ * The governor never calls clock_gettime or sleep itself. */
+#ifndef GOVD_COMMON_CLOCK_H
+#define GOVD_COMMON_CLOCK_H
+#include <stdint.h>
+
+struct govd_clock_ops {
+	uint64_t (*now_ms)(void *ctx);
+	/* Block (or, in virtual time, advance the world) until t_ms; 0 or -errno. */
+	int (*wait_until)(void *ctx, uint64_t t_ms);
+};
+
+struct govd_clock {
+	const struct govd_clock_ops *ops;
+	void *ctx;
+};
+
+static inline uint64_t govd_clock_now_ms(const struct govd_clock *c)
+{
+	return c->ops->now_ms(c->ctx);
+}
+
+static inline int govd_clock_wait_until(const struct govd_clock *c, uint64_t t_ms)
+{
+	return c->ops->wait_until(c->ctx, t_ms);
+}
+
+#endif

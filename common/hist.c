@@ -1,0 +1,89 @@
+#include "common/hist.h"
+
+#include <math.h>
+#include <string.h>
+
+void hist_reset(struct hist *h)
+{
+	memset(h, 0, sizeof(*h));
+}
+
+static int bucket_of(double v)
+{
+	if (!(v > HIST_MIN_MS))
+		return 0;
+	int i = (int)ceil(log(v / HIST_MIN_MS) / log(HIST_RATIO));
+	if (i >= HIST_NBUCKETS)
+		i = HIST_NBUCKETS - 1;
+	return i;
+}
+
+double hist_bucket_upper_ms(int i)
+{
+	return HIST_MIN_MS * pow(HIST_RATIO, i);
+}
+
+void hist_add(struct hist *h, double value_ms, uint64_t weight)
+{
+	if (weight == 0 || isnan(value_ms))
+		return;
+	h->count[bucket_of(value_ms)] += weight;
+	h->n += weight;
+	h->sum_ms += value_ms * (double)weight;
+	if (value_ms > h->max_ms)
+		h->max_ms = value_ms;
+}
+
+double hist_quantile(const struct hist *h, double q)
+{
+	if (h->n == 0)
+		return 0.0;
+	if (q < 0)
+		q = 0;
+	if (q > 1)
+		q = 1;
+	double rank = q * (double)h->n;
+	uint64_t cum = 0;
+	for (int i = 0; i < HIST_NBUCKETS; i++) {
+		if (h->count[i] == 0)
+			continue;
+		if ((double)(cum + h->count[i]) >= rank) {
+			double lo = i ? hist_bucket_upper_ms(i - 1) : 0.0;
+			double hi = hist_bucket_upper_ms(i);
+			double frac = (rank - (double)cum) / (double)h->count[i];
+			return lo + (hi - lo) * frac;
+		}
+		cum += h->count[i];
+	}
+	return hist_bucket_upper_ms(HIST_NBUCKETS - 1);
+}
+
+void hist_delta(struct hist *out, const struct hist *now, const struct hist *prev)
+{
+	out->n = now->n - prev->n;
+	out->sum_ms = now->sum_ms - prev->sum_ms;
+	out->max_ms = now->max_ms;
+	for (int i = 0; i < HIST_NBUCKETS; i++)
+		out->count[i] = now->count[i] - prev->count[i];
+}
+
+void hist_merge(struct hist *into, const struct hist *from)
+{
+	into->n += from->n;
+	into->sum_ms += from->sum_ms;
+	if (from->max_ms > into->max_ms)
+		into->max_ms = from->max_ms;
+	for (int i = 0; i < HIST_NBUCKETS; i++)
+		into->count[i] += from->count[i];
+}
+
+double hist_fraction_le(const struct hist *h, double value_ms)
+{
+	if (h->n == 0)
+		return 1.0;
+	int b = bucket_of(value_ms);
+	uint64_t cum = 0;
+	for (int i = 0; i <= b; i++)
+		cum += h->count[i];
+	return (double)cum / (double)h->n;
+}

@@ -1,0 +1,143 @@
+/* The hardware abstraction: one ops table per backend, the device holds
+ * ops + priv (like libmodbus's modbus_backend_t or the kernel's
+ * struct thermal_governor). Optional capabilities are NULL members, tested
+ * with hal_can_*(). Units are in the names: _mw, _mc (milli-Celsius), _khz,
+ * _mj, _ms. Every sampled value carries its own timestamp and validity so the
+ * governor's validator can name stale and missing data.
+ *
+ * Backends: sim (plant_models/), sysfs, nvml, modbus, gpio, serving. A
+ * backend compiled out is still in the registry and fails with
+ * "not compiled in". Nothing here includes governor/. */
+#ifndef GOVD_HAL_H
+#define GOVD_HAL_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/diag.h"
+#include "common/hist.h"
+
+#define HAL_MAX_SLICES 8
+#define HAL_NAME_LEN 48
+
+enum hal_rail { HAL_RAIL_ACCEL, HAL_RAIL_MEMORY, HAL_RAIL_HOST, HAL_RAIL_N };
+enum hal_temp { HAL_TEMP_JUNCTION, HAL_TEMP_MEMORY, HAL_TEMP_INLET, HAL_TEMP_N };
+
+/* Throttle (clocks-event) reasons, NVML-like bits. */
+enum hal_throttle {
+	HAL_THR_POWER_CAP = 1u << 0,   /* firmware holds the power limit */
+	HAL_THR_SW_THERMAL = 1u << 1,  /* firmware thermal target trims boost */
+	HAL_THR_HW_SLOWDOWN = 1u << 2, /* hardware thermal slowdown (clamp) */
+	HAL_THR_APP_CLOCKS = 1u << 3,  /* clocks locked below max by software */
+	HAL_THR_IDLE = 1u << 4,
+};
+
+/* One reading: value in the unit of the field that holds it. */
+struct hal_value {
+	int64_t v;
+	uint64_t t_ms; /* when the value was measured (backend clock) */
+	bool valid;    /* false: the source gave nothing (dropout, meter lost) */
+};
+
+struct hal_sample {
+	uint64_t t_ms;
+	struct hal_value power_mw[HAL_RAIL_N];
+	struct hal_value energy_mj[HAL_RAIL_N]; /* monotonic counters where offered */
+	struct hal_value temp_mc[HAL_TEMP_N];
+	struct hal_value clk_khz;               /* current effective SM clock */
+	struct hal_value power_limit_mw;        /* limit in force */
+	struct hal_value util_pct;              /* busy share of the last interval */
+	uint32_t throttle;                      /* enum hal_throttle bits */
+	/* Cumulative firmware counters (sim and NVML violation counters). */
+	uint64_t clamp_events;                  /* hardware slowdown entries */
+	uint64_t clamp_time_ms;
+};
+
+/* What the device accepts: the governor's envelope comes from here. */
+struct hal_limits {
+	uint32_t clk_min_khz, clk_max_khz, clk_step_khz;
+	uint32_t clk_default_max_khz;           /* max boost the firmware uses unlocked */
+	uint32_t power_limit_min_mw, power_limit_max_mw, power_limit_default_mw;
+	int32_t slowdown_mc, shutdown_mc;        /* hardware thermal thresholds */
+	char model[HAL_NAME_LEN];               /* "h200-sxm", "NVIDIA H200", ... */
+	char driver_version[HAL_NAME_LEN];
+	char firmware_version[HAL_NAME_LEN];
+};
+
+/* Serving telemetry: cumulative like Prometheus counters and histograms. */
+struct hal_serving {
+	uint64_t t_ms;
+	bool valid;
+	uint64_t requests_completed;
+	uint64_t tokens_generated;
+	uint64_t tokens_int8;
+	uint64_t queue_len;      /* waiting requests now */
+	uint64_t running;        /* requests in the batch now */
+	const struct hist *ttft; /* cumulative; owned by the backend, valid until next call */
+	const struct hist *tbt;
+	const struct hist *e2e;
+	size_t n_slices;
+	char slice_name[HAL_MAX_SLICES][HAL_NAME_LEN];
+	uint64_t slice_completed[HAL_MAX_SLICES];
+	uint64_t slice_int8_completed[HAL_MAX_SLICES];
+	uint64_t slice_tokens_int8[HAL_MAX_SLICES];
+};
+
+/* Shadow-evaluation outcomes per slice, cumulative. */
+struct hal_quality {
+	uint64_t t_ms;
+	bool valid;
+	size_t n_slices;
+	uint64_t samples[HAL_MAX_SLICES];
+	uint64_t mismatches[HAL_MAX_SLICES]; /* INT8 answer worse than BF16 */
+};
+
+struct hal_dev;
+
+/* Backend configuration, opaque string pairs so hal/ needs no YAML; the
+ * config loader fills it. The sim backend takes "scenario" and "seed". */
+struct hal_dev_cfg {
+	const char *name;      /* device name in logs: "gpu0" */
+	const char *backend;   /* registry name */
+	size_t n_opts;
+	const char *const *keys;
+	const char *const *values;
+	void *plant;           /* sim only: an already created struct plant (optional) */
+};
+
+struct hal_ops {
+	const char *name;
+	int (*open)(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct diag_list *diags);
+	void (*close)(struct hal_dev *dev);
+	int (*get_limits)(struct hal_dev *dev, struct hal_limits *out);
+	int (*sample)(struct hal_dev *dev, struct hal_sample *out);
+	/* Optional capabilities. */
+	int (*set_clock_range)(struct hal_dev *dev, uint32_t min_khz, uint32_t max_khz);
+	int (*reset_clocks)(struct hal_dev *dev); /* back to firmware default */
+	int (*set_power_limit)(struct hal_dev *dev, uint32_t limit_mw);
+	int (*read_serving)(struct hal_dev *dev, struct hal_serving *out);
+	int (*read_quality)(struct hal_dev *dev, struct hal_quality *out);
+	/* INT8 share per slice in [0,1]; slices in read_serving order. */
+	int (*set_precision)(struct hal_dev *dev, const double *int8_frac, size_t n_slices);
+};
+
+struct hal_dev {
+	const struct hal_ops *ops;
+	void *priv;
+	char name[HAL_NAME_LEN];
+};
+
+/* Registry (static table). Unknown name: -ENOENT with a diag listing the
+ * valid names; known but compiled out: -ENOTSUP, "not compiled in". */
+const struct hal_ops *hal_backend_find(const char *name, struct diag_list *diags);
+size_t hal_backend_names(const char **names, size_t max);
+int hal_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct diag_list *diags);
+void hal_close(struct hal_dev *dev);
+
+static inline bool hal_can_set_clocks(const struct hal_dev *d) { return d->ops->set_clock_range != NULL; }
+static inline bool hal_can_set_power_limit(const struct hal_dev *d) { return d->ops->set_power_limit != NULL; }
+static inline bool hal_can_read_serving(const struct hal_dev *d) { return d->ops->read_serving != NULL; }
+static inline bool hal_can_read_quality(const struct hal_dev *d) { return d->ops->read_quality != NULL; }
+static inline bool hal_can_set_precision(const struct hal_dev *d) { return d->ops->set_precision != NULL; }
+
+#endif

@@ -1,0 +1,115 @@
+/* One accelerator as the governor sees it: DVFS table and V/f curve, power
+ * rails (accelerator, memory, host), a two-node thermal RC network to the
+ * inlet air, and the firmware's own behaviour (power cap, software thermal
+ * target, hardware slowdown at 89 C, shutdown at 92 C).
+ * Pure model, no I/O. Equations, units and sources: docs/plant-models.md. */
+#ifndef GOVD_PLANT_DEVICE_H
+#define GOVD_PLANT_DEVICE_H
+#include <stdbool.h>
+#include <stdint.h>
+
+struct dvfs_params {
+	uint32_t min_mhz, max_mhz, step_mhz; /* clock table: min..max in step_mhz */
+	uint32_t base_mhz;                   /* guaranteed clock */
+	double v_min, v_max;                 /* volts at f <= f_knee, at max_mhz */
+	uint32_t knee_mhz;                   /* V flat below, rises to v_max above */
+};
+
+struct power_params {
+	double idle_w;          /* accelerator idle at min clock, 25 C */
+	double c_eff;           /* W / (V^2 * GHz) at activity 1.0 */
+	double leak_w_ref;      /* leakage at v_max and leak_ref_c */
+	double leak_ref_c;
+	double leak_per_c;      /* exponential growth per degree C */
+	double mem_idle_w;      /* HBM rail idle */
+	double mem_w_per_tbps;  /* HBM rail power per TB/s of traffic */
+	double host_idle_w;     /* host share (CPU, DRAM, NIC) attributed to this accelerator */
+	double host_busy_w;     /* extra host power while orchestrating (busy = 1) */
+	double tgp_default_w;   /* default power limit (TGP) */
+	double tgp_min_w, tgp_max_w;
+};
+
+struct thermal_params {
+	double c_junction_j_per_k; /* die + package heat capacity */
+	double r_jh_k_per_w;       /* junction -> heatsink */
+	double c_sink_j_per_k;     /* heatsink heat capacity */
+	double r_ha_k_per_w;       /* heatsink -> inlet air at nominal cooling */
+	double mem_offset_k_per_w; /* HBM temp above heatsink per W of memory rail */
+};
+
+struct firmware_params {
+	double control_period_s;   /* firmware power/thermal loop (e.g. 0.01 s) */
+	double sw_thermal_target_c;/* software slowdown: trims boost above this */
+	double slowdown_c;         /* hardware slowdown threshold (89 C) */
+	double slowdown_hyst_c;    /* leaves slowdown below slowdown_c - hyst */
+	double slowdown_clock_frac;/* clock multiplier while slowed down (e.g. 0.5) */
+	double shutdown_c;         /* 92 C: run ends as failed */
+};
+
+struct plant_preset {
+	const char *name;           /* "h200-sxm" */
+	const char *description;
+	struct dvfs_params dvfs;
+	struct power_params power;
+	struct thermal_params thermal;
+	struct firmware_params fw;
+	double hbm_tbps;            /* peak memory bandwidth, TB/s */
+	double hbm_gb;              /* capacity */
+	double peak_bf16_tflops;    /* dense, at max_mhz */
+	double peak_int8_tops;      /* dense, at max_mhz */
+	const char *sources;        /* citation list for the numbers above */
+};
+
+const struct plant_preset *plant_preset_find(const char *name);
+/* NULL-terminated list of preset names, for "unknown preset; valid: ..." */
+const char *const *plant_preset_names(void);
+
+/* Work the serving model put on the device over one interval. */
+struct device_load {
+	double busy;         /* share of the interval with kernels running, 0..1 */
+	double activity;     /* switching activity of what ran (avg over busy time), 0..1 */
+	double mem_tbps;     /* average HBM traffic over the interval */
+	double host_busy;    /* host orchestration share, 0..1 */
+};
+
+struct device {
+	const struct plant_preset *p;
+	/* Control inputs (what a governor or nvidia-smi sets). */
+	uint32_t lock_min_mhz, lock_max_mhz; /* locked clock range; default min..max */
+	double power_limit_w;
+	/* Environment. */
+	double inlet_c;
+	double cooling_factor; /* multiplies r_ha: 1 nominal, >1 degraded */
+	/* State. */
+	double tj_c, tsink_c, tmem_c;
+	uint32_t clk_mhz;      /* effective clock now */
+	double fw_cap_mhz;     /* firmware's power-cap clock ceiling */
+	bool in_slowdown, shut_down;
+	uint32_t throttle;     /* HAL_THR_* bits, same values as hal.h */
+	double fw_accum_s;     /* time since last firmware loop */
+	/* Last interval's rails and cumulative energy. */
+	double power_w, mem_power_w, host_power_w;
+	double energy_j, mem_energy_j, host_energy_j;
+	uint64_t clamp_events;
+	double clamp_time_s, time_s;
+};
+
+void device_init(struct device *d, const struct plant_preset *p, double inlet_c);
+/* Returns -EINVAL (and changes nothing) outside the device's table/range;
+ * values are snapped to the clock table. */
+int device_set_clock_range(struct device *d, uint32_t min_mhz, uint32_t max_mhz);
+void device_reset_clocks(struct device *d);
+int device_set_power_limit(struct device *d, double limit_w);
+/* Advance dt_s seconds under load: power, thermal and firmware update.
+ * The clock used by the serving model for the next interval is d->clk_mhz. */
+void device_advance(struct device *d, double dt_s, const struct device_load *load);
+
+/* Pure helpers (also used by the oracle and the calibration tests). */
+uint32_t dvfs_snap_mhz(const struct dvfs_params *p, double mhz);
+double dvfs_voltage(const struct dvfs_params *p, double mhz);
+double power_accel_w(const struct plant_preset *p, double mhz, double activity, double busy,
+		     double tj_c);
+double power_memory_w(const struct plant_preset *p, double mem_tbps);
+double power_host_w(const struct plant_preset *p, double host_busy);
+
+#endif

@@ -1,0 +1,64 @@
+/* The simulated plant: one scenario's device, server, workload, quality
+ * model and events, advanced in virtual time. hal_sim.c is its only user in
+ * the HAL. Deterministic for (scenario, seed). */
+#ifndef GOVD_PLANT_PLANT_H
+#define GOVD_PLANT_PLANT_H
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/rng.h"
+#include "plant_models/device.h"
+#include "plant_models/quality.h"
+#include "plant_models/scenario.h"
+#include "plant_models/server.h"
+#include "plant_models/workload.h"
+
+#define PLANT_TICK_S 0.01 /* physics / firmware / serving integration step */
+
+/* What sensors report, after scenario sensor faults are applied. */
+struct plant_readings {
+	double t_s;
+	double value[SENSOR_N]; /* C, W, MHz; NaN where FAULT_NAN */
+	bool valid[SENSOR_N];   /* false on dropout / meter loss */
+	double energy_j[3];     /* accel, memory, host counters (true) */
+	double util;            /* busy share of the last tick */
+	double power_limit_w;
+	uint32_t throttle;
+	uint64_t clamp_events;
+	double clamp_time_s;
+};
+
+struct plant {
+	const struct scenario *sc;  /* not owned */
+	struct device dev;
+	struct server *srv;
+	struct workload *wl;
+	struct trace *trace;
+	struct quality_model q;
+	struct rng rng_precision;
+	double int8_frac[PLANT_MAX_SLICES];
+	double t_s;
+	struct request pending;     /* next arrival not yet due */
+	bool have_pending, workload_done;
+	size_t next_event;
+	/* active faults and their end times per sensor */
+	bool fault_active[SENSOR_N];
+	enum fault_kind fault_kind[SENSOR_N];
+	double fault_value[SENSOR_N], fault_stuck[SENSOR_N], fault_end_s[SENSOR_N];
+	double load_scale_end_s;
+	double last_util;
+	bool failed;                /* shutdown reached */
+	char fail_reason[128];
+};
+
+int plant_create(const struct scenario *sc, uint64_t seed, struct plant **out,
+		 struct diag_list *diags);
+void plant_destroy(struct plant *p);
+/* Advance to t_s (>= current) in PLANT_TICK_S steps. */
+void plant_advance_to(struct plant *p, double t_s);
+void plant_read(const struct plant *p, struct plant_readings *out);
+void plant_set_int8_fraction(struct plant *p, uint32_t slice, double frac);
+/* True INT8 drop per slice right now (for breach accounting in summaries). */
+double plant_true_drop(const struct plant *p, uint32_t slice);
+
+#endif

@@ -1,0 +1,28 @@
+/* Precision quality: each slice has a true INT8 accuracy drop (share of
+ * requests whose INT8 answer is wrong where BF16's is right). A monitor sees it
+ * only through shadow evaluation: a sampled share of requests is re-run in
+ * both precisions and compared, so its estimate carries binomial noise.
+ * Scenario events change the true drop (quality drift). Pure model. */
+#ifndef GOVD_PLANT_QUALITY_H
+#define GOVD_PLANT_QUALITY_H
+#include <stdint.h>
+
+#include "common/rng.h"
+#include "plant_models/server.h"
+
+struct quality_model {
+	uint32_t n_slices;
+	double true_drop[PLANT_MAX_SLICES];   /* 0..1 */
+	double shadow_rate[PLANT_MAX_SLICES]; /* share of completed requests evaluated */
+	uint64_t samples[PLANT_MAX_SLICES];
+	uint64_t mismatches[PLANT_MAX_SLICES];
+	struct rng rng;
+};
+
+void quality_init(struct quality_model *q, uint32_t n_slices, const double *true_drop,
+		  const double *shadow_rate, const struct rng *parent);
+void quality_set_drop(struct quality_model *q, uint32_t slice, double true_drop);
+/* Called for every completed request; samples it for shadow evaluation. */
+void quality_on_complete(struct quality_model *q, uint32_t slice);
+
+#endif

@@ -1,0 +1,81 @@
+/* Serving models, driven in virtual time by the plant:
+ *  - SERVER_LLM: continuous batching (vLLM-like). Prefill is compute-bound and
+ *    grows with context tokens; a decode step is mostly memory-bound (weights +
+ *    KV bytes over bandwidth) plus a compute part that grows with batch, plus
+ *    host time per step. Max batch and KV capacity bound admission.
+ *  - SERVER_DYNBATCH: dynamic batching of fixed-cost requests (BERT/ResNet).
+ * Precision is per request (INT8 or BF16); INT8 halves weight bytes and has
+ * higher peak compute and a different switching activity.
+ * Pure model, no I/O. docs/plant-models.md has the equations and sources. */
+#ifndef GOVD_PLANT_SERVER_H
+#define GOVD_PLANT_SERVER_H
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/hist.h"
+#include "plant_models/device.h"
+
+#define PLANT_MAX_SLICES 8
+
+enum server_kind { SERVER_LLM, SERVER_DYNBATCH };
+
+/* A model served: LLMs by size and KV footprint, fixed-cost ones by FLOPs. */
+struct model_spec {
+	const char *name;            /* "llama-3.1-8b", "llama2-70b-tp8", "bert-large", "resnet50" */
+	enum server_kind kind;
+	double params_b;             /* parameters on this GPU, billions */
+	double kv_bytes_per_token;   /* BF16 KV cache per token on this GPU */
+	double flops_per_request;    /* SERVER_DYNBATCH: FLOPs of one request */
+	double bytes_per_request;    /* SERVER_DYNBATCH: activations/IO bytes */
+	double mfu_bf16, mfu_int8;   /* achievable share of peak compute */
+	double activity_bf16, activity_int8; /* switching activity when compute-bound */
+	double host_ms_per_step;     /* CPU orchestration per iteration / batch */
+	double host_ms_per_request;  /* tokenise, schedule, detokenise */
+	const char *sources;
+};
+
+const struct model_spec *model_spec_find(const char *name);
+const char *const *model_spec_names(void);
+
+struct request {
+	double arrival_s;
+	uint32_t ctx_tokens;  /* prompt tokens */
+	uint32_t gen_tokens;  /* tokens to generate (>= 1) */
+	uint8_t slice;
+	bool int8;            /* precision the router chose at admission */
+};
+
+struct server_cfg {
+	const struct model_spec *model;
+	uint32_t max_batch;        /* max running sequences / batch size */
+	uint64_t kv_capacity_tokens; /* 0: derived from HBM left after weights */
+	uint32_t max_queue;        /* arrivals beyond are rejected (counted) */
+	double batch_timeout_ms;   /* SERVER_DYNBATCH: wait to fill a batch */
+	uint32_t n_slices;
+};
+
+struct server_stats {
+	uint64_t arrived, rejected, completed;
+	uint64_t tokens_generated, tokens_int8;
+	uint64_t slice_completed[PLANT_MAX_SLICES];
+	uint64_t slice_int8_completed[PLANT_MAX_SLICES];
+	uint64_t slice_tokens_int8[PLANT_MAX_SLICES];
+	uint64_t queue_len, running;
+	struct hist ttft, tbt, e2e;  /* cumulative, ms */
+};
+
+struct server;
+
+int server_create(const struct server_cfg *cfg, const struct plant_preset *dev,
+		  struct server **out);
+void server_destroy(struct server *s);
+/* Queue an arrival (r->arrival_s must not go backwards). */
+void server_submit(struct server *s, const struct request *r);
+/* Run from t_s for dt_s at clock clk_mhz; fills the load it put on the device.
+ * Completed requests are passed to on_done (may be NULL). */
+void server_advance(struct server *s, double t_s, double dt_s, uint32_t clk_mhz,
+		    struct device_load *load,
+		    void (*on_done)(void *ctx, const struct request *r, double t_done_s), void *ctx);
+const struct server_stats *server_get_stats(const struct server *s);
+
+#endif
