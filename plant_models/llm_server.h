@@ -1,0 +1,22 @@
+/* Continuous-batching LLM server (vLLM-like): the SERVER_LLM implementation
+ * behind server.h. */
+#ifndef GOVD_PLANT_LLM_SERVER_H
+#define GOVD_PLANT_LLM_SERVER_H
+#include "plant_models/server.h"
+
+struct llm_server;
+
+/* LLM model specs; model_spec_find() searches this table too. NULL-name terminated. */
+extern const struct model_spec llm_models[];
+
+int llm_server_create(const struct server_cfg *cfg, const struct plant_preset *dev,
+		      struct llm_server **out);
+void llm_server_destroy(struct llm_server *s);
+void llm_server_submit(struct llm_server *s, const struct request *r);
+void llm_server_advance(struct llm_server *s, double t_s, double dt_s, uint32_t clk_mhz,
+			struct device_load *load,
+			void (*on_done)(void *ctx, const struct request *r, double t_done_s),
+			void *ctx);
+const struct server_stats *llm_server_stats(const struct llm_server *s);
+
+#endif
