@@ -29,20 +29,6 @@ static const char *const safe_keys[] = { "clk_max_mhz", "power_cap_w", "int8_fra
 					 "hold_periods", NULL };
 static const char *const telemetry_keys[] = { "ewma_tau_s", "stale_ms", "stuck_periods", NULL };
 
-static void set_defaults(struct policy *p)
-{
-	memset(p, 0, sizeof(*p));
-	p->control.period_ms = 500;
-	p->sla.window_s = 60;
-	p->sla.attainment = 0.99;
-	p->thermal.ceiling_c = 83;
-	p->thermal.hysteresis_c = 2;
-	p->quality.default_max_drop = 0.01;
-	p->safe_point.hold_periods = 5;
-	p->telemetry.ewma_tau_s = 2.0;
-	p->telemetry.stuck_periods = 10;
-}
-
 /* A section: absent is fine; present must be a mapping with known keys. */
 static yaml_node_t *section(struct ycfg *y, yaml_node_t *root, const char *key,
 			    const char *const *allowed, int *bad)
@@ -280,7 +266,7 @@ int policy_load_string(const char *name, const char *text, size_t len, struct po
 	p = malloc(sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	set_defaults(p);
+	policy_defaults(p);
 	snprintf(p->path, sizeof(p->path), "%s", name);
 	p->hash = fnv1a64(text, len);
 	snprintf(p->hash_hex, sizeof(p->hash_hex), "fnv1a64:%016llx", (unsigned long long)p->hash);

@@ -80,6 +80,8 @@ int policy_load(const char *path, struct policy **out, struct diag_list *diags);
 int policy_load_string(const char *name, const char *text, size_t len, struct policy **out,
 		       struct diag_list *diags);
 void policy_free(struct policy *p);
+/* The values a policy has for every key it leaves out (no name, no controller). */
+void policy_defaults(struct policy *p);
 /* Controller parameter by name (validated at load), or def when absent. */
 double policy_param(const struct policy *p, const char *name, double def);
 /* Per device slice, by name: INT8 share and quality threshold. */

@@ -4,6 +4,21 @@
 
 #include "governor/policy.h"
 
+void policy_defaults(struct policy *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->control.period_ms = 500;
+	p->sla.window_s = 60;
+	p->sla.attainment = 0.99;
+	p->thermal.ceiling_c = 83;
+	p->thermal.hysteresis_c = 2;
+	p->quality.default_max_drop = 0.01;
+	p->safe_point.hold_periods = 5;
+	p->telemetry.ewma_tau_s = 2.0;
+	p->telemetry.stuck_periods = 10;
+	p->telemetry.stale_ms = 3 * p->control.period_ms;
+}
+
 uint64_t fnv1a64(const void *data, size_t len)
 {
 	const unsigned char *p = data;
