@@ -19,7 +19,7 @@
 
 /* Switching activity of the memory-bound part (SMs mostly stalled on HBM);
  * assumed, see docs/plant-models.md. */
-#define DYNBATCH_MEM_ACTIVITY 0.30
+#define DYNBATCH_MEM_ACTIVITY 0.35
 #define T_EPS 1e-9
 
 /* ResNet-50 v1.5 at 224x224: 4.1 GMACs = 8.2 GFLOPs per image (He et al.,
@@ -40,10 +40,10 @@ const struct model_spec dynbatch_models[] = {
 		.params_b = 0.0256,
 		.flops_per_request = 8.2e9,
 		.bytes_per_request = 6.0e6,
-		.mfu_bf16 = 0.45,
-		.mfu_int8 = 0.40,
-		.activity_bf16 = 0.80,
-		.activity_int8 = 0.70,
+		.mfu_bf16 = 0.50,
+		.mfu_int8 = 0.45,
+		.activity_bf16 = 0.72,
+		.activity_int8 = 0.765,
 		.host_ms_per_step = 0.10,
 		.host_ms_per_request = 0.0002,
 		.sources = "8.2 GFLOPs/image at 224x224 (2 x 4.1 GMACs, ResNet-50 v1.5 as in "
@@ -58,10 +58,10 @@ const struct model_spec dynbatch_models[] = {
 		.params_b = 0.336,
 		.flops_per_request = 113.6e9,
 		.bytes_per_request = 20.0e6,
-		.mfu_bf16 = 0.75,
-		.mfu_int8 = 0.45,
-		.activity_bf16 = 0.80,
-		.activity_int8 = 0.85,
+		.mfu_bf16 = 0.85,
+		.mfu_int8 = 0.50,
+		.activity_bf16 = 0.94,
+		.activity_int8 = 1.00,
 		.host_ms_per_step = 0.10,
 		.host_ms_per_request = 0.001,
 		.sources = "246.93 GFLOPs at seq 384 (OpenVINO OMZ bert-large-uncased-whole-word-"

@@ -11,8 +11,8 @@
 /* Hopper (GH100) silicon, shared by H100 SXM and H200 SXM: the two differ in
  * HBM only, so the DVFS, core power and firmware numbers are the same. */
 #define HOPPER_DVFS                                                                       \
-	{ .min_mhz = 345, .max_mhz = 1980, .step_mhz = 15, .base_mhz = 1590, .v_min = 0.66,   \
-	  .v_max = 1.00, .knee_mhz = 1080 }
+	{ .min_mhz = 345, .max_mhz = 1980, .step_mhz = 15, .base_mhz = 1590, .v_min = 0.70,   \
+	  .v_max = 1.00, .knee_mhz = 900 }
 
 #define HOPPER_FW                                                                          \
 	{ .control_period_s = 0.01, .sw_thermal_target_c = 87.0, .slowdown_c = 89.0,          \
@@ -21,7 +21,7 @@
 	  .sw_trim_mhz_per_s = 15.0, .sw_floor_mhz = 1830.0, .sw_hyst_c = 2.0 }
 
 #define HOPPER_THERMAL                                                                     \
-	{ .c_junction_j_per_k = 120.0, .r_jh_k_per_w = 0.025, .c_sink_j_per_k = 2500.0,       \
+	{ .c_junction_j_per_k = 120.0, .r_jh_k_per_w = 0.025, .c_sink_j_per_k = 2000.0,       \
 	  .r_ha_k_per_w = 0.040, .mem_offset_k_per_w = 0.15 }
 
 #define HOPPER_SOURCES                                                                     \
@@ -43,7 +43,7 @@ static const struct plant_preset presets[] = {
 		.name = "h200-sxm",
 		.description = "NVIDIA H200 SXM 141 GB (HBM3e 4.8 TB/s, 700 W TGP)",
 		.dvfs = HOPPER_DVFS,
-		.power = { .idle_w = 55.0, .c_eff = 300.0, .leak_w_ref = 80.0, .leak_ref_c = 75.0,
+		.power = { .idle_w = 55.0, .c_eff = 382.5, .leak_w_ref = 80.0, .leak_ref_c = 75.0,
 			   .leak_per_c = 0.02, .mem_idle_w = 12.0, .mem_w_per_tbps = 15.0,
 			   .host_idle_w = 60.0, .host_busy_w = 60.0, .tgp_default_w = 700.0,
 			   .tgp_min_w = 200.0, .tgp_max_w = 700.0 },
@@ -60,7 +60,7 @@ static const struct plant_preset presets[] = {
 		.name = "h100-sxm",
 		.description = "NVIDIA H100 SXM 80 GB (HBM3 3.35 TB/s, 700 W TGP)",
 		.dvfs = HOPPER_DVFS,
-		.power = { .idle_w = 55.0, .c_eff = 300.0, .leak_w_ref = 80.0, .leak_ref_c = 75.0,
+		.power = { .idle_w = 55.0, .c_eff = 382.5, .leak_w_ref = 80.0, .leak_ref_c = 75.0,
 			   .leak_per_c = 0.02, .mem_idle_w = 10.0, .mem_w_per_tbps = 15.0,
 			   .host_idle_w = 60.0, .host_busy_w = 60.0, .tgp_default_w = 700.0,
 			   .tgp_min_w = 200.0, .tgp_max_w = 700.0 },
