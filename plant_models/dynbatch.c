@@ -21,6 +21,9 @@
  * assumed, see docs/plant-models.md. */
 #define DYNBATCH_MEM_ACTIVITY 0.35
 #define T_EPS 1e-9
+/* Defaults for zero fields, the same as the LLM server's (server.h). */
+#define DEFAULT_MAX_BATCH 256
+#define DEFAULT_MAX_QUEUE 65536
 
 /* ResNet-50 v1.5 at 224x224: 4.1 GMACs = 8.2 GFLOPs per image (He et al.,
  * CVPR 2016 table 1 gives 3.8e9 FLOPs counting multiply-adds for v1; the
@@ -99,7 +102,7 @@ int dynbatch_create(const struct server_cfg *cfg, const struct plant_preset *dev
 		    struct dynbatch **out)
 {
 	if (!cfg || !dev || !out || !cfg->model || cfg->model->kind != SERVER_DYNBATCH ||
-	    cfg->max_batch == 0 || !(cfg->batch_timeout_ms >= 0) ||
+	    !(cfg->batch_timeout_ms >= 0) ||
 	    cfg->n_slices > PLANT_MAX_SLICES)
 		return -EINVAL;
 	const struct model_spec *m = cfg->model;
@@ -110,13 +113,17 @@ int dynbatch_create(const struct server_cfg *cfg, const struct plant_preset *dev
 	if (!b)
 		return -ENOMEM;
 	b->cfg = *cfg;
+	if (b->cfg.max_batch == 0)
+		b->cfg.max_batch = DEFAULT_MAX_BATCH;
+	if (b->cfg.max_queue == 0)
+		b->cfg.max_queue = DEFAULT_MAX_QUEUE;
 	b->m = m;
 	b->dev = dev;
-	b->q_cap = cfg->max_batch * 2u < 64 ? 64 : cfg->max_batch * 2u;
+	b->q_cap = b->cfg.max_batch * 2u < 64 ? 64 : b->cfg.max_batch * 2u;
 	b->q = malloc(b->q_cap * sizeof(*b->q));
 	if (!b->q)
 		goto free_b;
-	b->batch = malloc(cfg->max_batch * sizeof(*b->batch));
+	b->batch = malloc(b->cfg.max_batch * sizeof(*b->batch));
 	if (!b->batch)
 		goto free_q;
 	b->tc_int8_s = m->flops_per_request / (dev->peak_int8_tops * 1e12 * m->mfu_int8);
@@ -166,7 +173,7 @@ static const struct request *queue_at(const struct dynbatch *b, size_t i)
 void dynbatch_submit(struct dynbatch *b, const struct request *r)
 {
 	b->st.arrived++;
-	if ((b->cfg.max_queue > 0 && b->q_len >= b->cfg.max_queue) ||
+	if (b->q_len >= b->cfg.max_queue ||
 	    (b->q_len == b->q_cap && queue_grow(b) != 0)) {
 		b->st.rejected++;
 		return;

@@ -93,8 +93,17 @@ static void test_create_errors(void **state)
 {
 	(void)state;
 	struct dynbatch *b = NULL;
-	struct server_cfg cfg = { .model = &toy, .max_batch = 0, .batch_timeout_ms = 1 };
-	assert_int_equal(dynbatch_create(&cfg, dev(), &b), -EINVAL);
+	struct server_cfg cfg = { .model = &toy, .max_batch = 0, .batch_timeout_ms = 0 };
+	/* Zero max_batch / max_queue take the server.h defaults (256, 65536). */
+	assert_int_equal(dynbatch_create(&cfg, dev(), &b), 0);
+	for (int i = 0; i < 300; i++)
+		submit(b, 0, true, 0);
+	struct device_load l;
+	dynbatch_advance(b, 0, 1e-6, 1980, &l, NULL, NULL);
+	assert_int_equal(dynbatch_stats(b)->running, 256);
+	assert_int_equal(dynbatch_stats(b)->queue_len, 44);
+	dynbatch_destroy(b);
+	b = NULL;
 	struct model_spec llm = toy;
 	llm.kind = SERVER_LLM;
 	cfg.max_batch = 4;
@@ -259,7 +268,7 @@ static void test_rejects_beyond_max_queue(void **state)
 	assert_int_equal(st->arrived, 10);
 	assert_int_equal(st->rejected, 4);
 	assert_int_equal(st->queue_len, 6);
-	/* Unbounded queue grows past its first allocation. */
+	/* The queue grows past its first allocation. */
 	struct dynbatch *u = make(4, 10, 0);
 	for (int i = 0; i < 1000; i++)
 		submit(u, i * 1e-4, i % 2, 0);
