@@ -251,17 +251,24 @@ static void test_thermal_steady_state(void **state)
 		assert_true(fabs(d.tsink_c - ts) < 0.02);
 		assert_true(fabs(d.tmem_c - (ts + p->thermal.mem_offset_k_per_w * d.mem_power_w)) < 0.02);
 	}
-	/* 700 W at 30 C inlet sits at 70-80 C; the degraded hot case would pass 89 C. */
-	double r = p->thermal.r_jh_k_per_w + p->thermal.r_ha_k_per_w;
-	double tj_nom = 30 + 700 * r + 50 * p->thermal.r_ha_k_per_w;
-	double tj_hot = 40 + 700 * (p->thermal.r_jh_k_per_w + 1.5 * p->thermal.r_ha_k_per_w);
-	assert_true(tj_nom > 70 && tj_nom < 80);
-	assert_true(tj_hot > 89);
-	/* Time constants: junction seconds, heatsink 1-3 minutes. */
-	double tau_j = p->thermal.c_junction_j_per_k * p->thermal.r_jh_k_per_w;
-	double tau_s = p->thermal.c_sink_j_per_k * p->thermal.r_ha_k_per_w;
-	assert_true(tau_j > 1 && tau_j < 10);
-	assert_true(tau_s > 60 && tau_s < 180);
+	/* TGP at 30 C inlet sits at 70-80 C; the degraded hot case (40 C, cooling
+	 * x1.5) would pass the slowdown threshold at TGP. Every preset. */
+	for (int k = 0; plant_preset_names()[k]; k++) {
+		const struct plant_preset *q = plant_preset_find(plant_preset_names()[k]);
+		const struct thermal_params *th = &q->thermal;
+		double tgp = q->power.tgp_default_w, mem = power_memory_w(q, q->hbm_tbps / 2);
+		double tj_nom = 30 + (tgp + mem) * th->r_ha_k_per_w + tgp * th->r_jh_k_per_w;
+		double tj_hot = 40 + (tgp + mem) * 1.5 * th->r_ha_k_per_w + tgp * th->r_jh_k_per_w;
+		printf("%s: TGP %.0f W -> %.1f C at 30 C inlet, %.1f C hot\n", q->name, tgp, tj_nom,
+		       tj_hot);
+		assert_true(tj_nom > 70 && tj_nom < 80);
+		assert_true(tj_hot > q->fw.slowdown_c + 3);
+		/* Time constants: junction seconds, heatsink 1-3 minutes. */
+		double tau_j = th->c_junction_j_per_k * th->r_jh_k_per_w;
+		double tau_s = th->c_sink_j_per_k * th->r_ha_k_per_w;
+		assert_true(tau_j > 1 && tau_j < 10);
+		assert_true(tau_s > 60 && tau_s < 180);
+	}
 }
 
 /* Constant power (no leakage): one long step equals many short ones, and a
