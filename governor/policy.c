@@ -1,4 +1,4 @@
-/* Policy loader (keys and ranges: docs/policy.md). Strict: unknown keys,
+/* Policy loader (keys and ranges: docs/summary.md). Strict: unknown keys,
  * wrong types and out-of-range values are errors with file:line:col, and
  * every error of the file is reported in one pass. Parse + validate into a
  * new object; the caller's current policy is untouched on failure. */

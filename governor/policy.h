@@ -1,9 +1,9 @@
 /* Policies: the YAML file users edit to tell the governor what to optimise
  * and within which limits. Loading is a transaction: parse + validate into a
  * new object; on any error nothing is returned and every problem is in the
- * diag list with file:line:col. Keys (docs/policy.md ... see governor/policy.c
- * for the table): name, description, control, sla, thermal, power, frequency,
- * precision, quality, safe_point, telemetry. Zero means "not set" for the
+ * diag list with file:line:col. Keys (table in docs/summary.md): name,
+ * description, control, sla, thermal, power, frequency, precision, quality,
+ * safe_point, telemetry. Zero means "not set" for the
  * optional limits (the device's own limit applies). */
 #ifndef GOVD_GOVERNOR_POLICY_H
 #define GOVD_GOVERNOR_POLICY_H
