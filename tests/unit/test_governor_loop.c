@@ -29,6 +29,12 @@ struct fake {
 	uint64_t tokens;
 };
 
+static struct hal_value hv(int64_t v, uint64_t t_ms)
+{
+	struct hal_value x = { .v = v, .t_ms = t_ms, .valid = true };
+	return x;
+}
+
 static struct fake *F(struct hal_dev *d)
 {
 	return d->priv;
@@ -56,18 +62,18 @@ static int f_sample(struct hal_dev *d, struct hal_sample *s)
 	memset(s, 0, sizeof(*s));
 	s->t_ms = t;
 	for (int r = 0; r < HAL_RAIL_N; r++) {
-		s->power_mw[r] = (struct hal_value){ 100000 + 1000 * r + (int64_t)(t % 7000), t, true };
-		s->energy_mj[r] = (struct hal_value){ (int64_t)t * 100, t, true };
+		s->power_mw[r] = hv(100000 + 1000 * r + (int64_t)(t % 7000), t);
+		s->energy_mj[r] = hv((int64_t)t * 100, t);
 	}
 	int64_t tj = (int64_t)(f->tj_c * 1000) + (int64_t)(t % 3000);
 	if (t >= f->nan_start_ms && t < f->nan_end_ms)
 		tj = INT64_MIN;
-	s->temp_mc[HAL_TEMP_JUNCTION] = (struct hal_value){ tj, t, true };
-	s->temp_mc[HAL_TEMP_MEMORY] = (struct hal_value){ 60000 + (int64_t)(t % 5000), t, true };
-	s->temp_mc[HAL_TEMP_INLET] = (struct hal_value){ 25000, t, true };
-	s->clk_khz = (struct hal_value){ f->locked ? f->hi_khz : 1980000, t, true };
-	s->power_limit_mw = (struct hal_value){ f->power_limit_mw, t, true };
-	s->util_pct = (struct hal_value){ 50, t, true };
+	s->temp_mc[HAL_TEMP_JUNCTION] = hv(tj, t);
+	s->temp_mc[HAL_TEMP_MEMORY] = hv(60000 + (int64_t)(t % 5000), t);
+	s->temp_mc[HAL_TEMP_INLET] = hv(25000, t);
+	s->clk_khz = hv(f->locked ? f->hi_khz : 1980000, t);
+	s->power_limit_mw = hv(f->power_limit_mw, t);
+	s->util_pct = hv(50, t);
 	return 0;
 }
 

@@ -10,6 +10,12 @@
 
 #include "governor/validate.h"
 
+static struct hal_value hv(int64_t v, uint64_t t_ms)
+{
+	struct hal_value x = { .v = v, .t_ms = t_ms, .valid = true };
+	return x;
+}
+
 static void good_sample(struct hal_sample *s, uint64_t t_ms)
 {
 	memset(s, 0, sizeof(*s));
@@ -17,14 +23,14 @@ static void good_sample(struct hal_sample *s, uint64_t t_ms)
 	int64_t pw[HAL_RAIL_N] = { 450000, 80000, 120000 };
 	int64_t tc[HAL_TEMP_N] = { 70000, 65000, 25000 };
 	for (int r = 0; r < HAL_RAIL_N; r++) {
-		s->power_mw[r] = (struct hal_value){ pw[r] + (int64_t)t_ms, t_ms, true };
-		s->energy_mj[r] = (struct hal_value){ (int64_t)t_ms * 100, t_ms, true };
+		s->power_mw[r] = hv(pw[r] + (int64_t)t_ms, t_ms);
+		s->energy_mj[r] = hv((int64_t)t_ms * 100, t_ms);
 	}
 	for (int t = 0; t < HAL_TEMP_N; t++)
-		s->temp_mc[t] = (struct hal_value){ tc[t] + (t == 2 ? 0 : (int64_t)t_ms / 10), t_ms, true };
-	s->clk_khz = (struct hal_value){ 1980000, t_ms, true };
-	s->power_limit_mw = (struct hal_value){ 700000, t_ms, true };
-	s->util_pct = (struct hal_value){ 90 + (int64_t)(t_ms / 500) % 5, t_ms, true };
+		s->temp_mc[t] = hv(tc[t] + (t == 2 ? 0 : (int64_t)t_ms / 10), t_ms);
+	s->clk_khz = hv(1980000, t_ms);
+	s->power_limit_mw = hv(700000, t_ms);
+	s->util_pct = hv(90 + (int64_t)(t_ms / 500) % 5, t_ms);
 }
 
 struct run {
