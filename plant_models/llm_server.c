@@ -24,10 +24,10 @@
 #define BW_EFFICIENCY 0.80   /* achievable share of peak HBM bandwidth */
 #define BW_KNEE_FRAC 0.60    /* below this share of max SM clock ... */
 #define BW_LOSS_AT_ZERO 0.30 /* ... bandwidth falls linearly, by this much at f = 0 */
-#define GPU_OVERLAP 0.55     /* step = max(mem, compute) + GPU_OVERLAP * min(mem, compute) */
-#define MEM_ACTIVITY_FRAC 0.60  /* activity of a fully memory-stalled step / compute-bound */
+#define MEM_ACTIVITY_FRAC 0.80  /* activity of a fully memory-stalled step / compute-bound */
 #define COMM_ACTIVITY_FRAC 0.30 /* activity while all-reduce kernels run */
 #define KV_RESERVE_FRAC 0.10    /* HBM kept free for activations, allocator slack */
+#define MIN_KV_SHARE 0.20       /* BF16 weights are loaded only if this much HBM stays for KV */
 #define DEFAULT_MAX_BATCH 256
 #define DEFAULT_MAX_QUEUE 65536
 #define DEFAULT_PREFILL_TOKENS 8192
@@ -51,6 +51,7 @@ struct engine {
 	struct seq *run;
 	uint32_t n_run;
 	uint64_t kv_read_tokens; /* sum of ctx_now over run[] */
+	uint64_t kvb;            /* KV bytes per token in this engine */
 	double w_bytes, peak_flops, mfu, act;
 	bool int8;
 };
@@ -59,7 +60,11 @@ struct phase {
 	bool active, prefill;
 	int eng;
 	uint32_t first_new; /* prefill: run[first_new..] are the admitted */
-	double flops, bytes, host_s, comm_s;
+	double flops_lin, bytes_lin;   /* linear layers: 2 * params * tokens, weights */
+	double flops_attn, bytes_attn; /* attention: ctx^2 / ctx terms, KV written or read */
+	double host_fixed_s; /* CPU work the GPU waits for (schedule, launch) */
+	double host_var_s;   /* CPU work overlapped with the step's kernels */
+	double comm_s;
 	double rem;         /* share of the work still to do, 1 -> 0 */
 };
 
@@ -67,8 +72,9 @@ struct llm_server {
 	struct server_cfg cfg;
 	const struct model_spec *m;
 	const struct plant_preset *dev;
-	uint64_t kv_cap, kv_reserved;
+	uint64_t kv_cap_b, kv_reserved_b; /* KV cache bytes: capacity, reserved */
 	uint32_t n_running, n_queued;
+	bool bf16_loaded;
 	struct engine eng[ENG_N];
 	int pos; /* next phase in the cycle: 2*engine + (0 prefill, 1 decode) */
 	struct phase ph;
@@ -88,24 +94,39 @@ static double bw_clock_factor(double r)
 	return 1.0 - BW_LOSS_AT_ZERO * (BW_KNEE_FRAC - r) / BW_KNEE_FRAC;
 }
 
-/* Time split of a whole phase at clock share r: GPU kernels, link, host. */
+/* Time of a whole phase at clock share r. The linear layers (weights) and
+ * attention (KV cache) are separate kernels, each its own roofline:
+ * max(mem, compute) + gpu_overlap * min(mem, compute). */
 struct phase_time {
-	double gpu_s, act; /* act: activity of the GPU-kernel part */
+	double gpu_s, act; /* act: mean activity over the GPU-kernel part */
 	double total_s;
 };
+
+static void roofline(double comp, double mem, double ov, double act_c, double *t_s,
+		     double *act_s)
+{
+	double hi = comp > mem ? comp : mem, lo = comp > mem ? mem : comp;
+	double t = hi + ov * lo;
+	double u = hi > 0 ? comp / hi : 1.0;
+	*t_s += t;
+	*act_s += t * act_c * (MEM_ACTIVITY_FRAC + (1.0 - MEM_ACTIVITY_FRAC) * u);
+}
 
 static struct phase_time phase_time(const struct llm_server *s, const struct phase *ph, double r)
 {
 	const struct engine *e = &s->eng[ph->eng];
-	double comp = ph->flops / (e->peak_flops * r * e->mfu);
-	double mem = ph->bytes / (s->dev->hbm_tbps * 1e12 * BW_EFFICIENCY * bw_clock_factor(r));
-	double hi = comp > mem ? comp : mem, lo = comp > mem ? mem : comp;
-	struct phase_time t;
-	t.gpu_s = hi + GPU_OVERLAP * lo;
-	double u = hi > 0 ? comp / hi : 1.0;
-	t.act = e->act * (MEM_ACTIVITY_FRAC + (1.0 - MEM_ACTIVITY_FRAC) * u);
-	t.total_s = t.gpu_s + ph->comm_s + ph->host_s;
-	return t;
+	double flops_s = e->peak_flops * r * e->mfu;
+	double bytes_s = s->dev->hbm_tbps * 1e12 * BW_EFFICIENCY * bw_clock_factor(r);
+	double t = 0, a = 0;
+	double ov = s->m->gpu_overlap;
+	roofline(ph->flops_lin / flops_s, ph->bytes_lin / bytes_s, ov, e->act, &t, &a);
+	roofline(ph->flops_attn / flops_s, ph->bytes_attn / bytes_s, ov, e->act, &t, &a);
+	struct phase_time pt;
+	pt.gpu_s = t;
+	pt.act = t > 0 ? a / t : 0.0;
+	double dev_s = t + ph->comm_s;
+	pt.total_s = ph->host_fixed_s + (dev_s > ph->host_var_s ? dev_s : ph->host_var_s);
+	return pt;
 }
 
 static void ring_push(struct ring *q, const struct request *r)
@@ -138,6 +159,7 @@ int llm_server_create(const struct server_cfg *cfg, const struct plant_preset *d
 	const struct model_spec *m = cfg ? cfg->model : NULL;
 	if (!cfg || !dev || !out || !m || m->kind != SERVER_LLM || !(m->params_b > 0) ||
 	    !(m->kv_bytes_per_token > 0) || !(m->mfu_bf16 > 0) || !(m->mfu_int8 > 0) ||
+	    !(m->gpu_overlap >= 0 && m->gpu_overlap <= 1) || m->kv_bytes_per_token_int8 < 0 ||
 	    !(dev->hbm_tbps > 0) || !(dev->peak_bf16_tflops > 0) || !(dev->peak_int8_tops > 0) ||
 	    dev->dvfs.max_mhz == 0 || (m->comm_bytes_per_token > 0 && !(m->comm_gbps > 0)))
 		return -EINVAL;
@@ -153,22 +175,27 @@ int llm_server_create(const struct server_cfg *cfg, const struct plant_preset *d
 		s->cfg.max_prefill_tokens = DEFAULT_PREFILL_TOKENS;
 	s->m = m;
 	s->dev = dev;
-	if (cfg->kv_capacity_tokens) {
-		s->kv_cap = cfg->kv_capacity_tokens;
-	} else {
-		/* Both engines' weights stay resident: the router may pick either. */
-		double free_b = dev->hbm_gb * 1e9 * (1.0 - KV_RESERVE_FRAC) -
-				weight_bytes(m, false) - weight_bytes(m, true);
-		if (free_b < m->kv_bytes_per_token) {
-			free(s);
-			return -EINVAL;
-		}
-		s->kv_cap = (uint64_t)(free_b / m->kv_bytes_per_token);
+	/* Both engines' weights stay resident (the router may pick either);
+	 * where they do not fit beside a useful KV cache, only the INT8 engine is
+	 * loaded and BF16 arrivals are rejected. */
+	double usable_b = dev->hbm_gb * 1e9 * (1.0 - KV_RESERVE_FRAC);
+	double both_b = weight_bytes(m, false) + weight_bytes(m, true);
+	s->bf16_loaded = usable_b - both_b >= MIN_KV_SHARE * usable_b;
+	double free_b = usable_b - (s->bf16_loaded ? both_b : weight_bytes(m, true));
+	if (free_b < m->kv_bytes_per_token) {
+		free(s);
+		return -EINVAL;
 	}
+	/* kv_capacity_tokens counts BF16 tokens. */
+	uint64_t kvb16 = (uint64_t)llround(m->kv_bytes_per_token);
+	s->kv_cap_b = cfg->kv_capacity_tokens ? cfg->kv_capacity_tokens * kvb16 : (uint64_t)free_b;
 	for (int i = 0; i < ENG_N; i++) {
 		struct engine *e = &s->eng[i];
 		e->int8 = i == ENG_INT8;
 		e->w_bytes = weight_bytes(m, e->int8);
+		e->kvb = e->int8 && m->kv_bytes_per_token_int8 > 0
+				 ? (uint64_t)llround(m->kv_bytes_per_token_int8)
+				 : kvb16;
 		e->peak_flops = (e->int8 ? dev->peak_int8_tops : dev->peak_bf16_tflops) * 1e12;
 		e->mfu = e->int8 ? m->mfu_int8 : m->mfu_bf16;
 		e->act = e->int8 ? m->activity_int8 : m->activity_bf16;
@@ -207,8 +234,9 @@ void llm_server_submit(struct llm_server *s, const struct request *r)
 	if (q.gen_tokens == 0)
 		q.gen_tokens = 1;
 	s->st.arrived++;
-	if (s->n_queued >= s->cfg.max_queue ||
-	    (uint64_t)q.ctx_tokens + q.gen_tokens > s->kv_cap) {
+	uint64_t kvb = s->eng[q.int8 ? ENG_INT8 : ENG_BF16].kvb;
+	if (s->n_queued >= s->cfg.max_queue || (!q.int8 && !s->bf16_loaded) ||
+	    ((uint64_t)q.ctx_tokens + q.gen_tokens) * kvb > s->kv_cap_b) {
 		s->st.rejected++;
 		return;
 	}
@@ -225,8 +253,8 @@ static uint32_t admit(struct llm_server *s, int ei, double t)
 	uint64_t tokens = 0;
 	const struct request *h;
 	while ((h = ring_head(&e->wait)) && h->arrival_s <= t && s->n_running < s->cfg.max_batch) {
-		uint64_t need = (uint64_t)h->ctx_tokens + h->gen_tokens;
-		if (s->kv_reserved + need > s->kv_cap)
+		uint64_t need = ((uint64_t)h->ctx_tokens + h->gen_tokens) * e->kvb;
+		if (s->kv_reserved_b + need > s->kv_cap_b)
 			break;
 		if (n > 0 && tokens + h->ctx_tokens > s->cfg.max_prefill_tokens)
 			break;
@@ -235,7 +263,7 @@ static uint32_t admit(struct llm_server *s, int ei, double t)
 		q->done = 0;
 		q->ctx_now = h->ctx_tokens;
 		q->t_last_s = t;
-		s->kv_reserved += need;
+		s->kv_reserved_b += need;
 		tokens += h->ctx_tokens;
 		s->n_running++;
 		s->n_queued--;
@@ -269,10 +297,12 @@ static void setup_prefill(struct llm_server *s, int ei, uint32_t first_new)
 	ph->prefill = true;
 	ph->eng = ei;
 	ph->first_new = first_new;
-	ph->flops = 2.0 * m->params_b * 1e9 * n_tok + m->attn_flops_per_ctx2 * n_tok2;
-	ph->bytes = e->w_bytes + m->kv_bytes_per_token * n_tok;
-	ph->host_s = (m->host_ms_per_step + m->host_ms_per_request * n +
-		      m->host_ms_per_seq_step * n) * 1e-3;
+	ph->flops_lin = 2.0 * m->params_b * 1e9 * n_tok;
+	ph->bytes_lin = e->w_bytes;
+	ph->flops_attn = m->attn_flops_per_ctx2 * n_tok2;
+	ph->bytes_attn = (double)e->kvb * n_tok;
+	ph->host_fixed_s = m->host_ms_per_step * 1e-3;
+	ph->host_var_s = (m->host_ms_per_request + m->host_ms_per_seq_step) * n * 1e-3;
 	ph->comm_s = comm_s(m, n_tok);
 	ph->rem = 1.0;
 }
@@ -287,9 +317,12 @@ static void setup_decode(struct llm_server *s, int ei)
 	ph->prefill = false;
 	ph->eng = ei;
 	ph->first_new = 0;
-	ph->flops = 2.0 * m->params_b * 1e9 * b + 2.0 * m->attn_flops_per_ctx2 * k;
-	ph->bytes = e->w_bytes + m->kv_bytes_per_token * k;
-	ph->host_s = (m->host_ms_per_step + m->host_ms_per_seq_step * b) * 1e-3;
+	ph->flops_lin = 2.0 * m->params_b * 1e9 * b;
+	ph->bytes_lin = e->w_bytes;
+	ph->flops_attn = 2.0 * m->attn_flops_per_ctx2 * k;
+	ph->bytes_attn = (double)e->kvb * k;
+	ph->host_fixed_s = m->host_ms_per_step * 1e-3;
+	ph->host_var_s = m->host_ms_per_seq_step * b * 1e-3;
 	ph->comm_s = comm_s(m, b);
 	ph->rem = 1.0;
 }
@@ -335,7 +368,7 @@ static void complete(struct llm_server *s, struct engine *e, uint32_t i, double 
 	if (q.r.int8)
 		s->st.slice_int8_completed[q.r.slice]++;
 	hist_add(&s->st.e2e, (t_s - q.r.arrival_s) * 1e3, 1);
-	s->kv_reserved -= (uint64_t)q.r.ctx_tokens + q.r.gen_tokens;
+	s->kv_reserved_b -= ((uint64_t)q.r.ctx_tokens + q.r.gen_tokens) * e->kvb;
 	e->kv_read_tokens -= q.ctx_now;
 	s->n_running--;
 	e->run[i] = e->run[--e->n_run];
@@ -408,8 +441,8 @@ static void account(struct acc *a, const struct phase *ph, const struct phase_ti
 {
 	a->busy_s += (pt->gpu_s + ph->comm_s) * share;
 	a->act_s += (pt->gpu_s * pt->act + ph->comm_s * comm_act) * share;
-	a->bytes += ph->bytes * share;
-	a->host_s += ph->host_s * share;
+	a->bytes += (ph->bytes_lin + ph->bytes_attn) * share;
+	a->host_s += (ph->host_fixed_s + ph->host_var_s) * share;
 }
 
 void llm_server_advance(struct llm_server *s, double t_s, double dt_s, uint32_t clk_mhz,
@@ -473,14 +506,15 @@ const struct model_spec llm_models[] = {
 		.kind = SERVER_LLM,
 		.params_b = 8.03,
 		.kv_bytes_per_token = 131072,
-		.mfu_bf16 = 0.55,
-		.mfu_int8 = 0.50,
-		.activity_bf16 = 0.80,
-		.activity_int8 = 0.75,
-		.host_ms_per_step = 0.6,
+		.mfu_bf16 = 0.48,
+		.mfu_int8 = 0.48,
+		.activity_bf16 = 1.0,
+		.activity_int8 = 1.0,
+		.host_ms_per_step = 1.0,
 		.host_ms_per_request = 0.3,
 		.attn_flops_per_ctx2 = 2.0 * 32 * 4096,
 		.host_ms_per_seq_step = 0.012,
+		.gpu_overlap = 1.0,
 		.sources = "meta-llama/Llama-3.1-8B config.json (num_hidden_layers 32, hidden_size 4096, "
 			   "num_key_value_heads 8, head_dim 128) and model card (8.03B params)",
 	},
@@ -493,20 +527,45 @@ const struct model_spec llm_models[] = {
 		.kind = SERVER_LLM,
 		.params_b = 68.98 / 8,
 		.kv_bytes_per_token = 40960,
-		.mfu_bf16 = 0.55,
+		.mfu_bf16 = 0.50,
 		.mfu_int8 = 0.50,
-		.activity_bf16 = 0.80,
-		.activity_int8 = 0.75,
-		.host_ms_per_step = 0.6,
-		.host_ms_per_request = 0.3,
+		.activity_bf16 = 1.0,
+		.activity_int8 = 1.0,
+		.host_ms_per_step = 0.3,
+		.host_ms_per_request = 0.1,
 		.attn_flops_per_ctx2 = 2.0 * 80 * 8192 / 8,
-		.host_ms_per_seq_step = 0.012,
+		.host_ms_per_seq_step = 0.005,
+		.gpu_overlap = 0.15,
+		.kv_bytes_per_token_int8 = 20480,
 		.comm_ms_per_step = 1.0,
 		.comm_bytes_per_token = 2.0 * 80 * 8192 * 2 * (2.0 * 7 / 8),
 		.comm_gbps = 400,
 		.sources = "meta-llama/Llama-2-70b-hf config.json (num_hidden_layers 80, hidden_size 8192, "
 			   "num_key_value_heads 8, 64 heads of 128), Llama 2 paper (Touvron et al. 2023); "
 			   "NCCL all-reduce bus bandwidth on NVLink4/NVSwitch (nccl-tests)",
+	},
+	{
+		/* Llama-2-70B whole on one GPU (tensor parallel 1), as NVIDIA ran it
+		 * on H200 in MLPerf Inference v4.1 (8-bit weights fit in 141 GB).
+		 * KV = 2 * 80 * 8 * 128 * 2 B = 327680 B/token. */
+		.name = "llama2-70b",
+		.kind = SERVER_LLM,
+		.params_b = 68.98,
+		.kv_bytes_per_token = 327680,
+		.mfu_bf16 = 0.50,
+		.mfu_int8 = 0.50,
+		.activity_bf16 = 1.0,
+		.activity_int8 = 1.0,
+		.host_ms_per_step = 0.3,
+		.host_ms_per_request = 0.1,
+		.attn_flops_per_ctx2 = 2.0 * 80 * 8192,
+		.host_ms_per_seq_step = 0.005,
+		.gpu_overlap = 0.15,
+		.kv_bytes_per_token_int8 = 163840,
+		.sources = "meta-llama/Llama-2-70b-hf config.json (num_hidden_layers 80, hidden_size 8192, "
+			   "num_key_value_heads 8, 64 heads of 128), Llama 2 paper (Touvron et al. 2023); "
+			   "mlcommons/inference_results_v4.1 closed/NVIDIA/configs/llama2-70b/Offline "
+			   "(H200_SXM_141GBx8: tensor_parallelism 1, gpu_batch_size 806, use_fp8)",
 	},
 	{ .name = NULL },
 };

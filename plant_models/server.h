@@ -38,6 +38,9 @@ struct model_spec {
 	double comm_ms_per_step;     /* tensor-parallel all-reduce latency per iteration, clock-free */
 	double comm_bytes_per_token; /* all-reduce traffic per token in the step, per GPU */
 	double comm_gbps;            /* achieved all-reduce bus bandwidth, GB/s */
+	double gpu_overlap;          /* kernel time = max(mem, compute) + gpu_overlap * min(...):
+				      * 0 perfect overlap, 1 serial (fitted per deployment) */
+	double kv_bytes_per_token_int8; /* INT8 engine's KV per token (8-bit KV); 0: as BF16 */
 	const char *sources;
 };
 

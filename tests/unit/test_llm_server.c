@@ -96,9 +96,30 @@ static void test_create_rejects_bad_input(void **state)
 	c.model = NULL;
 	assert_int_equal(llm_server_create(&c, &p, &s), -EINVAL);
 	c = cfg_default();
-	p.hbm_gb = 10; /* 8B model in BF16 + INT8 does not fit in 10 GB */
+	p.hbm_gb = 8; /* not even the INT8 weights of an 8B model fit */
 	assert_int_equal(llm_server_create(&c, &p, &s), -EINVAL);
 	assert_null(s);
+}
+
+/* Where BF16 and INT8 weights do not both fit, only the INT8 engine is
+ * loaded: BF16 arrivals are rejected, INT8 ones served. */
+static void test_int8_only_when_bf16_does_not_fit(void **state)
+{
+	(void)state;
+	struct plant_preset p = dev_h100();
+	p.hbm_gb = 14;
+	struct server_cfg c = cfg_default();
+	struct llm_server *s = mk(&c, &p);
+	struct request a = req(0.0, 100, 5, false), b = req(0.0, 100, 5, true);
+	llm_server_submit(s, &a);
+	llm_server_submit(s, &b);
+	double t = 0;
+	run(s, &t, 1.0, 0.01, 1980);
+	const struct server_stats *st = llm_server_stats(s);
+	assert_int_equal(st->rejected, 1);
+	assert_int_equal(st->completed, 1);
+	assert_int_equal(st->tokens_int8, 5);
+	llm_server_destroy(s);
 }
 
 static double single_ttft_ms(uint32_t ctx)
@@ -216,9 +237,10 @@ static void test_decode_compute_bound_scales_with_clock(void **state)
 	double lo = decode_step_gpu_ms(2048, 16, false, 990, &g_lo);
 	print_message("compute-bound decode step: %.3f ms (GPU %.3f) @1980, %.3f (GPU %.3f) @990 MHz\n",
 		      hi, g_hi, lo, g_lo);
-	/* Half the clock: the GPU part of the step doubles (its memory part, at
-	 * 50% clock, a little less); host time per step does not scale. */
-	assert_true(g_lo / g_hi > 1.85);
+	/* Half the clock: the GPU part of the step nearly doubles (its
+	 * memory-bound attention reads only grow ~8% at 50% clock); host time per
+	 * step does not scale. */
+	assert_true(g_lo / g_hi > 1.75);
 	assert_true(g_lo / g_hi < 2.05);
 	assert_true(lo / hi > 1.4);
 	assert_true(lo - hi < g_lo - g_hi + 0.01 * hi);
@@ -414,14 +436,14 @@ static void test_device_load(void **state)
 	llm_server_advance(s, 0.01, 0.01, 1980, &l, NULL, NULL);
 	double act_prefill = l.activity;
 	assert_true(l.busy > 0.9);
-	assert_true(act_prefill > 0.7);
+	assert_true(act_prefill > 0.9);
 	double t = 0.02;
 	run(s, &t, 0.5, 0.01, 1980);
 	/* Batch-1 decode: memory-bound, lower activity, near-peak bandwidth. */
 	llm_server_advance(s, t, 0.01, 1980, &l, NULL, NULL);
 	print_message("prefill activity %.2f; decode activity %.2f busy %.2f %.2f TB/s host %.2f\n",
 		      act_prefill, l.activity, l.busy, l.mem_tbps, l.host_busy);
-	assert_true(l.activity < 0.75 * act_prefill);
+	assert_true(l.activity < 0.9 * act_prefill);
 	assert_true(l.mem_tbps > 0.6 * p.hbm_tbps && l.mem_tbps <= p.hbm_tbps);
 	assert_true(l.busy > 0.7 && l.busy < 1.0);
 	assert_true(l.host_busy > 0.0 && l.host_busy < 0.3);
@@ -454,6 +476,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_create_rejects_bad_input),
+		cmocka_unit_test(test_int8_only_when_bf16_does_not_fit),
 		cmocka_unit_test(test_ttft_grows_with_context),
 		cmocka_unit_test(test_ttft_grows_with_queueing),
 		cmocka_unit_test(test_decode_memory_bound_flat_vs_clock),
