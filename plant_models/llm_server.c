@@ -24,7 +24,7 @@
 #define BW_EFFICIENCY 0.80   /* achievable share of peak HBM bandwidth */
 #define BW_KNEE_FRAC 0.60    /* below this share of max SM clock ... */
 #define BW_LOSS_AT_ZERO 0.30 /* ... bandwidth falls linearly, by this much at f = 0 */
-#define MEM_ACTIVITY_FRAC 0.80  /* activity of a fully memory-stalled step / compute-bound */
+#define MEM_ACTIVITY_FRAC 0.67  /* activity of a fully memory-stalled step / compute-bound */
 #define COMM_ACTIVITY_FRAC 0.30 /* activity while all-reduce kernels run */
 #define KV_RESERVE_FRAC 0.10    /* HBM kept free for activations, allocator slack */
 #define MIN_KV_SHARE 0.20       /* BF16 weights are loaded only if this much HBM stays for KV */
@@ -506,11 +506,11 @@ const struct model_spec llm_models[] = {
 		.kind = SERVER_LLM,
 		.params_b = 8.03,
 		.kv_bytes_per_token = 131072,
-		.mfu_bf16 = 0.48,
-		.mfu_int8 = 0.48,
-		.activity_bf16 = 1.0,
-		.activity_int8 = 1.0,
-		.host_ms_per_step = 1.0,
+		.mfu_bf16 = 0.46,
+		.mfu_int8 = 0.46,
+		.activity_bf16 = 0.85,
+		.activity_int8 = 0.90,
+		.host_ms_per_step = 0.9,
 		.host_ms_per_request = 0.3,
 		.attn_flops_per_ctx2 = 2.0 * 32 * 4096,
 		.host_ms_per_seq_step = 0.012,
@@ -527,10 +527,10 @@ const struct model_spec llm_models[] = {
 		.kind = SERVER_LLM,
 		.params_b = 68.98 / 8,
 		.kv_bytes_per_token = 40960,
-		.mfu_bf16 = 0.50,
-		.mfu_int8 = 0.50,
-		.activity_bf16 = 1.0,
-		.activity_int8 = 1.0,
+		.mfu_bf16 = 0.60,
+		.mfu_int8 = 0.60,
+		.activity_bf16 = 0.85,
+		.activity_int8 = 0.90,
 		.host_ms_per_step = 0.3,
 		.host_ms_per_request = 0.1,
 		.attn_flops_per_ctx2 = 2.0 * 80 * 8192 / 8,
@@ -552,10 +552,10 @@ const struct model_spec llm_models[] = {
 		.kind = SERVER_LLM,
 		.params_b = 68.98,
 		.kv_bytes_per_token = 327680,
-		.mfu_bf16 = 0.50,
-		.mfu_int8 = 0.50,
-		.activity_bf16 = 1.0,
-		.activity_int8 = 1.0,
+		.mfu_bf16 = 0.60,
+		.mfu_int8 = 0.60,
+		.activity_bf16 = 0.85,
+		.activity_int8 = 0.90,
 		.host_ms_per_step = 0.3,
 		.host_ms_per_request = 0.1,
 		.attn_flops_per_ctx2 = 2.0 * 80 * 8192,
