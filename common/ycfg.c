@@ -466,13 +466,13 @@ static int node_double(struct ycfg *y, const yaml_node_t *n, const char *path, c
 	}
 	if (v < min || v > max) {
 		if (isinf(max))
-			ycfg_error(y, n, path, "range", "%s is out of range; allowed >= %g%s", s, min,
+			ycfg_error(y, n, path, "range", "%s is out of range; allowed >= %.10g%s", s, min,
 				   unit);
 		else if (isinf(min))
-			ycfg_error(y, n, path, "range", "%s is out of range; allowed <= %g%s", s, max,
+			ycfg_error(y, n, path, "range", "%s is out of range; allowed <= %.10g%s", s, max,
 				   unit);
 		else
-			ycfg_error(y, n, path, "range", "%s is out of range; allowed %g..%g%s", s,
+			ycfg_error(y, n, path, "range", "%s is out of range; allowed %.10g..%.10g%s", s,
 				   min, max, unit);
 		return -EINVAL;
 	}
