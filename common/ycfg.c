@@ -15,6 +15,9 @@
 #define YCFG_MAX_FILE_BYTES (16u * 1024u * 1024u)
 
 static void verror(struct ycfg *y, enum diag_sev sev, const yaml_node_t *n, const char *path,
+		   const char *code, const char *fmt, va_list ap) __attribute__((format(printf, 6, 0)));
+
+static void verror(struct ycfg *y, enum diag_sev sev, const yaml_node_t *n, const char *path,
 		   const char *code, const char *fmt, va_list ap)
 {
 	char msg[900];

@@ -29,7 +29,8 @@ struct ycfg {
 };
 
 /* Parse a whole file. A missing/unreadable file yields a diag naming the path
- * and strerror; a syntax error yields libyaml's problem with its line:col. */
+ * and strerror; a syntax error yields libyaml's problem with its line:col.
+ * Call ycfg_fini afterwards whatever the result. */
 int ycfg_load_file(struct ycfg *y, const char *path, struct diag_list *diags);
 int ycfg_load_string(struct ycfg *y, const char *name, const char *text, size_t len,
 		     struct diag_list *diags);

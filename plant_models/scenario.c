@@ -602,7 +602,7 @@ int scenario_load(const char *path, struct scenario **out, struct diag_list *dia
 	struct scenario *s = ld.s;
 	int rc = ycfg_load_file(&ld.y, path, diags);
 	if (rc)
-		goto free_scenario;
+		goto fini_yaml;
 	snprintf(s->path, sizeof(s->path), "%s", path);
 	yaml_node_t *root = ycfg_root(&ld.y);
 	if (!root) {
@@ -668,7 +668,6 @@ int scenario_load(const char *path, struct scenario **out, struct diag_list *dia
 
 fini_yaml:
 	ycfg_fini(&ld.y);
-free_scenario:
 	scenario_free(s);
 	return rc;
 }

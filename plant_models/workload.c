@@ -400,16 +400,20 @@ static double g_inverse(const struct workload *w, double gv, double t_lo)
 	if (diurnal_integral(g, lo) >= x)
 		return lo;
 	double t = fmin(fmax(x, lo), hi), wv = 2 * M_PI / g->diurnal_period_s;
-	for (int i = 0; i < 100 && hi - lo > 1e-9 * fmax(1.0, fabs(hi)); i++) {
+	for (int i = 0; i < 200; i++) {
 		double f = diurnal_integral(g, t) - x;
+		if (fabs(f) <= 1e-12 * fmax(1.0, fabs(x)))
+			break;
 		if (f > 0)
 			hi = t;
 		else
 			lo = t;
 		double d = 1 + g->diurnal_amplitude * sin(wv * (t + g->diurnal_phase_s));
 		double nt = d > 1e-12 ? t - f / d : 0.5 * (lo + hi);
+		if (fabs(nt - t) <= 1e-12 * fmax(1.0, fabs(t)))
+			return nt; /* Newton converged */
 		t = (nt > lo && nt < hi) ? nt : 0.5 * (lo + hi);
-		if (f == 0)
+		if (hi - lo <= 1e-12 * fmax(1.0, fabs(hi)))
 			break;
 	}
 	return t;

@@ -551,10 +551,12 @@ static void test_generator_diurnal_shape(void **state)
 	rng_seed(&root, 9);
 	struct workload *w;
 	assert_int_equal(workload_open(&c, NULL, &root, &w), 0);
-	double first = 0, second = 0, quarter[4] = {0};
+	double first = 0, second = 0, quarter[4] = {0}, prev = 0;
 	struct request r;
 	do {
 		assert_int_equal(workload_next(w, &r), 0);
+		assert_true(r.arrival_s >= prev); /* the inverse time change is exact enough */
+		prev = r.arrival_s;
 		double ph = fmod(r.arrival_s, 1000);
 		*(ph < 500 ? &first : &second) += 1;
 		quarter[(int)(ph / 250)] += 1;

@@ -218,8 +218,8 @@ static void test_double_parsing_and_errors(void **state)
 		"t.yaml:1:1: error: thermal.zz_c: missing required key 'zz_c'",
 		"t.yaml:2:6: error: thermal.b_c: expected a number, got 'abc'",
 		"t.yaml:3:6: error: thermal.c_c: 95 is out of range; allowed 40..88 C",
-		"t.yaml:4:6: error: thermal.d_c: expected a number, got the quoted string '70' "
-		"(remove the quotes)",
+		("t.yaml:4:6: error: thermal.d_c: expected a number, got the quoted string '70' "
+		 "(remove the quotes)"),
 		"t.yaml:5:6: error: thermal.e_c: expected a number, got '1e3x'",
 		"t.yaml:6:6: error: thermal.f_c: expected a number, got '.nan'",
 		"t.yaml:7:6: error: thermal.g_c: expected a finite number, got 'nan'",
