@@ -272,8 +272,10 @@ int policy_load_string(const char *name, const char *text, size_t len, struct po
 	snprintf(p->hash_hex, sizeof(p->hash_hex), "fnv1a64:%016llx", (unsigned long long)p->hash);
 
 	rc = ycfg_load_string(&y, name, text, len, diags);
-	if (rc)
+	if (rc) {
+		ycfg_fini(&y); /* a failed load still owns its file name */
 		goto err_load;
+	}
 	parse(&y, p);
 	ycfg_fini(&y);
 	if (diag_count(diags, DIAG_ERROR) > before) {
