@@ -232,6 +232,12 @@ int plant_create(const struct scenario *sc, uint64_t seed, struct plant **out,
 			 "%u slices; expected 1..%d", sc->n_slices, PLANT_MAX_SLICES);
 		return -EINVAL;
 	}
+	if (sc->workload.n_slices > sc->n_slices) {
+		diag_add(diags, DIAG_ERROR, file, 0, 0, "workload", "slice-count",
+			 "the workload routes to %u slices but the scenario has %u",
+			 sc->workload.n_slices, sc->n_slices);
+		return -EINVAL;
+	}
 	scfg.n_slices = sc->n_slices;
 
 	struct plant *p = calloc(1, sizeof(*p));
