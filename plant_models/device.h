@@ -8,6 +8,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Throttle reason bits in struct device.throttle: the same values as
+ * enum hal_throttle in hal/hal.h (a test checks), kept here so the pure
+ * model does not include the HAL. */
+enum device_throttle {
+	DEV_THR_POWER_CAP = 1u << 0,
+	DEV_THR_SW_THERMAL = 1u << 1,
+	DEV_THR_HW_SLOWDOWN = 1u << 2,
+	DEV_THR_APP_CLOCKS = 1u << 3,
+	DEV_THR_IDLE = 1u << 4,
+};
+
 struct dvfs_params {
 	uint32_t min_mhz, max_mhz, step_mhz; /* clock table: min..max in step_mhz */
 	uint32_t base_mhz;                   /* guaranteed clock */
@@ -44,6 +55,15 @@ struct firmware_params {
 	double slowdown_hyst_c;    /* leaves slowdown below slowdown_c - hyst */
 	double slowdown_clock_frac;/* clock multiplier while slowed down (e.g. 0.5) */
 	double shutdown_c;         /* 92 C: run ends as failed */
+	/* Power-cap loop: over the limit the clock ceiling drops by
+	 * cap_gain * relative excess (proportional, at least one table step);
+	 * under it by more than cap_deadband it rises cap_up_mhz per loop. */
+	double cap_gain, cap_deadband, cap_up_mhz;
+	double cap_avg_s;          /* power averaging window the loop acts on */
+	/* Software thermal: above the target the boost ceiling falls
+	 * sw_trim_mhz_per_s, never below sw_floor_mhz; recovers below
+	 * target - sw_hyst_c at the same rate. */
+	double sw_trim_mhz_per_s, sw_floor_mhz, sw_hyst_c;
 };
 
 struct plant_preset {
@@ -92,6 +112,17 @@ struct device {
 	double energy_j, mem_energy_j, host_energy_j;
 	uint64_t clamp_events;
 	double clamp_time_s, time_s;
+	/* Firmware and cache state, private to device.c (set by device_init). */
+	double sw_thermal_mhz;   /* software thermal boost ceiling */
+	double fw_power_avg_w;   /* accel power as the cap loop sees it (averaged) */
+	uint32_t cache_clk_mhz;  /* clock the cached V terms belong to */
+	double cache_v2f;        /* V^2 * f_GHz at cache_clk_mhz */
+	double cache_leak_v;     /* leak_w_ref * (V / v_max)^2 at cache_clk_mhz */
+	double cache_tj_c;       /* junction temp the leakage factor belongs to */
+	double cache_leak_t;     /* exp(leak_per_c * (cache_tj_c - leak_ref_c)) */
+	double cache_leak0_w;    /* leakage already in idle_w (v_min, 25 C) */
+	double cache_dt_s, cache_cf; /* thermal step matrix belongs to (dt, cooling) */
+	double th_a[4];          /* exact 2x2 step matrix exp(A dt), row major */
 };
 
 void device_init(struct device *d, const struct plant_preset *p, double inlet_c);
