@@ -41,6 +41,9 @@ static void update_next_expiry(struct plant *p)
 		m = p->inlet_end_s;
 	if (p->cooling_end_s < m)
 		m = p->cooling_end_s;
+	for (uint32_t i = 0; i < p->q.n_slices; i++)
+		if (p->drift_end_s[i] < m)
+			m = p->drift_end_s[i];
 	for (int s = 0; s < SENSOR_N; s++)
 		if (p->fault_active[s] && p->fault_end_s[s] < m)
 			m = p->fault_end_s[s];
@@ -92,9 +95,9 @@ static void apply_event(struct plant *p, const struct scenario_event *e)
 		p->load_scale_end_s = end;
 		break;
 	case EV_QUALITY_DRIFT:
-		/* A drift is a new state of the model, not a transient: duration ignored. */
 		assert(e->slice < p->q.n_slices);
 		quality_set_drop(&p->q, e->slice, e->value);
+		p->drift_end_s[e->slice] = end;
 		break;
 	case EV_SENSOR_FAULT:
 		start_fault(p, e->sensor, e->fault, e->value, end);
@@ -120,6 +123,12 @@ static void expire(struct plant *p)
 	if (p->cooling_end_s <= t) {
 		p->dev.cooling_factor = p->sc->cooling_factor > 0 ? p->sc->cooling_factor : 1.0;
 		p->cooling_end_s = INFINITY;
+	}
+	for (uint32_t i = 0; i < p->q.n_slices; i++) {
+		if (p->drift_end_s[i] <= t) {
+			quality_set_drop(&p->q, i, p->sc->slices[i].int8_drop);
+			p->drift_end_s[i] = INFINITY;
+		}
 	}
 	for (int s = 0; s < SENSOR_N; s++)
 		if (p->fault_active[s] && p->fault_end_s[s] <= t)
@@ -279,6 +288,8 @@ int plant_create(const struct scenario *sc, uint64_t seed, struct plant **out,
 	p->rng_precision = rng_fork(&root, STREAM_PRECISION);
 
 	p->load_scale_end_s = p->inlet_end_s = p->cooling_end_s = INFINITY;
+	for (uint32_t i = 0; i < PLANT_MAX_SLICES; i++)
+		p->drift_end_s[i] = INFINITY;
 	p->next_expiry_s = INFINITY;
 	p->have_pending = workload_next(p->wl, &p->pending) == 0;
 	p->workload_done = !p->have_pending;

@@ -51,6 +51,7 @@ struct plant {
 	double fault_start_s[SENSOR_N];
 	double load_scale_end_s;
 	double inlet_end_s, cooling_end_s; /* timed environment steps revert here */
+	double drift_end_s[PLANT_MAX_SLICES]; /* timed quality drifts revert here */
 	double next_expiry_s;       /* earliest of the end times above (O(1) per tick) */
 	double last_util;
 	bool failed;                /* shutdown reached */
