@@ -16,6 +16,7 @@
 #include "hal/hal_sim.h"
 #include "plant_fixture.h"
 #include "plant_models/plant.h"
+#include "plant_models/scenario.h"
 
 static void test_registry_names(void **state)
 {
@@ -86,6 +87,59 @@ static void test_open_errors(void **state)
 	assert_non_null(strstr(d.v[2].msg, "needs a scenario"));
 	diag_clear(&d);
 	hal_close(&dev); /* closing a device that never opened is harmless */
+}
+
+/* Opened from options: the backend loads the scenario and owns the plant;
+ * the same seed gives the same samples as a plant made by hand. */
+static void test_sim_open_from_options(void **state)
+{
+	(void)state;
+	struct diag_list d = { 0 };
+	const char *keys[] = { "scenario", "seed" };
+	const char *vals[] = { "tests/data/plant/events.yaml", "0x11" };
+	struct hal_dev_cfg cfg = { .name = "gpu1", .backend = "sim", .n_opts = 2, .keys = keys,
+				   .values = vals };
+	struct hal_dev dev;
+	int rc = hal_open(&dev, &cfg, &d);
+	if (rc)
+		diag_print(&d, stdout);
+	assert_int_equal(rc, 0);
+	struct plant *p = hal_sim_plant(&dev);
+	assert_non_null(p);
+	assert_string_equal(p->sc->name, "plant-events");
+
+	struct scenario *sc;
+	assert_int_equal(scenario_load(vals[0], &sc, &d), 0);
+	struct plant *q;
+	assert_int_equal(plant_create(sc, 17, &q, &d), 0);
+	struct govd_clock c;
+	assert_int_equal(hal_sim_clock(&dev, &c), 0);
+	assert_int_equal(govd_clock_wait_until(&c, 12000), 0);
+	plant_advance_to(q, 12.0);
+	struct hal_sample a, b;
+	assert_int_equal(dev.ops->sample(&dev, &a), 0);
+	struct hal_dev_cfg byhand = { .backend = "sim", .plant = q };
+	struct hal_dev dq;
+	assert_int_equal(hal_open(&dq, &byhand, &d), 0);
+	assert_int_equal(dq.ops->sample(&dq, &b), 0);
+	assert_memory_equal(&a.power_mw, &b.power_mw, sizeof(a.power_mw));
+	assert_memory_equal(&a.temp_mc, &b.temp_mc, sizeof(a.temp_mc));
+	assert_memory_equal(&a.energy_mj, &b.energy_mj, sizeof(a.energy_mj));
+	hal_close(&dq);
+	plant_destroy(q);
+	scenario_free(sc);
+	hal_close(&dev); /* frees the plant and scenario it loaded (ASan checks) */
+	assert_null(dev.ops);
+	assert_int_equal(d.n, 0);
+
+	/* a scenario that does not load: its diagnostics, the open fails */
+	const char *missing[] = { "tests/data/plant/no-such.yaml" };
+	struct hal_dev_cfg bad = { .backend = "sim", .n_opts = 1, .keys = keys, .values = missing };
+	assert_true(hal_open(&dev, &bad, &d) < 0);
+	assert_null(dev.ops);
+	assert_true(d.n >= 1);
+	assert_non_null(strstr(d.v[0].file, "no-such.yaml"));
+	diag_clear(&d);
 }
 
 struct simfix {
@@ -352,6 +406,7 @@ int main(void)
 		cmocka_unit_test(test_registry_names),
 		cmocka_unit_test(test_registry_find),
 		cmocka_unit_test(test_open_errors),
+		cmocka_unit_test(test_sim_open_from_options),
 		cmocka_unit_test_setup_teardown(test_sim_capabilities, sim_setup, sim_teardown),
 		cmocka_unit_test_setup_teardown(test_sim_limits, sim_setup, sim_teardown),
 		cmocka_unit_test_setup_teardown(test_sim_sample_units, sim_setup, sim_teardown),

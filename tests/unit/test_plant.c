@@ -292,6 +292,82 @@ static void test_int8_fraction_sets_the_int8_share(void **state)
 	assert_true(one > 0.2 && one < 0.8);
 }
 
+static struct plant *make_from_yaml(const char *path, struct scenario **sc, uint64_t seed)
+{
+	struct diag_list d = { 0 };
+	int rc = scenario_load(path, sc, &d);
+	if (rc)
+		diag_print(&d, stdout);
+	assert_int_equal(rc, 0);
+	diag_clear(&d);
+	struct plant *p = NULL;
+	rc = plant_create(*sc, seed, &p, &d);
+	if (rc)
+		diag_print(&d, stdout);
+	assert_int_equal(rc, 0);
+	diag_clear(&d);
+	return p;
+}
+
+/* The YAML fixture: each event kind fires at the time the file gives. */
+static void test_yaml_events_fire_at_their_time(void **state)
+{
+	(void)state;
+	struct scenario *sc;
+	struct plant *p = make_from_yaml("tests/data/plant/events.yaml", &sc, 5);
+	struct plant_readings r;
+	read_at(p, 1.99, &r);
+	assert_true(r.value[SENSOR_INLET] == 25.0);
+	read_at(p, 2.0, &r);
+	assert_true(r.value[SENSOR_INLET] == 40.0);
+	read_at(p, 3.0, &r);
+	assert_true(r.value[SENSOR_JUNCTION] == -274.0);
+	assert_true(r.valid[SENSOR_JUNCTION]);
+	read_at(p, 4.0, &r);
+	assert_true(r.value[SENSOR_INLET] == 25.0);
+	assert_true(r.value[SENSOR_JUNCTION] == p->dev.tj_c);
+	read_at(p, 4.99, &r);
+	assert_true(p->dev.cooling_factor == 1.0);
+	read_at(p, 5.0, &r);
+	assert_true(p->dev.cooling_factor == 2.0);
+	read_at(p, 6.0, &r);
+	assert_true(plant_true_drop(p, 1) == 0.2);
+	read_at(p, 7.0, &r);
+	assert_false(r.valid[SENSOR_POWER_MEMORY]);
+	read_at(p, 8.0, &r);
+	assert_true(r.valid[SENSOR_POWER_MEMORY]);
+	double clk = r.value[SENSOR_CLOCK];
+	read_at(p, 9.0, &r);
+	assert_true(plant_true_drop(p, 1) == 0.02);
+	assert_true(isnan(r.value[SENSOR_INLET]));
+	assert_true(r.value[SENSOR_CLOCK] == clk);
+	read_at(p, 10.0, &r);
+	for (int s = 0; s < SENSOR_N; s++)
+		assert_true(r.valid[s] && !isnan(r.value[s]));
+	assert_true(r.value[SENSOR_CLOCK] == (double)p->dev.clk_mhz);
+	assert_true(p->dev.cooling_factor == 2.0);
+	plant_destroy(p);
+	scenario_free(sc);
+}
+
+/* Trace replay: four rows 1 s apart, compressed 2x and looped. */
+static void test_yaml_trace_replay(void **state)
+{
+	(void)state;
+	struct scenario *sc;
+	struct plant *p = make_from_yaml("tests/data/plant/trace.yaml", &sc, 1);
+	assert_non_null(p->trace);
+	plant_advance_to(p, 30);
+	const struct server_stats *st = server_get_stats(p->srv);
+	/* one row every 0.5 s (plus one mean gap per loop): 50..61 arrivals */
+	assert_true(st->arrived >= 50 && st->arrived <= 61);
+	assert_true(st->completed + st->queue_len + st->running + st->rejected == st->arrived);
+	/* every request shadow-evaluated (rate 1) */
+	assert_int_equal(p->q.samples[0], st->completed);
+	plant_destroy(p);
+	scenario_free(sc);
+}
+
 static void test_unknown_preset_and_model(void **state)
 {
 	(void)state;
@@ -326,6 +402,8 @@ int main(void)
 		cmocka_unit_test(test_sensor_faults_appear_and_clear),
 		cmocka_unit_test(test_shutdown_ends_the_run),
 		cmocka_unit_test(test_int8_fraction_sets_the_int8_share),
+		cmocka_unit_test(test_yaml_events_fire_at_their_time),
+		cmocka_unit_test(test_yaml_trace_replay),
 		cmocka_unit_test(test_unknown_preset_and_model),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
