@@ -84,7 +84,7 @@ static struct gov_reading conv(const struct hal_value *hv, double scale)
 {
 	struct gov_reading r = { .t_ms = hv->t_ms, .valid = hv->valid, .offered = true };
 
-	r.v = hv->v == GOV_HAL_VALUE_NAN ? NAN : (double)hv->v * scale;
+	r.v = hv->nan || hv->v == HAL_V_NAN ? NAN : (double)hv->v * scale;
 	return r;
 }
 

@@ -28,16 +28,13 @@ enum gov_fault {
 };
 
 /* A reading in display units: W, C, MHz, percent, J. NaN where the backend
- * reported not-a-number (hal_value.v == HAL_VALUE_NAN). */
+ * reported not-a-number (hal_value.nan, or v == HAL_V_NAN). */
 struct gov_reading {
 	double v;
 	uint64_t t_ms;
 	bool valid;
 	bool offered; /* false: the backend does not provide this signal at all */
 };
-
-/* hal_value.v for a reading that was NaN at the source (int64 has no NaN). */
-#define GOV_HAL_VALUE_NAN INT64_MIN
 
 struct validate_cfg {
 	uint64_t stale_ms;       /* older than this at sample time: stale */

@@ -66,9 +66,11 @@ static int f_sample(struct hal_dev *d, struct hal_sample *s)
 		s->energy_mj[r] = hv((int64_t)t * 100, t);
 	}
 	int64_t tj = (int64_t)(f->tj_c * 1000) + (int64_t)(t % 3000);
-	if (t >= f->nan_start_ms && t < f->nan_end_ms)
-		tj = INT64_MIN;
 	s->temp_mc[HAL_TEMP_JUNCTION] = hv(tj, t);
+	if (t >= f->nan_start_ms && t < f->nan_end_ms) { /* as the sim backend reports NaN */
+		s->temp_mc[HAL_TEMP_JUNCTION].v = HAL_V_NAN;
+		s->temp_mc[HAL_TEMP_JUNCTION].nan = true;
+	}
 	s->temp_mc[HAL_TEMP_MEMORY] = hv(60000 + (int64_t)(t % 5000), t);
 	s->temp_mc[HAL_TEMP_INLET] = hv(25000, t);
 	s->clk_khz = hv(f->locked ? f->hi_khz : 1980000, t);

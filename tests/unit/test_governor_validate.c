@@ -78,7 +78,9 @@ static void test_named_faults(void **state)
 	step(&r, &s);
 
 	good_sample(&s, 500);
-	s.temp_mc[HAL_TEMP_JUNCTION].v = GOV_HAL_VALUE_NAN;
+	s.temp_mc[HAL_TEMP_JUNCTION].v = HAL_V_NAN;
+	s.temp_mc[HAL_TEMP_JUNCTION].nan = true;
+	s.power_mw[HAL_RAIL_ACCEL].nan = true; /* the flag alone says NaN */
 	s.power_mw[HAL_RAIL_HOST].valid = false;
 	s.temp_mc[HAL_TEMP_MEMORY].v = -274000; /* below absolute zero */
 	s.power_mw[HAL_RAIL_MEMORY].v = -5000;  /* negative power */
@@ -88,9 +90,10 @@ static void test_named_faults(void **state)
 	assert_int_equal(r.f[GOV_SIG_POWER_HOST], GOV_FAULT_DROPOUT);
 	assert_int_equal(r.f[GOV_SIG_TEMP_MEMORY], GOV_FAULT_RANGE);
 	assert_int_equal(r.f[GOV_SIG_POWER_MEMORY], GOV_FAULT_RANGE);
+	assert_int_equal(r.f[GOV_SIG_POWER_ACCEL], GOV_FAULT_NAN);
 	assert_int_equal(r.f[GOV_SIG_CLOCK], GOV_FAULT_NONE);
-	assert_int_equal(r.n, 4);
-	assert_int_equal(r.v.onsets, 4);
+	assert_int_equal(r.n, 5);
+	assert_int_equal(r.v.onsets, 5);
 	assert_string_equal(gov_fault_name(r.f[GOV_SIG_TEMP_JUNCTION]), "nan");
 	assert_string_equal(gov_signal_name(GOV_SIG_TEMP_MEMORY), "temp_memory");
 	assert_string_equal(gov_fault_name(GOV_FAULT_RANGE), "out_of_range");
