@@ -1,12 +1,19 @@
 /* Policies: the YAML file users edit to tell the governor what to optimise
- * and within which limits. Loading is a transaction: parse + validate into a
- * new object; on any error nothing is returned and every problem is in the
- * diag list with file:line:col. Keys (table in docs/summary.md): name,
- * description, control, sla, thermal, power, frequency, precision, quality,
- * safe_point, telemetry. Zero means "not set" for the
- * optional limits (the device's own limit applies). */
+ * and within which limits. Every key, its unit, default and range:
+ * docs/policy.md (the same language as policies/schema/policy.schema.json).
+ *
+ * Loading is a transaction: parse + validate into a new object; on any error
+ * nothing is returned and every problem of the file is in the diag list with
+ * file:line:col, the key path and what is allowed. Warnings (legal but risky
+ * settings) go to the same list and do not fail the load.
+ *
+ * For controllers: read the resolved per-slice view with policy_slice_rule()
+ * rather than walking slices[] (a slice the policy does not name gets the
+ * policy-wide values). Zero means "not set" for the optional limits (the
+ * device's own limit applies) unless a field says otherwise. */
 #ifndef GOVD_GOVERNOR_POLICY_H
 #define GOVD_GOVERNOR_POLICY_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,16 +23,56 @@
 #define POLICY_MAX_PARAMS 16
 #define POLICY_MAX_SLICES HAL_MAX_SLICES
 #define POLICY_NAME_LEN 64
+#define POLICY_TEXT_LEN 128    /* metadata strings */
+#define POLICY_MAX_OWNERS 8
+#define POLICY_MAX_PATTERNS 8  /* envelope version patterns per list */
+#define POLICY_PATTERN_LEN HAL_NAME_LEN
+
+enum policy_objective {
+	POLICY_OBJ_PERF_PER_WATT,  /* max tokens per joule within the SLA */
+	POLICY_OBJ_MIN_ENERGY,     /* min joules at the SLA's throughput floor */
+	POLICY_OBJ_MAX_THROUGHPUT, /* max tokens/s within power and thermal limits */
+	POLICY_OBJ_N
+};
+
+/* objective.power_rails: bit (1u << enum hal_rail). */
+#define POLICY_RAIL_BIT(r) (1u << (r))
+#define POLICY_RAILS_ALL ((1u << HAL_RAIL_N) - 1u)
+
+enum policy_prec { POLICY_PREC_BF16, POLICY_PREC_INT8, POLICY_PREC_N };
+#define POLICY_PREC_BIT(m) (1u << (m))
+
+/* What the rollback manager returns to before any operating point has
+ * qualified as last known good. */
+enum policy_lkg_fallback { POLICY_LKG_SAFE_POINT, POLICY_LKG_FIRMWARE_DEFAULT, POLICY_LKG_N };
 
 struct policy_param {
 	char name[32];
 	double value;
 };
 
+/* A slice the policy names (precision.slices and/or quality.slices). Negative
+ * means "not set here": the policy-wide value applies. */
 struct policy_slice {
 	char name[HAL_NAME_LEN];
-	double int8_fraction; /* < 0: not set (precision.int8_fraction applies) */
-	double max_drop;      /* < 0: not set (quality.default_max_drop applies) */
+	double int8_fraction;
+	double int8_min_fraction, int8_max_fraction;
+	double max_drop;
+	double confidence;
+	double shadow_rate;
+	int64_t min_samples;
+};
+
+/* Everything a controller needs about one slice, resolved. */
+struct policy_slice_rule {
+	bool int8_allowed;        /* int8 in precision.modes and int8_max_fraction > 0 */
+	double int8_fraction;     /* starting / open-loop INT8 share */
+	double int8_min_fraction; /* guard bounds on the INT8 share */
+	double int8_max_fraction;
+	double max_drop;          /* accuracy drop allowed for INT8 (fraction, 0.01 = 1 point) */
+	double confidence;        /* one-sided level of the drop's upper bound */
+	uint32_t min_samples;     /* shadow samples before INT8 may serve the slice */
+	double shadow_rate;       /* share of the slice's requests shadow-evaluated */
 };
 
 struct policy {
@@ -35,6 +82,21 @@ struct policy {
 	uint64_t hash;        /* FNV-1a 64 of the file bytes */
 	char hash_hex[32];    /* "fnv1a64:0123456789abcdef" */
 	struct {
+		size_t n_owners;
+		char owners[POLICY_MAX_OWNERS][POLICY_TEXT_LEN];
+		char workload_profile[POLICY_TEXT_LEN];
+		char model_revision[POLICY_TEXT_LEN];
+		char power_mode[POLICY_TEXT_LEN]; /* platform power mode validated in */
+		struct {
+			char compiler[POLICY_TEXT_LEN], runtime[POLICY_TEXT_LEN];
+			char driver[POLICY_TEXT_LEN], firmware[POLICY_TEXT_LEN];
+		} validated_with; /* provenance; envelope.* is what is enforced */
+	} metadata;
+	struct {
+		enum policy_objective kind;
+		uint32_t rails; /* POLICY_RAIL_BIT(HAL_RAIL_*) counted in energy/power */
+	} objective;
+	struct {
 		char controller[32];
 		uint32_t period_ms;
 		size_t n_params;
@@ -43,22 +105,32 @@ struct policy {
 	struct {
 		double window_s;
 		double ttft_p99_ms, tbt_p99_ms, e2e_p99_ms, ttft_p95_ms, tbt_p95_ms; /* 0: no target */
+		double e2e_p95_ms;       /* 0: no target */
+		double min_tokens_per_s; /* throughput floor per window; 0: none */
 		double attainment; /* target share of windows meeting every target */
 	} sla;
 	struct {
 		double ceiling_c, hysteresis_c;
 	} thermal;
 	struct {
-		double cap_w; /* 0: device default limit */
+		double cap_w;           /* upper bound on the device power limit; 0: device max */
+		double budget_w;        /* mean power of objective.rails over budget_window_s; 0: none */
+		double budget_window_s;
 	} power;
 	struct {
 		double min_mhz, max_mhz, max_step_mhz; /* 0: device limit / unlimited step */
 	} frequency;
 	struct {
-		double int8_fraction; /* default for slices not named */
+		uint32_t modes;              /* POLICY_PREC_BIT(POLICY_PREC_*) */
+		enum policy_prec fallback;   /* served when INT8 is denied or on rollback */
+		double int8_fraction;        /* default for slices not named */
+		double int8_min_fraction, int8_max_fraction;
 	} precision;
 	struct {
 		double default_max_drop;
+		double confidence;
+		uint32_t min_samples;
+		double shadow_rate;
 	} quality;
 	size_t n_slices; /* union of slices named in precision.slices and quality.slices */
 	struct policy_slice slices[POLICY_MAX_SLICES];
@@ -68,6 +140,30 @@ struct policy {
 		double int8_fraction;
 		uint32_t hold_periods; /* clean periods before leaving the safe point */
 	} safe_point;
+	/* What the policy was validated on; outside it the governor falls back to
+	 * the safe point (policy_envelope_check). */
+	struct policy_envelope {
+		double inlet_min_c, inlet_max_c;             /* -inf / +inf: no assumption */
+		double power_limit_min_w, power_limit_max_w; /* device must accept this range; 0: any */
+		double clk_min_mhz, clk_max_mhz;             /* device must reach this range; 0: any */
+		double slowdown_c;                           /* hardware slowdown assumed */
+		size_t n_driver, n_firmware;                 /* 0: any version */
+		char driver_versions[POLICY_MAX_PATTERNS][POLICY_PATTERN_LEN];   /* fnmatch(3) */
+		char firmware_versions[POLICY_MAX_PATTERNS][POLICY_PATTERN_LEN];
+	} envelope;
+	struct policy_rollback {
+		uint32_t sla_violated_windows; /* N of the last M SLA windows missed: 0 off */
+		uint32_t sla_of_windows;       /* M */
+		bool quality_breach;           /* a slice's drop upper bound above its max_drop */
+		uint32_t thermal_clamp_events; /* hardware slowdown entries in the canary; 0 off */
+		uint32_t telemetry_faults;     /* fault onsets in the canary; 0 off */
+		double canary_s;               /* watch window after a change */
+		double hold_s;                 /* stay at last known good at least this long */
+		double backoff_factor;         /* hold_s multiplier per repeated rollback */
+		double max_hold_s;
+		uint32_t lkg_min_clean_windows; /* clean SLA windows before a point is "good" */
+		enum policy_lkg_fallback lkg_fallback;
+	} rollback;
 	struct {
 		double ewma_tau_s;    /* rail power filter time constant */
 		uint32_t stale_ms;    /* a reading older than this is stale */
@@ -76,7 +172,7 @@ struct policy {
 };
 
 int policy_load(const char *path, struct policy **out, struct diag_list *diags);
-/* Same from memory (tests); name is used in diags and as path. */
+/* Same from memory (tests, fuzzing); name is used in diags and as path. */
 int policy_load_string(const char *name, const char *text, size_t len, struct policy **out,
 		       struct diag_list *diags);
 void policy_free(struct policy *p);
@@ -87,6 +183,18 @@ double policy_param(const struct policy *p, const char *name, double def);
 /* Per device slice, by name: INT8 share and quality threshold. */
 double policy_slice_int8(const struct policy *p, const char *slice);
 double policy_slice_max_drop(const struct policy *p, const char *slice);
+/* Every per-slice setting resolved against the policy-wide values. */
+void policy_slice_rule(const struct policy *p, const char *slice, struct policy_slice_rule *out);
+/* Whether the running system is inside the policy's envelope: device limits
+ * (power-limit and clock ranges, slowdown, driver/firmware versions) and the
+ * inlet temperature now (NaN: unknown, which is outside when the policy
+ * assumes an inlet range). Pure. Outside: false and why gets every reason,
+ * "; "-joined (why may be NULL). */
+bool policy_envelope_check(const struct policy *p, const struct hal_limits *lim, double inlet_c,
+			   char *why, size_t len);
+const char *policy_objective_name(enum policy_objective k);
+const char *policy_prec_name(enum policy_prec m);
+const char *policy_lkg_name(enum policy_lkg_fallback f);
 uint64_t fnv1a64(const void *data, size_t len);
 
 #endif

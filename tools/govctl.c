@@ -17,6 +17,7 @@ static const struct govctl_cmd cmds[] = {
 	  .synopsis = "compare --scenarios A,B --policies P,Q [--seeds 1,2] [--baseline NAME] [-j N] "
 		      "[--out DIR]",
 	  .run = govctl_compare },
+	{ .name = "lint", .synopsis = "lint [--format text|json] [--strict] FILE...", .run = govctl_lint },
 	{ .name = "help", .synopsis = "help", .run = cmd_help },
 };
 

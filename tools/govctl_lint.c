@@ -1,0 +1,144 @@
+/* govctl lint: checks policy files with the governor's own loader (the same
+ * code govd and govctl sim use), so "lint passes" means "loads". Findings as
+ * text (file:line:col: severity: path: message) or JSON for editors and CI.
+ * Exit: 0 no errors (warnings allowed unless --strict), 1 any error, 2 usage. */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "governor/controller.h"
+#include "governor/policy.h"
+#include "tools/govctl.h"
+
+static void lint_usage(FILE *f)
+{
+	fprintf(f, "usage: govctl lint [--format text|json] [--strict] FILE...\n"
+		   "       govctl lint --controllers\n"
+		   "  checks policy files; exit 0 valid, 1 any error (or warning with --strict),\n"
+		   "  2 usage. --controllers prints the controller registry and its parameters\n"
+		   "  as JSON (what control.controller and control.params accept).\n");
+}
+
+static json_t *finding_json(const struct diag *d)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "file", json_string(d->file));
+	json_object_set_new(o, "line", json_integer(d->line));
+	json_object_set_new(o, "col", json_integer(d->col));
+	json_object_set_new(o, "severity", json_string(d->sev == DIAG_ERROR ? "error" : "warning"));
+	json_object_set_new(o, "code", json_string(d->code));
+	json_object_set_new(o, "path", json_string(d->path));
+	json_object_set_new(o, "message", json_string(d->msg));
+	return o;
+}
+
+static int print_controllers(void)
+{
+	json_t *root = json_object();
+	for (size_t i = 0; i < controller_count(); i++) {
+		const struct controller_ops *c = controller_at(i);
+		json_t *params = json_object();
+		for (const struct ctl_param *p = c->params; p && p->name; p++) {
+			json_t *o = json_object();
+			json_object_set_new(o, "min", json_real(p->min));
+			json_object_set_new(o, "max", json_real(p->max));
+			json_object_set_new(o, "doc", json_string(p->doc ? p->doc : ""));
+			json_object_set_new(params, p->name, o);
+		}
+		json_t *co = json_object();
+		json_object_set_new(co, "description", json_string(c->description ? c->description : ""));
+		json_object_set_new(co, "params", params);
+		json_object_set_new(root, c->name, co);
+	}
+	json_dumpf(root, stdout, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(10));
+	fputc('\n', stdout);
+	json_decref(root);
+	return GOVCTL_EXIT_OK;
+}
+
+int govctl_lint(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "strict", no_argument, NULL, 's' },
+		{ "controllers", no_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool json = false, strict = false, controllers = false;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			if (!strcmp(optarg, "json")) {
+				json = true;
+			} else if (strcmp(optarg, "text")) {
+				fprintf(stderr, "govctl lint: --format wants text or json, got '%s'\n",
+					optarg);
+				lint_usage(stderr);
+				return GOVCTL_EXIT_USAGE;
+			}
+			break;
+		case 's':
+			strict = true;
+			break;
+		case 'c':
+			controllers = true;
+			break;
+		case 'h':
+			lint_usage(stdout);
+			return GOVCTL_EXIT_OK;
+		default:
+			lint_usage(stderr);
+			return GOVCTL_EXIT_USAGE;
+		}
+	}
+	if (controllers) {
+		if (optind < argc) {
+			fprintf(stderr, "govctl lint: --controllers takes no files\n");
+			return GOVCTL_EXIT_USAGE;
+		}
+		return print_controllers();
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "govctl lint: no files given\n");
+		lint_usage(stderr);
+		return GOVCTL_EXIT_USAGE;
+	}
+
+	struct diag_list d = { 0 };
+	size_t files = 0, bad_files = 0;
+	for (int i = optind; i < argc; i++) {
+		struct policy *p = NULL;
+		size_t before = diag_count(&d, DIAG_ERROR);
+		policy_load(argv[i], &p, &d);
+		policy_free(p);
+		files++;
+		bad_files += diag_count(&d, DIAG_ERROR) > before;
+	}
+	size_t errors = diag_count(&d, DIAG_ERROR), warnings = diag_count(&d, DIAG_WARNING);
+	if (json) {
+		json_t *root = json_object(), *arr = json_array();
+		for (size_t i = 0; i < d.n; i++)
+			json_array_append_new(arr, finding_json(&d.v[i]));
+		json_object_set_new(root, "files", json_integer((json_int_t)files));
+		json_object_set_new(root, "errors", json_integer((json_int_t)errors));
+		json_object_set_new(root, "warnings", json_integer((json_int_t)warnings));
+		json_object_set_new(root, "findings", arr);
+		json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		fputc('\n', stdout);
+		json_decref(root);
+	} else {
+		diag_print(&d, stdout);
+		printf("%zu file%s checked: %zu with errors, %zu error%s, %zu warning%s\n", files,
+		       files == 1 ? "" : "s", bad_files, errors, errors == 1 ? "" : "s", warnings,
+		       warnings == 1 ? "" : "s");
+	}
+	diag_clear(&d);
+	if (errors || (strict && warnings))
+		return GOVCTL_EXIT_FAIL;
+	return GOVCTL_EXIT_OK;
+}
