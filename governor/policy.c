@@ -1093,8 +1093,8 @@ static void check_warnings(struct ctx *c)
 	if (p->control.period_ms < SHORT_PERIOD_MS && !failed(c, "control.period_ms"))
 		msg_at(c, DIAG_WARNING, where(c, c->control, "period_ms"), "control.period_ms",
 		       "short-period",
-		       "period %u ms is under %d ms: power and utilisation readings are noisy at this "
-		       "rate (NVML refreshes power every 20-100 ms) and every period is a HAL write",
+		       "period %u ms is under %d ms: readings barely change between periods and every "
+		       "period may write to the device",
 		       p->control.period_ms, SHORT_PERIOD_MS);
 	if (p->quality.confidence < 0.9 && !failed(c, "quality.confidence"))
 		msg_at(c, DIAG_WARNING, where(c, c->qual, "confidence"), "quality.confidence",
@@ -1165,7 +1165,8 @@ static void parse(struct ycfg *y, struct policy *p)
 
 	c.root = ycfg_root(y);
 	if (!c.root) {
-		ycfg_error(y, NULL, "", "empty", "empty policy; expected a mapping with name and control");
+		diag_add(y->diags, DIAG_ERROR, y->file, 1, 1, "", "empty",
+			 "empty policy; expected a mapping with name and control");
 		return;
 	}
 	if (!ycfg_is_map(y, c.root, ""))
