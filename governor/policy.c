@@ -191,7 +191,8 @@ static bool number_form_ok(struct ctx *c, yaml_node_t *n, const char *path, bool
 	char *end;
 	errno = 0;
 	(void)strtod(s, &end);
-	if (end == s || *end || portable_number(s, integer))
+	/* 10.0 for an integer key: ycfg says "expected an integer". */
+	if (end == s || *end || portable_number(s, integer) || (integer && portable_number(s, false)))
 		return true;
 	msg_at(c, DIAG_ERROR, n, path, "number-form",
 	       "'%s' is read differently by YAML 1.1 tools (editors, the JSON Schema check); write "
