@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The JSON Schema and the loader describe one language: every shipped policy
+# and tests/policies/good/ pass both; every tests/policies/bad/ file is
+# rejected by govctl lint, and by the schema too unless it is listed in
+# tests/policies/bad/loader-only.txt (then the schema must accept it, so the
+# list cannot go stale); the schema's controllers and parameter ranges match
+# the registry. Also: govctl lint exit codes and JSON output. $1: build dir.
+set -euo pipefail
+build=${1:?usage: policy_schema.sh BUILD_DIR}
+govctl=${GOVCTL:-$build/govctl}
+py=/usr/bin/python3   # Debian's python3-jsonschema/python3-yaml (not pyenv's)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+if ! $py -c 'import jsonschema, yaml' 2>/dev/null; then
+	echo "SKIP: $py lacks jsonschema or yaml (tools/install-deps installs python3-jsonschema python3-yaml)"
+	exit 0
+fi
+helper=tests/integration/policy_schema.py
+
+# 1. shipped and good policies: schema valid and lint has no error
+shipped=(policies/*.yaml policies/baselines/*.yaml tests/policies/good/*.yaml)
+$py $helper "${shipped[@]}" >"$tmp/schema.out"
+if grep -v '^ok ' "$tmp/schema.out"; then fail "schema rejects a shipped/good policy"; fi
+"$govctl" lint "${shipped[@]}" >"$tmp/lint.out" || { cat "$tmp/lint.out"; fail "lint rejects a shipped/good policy"; }
+# the library lints clean even with --strict
+"$govctl" lint --strict policies/*.yaml >/dev/null || fail "library policies have lint warnings"
+# every shipped policy points editors at the schema
+for f in policies/*.yaml policies/baselines/*.yaml; do
+	head -1 "$f" | grep -q '^# yaml-language-server: \$schema=.*schema/policy.schema.json$' ||
+		fail "$f lacks the yaml-language-server schema line"
+	rel=$(head -1 "$f" | sed 's/.*\$schema=//')
+	[ -f "$(dirname "$f")/$rel" ] || fail "$f: schema path $rel does not resolve"
+done
+
+# 2. bad examples
+only=$(grep -v '^#' tests/policies/bad/loader-only.txt | awk 'NF {print $1}')
+for f in $only; do [ -f "tests/policies/bad/$f" ] || fail "loader-only.txt names missing $f"; done
+n=0
+for f in tests/policies/bad/*.yaml; do
+	n=$((n + 1))
+	base=$(basename "$f")
+	set +e
+	"$govctl" lint "$f" >"$tmp/one.out" 2>&1
+	rc=$?
+	set -e
+	[ $rc -eq 1 ] || fail "lint exit $rc (want 1) on $f"
+	verdict=$($py $helper "$f")
+	if grep -qx "$base" <<<"$only"; then
+		[[ $verdict == ok* ]] || fail "$base is listed loader-only but the schema rejects it: $verdict"
+	else
+		[[ $verdict == invalid* ]] || fail "schema accepts $base; reject it in the schema or list it in loader-only.txt"
+	fi
+done
+[ $n -ge 20 ] || fail "only $n bad examples"
+
+# 3. controllers and parameters: schema == registry
+"$govctl" lint --controllers >"$tmp/ctl.json"
+$py $helper --controllers "$tmp/ctl.json" || fail "schema controllers/params differ from the registry"
+
+# 4. lint CLI: exit codes, JSON findings
+expect_rc() {
+	local want=$1; shift
+	set +e
+	"$@" >"$tmp/out" 2>"$tmp/err"
+	local rc=$?
+	set -e
+	[ $rc -eq "$want" ] || { cat "$tmp/out" "$tmp/err"; fail "exit $rc (want $want): $*"; }
+}
+expect_rc 2 "$govctl" lint
+expect_rc 2 "$govctl" lint --format yaml policies/balanced.yaml
+expect_rc 2 "$govctl" lint --bogus policies/balanced.yaml
+expect_rc 0 "$govctl" lint policies/balanced.yaml tests/policies/good/warn-thermal.yaml
+expect_rc 1 "$govctl" lint --strict tests/policies/good/warn-thermal.yaml
+expect_rc 1 "$govctl" lint policies/balanced.yaml tests/policies/bad/p95-above-p99.yaml
+expect_rc 1 "$govctl" lint /nonexistent/policy.yaml
+expect_rc 1 "$govctl" lint --format json tests/policies/bad/many-errors.yaml tests/policies/good/warn-thermal.yaml
+$py - "$tmp/out" <<'PY' || fail "lint --format json output"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["files"] == 2, d
+assert d["errors"] == 7 and d["warnings"] == 2, d
+keys = {"file", "line", "col", "severity", "code", "path", "message"}
+for f in d["findings"]:
+    assert set(f) == keys, f
+    assert f["line"] >= 1 and f["col"] >= 1, f
+    assert f["severity"] in ("error", "warning"), f
+first = d["findings"][0]
+assert first == {"file": "tests/policies/bad/many-errors.yaml", "line": 5, "col": 44,
+                 "severity": "error", "code": "range", "path": "control.period_ms",
+                 "message": "5 is out of range; allowed 10..60000 ms"}, first
+codes = {f["code"] for f in d["findings"]}
+assert {"p95-above-p99", "ceiling-above-slowdown", "min-above-max", "unknown-key",
+        "no-hysteresis", "ceiling-near-slowdown"} <= codes, codes
+PY
+echo "policy_schema: ok ($n bad examples)"
