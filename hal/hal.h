@@ -81,6 +81,31 @@ struct hal_serving {
 	uint64_t slice_completed[HAL_MAX_SLICES];
 	uint64_t slice_int8_completed[HAL_MAX_SLICES];
 	uint64_t slice_tokens_int8[HAL_MAX_SLICES];
+	/* Added for the serving backend (a scraped server); the sim leaves them
+	 * zero (quantiles_valid false, faults 0). Window quantiles computed by
+	 * the backend from the server's own buckets with histogram_quantile
+	 * semantics over quantile_window_ms; NaN where the server offers no such
+	 * histogram or the window holds no observation. */
+	bool quantiles_valid;
+	uint64_t quantile_window_ms;
+	double ttft_p95_ms, ttft_p99_ms, tbt_p95_ms, tbt_p99_ms, e2e_p95_ms, e2e_p99_ms;
+	double e2e_mean_ms, queue_mean_ms; /* window means (_sum/_count, Triton duration counters) */
+	uint32_t faults;                   /* enum hal_serving_fault bits of this read */
+	const char *fault_msg;             /* owned by the backend, valid until the next call; NULL if none */
+	uint64_t precision_gen_set;        /* generation of the last precision document sent */
+	uint64_t precision_gen_applied;    /* generation the server reports applied (0: not reported) */
+};
+
+/* Named faults of a serving read (bits in hal_serving.faults / hal_quality.faults). */
+enum hal_serving_fault {
+	HAL_SVF_CONNECT = 1u << 0,     /* refused, unreachable, reset mid-transfer */
+	HAL_SVF_TIMEOUT = 1u << 1,     /* scrape exceeded timeout_ms */
+	HAL_SVF_HTTP = 1u << 2,        /* HTTP status other than 2xx */
+	HAL_SVF_PARSE = 1u << 3,       /* malformed, truncated or oversized exposition text */
+	HAL_SVF_MISSING = 1u << 4,     /* a configured metric absent or matched by no series */
+	HAL_SVF_RESET = 1u << 5,       /* counter reset seen (data still valid) */
+	HAL_SVF_ACTUATION = 1u << 6,   /* applied precision generation differs from the one sent */
+	HAL_SVF_QUALITY_MSG = 1u << 7, /* malformed or unknown-slice quality datagram */
 };
 
 /* Shadow-evaluation outcomes per slice, cumulative. */
@@ -90,6 +115,13 @@ struct hal_quality {
 	size_t n_slices;
 	uint64_t samples[HAL_MAX_SLICES];
 	uint64_t mismatches[HAL_MAX_SLICES]; /* INT8 answer worse than BF16 */
+	/* Added for the serving backend: evaluator-reported quality delta
+	 * (INT8 score - BF16 score, last value, NaN if none), malformed messages
+	 * (cumulative) and the faults of this read (enum hal_serving_fault). */
+	double delta[HAL_MAX_SLICES];
+	uint64_t malformed;
+	uint32_t faults;
+	const char *fault_msg; /* owned by the backend, valid until the next call */
 };
 
 struct hal_dev;
