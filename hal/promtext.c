@@ -953,7 +953,9 @@ void prom_buckets_to_hist(struct hist *h, const struct prom_buckets *b, double u
 				double top = hist_bucket_upper_ms(k);
 				double f = (top - lo) / (hi - lo);
 				f = f < 0 ? 0 : (f > 1 ? 1 : f);
-				target = (uint64_t)llround((double)cnt * f);
+				/* floor: observation j sits where the linear CDF reaches
+				 * j/cnt, so integer ranks land where PromQL puts them */
+				target = (uint64_t)floor((double)cnt * f + 1e-9);
 			}
 			if (target > done) {
 				h->count[k] += target - done;

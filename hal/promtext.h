@@ -103,9 +103,10 @@ bool prom_buckets_delta(struct prom_buckets *delta, const struct prom_buckets *n
 /* PromQL histogram_quantile(q, b): NaN if empty or malformed. */
 double prom_bucket_quantile(double q, const struct prom_buckets *b);
 /* Adds the (non-cumulative) content of b to h, values scaled by unit_ms
- * (1000 for seconds): counts of a bucket spread linearly over its range
- * with cumulative rounding, +Inf counts at the highest finite bound, so
- * hist_quantile(h) matches prom_bucket_quantile within one hist bucket. */
+ * (1000 for seconds): the j-th of c counts of a bucket goes where the
+ * bucket's linear CDF reaches j/c, +Inf counts at the highest finite bound.
+ * hist_quantile(h) then matches prom_bucket_quantile within one hist bucket
+ * (2 %) at integer ranks, within one count's share of the bucket otherwise. */
 void prom_buckets_to_hist(struct hist *h, const struct prom_buckets *b, double unit_ms);
 
 /* Cumulative accumulator that survives server restarts: each update adds
