@@ -838,7 +838,7 @@ static uint32_t confirm_check(struct sv *s, uint64_t now, char *msg, size_t len)
 			 (unsigned long long)s->gen_applied, (unsigned long long)s->gen_set);
 		return HAL_SVF_ACTUATION;
 	}
-	if (now - s->t_set_ms > s->confirm_grace_ms) {
+	if (now - s->t_set_ms >= s->confirm_grace_ms) {
 		snprintf(msg, len, "precision generation %llu not applied after %llu ms (server reports %llu)",
 			 (unsigned long long)s->gen_set, (unsigned long long)(now - s->t_set_ms),
 			 (unsigned long long)s->gen_applied);
