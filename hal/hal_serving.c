@@ -721,7 +721,7 @@ static uint32_t commit(struct sv *s, const struct scrape *sc, uint64_t now)
 					  .count = sc->val[M_REQ], .sum = sc->val[M_DUR] };
 		if (prom_window_push(&s->win_dur, now, &b, &iv))
 			faults |= HAL_SVF_RESET;
-		if (iv.count >= 1 && iv.sum >= 0)
+		if (iv.count >= 1 && iv.count < 1e15 && iv.sum >= 0)
 			hist_add(s->h[2], iv.sum / iv.count * s->counter_unit_ms, (uint64_t)llround(iv.count));
 		window_means(&s->win_dur, s->counter_unit_ms, &s->e2e_mean_ms);
 		s->span_ms = 0;
@@ -752,7 +752,7 @@ static uint32_t commit(struct sv *s, const struct scrape *sc, uint64_t now)
 		if (sc->has_q[1][sl] && prom_counter_update(&s->c_qm[sl], sc->qv[1][sl]))
 			faults |= HAL_SVF_RESET;
 	}
-	if (sc->has[M_CONFIRM] && sc->val[M_CONFIRM] >= 0)
+	if (sc->has[M_CONFIRM] && sc->val[M_CONFIRM] >= 0 && sc->val[M_CONFIRM] < 9e18)
 		s->gen_applied = (uint64_t)sc->val[M_CONFIRM];
 	return faults;
 }

@@ -932,6 +932,8 @@ void prom_buckets_to_hist(struct hist *h, const struct prom_buckets *b, double u
 		prev_cum = b->cum[i] > prev_cum ? b->cum[i] : prev_cum;
 		if (!(c >= 0.5))
 			continue;
+		if (c > 1e15)
+			c = 1e15; /* a nonsense count must not overflow the conversion */
 		uint64_t cnt = (uint64_t)llround(c);
 		double hi = b->le[i] * unit_ms;
 		double lo = i ? b->le[i - 1] * unit_ms : 0.0;
