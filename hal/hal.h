@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/clock.h"
 #include "common/diag.h"
 #include "common/hist.h"
 
@@ -51,6 +52,11 @@ struct hal_sample {
 	/* Cumulative firmware counters (sim and NVML violation counters). */
 	uint64_t clamp_events;                  /* hardware slowdown entries */
 	uint64_t clamp_time_ms;
+	/* Values the backend rejected as absurd (negative power, below absolute
+	 * zero, counter backwards): cumulative count and the latest reason.
+	 * The rejected value itself has valid=false. */
+	uint32_t faults;
+	char fault[64];
 };
 
 /* What the device accepts: the governor's envelope comes from here. */
@@ -103,6 +109,10 @@ struct hal_dev_cfg {
 	const char *const *keys;
 	const char *const *values;
 	void *plant;           /* sim only: an already created struct plant (optional) */
+	/* Timestamps of real backends (sysfs, nvml); NULL: CLOCK_MONOTONIC. The
+	 * daemon passes its own clock so every t_ms shares one time base, tests
+	 * pass a scripted one. */
+	const struct govd_clock *clock;
 };
 
 struct hal_ops {
@@ -119,8 +129,18 @@ struct hal_ops {
 	int (*read_quality)(struct hal_dev *dev, struct hal_quality *out);
 	/* INT8 share per slice in [0,1]; slices in read_serving order. */
 	int (*set_precision)(struct hal_dev *dev, const double *int8_frac, size_t n_slices);
+	/* The settings the backend found before its first write (taken now if no
+	 * write happened yet), as one JSON object for the daemon's crash-safety
+	 * state file; close() restores them. 0, or -ENOSPC when len is short. */
+	int (*get_original)(struct hal_dev *dev, char *json, size_t len);
+	/* Why the last failed op failed ("nvml: nvmlDeviceSetGpuLockedClocks:
+	 * Insufficient Permissions"), "" when none did. Valid until the next op. */
+	const char *(*last_error)(struct hal_dev *dev);
 };
 
+/* open() may point ops at a per-device copy of its table in priv, with the
+ * capabilities this device lacks set to NULL, so hal_can_*() tell the truth
+ * (sysfs, nvml do); hal_open must not overwrite ops after open returns. */
 struct hal_dev {
 	const struct hal_ops *ops;
 	void *priv;
