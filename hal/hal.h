@@ -52,9 +52,11 @@ struct hal_sample {
 	/* Cumulative firmware counters (sim and NVML violation counters). */
 	uint64_t clamp_events;                  /* hardware slowdown entries */
 	uint64_t clamp_time_ms;
-	/* Values the backend rejected as absurd (negative power, below absolute
-	 * zero, counter backwards): cumulative count and the latest reason.
-	 * The rejected value itself has valid=false. */
+	/* Readings the backend could not read (file gone, NVML error) or
+	 * rejected as absurd (negative power, below absolute zero, counter
+	 * backwards): cumulative count and the latest reason, e.g.
+	 * "hwmon3/temp2_input: -274000 mC out of [-273.15, 200] C". The value
+	 * itself has valid=false. sim leaves both zero. */
 	uint32_t faults;
 	char fault[64];
 };
