@@ -6,7 +6,13 @@
  * Conventions: `path` is the key path of the mapping being read ("" for the
  * root, "thermal", "slices[2]"); the reported path is path + "." + key.
  * Getters return 0 when the value was read or absent-and-optional (then *out is
- * left untouched, so callers preload defaults), -EINVAL after adding a diag. */
+ * left untouched, so callers preload defaults), -EINVAL after adding a diag.
+ * Numbers and booleans must be plain (unquoted) scalars; numbers are parsed
+ * with a full-string strtod/strtoll check and must be finite; booleans are
+ * true/false/yes/no (any case). Range messages carry the unit implied by the
+ * key suffix (_c, _s, _ms, _w, _mhz, _rps ...). Aliases share nodes (no
+ * copies), so anchors cannot blow up memory; readers descend only as deep as
+ * their schema, so a self-referencing alias cannot loop. */
 #ifndef GOVD_COMMON_YCFG_H
 #define GOVD_COMMON_YCFG_H
 #include <stdbool.h>
@@ -23,14 +29,16 @@ struct ycfg {
 };
 
 /* Parse a whole file. A missing/unreadable file yields a diag naming the path
- * and strerror; a syntax error yields libyaml's problem with its line:col. */
+ * and strerror; a syntax error yields libyaml's problem with its line:col.
+ * Call ycfg_fini afterwards whatever the result. */
 int ycfg_load_file(struct ycfg *y, const char *path, struct diag_list *diags);
 int ycfg_load_string(struct ycfg *y, const char *name, const char *text, size_t len,
 		     struct diag_list *diags);
 void ycfg_fini(struct ycfg *y);
 
 yaml_node_t *ycfg_root(struct ycfg *y); /* NULL for an empty document */
-/* Requires a mapping node; adds "expected a mapping" otherwise. */
+/* Requires a mapping node; adds "expected a mapping" otherwise. A NULL node
+ * (key absent) returns false without a diag: the caller knows if absent is ok. */
 bool ycfg_is_map(struct ycfg *y, yaml_node_t *n, const char *path);
 bool ycfg_is_seq(struct ycfg *y, yaml_node_t *n, const char *path);
 size_t ycfg_seq_len(yaml_node_t *seq);

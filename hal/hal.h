@@ -38,7 +38,10 @@ struct hal_value {
 	int64_t v;
 	uint64_t t_ms; /* when the value was measured (backend clock) */
 	bool valid;    /* false: the source gave nothing (dropout, meter lost) */
+	bool nan;      /* the source gave a non-number (NaN/Inf): valid stays true,
+			* v = HAL_V_NAN so a range check rejects it as well */
 };
+#define HAL_V_NAN INT64_MIN
 
 struct hal_sample {
 	uint64_t t_ms;

@@ -1,5 +1,8 @@
 /* Continuous-batching LLM server (vLLM-like): the SERVER_LLM implementation
- * behind server.h. */
+ * behind server.h. Whole-prompt prefill, INT8 and BF16 engines time-sharing
+ * the GPU, KV reserved at admission; equations in docs/serving-model.md.
+ * on_done may call llm_server_submit (closed-loop clients): the new request
+ * is considered from the next iteration on, within the same advance. */
 #ifndef GOVD_PLANT_LLM_SERVER_H
 #define GOVD_PLANT_LLM_SERVER_H
 #include "plant_models/server.h"

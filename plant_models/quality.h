@@ -24,5 +24,7 @@ void quality_init(struct quality_model *q, uint32_t n_slices, const double *true
 void quality_set_drop(struct quality_model *q, uint32_t slice, double true_drop);
 /* Called for every completed request; samples it for shadow evaluation. */
 void quality_on_complete(struct quality_model *q, uint32_t slice);
+/* Cumulative observed mismatch share of a slice (mismatches / samples); 0 before any sample. */
+double quality_observed_drop(const struct quality_model *q, uint32_t slice);
 
 #endif

@@ -31,6 +31,16 @@ struct model_spec {
 	double activity_bf16, activity_int8; /* switching activity when compute-bound */
 	double host_ms_per_step;     /* CPU orchestration per iteration / batch */
 	double host_ms_per_request;  /* tokenise, schedule, detokenise */
+	/* SERVER_LLM additions (docs/serving-model.md); 0 where not modelled. */
+	double attn_flops_per_ctx2;  /* causal prefill attention FLOPs per ctx^2 (2*layers*q_width);
+				      * decode reads 2x this per token of context */
+	double host_ms_per_seq_step; /* CPU per running sequence per iteration (sampling, detokenise) */
+	double comm_ms_per_step;     /* tensor-parallel all-reduce latency per iteration, clock-free */
+	double comm_bytes_per_token; /* all-reduce traffic per token in the step, per GPU */
+	double comm_gbps;            /* achieved all-reduce bus bandwidth, GB/s */
+	double gpu_overlap;          /* kernel time = max(mem, compute) + gpu_overlap * min(...):
+				      * 0 perfect overlap, 1 serial (fitted per deployment) */
+	double kv_bytes_per_token_int8; /* INT8 engine's KV per token (8-bit KV); 0: as BF16 */
 	const char *sources;
 };
 
@@ -47,11 +57,12 @@ struct request {
 
 struct server_cfg {
 	const struct model_spec *model;
-	uint32_t max_batch;        /* max running sequences / batch size */
+	uint32_t max_batch;        /* max running sequences / batch size (0: 256) */
 	uint64_t kv_capacity_tokens; /* 0: derived from HBM left after weights */
-	uint32_t max_queue;        /* arrivals beyond are rejected (counted) */
+	uint32_t max_queue;        /* arrivals beyond are rejected (counted) (0: 65536) */
 	double batch_timeout_ms;   /* SERVER_DYNBATCH: wait to fill a batch */
 	uint32_t n_slices;
+	uint32_t max_prefill_tokens; /* SERVER_LLM: prompt tokens admitted per iteration (0: 8192) */
 };
 
 struct server_stats {

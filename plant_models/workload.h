@@ -36,6 +36,7 @@ enum workload_kind { WORKLOAD_TRACE, WORKLOAD_GENERATOR };
 struct generator_params {
 	double rate_rps;          /* mean arrival rate */
 	double burst_cv;          /* inter-arrival coefficient of variation (1 = Poisson) */
+	double burst_on_fraction; /* burst_cv > 1: share of time the on/off source is on */
 	double diurnal_amplitude; /* 0..1: rate * (1 + a*sin(2 pi t / period)) */
 	double diurnal_period_s;
 	double diurnal_phase_s;
@@ -65,7 +66,9 @@ int workload_open(const struct workload_cfg *cfg, const struct trace *trace /* m
 void workload_close(struct workload *w);
 /* Next arrival in time order: 0, or 1 at the end of a non-looping trace. */
 int workload_next(struct workload *w, struct request *r);
-/* From now_s on, arrivals come factor times as fast (load burst); 1 restores. */
+/* From now_s on, arrivals come factor times as fast (load burst); 1 restores.
+ * factor > 0. If an arrival later than now_s was already handed out (the
+ * plant keeps one pending), the new rate applies from that arrival on. */
 void workload_set_rate_scale(struct workload *w, double now_s, double factor);
 
 #endif

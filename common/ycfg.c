@@ -1,0 +1,654 @@
+/* Strict YAML reading on top of libyaml's document API; see ycfg.h. */
+#include "common/ycfg.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* A scenario or policy file is a few KiB; refuse absurd inputs early. */
+#define YCFG_MAX_FILE_BYTES (16u * 1024u * 1024u)
+
+static void verror(struct ycfg *y, enum diag_sev sev, const yaml_node_t *n, const char *path,
+		   const char *code, const char *fmt, va_list ap) __attribute__((format(printf, 6, 0)));
+
+static void verror(struct ycfg *y, enum diag_sev sev, const yaml_node_t *n, const char *path,
+		   const char *code, const char *fmt, va_list ap)
+{
+	char msg[900];
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	int line = 0, col = 0;
+	if (n) {
+		line = (int)n->start_mark.line + 1;
+		col = (int)n->start_mark.column + 1;
+	}
+	diag_add(y->diags, sev, y->file ? y->file : "", line, col, path ? path : "",
+		 code ? code : "", "%s", msg);
+}
+
+void ycfg_error(struct ycfg *y, const yaml_node_t *n, const char *path, const char *code,
+		const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	verror(y, DIAG_ERROR, n, path, code, fmt, ap);
+	va_end(ap);
+}
+
+void ycfg_warning(struct ycfg *y, const yaml_node_t *n, const char *path, const char *code,
+		  const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	verror(y, DIAG_WARNING, n, path, code, fmt, ap);
+	va_end(ap);
+}
+
+const char *ycfg_join(char *buf, size_t len, const char *path, const char *key)
+{
+	if (!path || !path[0])
+		snprintf(buf, len, "%s", key);
+	else
+		snprintf(buf, len, "%s.%s", path, key);
+	return buf;
+}
+
+const char *ycfg_index(char *buf, size_t len, const char *path, size_t i)
+{
+	snprintf(buf, len, "%s[%zu]", path ? path : "", i);
+	return buf;
+}
+
+static int parse_error(struct ycfg *y, yaml_parser_t *p)
+{
+	const char *problem = p->problem ? p->problem : "unknown YAML error";
+	if (p->error == YAML_READER_ERROR) {
+		/* The reader has no line:col, only a byte offset (bad UTF-8, NUL ...). */
+		diag_add(y->diags, DIAG_ERROR, y->file, 0, 0, "", "yaml-syntax",
+			 "%s at byte %zu", problem, p->problem_offset);
+		return -EINVAL;
+	}
+	if (p->error == YAML_MEMORY_ERROR) {
+		diag_add(y->diags, DIAG_ERROR, y->file, 0, 0, "", "yaml-memory",
+			 "out of memory while parsing");
+		return -ENOMEM;
+	}
+	if (p->context)
+		diag_add(y->diags, DIAG_ERROR, y->file, (int)p->problem_mark.line + 1,
+			 (int)p->problem_mark.column + 1, "", "yaml-syntax", "%s %s (at line %d:%d)",
+			 problem, p->context, (int)p->context_mark.line + 1,
+			 (int)p->context_mark.column + 1);
+	else
+		diag_add(y->diags, DIAG_ERROR, y->file, (int)p->problem_mark.line + 1,
+			 (int)p->problem_mark.column + 1, "", "yaml-syntax", "%s", problem);
+	return -EINVAL;
+}
+
+int ycfg_load_string(struct ycfg *y, const char *name, const char *text, size_t len,
+		     struct diag_list *diags)
+{
+	memset(y, 0, sizeof(*y));
+	y->diags = diags;
+	y->file = strdup(name ? name : "<string>");
+	if (!y->file)
+		return -ENOMEM;
+
+	yaml_parser_t p;
+	if (!yaml_parser_initialize(&p)) {
+		diag_add(diags, DIAG_ERROR, y->file, 0, 0, "", "yaml-memory",
+			 "cannot initialise the YAML parser");
+		return -ENOMEM;
+	}
+	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+	int rc = 0;
+	if (!yaml_parser_load(&p, &y->doc)) {
+		rc = parse_error(y, &p);
+		goto delete_parser;
+	}
+	y->loaded = true;
+
+	/* One document per file: a second one would be silently ignored otherwise. */
+	yaml_document_t extra;
+	if (!yaml_parser_load(&p, &extra)) {
+		rc = parse_error(y, &p);
+		goto delete_parser;
+	}
+	yaml_node_t *extra_root = yaml_document_get_root_node(&extra);
+	if (extra_root) {
+		diag_add(diags, DIAG_ERROR, y->file, (int)extra_root->start_mark.line + 1,
+			 (int)extra_root->start_mark.column + 1, "", "multiple-documents",
+			 "only one YAML document per file is allowed; remove the second '---'");
+		rc = -EINVAL;
+	}
+	yaml_document_delete(&extra);
+
+delete_parser:
+	yaml_parser_delete(&p);
+	return rc;
+}
+
+int ycfg_load_file(struct ycfg *y, const char *path, struct diag_list *diags)
+{
+	memset(y, 0, sizeof(*y));
+	y->diags = diags;
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		int err = errno;
+		diag_add(diags, DIAG_ERROR, path, 0, 0, "", "file", "cannot open: %s", strerror(err));
+		y->file = strdup(path);
+		return -err;
+	}
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	int rc = 0;
+	for (;;) {
+		if (len == cap) {
+			if (cap >= YCFG_MAX_FILE_BYTES) {
+				diag_add(diags, DIAG_ERROR, path, 0, 0, "", "file",
+					 "file larger than %u bytes", YCFG_MAX_FILE_BYTES);
+				rc = -EFBIG;
+				goto free_buf;
+			}
+			cap = cap ? cap * 2 : 4096;
+			char *nb = realloc(buf, cap);
+			if (!nb) {
+				rc = -ENOMEM;
+				goto free_buf;
+			}
+			buf = nb;
+		}
+		size_t got = fread(buf + len, 1, cap - len, f);
+		len += got;
+		if (got == 0) {
+			if (ferror(f)) {
+				int err = errno ? errno : EIO;
+				diag_add(diags, DIAG_ERROR, path, 0, 0, "", "file", "cannot read: %s",
+					 strerror(err));
+				rc = -err;
+				goto free_buf;
+			}
+			break;
+		}
+	}
+	fclose(f);
+	f = NULL;
+	rc = ycfg_load_string(y, path, buf ? buf : "", len, diags);
+	free(buf);
+	return rc;
+
+free_buf:
+	free(buf);
+	if (f)
+		fclose(f);
+	y->file = strdup(path);
+	return rc;
+}
+
+void ycfg_fini(struct ycfg *y)
+{
+	if (y->loaded)
+		yaml_document_delete(&y->doc);
+	y->loaded = false;
+	free(y->file);
+	y->file = NULL;
+}
+
+yaml_node_t *ycfg_root(struct ycfg *y)
+{
+	return y->loaded ? yaml_document_get_root_node(&y->doc) : NULL;
+}
+
+static const char *node_kind(const yaml_node_t *n)
+{
+	switch (n->type) {
+	case YAML_MAPPING_NODE:
+		return "a mapping";
+	case YAML_SEQUENCE_NODE:
+		return "a list";
+	case YAML_SCALAR_NODE:
+		return "a scalar";
+	default:
+		return "nothing";
+	}
+}
+
+/* Short, printable rendering of what the user wrote, for "got ..." messages. */
+static const char *describe(const yaml_node_t *n, char *buf, size_t len)
+{
+	if (n->type != YAML_SCALAR_NODE) {
+		snprintf(buf, len, "%s", node_kind(n));
+		return buf;
+	}
+	const char *v = (const char *)n->data.scalar.value;
+	size_t vl = n->data.scalar.length;
+	if (vl == 0) {
+		snprintf(buf, len, "an empty value");
+		return buf;
+	}
+	bool quoted = n->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
+		      n->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE;
+	char shown[64];
+	size_t k = 0;
+	for (size_t i = 0; i < vl && k + 4 < sizeof(shown); i++)
+		shown[k++] = (v[i] == '\n' || v[i] == '\0') ? ' ' : v[i];
+	if (vl > k)
+		shown[k++] = '.', shown[k++] = '.', shown[k++] = '.';
+	shown[k] = '\0';
+	snprintf(buf, len, quoted ? "the quoted string '%s'" : "'%s'", shown);
+	return buf;
+}
+
+bool ycfg_is_map(struct ycfg *y, yaml_node_t *n, const char *path)
+{
+	if (!n)
+		return false;
+	if (n->type == YAML_MAPPING_NODE)
+		return true;
+	char got[96];
+	ycfg_error(y, n, path, "type", "expected a mapping (key: value lines), got %s",
+		   describe(n, got, sizeof(got)));
+	return false;
+}
+
+bool ycfg_is_seq(struct ycfg *y, yaml_node_t *n, const char *path)
+{
+	if (!n)
+		return false;
+	if (n->type == YAML_SEQUENCE_NODE)
+		return true;
+	char got[96];
+	ycfg_error(y, n, path, "type", "expected a list ('- item' lines or [a, b]), got %s",
+		   describe(n, got, sizeof(got)));
+	return false;
+}
+
+size_t ycfg_seq_len(yaml_node_t *seq)
+{
+	if (!seq || seq->type != YAML_SEQUENCE_NODE)
+		return 0;
+	return (size_t)(seq->data.sequence.items.top - seq->data.sequence.items.start);
+}
+
+yaml_node_t *ycfg_seq_at(struct ycfg *y, yaml_node_t *seq, size_t i)
+{
+	if (i >= ycfg_seq_len(seq))
+		return NULL;
+	return yaml_document_get_node(&y->doc, seq->data.sequence.items.start[i]);
+}
+
+static const char *scalar(const yaml_node_t *n)
+{
+	return (const char *)n->data.scalar.value;
+}
+
+static size_t levenshtein(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	if (la > 63 || lb > 63)
+		return SIZE_MAX;
+	size_t prev[64], cur[64];
+	for (size_t j = 0; j <= lb; j++)
+		prev[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		cur[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+			size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
+			cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+		}
+		memcpy(prev, cur, (lb + 1) * sizeof(size_t));
+	}
+	return prev[lb];
+}
+
+/* Closest name within a distance that still looks like a typo, else NULL. */
+static const char *closest(const char *word, const char *const *names)
+{
+	const char *best = NULL;
+	size_t best_d = SIZE_MAX;
+	for (size_t i = 0; names[i]; i++) {
+		size_t d = levenshtein(word, names[i]);
+		if (d < best_d) {
+			best_d = d;
+			best = names[i];
+		}
+	}
+	size_t wl = strlen(word);
+	size_t limit = wl <= 3 ? 1 : (wl <= 8 ? 2 : 3);
+	return best_d <= limit ? best : NULL;
+}
+
+/* "a, b, c" into buf, truncated with "..." when long. */
+static const char *list_names(const char *const *names, char *buf, size_t len)
+{
+	size_t k = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; names[i]; i++) {
+		int w = snprintf(buf + k, len - k, "%s%s", i ? ", " : "", names[i]);
+		if (w < 0 || (size_t)w >= len - k) {
+			if (len > 4)
+				memcpy(buf + len - 4, "...", 4);
+			break;
+		}
+		k += (size_t)w;
+	}
+	return buf;
+}
+
+int ycfg_check_keys(struct ycfg *y, yaml_node_t *map, const char *path,
+		    const char *const *allowed)
+{
+	if (!map)
+		return 0;
+	if (!ycfg_is_map(y, map, path))
+		return 1;
+	int problems = 0;
+	char kp[256], names[512];
+	for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
+	     p++) {
+		yaml_node_t *k = yaml_document_get_node(&y->doc, p->key);
+		if (!k || k->type != YAML_SCALAR_NODE) {
+			ycfg_error(y, k, path, "key-type", "keys must be plain names, got %s",
+				   k ? node_kind(k) : "nothing");
+			problems++;
+			continue;
+		}
+		const char *name = scalar(k);
+		bool known = false;
+		for (size_t i = 0; allowed[i]; i++)
+			if (strcmp(allowed[i], name) == 0)
+				known = true;
+		if (!known) {
+			const char *sug = closest(name, allowed);
+			if (sug)
+				ycfg_error(y, k, ycfg_join(kp, sizeof(kp), path, name), "unknown-key",
+					   "unknown key '%s' (did you mean '%s'?); allowed: %s", name,
+					   sug, list_names(allowed, names, sizeof(names)));
+			else
+				ycfg_error(y, k, ycfg_join(kp, sizeof(kp), path, name), "unknown-key",
+					   "unknown key '%s'; allowed: %s", name,
+					   list_names(allowed, names, sizeof(names)));
+			problems++;
+		}
+		for (yaml_node_pair_t *q = map->data.mapping.pairs.start; q < p; q++) {
+			yaml_node_t *k0 = yaml_document_get_node(&y->doc, q->key);
+			if (k0 && k0->type == YAML_SCALAR_NODE && strcmp(scalar(k0), name) == 0) {
+				ycfg_error(y, k, ycfg_join(kp, sizeof(kp), path, name),
+					   "duplicate-key",
+					   "duplicate key '%s' (first given at line %d:%d)", name,
+					   (int)k0->start_mark.line + 1,
+					   (int)k0->start_mark.column + 1);
+				problems++;
+				break;
+			}
+		}
+	}
+	return problems;
+}
+
+yaml_node_t *ycfg_get(struct ycfg *y, yaml_node_t *map, const char *key)
+{
+	if (!map || map->type != YAML_MAPPING_NODE)
+		return NULL;
+	for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
+	     p++) {
+		yaml_node_t *k = yaml_document_get_node(&y->doc, p->key);
+		if (k && k->type == YAML_SCALAR_NODE && strcmp(scalar(k), key) == 0)
+			return yaml_document_get_node(&y->doc, p->value);
+	}
+	return NULL;
+}
+
+/* Unit implied by the key's suffix (DEVELOPERS.md naming), for range messages. */
+static const char *key_unit(const char *key)
+{
+	static const struct {
+		const char *suffix, *unit;
+	} units[] = {
+		{"_mc", " mC"},	   {"_c", " C"},	{"_ms", " ms"},	  {"_us", " us"},
+		{"_s", " s"},	   {"_mw", " mW"},	{"_w", " W"},	  {"_khz", " kHz"},
+		{"_mhz", " MHz"}, {"_rps", " req/s"}, {"_pct", " %"},  {"_tokens", " tokens"},
+		{"_j", " J"},	   {"_gb", " GB"},
+	};
+	if (!key)
+		return "";
+	size_t kl = strlen(key);
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		size_t sl = strlen(units[i].suffix);
+		if (kl > sl && strcmp(key + kl - sl, units[i].suffix) == 0)
+			return units[i].unit;
+	}
+	return "";
+}
+
+static bool is_quoted(const yaml_node_t *n)
+{
+	return n->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
+	       n->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE;
+}
+
+/* Shared checks for a scalar that must hold a number/boolean: plain, not empty. */
+static bool plain_scalar(struct ycfg *y, const yaml_node_t *n, const char *path,
+			 const char *what)
+{
+	char got[96];
+	if (n->type != YAML_SCALAR_NODE || is_quoted(n) || n->data.scalar.length == 0 ||
+	    strlen(scalar(n)) != n->data.scalar.length) {
+		ycfg_error(y, n, path, "type", "expected %s, got %s%s", what,
+			   describe(n, got, sizeof(got)),
+			   n->type == YAML_SCALAR_NODE && is_quoted(n) ? " (remove the quotes)" : "");
+		return false;
+	}
+	return true;
+}
+
+static int node_double(struct ycfg *y, const yaml_node_t *n, const char *path, const char *unit,
+		       double min, double max, double *out)
+{
+	if (!plain_scalar(y, n, path, "a number"))
+		return -EINVAL;
+	const char *s = scalar(n);
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	char got[96];
+	if (end == s || *end != '\0') {
+		ycfg_error(y, n, path, "type", "expected a number, got %s",
+			   describe(n, got, sizeof(got)));
+		return -EINVAL;
+	}
+	if (!isfinite(v) || errno == ERANGE) {
+		ycfg_error(y, n, path, "range", "expected a finite number, got %s",
+			   describe(n, got, sizeof(got)));
+		return -EINVAL;
+	}
+	if (v < min || v > max) {
+		if (isinf(max))
+			ycfg_error(y, n, path, "range", "%s is out of range; allowed >= %.10g%s", s, min,
+				   unit);
+		else if (isinf(min))
+			ycfg_error(y, n, path, "range", "%s is out of range; allowed <= %.10g%s", s, max,
+				   unit);
+		else
+			ycfg_error(y, n, path, "range", "%s is out of range; allowed %.10g..%.10g%s", s,
+				   min, max, unit);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+int ycfg_node_double(struct ycfg *y, yaml_node_t *n, const char *path, double min, double max,
+		     double *out)
+{
+	/* The unit comes from the last key of the path, as for ycfg_double. */
+	const char *dot = path ? strrchr(path, '.') : NULL;
+	return node_double(y, n, path, key_unit(dot ? dot + 1 : path), min, max, out);
+}
+
+/* Looks key up; reports a missing required key at the mapping. Returns the
+ * value node, or NULL with *rc set (0 absent-optional, -EINVAL otherwise). */
+static yaml_node_t *lookup(struct ycfg *y, yaml_node_t *map, const char *path, const char *key,
+			   bool required, int *rc)
+{
+	*rc = 0;
+	yaml_node_t *n = ycfg_get(y, map, key);
+	if (!n && required) {
+		char kp[256];
+		ycfg_error(y, map, ycfg_join(kp, sizeof(kp), path, key), "missing-key",
+			   "missing required key '%s'", key);
+		*rc = -EINVAL;
+	}
+	return n;
+}
+
+int ycfg_double(struct ycfg *y, yaml_node_t *map, const char *path, const char *key,
+		bool required, double min, double max, double *out)
+{
+	int rc;
+	yaml_node_t *n = lookup(y, map, path, key, required, &rc);
+	if (!n)
+		return rc;
+	char kp[256];
+	return node_double(y, n, ycfg_join(kp, sizeof(kp), path, key), key_unit(key), min, max,
+			   out);
+}
+
+int ycfg_int(struct ycfg *y, yaml_node_t *map, const char *path, const char *key,
+	     bool required, long long min, long long max, long long *out)
+{
+	int rc;
+	yaml_node_t *n = lookup(y, map, path, key, required, &rc);
+	if (!n)
+		return rc;
+	char kp[256], got[96];
+	ycfg_join(kp, sizeof(kp), path, key);
+	if (!plain_scalar(y, n, kp, "an integer"))
+		return -EINVAL;
+	const char *s = scalar(n);
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (end == s || *end != '\0') {
+		ycfg_error(y, n, kp, "type", "expected an integer, got %s",
+			   describe(n, got, sizeof(got)));
+		return -EINVAL;
+	}
+	const char *unit = key_unit(key);
+	if (errno == ERANGE || v < min || v > max) {
+		if (max == LLONG_MAX)
+			ycfg_error(y, n, kp, "range", "%s is out of range; allowed >= %lld%s", s, min,
+				   unit);
+		else if (min == LLONG_MIN)
+			ycfg_error(y, n, kp, "range", "%s is out of range; allowed <= %lld%s", s, max,
+				   unit);
+		else
+			ycfg_error(y, n, kp, "range", "%s is out of range; allowed %lld..%lld%s", s,
+				   min, max, unit);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+int ycfg_bool(struct ycfg *y, yaml_node_t *map, const char *path, const char *key,
+	      bool required, bool *out)
+{
+	int rc;
+	yaml_node_t *n = lookup(y, map, path, key, required, &rc);
+	if (!n)
+		return rc;
+	char kp[256], got[96];
+	ycfg_join(kp, sizeof(kp), path, key);
+	if (!plain_scalar(y, n, kp, "a boolean (true/false/yes/no)"))
+		return -EINVAL;
+	const char *s = scalar(n);
+	if (strcasecmp(s, "true") == 0 || strcasecmp(s, "yes") == 0) {
+		*out = true;
+		return 0;
+	}
+	if (strcasecmp(s, "false") == 0 || strcasecmp(s, "no") == 0) {
+		*out = false;
+		return 0;
+	}
+	ycfg_error(y, n, kp, "type", "expected a boolean (true/false/yes/no), got %s",
+		   describe(n, got, sizeof(got)));
+	return -EINVAL;
+}
+
+int ycfg_string(struct ycfg *y, yaml_node_t *map, const char *path, const char *key,
+		bool required, char *buf, size_t len)
+{
+	int rc;
+	yaml_node_t *n = lookup(y, map, path, key, required, &rc);
+	if (!n)
+		return rc;
+	char kp[256], got[96];
+	ycfg_join(kp, sizeof(kp), path, key);
+	if (n->type != YAML_SCALAR_NODE) {
+		ycfg_error(y, n, kp, "type", "expected a string, got %s",
+			   describe(n, got, sizeof(got)));
+		return -EINVAL;
+	}
+	size_t vl = n->data.scalar.length;
+	if (strlen(scalar(n)) != vl) {
+		ycfg_error(y, n, kp, "type", "string contains a NUL character");
+		return -EINVAL;
+	}
+	if (vl >= len) {
+		ycfg_error(y, n, kp, "range", "string is %zu characters long; at most %zu allowed",
+			   vl, len - 1);
+		return -EINVAL;
+	}
+	memcpy(buf, scalar(n), vl + 1);
+	return 0;
+}
+
+int ycfg_enum(struct ycfg *y, yaml_node_t *map, const char *path, const char *key,
+	      bool required, const char *const *names, int *out)
+{
+	int rc;
+	yaml_node_t *n = lookup(y, map, path, key, required, &rc);
+	if (!n)
+		return rc;
+	char kp[256], got[96], list[512];
+	ycfg_join(kp, sizeof(kp), path, key);
+	if (n->type != YAML_SCALAR_NODE) {
+		ycfg_error(y, n, kp, "type", "expected one of %s, got %s",
+			   list_names(names, list, sizeof(list)), describe(n, got, sizeof(got)));
+		return -EINVAL;
+	}
+	const char *s = scalar(n);
+	for (int i = 0; names[i]; i++) {
+		if (strcmp(names[i], s) == 0) {
+			*out = i;
+			return 0;
+		}
+	}
+	const char *sug = closest(s, names);
+	if (sug)
+		ycfg_error(y, n, kp, "enum", "unknown value %s (did you mean '%s'?); valid: %s",
+			   describe(n, got, sizeof(got)), sug, list_names(names, list, sizeof(list)));
+	else
+		ycfg_error(y, n, kp, "enum", "unknown value %s; valid: %s",
+			   describe(n, got, sizeof(got)), list_names(names, list, sizeof(list)));
+	return -EINVAL;
+}
+
+int ycfg_resolve_path(const struct ycfg *y, const char *rel, char *buf, size_t len)
+{
+	int w;
+	const char *slash = y->file ? strrchr(y->file, '/') : NULL;
+	if (rel[0] == '/' || !slash)
+		w = snprintf(buf, len, "%s", rel);
+	else
+		w = snprintf(buf, len, "%.*s/%s", (int)(slash - y->file), y->file, rel);
+	if (w < 0 || (size_t)w >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}

@@ -1,0 +1,53 @@
+/* Shadow-evaluation quality monitor: docs/serving-model.md ("Precision quality"). */
+#include "plant_models/quality.h"
+
+#include <assert.h>
+#include <string.h>
+
+/* Stream id of the monitor's own random stream (ASCII "quality"). */
+#define QUALITY_RNG_STREAM 0x7175616c697479ULL
+
+static double clamp01(double x)
+{
+	return x < 0 ? 0 : x > 1 ? 1 : x;
+}
+
+void quality_init(struct quality_model *q, uint32_t n_slices, const double *true_drop,
+		  const double *shadow_rate, const struct rng *parent)
+{
+	assert(n_slices <= PLANT_MAX_SLICES);
+	memset(q, 0, sizeof(*q));
+	q->n_slices = n_slices;
+	for (uint32_t i = 0; i < n_slices; i++) {
+		q->true_drop[i] = true_drop ? clamp01(true_drop[i]) : 0.0;
+		q->shadow_rate[i] = shadow_rate ? clamp01(shadow_rate[i]) : 0.0;
+	}
+	q->rng = rng_fork(parent, QUALITY_RNG_STREAM);
+}
+
+void quality_set_drop(struct quality_model *q, uint32_t slice, double true_drop)
+{
+	if (slice < q->n_slices)
+		q->true_drop[slice] = clamp01(true_drop);
+}
+
+void quality_on_complete(struct quality_model *q, uint32_t slice)
+{
+	if (slice >= q->n_slices || q->shadow_rate[slice] <= 0)
+		return;
+	/* Two draws per completion whatever the outcome, so the stream position
+	 * (and thus later samples) does not depend on the drop being tracked. */
+	double u_sample = rng_uniform(&q->rng), u_match = rng_uniform(&q->rng);
+	if (u_sample >= q->shadow_rate[slice])
+		return;
+	q->samples[slice]++;
+	if (u_match < q->true_drop[slice])
+		q->mismatches[slice]++;
+}
+
+double quality_observed_drop(const struct quality_model *q, uint32_t slice)
+{
+	if (slice >= q->n_slices || q->samples[slice] == 0)
+		return 0.0;
+	return (double)q->mismatches[slice] / (double)q->samples[slice];
+}
