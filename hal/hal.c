@@ -17,8 +17,16 @@ static const struct hal_backend_entry {
 	const struct hal_ops *ops;
 } backends[] = {
 	{ "sim", &hal_sim_ops },
+#if GOVD_WITH_SYSFS
+	{ "sysfs", &hal_sysfs_ops },
+#else
 	{ "sysfs", NULL },
+#endif
+#if GOVD_WITH_NVML
+	{ "nvml", &hal_nvml_ops },
+#else
 	{ "nvml", NULL },
+#endif
 	{ "modbus", NULL },
 	{ "gpio", NULL },
 	{ "serving", NULL },

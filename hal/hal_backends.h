@@ -5,5 +5,11 @@
 #include "hal/hal.h"
 
 extern const struct hal_ops hal_sim_ops;
+#if GOVD_WITH_SYSFS
+extern const struct hal_ops hal_sysfs_ops;
+#endif
+#if GOVD_WITH_NVML
+extern const struct hal_ops hal_nvml_ops;
+#endif
 
 #endif

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "hal/hal.h"
+#include "hal/hal_backends.h"
 
 /* nvmlReturn_t */
 enum {
@@ -657,8 +658,6 @@ static int parse_uint(const char *s, unsigned *out)
 	*out = (unsigned)v;
 	return 0;
 }
-
-extern const struct hal_ops hal_nvml_ops;
 
 static int nvml_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct diag_list *diags)
 {

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "hal/hal.h"
+#include "hal/hal_backends.h"
 #include "hal/sysfs_io.h"
 
 #define SP 512 /* one sysfs path; deeper trees are an error, never truncated */
@@ -899,8 +900,6 @@ static int parse_rail(const char *v, enum hal_rail *out)
 		}
 	return -EINVAL;
 }
-
-extern const struct hal_ops hal_sysfs_ops;
 
 static int sysfs_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct diag_list *diags)
 {

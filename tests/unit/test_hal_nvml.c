@@ -15,10 +15,9 @@
 
 #include "common/clock.h"
 #include "hal/hal.h"
+#include "hal/hal_backends.h"
 
 #if GOVD_WITH_NVML
-extern const struct hal_ops hal_nvml_ops;
-
 struct fx {
 	char dir[64], state[96], log[96], lib[512];
 	uint64_t t_ms;

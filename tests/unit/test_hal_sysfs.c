@@ -18,11 +18,10 @@
 
 #include "common/clock.h"
 #include "hal/hal.h"
+#include "hal/hal_backends.h"
 #include "hal/sysfs_io.h"
 
 #if GOVD_WITH_SYSFS
-extern const struct hal_ops hal_sysfs_ops;
-
 /* ---- fixture copy --------------------------------------------------- */
 
 static char copy_dst[512];
@@ -537,9 +536,32 @@ static void test_missing(void **state)
 	fx_free(f);
 }
 
+/* Through the registry: hal_open keeps the per-device ops copy, so the
+ * capabilities a device lacks read as absent. */
+static void test_registry_open(void **state)
+{
+	(void)state;
+	struct fx *f = fx_new("rk3588-npu");
+	const char *keys[] = { "root", "devfreq" }, *vals[] = { f->dir, "fdab0000.npu" };
+	struct hal_dev_cfg cfg = { .name = "npu0", .backend = "sysfs", .n_opts = 2, .keys = keys,
+				   .values = vals, .clock = &f->clock };
+	struct hal_dev dev;
+	assert_int_equal(hal_open(&dev, &cfg, &f->diags), 0);
+	assert_string_equal(dev.ops->name, "sysfs");
+	assert_true(hal_can_set_clocks(&dev));
+	assert_false(hal_can_set_power_limit(&dev));
+	struct hal_sample s;
+	assert_int_equal(dev.ops->sample(&dev, &s), 0);
+	assert_int_equal(s.clk_khz.v, 1000000);
+	hal_close(&dev);
+	assert_null(dev.ops);
+	fx_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_registry_open),
 		cmocka_unit_test(test_parse_dpm),
 		cmocka_unit_test(test_parse_list),
 		cmocka_unit_test(test_energy_delta),
