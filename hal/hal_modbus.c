@@ -213,7 +213,7 @@ static int mb_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 	bopts_u32(&o, "poll_ms", 0, 3600000, 0, &poll);
 	bopts_u32(&o, "budget_ms", 1, 60000, timeout_ms, &budget);
 	bopts_u32(&o, "backoff_min_ms", 1, 600000, 100, &bmin);
-	bopts_u32(&o, "backoff_max_ms", 1, 600000, 5000, &bmax);
+	bopts_u32(&o, "backoff_max_ms", 1, 600000, bmin > 5000 ? bmin : 5000, &bmax);
 	const char *host = bopts_str(&o, "host", NULL);
 	const char *device = bopts_str(&o, "device", NULL);
 	const char *map_path = bopts_str(&o, "map", NULL);

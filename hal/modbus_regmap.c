@@ -169,7 +169,8 @@ static void count(struct loader *ld, int rc)
 }
 
 /* Register addresses are written as in the manuals: decimal or 0x hex. */
-static int read_address(struct loader *ld, yaml_node_t *m, const char *path, uint16_t *out)
+static int read_address(struct loader *ld, yaml_node_t *m, const char *path, int fn,
+			uint16_t *out)
 {
 	char kp[160];
 	ycfg_join(kp, sizeof(kp), path, "address");
@@ -195,6 +196,12 @@ static int read_address(struct loader *ld, yaml_node_t *m, const char *path, uin
 			   s);
 		return -EINVAL;
 	}
+	/* 30001.. and 40001.. are how manuals number input and holding registers. */
+	long first = fn == MB_FN_INPUT ? 30001 : 40001;
+	if (fn >= 0 && v >= first && v < first + 9999)
+		ycfg_warning(&ld->y, n, kp, "register-number",
+			     "%ld looks like a register number; the protocol address is 0x%04lx",
+			     v, v - first);
 	*out = (uint16_t)v;
 	return 0;
 }
@@ -214,8 +221,8 @@ static void load_entry(struct loader *ld, struct mb_regmap *m, yaml_node_t *e, c
 	int q = -1, fn = -1, ty = -1, ord = MB_ABCD, rail = -1;
 	count(ld, ycfg_enum(&ld->y, e, p, "quantity", true, mb_quantity_names, &q));
 	count(ld, ycfg_enum(&ld->y, e, p, "rail", false, mb_rail_names, &rail));
-	count(ld, read_address(ld, e, p, &r.address));
 	count(ld, ycfg_enum(&ld->y, e, p, "function", true, mb_function_names, &fn));
+	count(ld, read_address(ld, e, p, fn, &r.address));
 	count(ld, ycfg_enum(&ld->y, e, p, "type", true, mb_type_names, &ty));
 	count(ld, ycfg_enum(&ld->y, e, p, "word_order", false, mb_order_names, &ord));
 	count(ld, ycfg_double(&ld->y, e, p, "scale", false, -1e12, 1e12, &r.scale));
