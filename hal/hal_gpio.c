@@ -155,6 +155,11 @@ void hal_gpio_set_line_provider(const struct hal_gpio_provider *p)
 	provider = p ? p : &libgpiod_provider;
 }
 
+const struct hal_gpio_provider *hal_gpio_libgpiod_provider(void)
+{
+	return &libgpiod_provider;
+}
+
 #define GPIO_QLEN 32
 #define GPIO_CONSUMER "govd"
 

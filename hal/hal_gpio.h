@@ -42,7 +42,9 @@ struct hal_gpio_provider {
 	void *ctx;
 };
 
-/* Tests only: NULL restores libgpiod. Affects devices opened afterwards. */
+/* Tests and benches only: NULL restores libgpiod. Affects devices opened
+ * afterwards. The libgpiod provider itself is offered so a bench can wrap it. */
 void hal_gpio_set_line_provider(const struct hal_gpio_provider *p);
+const struct hal_gpio_provider *hal_gpio_libgpiod_provider(void);
 
 #endif
