@@ -164,7 +164,9 @@ const struct hal_gpio_provider *hal_gpio_libgpiod_provider(void)
 #define GPIO_CONSUMER "govd"
 
 struct gpio_priv {
+	struct hal_ops ops; /* this device's table: absent lines' ops are NULL */
 	const struct hal_gpio_provider *prov;
+	const struct govd_clock *clock;
 	/* alert input */
 	void *in;
 	bool in_active_low;
@@ -324,9 +326,10 @@ static int gpio_set_brake(struct hal_dev *dev, bool on)
 
 static int gpio_sample(struct hal_dev *dev, struct hal_sample *out)
 {
+	struct gpio_priv *p = dev->priv;
 	/* Lines only: no telemetry, every value says so. */
 	memset(out, 0, sizeof(*out));
-	out->t_ms = mono_ns() / 1000000u;
+	out->t_ms = p->clock ? govd_clock_now_ms(p->clock) : mono_ns() / 1000000u;
 	return 0;
 }
 
@@ -483,6 +486,16 @@ static int gpio_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct 
 		if (rc)
 			goto release;
 	}
+	/* hal_can_alert()/hal_can_brake() tell the truth for this device. */
+	p->ops = hal_gpio_ops;
+	if (!p->in) {
+		p->ops.alert_fd = NULL;
+		p->ops.alert_read = NULL;
+	}
+	if (!p->out)
+		p->ops.set_brake = NULL;
+	p->clock = cfg->clock;
+	dev->ops = &p->ops;
 	dev->priv = p;
 	return 0;
 

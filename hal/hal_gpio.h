@@ -14,7 +14,7 @@
 
 #include "hal/hal.h"
 
-#ifdef GOVD_WITH_GPIOD
+#if GOVD_WITH_GPIOD
 extern const struct hal_ops hal_gpio_ops;
 #endif
 

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <math.h>
 #include <modbus.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,13 +35,38 @@ struct mb_priv {
 	bool polled;
 	size_t next_reg; /* round robin start, so a short budget starves no register */
 	char desc[160];
+	const struct govd_clock *clock; /* NULL: CLOCK_MONOTONIC */
+	uint32_t faults;
+	char fault[64];
 };
 
+/* Real elapsed time: timeouts and the per-sample budget. */
 static uint64_t mono_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* The daemon's time base: timestamps, ageing, backoff. */
+static uint64_t now_ms(const struct mb_priv *p)
+{
+	return p->clock ? govd_clock_now_ms(p->clock) : mono_ms();
+}
+
+static void add_fault(struct mb_priv *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_fault(struct mb_priv *p, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(p->fault, sizeof(p->fault), fmt, ap);
+	va_end(ap);
+	p->faults++;
+}
+
+static const char *reg_name(const struct mb_reg *r)
+{
+	return mb_quantity_names[r->quantity];
 }
 
 static void set_timeouts(modbus_t *ctx, uint32_t timeout_ms)
@@ -69,8 +95,10 @@ static bool try_connect(struct mb_priv *p, uint64_t now)
 		return false;
 	p->stats.connects++;
 	if (modbus_connect(p->ctx) == -1) {
+		int err = errno;
 		p->stats.connect_failures++;
-		p->stats.last_errno = errno;
+		p->stats.last_errno = err;
+		add_fault(p, "modbus connect: %s", modbus_strerror(err));
 		mb_backoff_failed(&p->backoff, now);
 		return false;
 	}
@@ -95,11 +123,12 @@ static void read_one(struct mb_priv *p, size_t i)
 	int rc = r->function == MB_FN_INPUT
 			 ? modbus_read_input_registers(p->ctx, r->address, nw, regs)
 			 : modbus_read_registers(p->ctx, r->address, nw, regs);
-	uint64_t t = mono_ms();
+	uint64_t t = now_ms(p);
 	if (rc != nw) {
 		int err = rc == -1 ? errno : EMBMDATA;
 		p->stats.reads_failed++;
 		p->stats.last_errno = err;
+		add_fault(p, "0x%04x %s: %s", r->address, reg_name(r), modbus_strerror(err));
 		if (link_error(err))
 			link_down(p, err, t);
 		else if (err == EMBBADCRC || err == EMBBADDATA || err == EMBBADSLAVE)
@@ -108,18 +137,25 @@ static void read_one(struct mb_priv *p, size_t i)
 	}
 	p->stats.reads_ok++;
 	double v;
-	if (mb_convert(r, mb_decode(regs, r->type, r->order), &v) == 0) {
+	int crc = mb_convert(r, mb_decode(regs, r->type, r->order), &v);
+	mb_backoff_ok(&p->backoff); /* the link works, whatever the value */
+	if (crc == 0) {
 		mb_held_good(&p->held[i], v, t);
-		mb_backoff_ok(&p->backoff);
 	} else {
 		p->stats.rejected++;
 		mb_held_reject(&p->held[i]);
+		if (crc == -EDOM)
+			add_fault(p, "0x%04x %s: %g rejected", r->address, reg_name(r), v);
+		else
+			add_fault(p, "0x%04x %s: %g out of [%g, %g]", r->address, reg_name(r), v,
+				  r->min, r->max);
 	}
 }
 
-static void poll_meter(struct mb_priv *p, uint64_t start)
+static void poll_meter(struct mb_priv *p)
 {
-	if (!try_connect(p, start))
+	uint64_t start = mono_ms();
+	if (!try_connect(p, now_ms(p)))
 		return;
 	size_t n = p->map.n;
 	for (size_t k = 0; k < n && p->connected; k++) {
@@ -145,14 +181,16 @@ static int mb_sample(struct hal_dev *dev, struct hal_sample *out)
 {
 	struct mb_priv *p = dev->priv;
 	memset(out, 0, sizeof(*out));
-	uint64_t now = mono_ms();
+	uint64_t now = now_ms(p);
 	if (!p->polled || now - p->last_poll_ms >= p->poll_ms) {
-		poll_meter(p, now);
+		poll_meter(p);
 		p->last_poll_ms = now;
 		p->polled = true;
 	}
-	now = mono_ms();
+	now = now_ms(p);
 	out->t_ms = now;
+	out->faults = p->faults;
+	snprintf(out->fault, sizeof(out->fault), "%s", p->fault);
 	for (size_t i = 0; i < p->map.n; i++) {
 		const struct mb_reg *r = &p->map.reg[i];
 		const struct mb_held *h = &p->held[i];
@@ -248,6 +286,7 @@ static int mb_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 	p->poll_ms = poll;
 	p->budget_ms = budget;
 	p->default_rail = rail;
+	p->clock = cfg->clock;
 	mb_backoff_init(&p->backoff, bmin, bmax);
 	if (tr == TR_TCP) {
 		char svc[8];
@@ -276,7 +315,7 @@ static int mb_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 	dev->priv = p;
 	/* A meter that is down at start is not a config error: samples say
 	 * invalid and the backoff keeps trying. */
-	if (!try_connect(p, mono_ms()))
+	if (!try_connect(p, now_ms(p)))
 		bopts_warning(&o, "", "unreachable", "meter %s not reachable yet (%s); will retry",
 			      p->desc, modbus_strerror(p->stats.last_errno));
 	return 0;
@@ -296,7 +335,7 @@ int hal_modbus_aux(struct hal_dev *dev, enum mb_quantity q, struct hal_value *ou
 	for (size_t i = 0; i < p->map.n; i++) {
 		if (p->map.reg[i].quantity != q)
 			continue;
-		fill_value(out, &p->held[i], mb_held_valid(&p->held[i], mono_ms(), p->max_age_ms),
+		fill_value(out, &p->held[i], mb_held_valid(&p->held[i], now_ms(p), p->max_age_ms),
 			   1e3);
 		return 0;
 	}

@@ -8,7 +8,7 @@
 #include "hal/hal.h"
 #include "hal/modbus_regmap.h"
 
-#ifdef GOVD_WITH_MODBUS
+#if GOVD_WITH_MODBUS
 extern const struct hal_ops hal_modbus_ops;
 #endif
 

@@ -254,6 +254,8 @@ static void phase_nan(struct hal_dev *dev)
 	}
 	hal_modbus_stats(dev, &st1);
 	CHECK(st1.rejected > st0.rejected, "no rejection counted");
+	CHECK(strstr(r.s.fault, "power_w") && strstr(r.s.fault, "nan rejected"),
+	      "fault reason '%s'", r.s.fault);
 	printf("nan: power rejected (%llu rejections), energy still valid\n",
 	       (unsigned long long)(st1.rejected - st0.rejected));
 }
@@ -282,9 +284,9 @@ int main(int argc, char **argv)
 			       "400", "50", "400", "300" };
 	struct hal_dev_cfg cfg = { .name = "meter0", .backend = "modbus", .n_opts = 8,
 				   .keys = keys, .values = vals };
-	struct hal_dev dev = { .ops = &hal_modbus_ops };
+	struct hal_dev dev;
 	struct diag_list dl = { 0 };
-	int rc = hal_modbus_ops.open(&dev, &cfg, &dl);
+	int rc = hal_open(&dev, &cfg, &dl);
 	diag_print(&dl, stderr);
 	diag_clear(&dl);
 	if (rc) {
@@ -297,7 +299,7 @@ int main(int argc, char **argv)
 	phase_recover(&dev);
 	phase_slow(&dev, timeout_ms);
 	phase_nan(&dev);
-	hal_modbus_ops.close(&dev);
+	hal_close(&dev);
 	stop_server();
 	printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
 	return failures ? 1 : 0;

@@ -193,9 +193,7 @@ static int open_with(struct hal_dev *dev, const char *const *kv, size_t n, struc
 	}
 	struct hal_dev_cfg cfg = { .name = "lines0", .backend = "gpio", .n_opts = n, .keys = keys,
 				   .values = vals };
-	memset(dev, 0, sizeof(*dev));
-	dev->ops = &hal_gpio_ops;
-	return hal_gpio_ops.open(dev, &cfg, dl);
+	return hal_open(dev, &cfg, dl); /* through the registry */
 }
 
 static bool has_diag(const struct diag_list *l, const char *a, const char *b)
@@ -375,7 +373,7 @@ static void test_brake_held_safe_on_open_and_close(void **state)
 	assert_int_equal(l->value, 1);      /* requested at the safe level: no glitch */
 	assert_int_equal(l->set_calls, 0);
 	assert_true(hal_can_brake(&dev));
-	assert_int_equal(dev.ops->alert_fd(&dev), -ENOTSUP); /* brake-only device */
+	assert_false(hal_can_alert(&dev)); /* brake-only device */
 	assert_int_equal(dev.ops->set_brake(&dev, true), 0);
 	assert_int_equal(l->value, 0);
 	dev.ops->close(&dev);
@@ -404,6 +402,7 @@ static void test_missing_chip_is_named(void **state)
 	assert_int_equal(open_with(&dev, kv, 2, &dl), -ENOENT);
 	assert_true(has_diag(&dl, "lines0: error: options.chip", "'gpiochip42' not found"));
 	assert_null(dev.priv);
+	assert_null(dev.ops);
 	diag_clear(&dl);
 
 	/* Brake line fine, alert chip missing: the brake is released again, safe. */
@@ -463,8 +462,11 @@ static void test_sample_says_invalid(void **state)
 	assert_int_equal(dev.ops->get_limits(&dev, &lim), 0);
 	assert_int_equal(lim.clk_max_khz, 0);
 	assert_int_equal(lim.power_limit_max_mw, 0);
-	assert_int_equal(dev.ops->set_brake(&dev, true), -ENOTSUP); /* alert-only device */
-	dev.ops->close(&dev);
+	assert_true(hal_can_alert(&dev));
+	assert_false(hal_can_brake(&dev)); /* alert-only device */
+	assert_string_equal(dev.name, "lines0");
+	hal_close(&dev);
+	assert_null(dev.ops);
 	diag_clear(&dl);
 }
 

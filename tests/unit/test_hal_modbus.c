@@ -394,9 +394,7 @@ static int open_with(struct hal_dev *dev, const char *const *kv, size_t n, struc
 	}
 	struct hal_dev_cfg cfg = { .name = "meter0", .backend = "modbus", .n_opts = n,
 				   .keys = keys, .values = vals };
-	memset(dev, 0, sizeof(*dev));
-	dev->ops = &hal_modbus_ops;
-	return hal_modbus_ops.open(dev, &cfg, dl);
+	return hal_open(dev, &cfg, dl); /* through the registry */
 }
 #endif
 
@@ -467,10 +465,14 @@ static void test_backend_unreachable_meter_is_invalid_not_zero(void **state)
 	assert_int_equal(st.connect_failures, 1);
 	assert_false(st.connected);
 	assert_int_equal(st.last_errno, ECONNREFUSED);
+	struct hal_sample s;
+	assert_int_equal(dev.ops->sample(&dev, &s), 0);
+	assert_int_equal(s.faults, 1); /* the one failed connect, named */
+	assert_non_null(strstr(s.fault, "Connection refused"));
 	struct hal_value v;
 	assert_int_equal(hal_modbus_aux(&dev, MB_Q_VOLTAGE_V, &v), 0);
 	assert_false(v.valid);
-	hal_modbus_ops.close(&dev);
+	hal_close(&dev);
 	assert_null(dev.priv);
 	diag_clear(&dl);
 #else
