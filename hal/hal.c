@@ -27,8 +27,16 @@ static const struct hal_backend_entry {
 #else
 	{ "nvml", NULL },
 #endif
+#if GOVD_WITH_MODBUS
+	{ "modbus", &hal_modbus_ops },
+#else
 	{ "modbus", NULL },
+#endif
+#if GOVD_WITH_GPIOD
+	{ "gpio", &hal_gpio_ops },
+#else
 	{ "gpio", NULL },
+#endif
 	{ "serving", NULL },
 };
 #define N_BACKENDS (sizeof(backends) / sizeof(backends[0]))

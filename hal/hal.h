@@ -103,6 +103,15 @@ struct hal_quality {
 	uint64_t mismatches[HAL_MAX_SLICES]; /* INT8 answer worse than BF16 */
 };
 
+/* An edge on an alert line after debouncing (gpio backend). */
+enum hal_alert_kind { HAL_ALERT_ASSERTED = 1, HAL_ALERT_CLEARED = 2 };
+
+struct hal_alert {
+	enum hal_alert_kind kind;
+	uint64_t t_ms; /* CLOCK_MONOTONIC time of the edge */
+	uint64_t seq;  /* 1, 2, ... per accepted edge since open; a gap = events dropped */
+};
+
 struct hal_dev;
 
 /* Backend configuration, opaque string pairs so hal/ needs no YAML; the
@@ -141,6 +150,13 @@ struct hal_ops {
 	/* Why the last failed op failed ("nvml: nvmlDeviceSetGpuLockedClocks:
 	 * Insufficient Permissions"), "" when none did. Valid until the next op. */
 	const char *(*last_error)(struct hal_dev *dev);
+	/* Out-of-period alert input: a pollable fd (POLLIN when alert_read has
+	 * something); alert_read returns 1 with *ev filled, 0 when nothing is
+	 * pending (never blocks), -errno on failure. */
+	int (*alert_fd)(struct hal_dev *dev);
+	int (*alert_read)(struct hal_dev *dev, struct hal_alert *ev);
+	/* Power-brake / throttle request output (true = brake asserted). */
+	int (*set_brake)(struct hal_dev *dev, bool on);
 };
 
 /* open() may point ops at a per-device copy of its table in priv, with the
@@ -164,5 +180,7 @@ static inline bool hal_can_set_power_limit(const struct hal_dev *d) { return d->
 static inline bool hal_can_read_serving(const struct hal_dev *d) { return d->ops->read_serving != NULL; }
 static inline bool hal_can_read_quality(const struct hal_dev *d) { return d->ops->read_quality != NULL; }
 static inline bool hal_can_set_precision(const struct hal_dev *d) { return d->ops->set_precision != NULL; }
+static inline bool hal_can_alert(const struct hal_dev *d) { return d->ops->alert_fd != NULL && d->ops->alert_read != NULL; }
+static inline bool hal_can_brake(const struct hal_dev *d) { return d->ops->set_brake != NULL; }
 
 #endif

@@ -11,5 +11,11 @@ extern const struct hal_ops hal_sysfs_ops;
 #if GOVD_WITH_NVML
 extern const struct hal_ops hal_nvml_ops;
 #endif
+#if GOVD_WITH_MODBUS
+extern const struct hal_ops hal_modbus_ops;
+#endif
+#if GOVD_WITH_GPIOD
+extern const struct hal_ops hal_gpio_ops;
+#endif
 
 #endif

@@ -46,10 +46,16 @@ static void test_registry_find(void **state)
 #if GOVD_WITH_NVML
 	assert_ptr_equal(hal_backend_find("nvml", &d), &hal_nvml_ops);
 #endif
+#if GOVD_WITH_MODBUS
+	assert_ptr_equal(hal_backend_find("modbus", &d), &hal_modbus_ops);
+#endif
+#if GOVD_WITH_GPIOD
+	assert_ptr_equal(hal_backend_find("gpio", &d), &hal_gpio_ops);
+#endif
 	assert_int_equal(d.n, 0);
-	assert_null(hal_backend_find("modbus", &d));
+	assert_null(hal_backend_find("serving", &d));
 	assert_int_equal(d.n, 1);
-	assert_string_equal(d.v[0].msg, "modbus: backend not compiled in");
+	assert_string_equal(d.v[0].msg, "serving: backend not compiled in");
 	assert_string_equal(d.v[0].code, "backend-not-compiled-in");
 	diag_clear(&d);
 
@@ -73,7 +79,13 @@ static void test_open_errors(void **state)
 #if !GOVD_WITH_NVML
 		"nvml",
 #endif
-		"modbus", "gpio", "serving",
+#if !GOVD_WITH_MODBUS
+		"modbus",
+#endif
+#if !GOVD_WITH_GPIOD
+		"gpio",
+#endif
+		"serving",
 	};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		struct hal_dev_cfg cfg = { .name = "gpu0", .backend = names[i] };
