@@ -188,7 +188,7 @@ static int find_hwmon(struct sysfs *s, const char *want_name, const char *want_p
 			free(rp);
 			snprintf(s->devdir, sizeof(s->devdir), "%s", dev);
 			snprintf(s->hwmon_id, sizeof(s->hwmon_id), "%.31s", de->d_name);
-			snprintf(s->hwmon_name, sizeof(s->hwmon_name), "%s", name);
+			snprintf(s->hwmon_name, sizeof(s->hwmon_name), "%.*s", (int)sizeof(s->hwmon_name) - 1, name);
 		}
 		size_t l = strlen(match_ids);
 		snprintf(match_ids + l, sizeof(match_ids) - l, "%s%.16s", l ? ", " : "", de->d_name);
@@ -870,7 +870,8 @@ static int sysfs_get_limits(struct hal_dev *dev, struct hal_limits *out)
 	}
 	if (sysfs_path(p, sizeof(p), "%s/proc/sys/kernel/osrelease", s->root) == 0)
 		sysfs_read_str(p, rel, sizeof(rel));
-	snprintf(out->driver_version, sizeof(out->driver_version), "%s%s%s", drv,
+	/* Truncation is fine: the field is a label for logs and the decision log. */
+	snprintf(out->driver_version, sizeof(out->driver_version), "%.24s%s%.22s", drv,
 		 drv[0] && rel[0] ? " " : "", rel);
 	if (s->vbios[0])
 		sysfs_read_str(s->vbios, out->firmware_version, sizeof(out->firmware_version));
