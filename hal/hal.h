@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/clock.h"
 #include "common/diag.h"
 #include "common/hist.h"
 
@@ -37,7 +38,10 @@ struct hal_value {
 	int64_t v;
 	uint64_t t_ms; /* when the value was measured (backend clock) */
 	bool valid;    /* false: the source gave nothing (dropout, meter lost) */
+	bool nan;      /* the source gave a non-number (NaN/Inf): valid stays true,
+			* v = HAL_V_NAN so a range check rejects it as well */
 };
+#define HAL_V_NAN INT64_MIN
 
 struct hal_sample {
 	uint64_t t_ms;
@@ -51,6 +55,13 @@ struct hal_sample {
 	/* Cumulative firmware counters (sim and NVML violation counters). */
 	uint64_t clamp_events;                  /* hardware slowdown entries */
 	uint64_t clamp_time_ms;
+	/* Readings the backend could not read (file gone, NVML error) or
+	 * rejected as absurd (negative power, below absolute zero, counter
+	 * backwards): cumulative count and the latest reason, e.g.
+	 * "hwmon3/temp2_input: -274000 mC out of [-273.15, 200] C". The value
+	 * itself has valid=false. sim leaves both zero. */
+	uint32_t faults;
+	char fault[64];
 };
 
 /* What the device accepts: the governor's envelope comes from here. */
@@ -116,12 +127,23 @@ struct hal_quality {
 	uint64_t samples[HAL_MAX_SLICES];
 	uint64_t mismatches[HAL_MAX_SLICES]; /* INT8 answer worse than BF16 */
 	/* Added for the serving backend: evaluator-reported quality delta
-	 * (INT8 score - BF16 score, last value, NaN if none), malformed messages
-	 * (cumulative) and the faults of this read (enum hal_serving_fault). */
+	 * (INT8 score - BF16 score, last value; meaningful where bit i of
+	 * delta_valid is set), malformed messages (cumulative) and the faults
+	 * of this read (enum hal_serving_fault). The sim leaves all zero. */
 	double delta[HAL_MAX_SLICES];
+	uint32_t delta_valid;
 	uint64_t malformed;
 	uint32_t faults;
 	const char *fault_msg; /* owned by the backend, valid until the next call */
+};
+
+/* An edge on an alert line after debouncing (gpio backend). */
+enum hal_alert_kind { HAL_ALERT_ASSERTED = 1, HAL_ALERT_CLEARED = 2 };
+
+struct hal_alert {
+	enum hal_alert_kind kind;
+	uint64_t t_ms; /* CLOCK_MONOTONIC time of the edge */
+	uint64_t seq;  /* 1, 2, ... per accepted edge since open; a gap = events dropped */
 };
 
 struct hal_dev;
@@ -135,6 +157,10 @@ struct hal_dev_cfg {
 	const char *const *keys;
 	const char *const *values;
 	void *plant;           /* sim only: an already created struct plant (optional) */
+	/* Timestamps of real backends (sysfs, nvml); NULL: CLOCK_MONOTONIC. The
+	 * daemon passes its own clock so every t_ms shares one time base, tests
+	 * pass a scripted one. */
+	const struct govd_clock *clock;
 };
 
 struct hal_ops {
@@ -151,8 +177,25 @@ struct hal_ops {
 	int (*read_quality)(struct hal_dev *dev, struct hal_quality *out);
 	/* INT8 share per slice in [0,1]; slices in read_serving order. */
 	int (*set_precision)(struct hal_dev *dev, const double *int8_frac, size_t n_slices);
+	/* The settings the backend found before its first write (taken now if no
+	 * write happened yet), as one JSON object for the daemon's crash-safety
+	 * state file; close() restores them. 0, or -ENOSPC when len is short. */
+	int (*get_original)(struct hal_dev *dev, char *json, size_t len);
+	/* Why the last failed op failed ("nvml: nvmlDeviceSetGpuLockedClocks:
+	 * Insufficient Permissions"), "" when none did. Valid until the next op. */
+	const char *(*last_error)(struct hal_dev *dev);
+	/* Out-of-period alert input: a pollable fd (POLLIN when alert_read has
+	 * something); alert_read returns 1 with *ev filled, 0 when nothing is
+	 * pending (never blocks), -errno on failure. */
+	int (*alert_fd)(struct hal_dev *dev);
+	int (*alert_read)(struct hal_dev *dev, struct hal_alert *ev);
+	/* Power-brake / throttle request output (true = brake asserted). */
+	int (*set_brake)(struct hal_dev *dev, bool on);
 };
 
+/* open() may point ops at a per-device copy of its table in priv, with the
+ * capabilities this device lacks set to NULL, so hal_can_*() tell the truth
+ * (sysfs, nvml do); hal_open must not overwrite ops after open returns. */
 struct hal_dev {
 	const struct hal_ops *ops;
 	void *priv;
@@ -171,5 +214,7 @@ static inline bool hal_can_set_power_limit(const struct hal_dev *d) { return d->
 static inline bool hal_can_read_serving(const struct hal_dev *d) { return d->ops->read_serving != NULL; }
 static inline bool hal_can_read_quality(const struct hal_dev *d) { return d->ops->read_quality != NULL; }
 static inline bool hal_can_set_precision(const struct hal_dev *d) { return d->ops->set_precision != NULL; }
+static inline bool hal_can_alert(const struct hal_dev *d) { return d->ops->alert_fd != NULL && d->ops->alert_read != NULL; }
+static inline bool hal_can_brake(const struct hal_dev *d) { return d->ops->set_brake != NULL; }
 
 #endif

@@ -1021,6 +1021,8 @@ static int sv_read_quality(struct hal_dev *dev, struct hal_quality *out)
 		out->samples[i] = (uint64_t)llround(s->c_qs[i].total) + s->qs_sock[i];
 		out->mismatches[i] = (uint64_t)llround(s->c_qm[i].total) + s->qm_sock[i];
 		out->delta[i] = s->qdelta[i];
+		if (!isnan(s->qdelta[i]))
+			out->delta_valid |= 1u << i;
 	}
 	for (size_t i = s->n_slices; i < HAL_MAX_SLICES; i++)
 		out->delta[i] = NAN;
@@ -1041,6 +1043,9 @@ static int sv_set_precision(struct hal_dev *dev, const double *int8_frac, size_t
 		return -ENOTSUP;
 	if (n_slices != s->n_slices)
 		return -EINVAL;
+	for (size_t i = 0; i < n_slices; i++)
+		if (!(int8_frac[i] >= 0.0 && int8_frac[i] <= 1.0))
+			return -EINVAL; /* NaN too; nothing sent (as the sim backend) */
 	const char *names[HAL_MAX_SLICES];
 	for (size_t i = 0; i < n_slices; i++)
 		names[i] = s->slice_name[i];

@@ -18,8 +18,10 @@
 /* What sensors report, after scenario sensor faults are applied. */
 struct plant_readings {
 	double t_s;
-	double value[SENSOR_N]; /* C, W, MHz; NaN where FAULT_NAN */
+	double value[SENSOR_N]; /* C, W, MHz; NaN where FAULT_NAN; 0 where invalid */
 	bool valid[SENSOR_N];   /* false on dropout / meter loss */
+	double t_meas_s[SENSOR_N]; /* when the value was measured: t_s, or the
+				    * dropout's start while a sensor gives nothing */
 	double energy_j[3];     /* accel, memory, host counters (true) */
 	double util;            /* busy share of the last tick */
 	double power_limit_w;
@@ -38,6 +40,7 @@ struct plant {
 	struct rng rng_precision;
 	double int8_frac[PLANT_MAX_SLICES];
 	double t_s;
+	uint64_t tick;              /* t_s == tick * PLANT_TICK_S (no float drift) */
 	struct request pending;     /* next arrival not yet due */
 	bool have_pending, workload_done;
 	size_t next_event;
@@ -45,7 +48,11 @@ struct plant {
 	bool fault_active[SENSOR_N];
 	enum fault_kind fault_kind[SENSOR_N];
 	double fault_value[SENSOR_N], fault_stuck[SENSOR_N], fault_end_s[SENSOR_N];
+	double fault_start_s[SENSOR_N];
 	double load_scale_end_s;
+	double inlet_end_s, cooling_end_s; /* timed environment steps revert here */
+	double drift_end_s[PLANT_MAX_SLICES]; /* timed quality drifts revert here */
+	double next_expiry_s;       /* earliest of the end times above (O(1) per tick) */
 	double last_util;
 	bool failed;                /* shutdown reached */
 	char fail_reason[128];
@@ -54,7 +61,9 @@ struct plant {
 int plant_create(const struct scenario *sc, uint64_t seed, struct plant **out,
 		 struct diag_list *diags);
 void plant_destroy(struct plant *p);
-/* Advance to t_s (>= current) in PLANT_TICK_S steps. */
+/* Advance to t_s in PLANT_TICK_S steps; ends on the first tick boundary at
+ * or after t_s (so p->t_s >= t_s afterwards). Earlier times are a no-op. After
+ * a thermal shutdown only the time moves (p->failed, p->fail_reason). */
 void plant_advance_to(struct plant *p, double t_s);
 void plant_read(const struct plant *p, struct plant_readings *out);
 void plant_set_int8_fraction(struct plant *p, uint32_t slice, double frac);

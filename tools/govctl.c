@@ -1,8 +1,83 @@
-/* govctl: placeholder until the sim runner lands. */
-#include <stdio.h>
+/* govctl: the command-line front end (subcommand table). */
+#include "tools/govctl.h"
 
-int main(void)
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmd_help(int argc, char **argv);
+
+static const struct govctl_cmd cmds[] = {
+	{ .name = "sim",
+	  .synopsis = "sim --scenario FILE --policy FILE [--seed N] [--out DIR] [--duration S]",
+	  .run = govctl_sim },
+	{ .name = "compare",
+	  .synopsis = "compare --scenarios A,B --policies P,Q [--seeds 1,2] [--baseline NAME] [-j N] "
+		      "[--out DIR]",
+	  .run = govctl_compare },
+	{ .name = "help", .synopsis = "help", .run = cmd_help },
+};
+
+#define N_CMDS (sizeof(cmds) / sizeof(cmds[0]))
+
+static void usage(FILE *f)
 {
-	fprintf(stderr, "govctl: no subcommands yet\n");
-	return 2;
+	fprintf(f, "usage: govctl COMMAND [ARGS]\ncommands:\n");
+	for (size_t i = 0; i < N_CMDS; i++)
+		fprintf(f, "  govctl %s\n", cmds[i].synopsis);
+}
+
+static int cmd_help(int argc, char **argv)
+{
+	usage(stdout);
+	return GOVCTL_EXIT_OK;
+}
+
+bool govctl_parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	if (!s || !*s || *s == '-' || *s == '+')
+		return false;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return false;
+	*out = v;
+	return true;
+}
+
+bool govctl_parse_double(const char *s, double *out)
+{
+	char *end;
+	if (!s || !*s)
+		return false;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || *end || !isfinite(v))
+		return false;
+	*out = v;
+	return true;
+}
+
+void govctl_print_diags(const struct diag_list *d)
+{
+	diag_print(d, stderr);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return GOVCTL_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
+		return cmd_help(argc, argv);
+	for (size_t i = 0; i < N_CMDS; i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			return cmds[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "govctl: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return GOVCTL_EXIT_USAGE;
 }

@@ -116,6 +116,9 @@ static void test_capabilities(void **state)
 	double f = 0.5;
 	assert_int_equal(h.dev.ops->set_precision(&h.dev, &f, 2), -EINVAL); /* 1 slice configured */
 	assert_int_equal(h.dev.ops->set_precision(&h.dev, &f, 1), 0);
+	double nan_frac = NAN, big = 1.5;
+	assert_int_equal(h.dev.ops->set_precision(&h.dev, &nan_frac, 1), -EINVAL);
+	assert_int_equal(h.dev.ops->set_precision(&h.dev, &big, 1), -EINVAL);
 	close_dev(&h);
 }
 
@@ -168,7 +171,7 @@ static void test_quality_socket(void **state)
 	assert_true(q.valid);
 	assert_int_equal(q.n_slices, 2);
 	assert_int_equal(q.samples[0], 0);
-	assert_true(isnan(q.delta[0]));
+	assert_int_equal(q.delta_valid, 0);
 	assert_int_equal(q.faults, 0);
 
 	send_dgram(path, "{\"slice\":\"code\",\"samples\":10,\"mismatches\":1}");
@@ -180,6 +183,7 @@ static void test_quality_socket(void **state)
 	assert_int_equal(q.mismatches[0], 1);
 	assert_int_equal(q.samples[1], 0);
 	assert_float_equal(q.delta[1], -0.004, 1e-15);
+	assert_int_equal(q.delta_valid, 1u << 1);
 	assert_int_equal(q.faults, 0);
 	assert_int_equal(q.malformed, 0);
 

@@ -1,0 +1,175 @@
+#include "governor/declog.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+
+static json_t *jreal(double v)
+{
+	/* JSON has no NaN/inf: unknown values are null. */
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+static int emit(struct declog *d, json_t *o)
+{
+	if (!o)
+		return -ENOMEM;
+	int rc = json_dumpf(o, d->f, JSON_COMPACT | JSON_REAL_PRECISION(DECLOG_REAL_PRECISION));
+	json_decref(o);
+	if (rc || fputc('\n', d->f) == EOF)
+		return -EIO;
+	return 0;
+}
+
+int declog_init(struct declog *d, FILE *f)
+{
+	d->f = f;
+	return 0;
+}
+
+void declog_fini(struct declog *d)
+{
+	if (d->f)
+		fflush(d->f);
+	d->f = NULL;
+}
+
+static json_t *op_json(const struct gov_opoint *op)
+{
+	json_t *o = json_object();
+	json_t *fr = json_array();
+
+	json_object_set_new(o, "clk_locked", json_boolean(op->clk_locked));
+	json_object_set_new(o, "clk_min_khz", json_integer(op->clk_min_khz));
+	json_object_set_new(o, "clk_max_khz", json_integer(op->clk_max_khz));
+	json_object_set_new(o, "power_limit_mw", json_integer(op->power_limit_mw));
+	for (size_t s = 0; s < op->n_slices; s++)
+		json_array_append_new(fr, jreal(op->int8_frac[s]));
+	json_object_set_new(o, "int8_frac", fr);
+	return o;
+}
+
+int declog_header(struct declog *d, const struct declog_header *h)
+{
+	if (!d->f)
+		return 0;
+	json_t *o = json_object();
+	json_t *dev = json_object();
+	json_t *sl = json_array();
+	const struct hal_limits *l = h->lim;
+
+	json_object_set_new(o, "type", json_string("header"));
+	json_object_set_new(o, "govd_version", json_string(GOVD_VERSION));
+	json_object_set_new(o, "scenario", h->scenario ? json_string(h->scenario) : json_null());
+	json_object_set_new(o, "policy", json_string(h->policy_name));
+	json_object_set_new(o, "policy_path", json_string(h->policy_path));
+	json_object_set_new(o, "policy_hash", json_string(h->policy_hash));
+	json_object_set_new(o, "controller", json_string(h->controller));
+	json_object_set_new(o, "period_ms", json_integer(h->period_ms));
+	json_object_set_new(o, "seed", json_integer((json_int_t)h->seed));
+	json_object_set_new(dev, "name", json_string(h->device_name ? h->device_name : ""));
+	json_object_set_new(dev, "model", json_string(l->model));
+	json_object_set_new(dev, "driver_version", json_string(l->driver_version));
+	json_object_set_new(dev, "firmware_version", json_string(l->firmware_version));
+	json_object_set_new(dev, "clk_min_khz", json_integer(l->clk_min_khz));
+	json_object_set_new(dev, "clk_max_khz", json_integer(l->clk_max_khz));
+	json_object_set_new(dev, "clk_step_khz", json_integer(l->clk_step_khz));
+	json_object_set_new(dev, "clk_default_max_khz", json_integer(l->clk_default_max_khz));
+	json_object_set_new(dev, "power_limit_min_mw", json_integer(l->power_limit_min_mw));
+	json_object_set_new(dev, "power_limit_max_mw", json_integer(l->power_limit_max_mw));
+	json_object_set_new(dev, "power_limit_default_mw", json_integer(l->power_limit_default_mw));
+	json_object_set_new(dev, "slowdown_mc", json_integer(l->slowdown_mc));
+	json_object_set_new(dev, "shutdown_mc", json_integer(l->shutdown_mc));
+	json_object_set_new(o, "device", dev);
+	for (size_t s = 0; s < h->n_slices; s++)
+		json_array_append_new(sl, json_string(h->slice_name[s]));
+	json_object_set_new(o, "slices", sl);
+	return emit(d, o);
+}
+
+int declog_decision(struct declog *d, const struct declog_record *r)
+{
+	if (!d->f)
+		return 0;
+	const struct gov_estimates *e = r->est;
+	json_t *o = json_object();
+	json_t *in = json_object();
+	json_t *pw = json_object(), *tc = json_object(), *sla = json_object(), *q = json_array();
+	json_t *faults = json_array(), *reasons = json_array();
+
+	json_object_set_new(o, "type", json_string("decision"));
+	json_object_set_new(o, "t_ms", json_integer((json_int_t)r->t_ms));
+	json_object_set_new(o, "seq", json_integer((json_int_t)r->seq));
+
+	json_object_set_new(pw, "accel", jreal(e->power_w[HAL_RAIL_ACCEL]));
+	json_object_set_new(pw, "memory", jreal(e->power_w[HAL_RAIL_MEMORY]));
+	json_object_set_new(pw, "host", jreal(e->power_w[HAL_RAIL_HOST]));
+	json_object_set_new(in, "power_w", pw);
+	json_object_set_new(tc, "junction", jreal(e->temp_c[HAL_TEMP_JUNCTION]));
+	json_object_set_new(tc, "memory", jreal(e->temp_c[HAL_TEMP_MEMORY]));
+	json_object_set_new(tc, "inlet", jreal(e->temp_c[HAL_TEMP_INLET]));
+	json_object_set_new(in, "temp_c", tc);
+	json_object_set_new(in, "headroom_c", jreal(e->headroom_c));
+	json_object_set_new(in, "headroom_trend_c_per_s", jreal(e->headroom_trend_c_per_s));
+	json_object_set_new(in, "clk_mhz", jreal(e->clk_mhz));
+	json_object_set_new(in, "util", jreal(e->util));
+	json_object_set_new(in, "power_limit_w", jreal(e->power_limit_w));
+	json_object_set_new(in, "throttle", json_integer(e->throttle));
+	json_object_set_new(sla, "window_s", jreal(e->window_s));
+	json_object_set_new(sla, "requests", json_integer((json_int_t)e->window_requests));
+	json_object_set_new(sla, "ttft_p95_ms", jreal(e->ttft_p95_ms));
+	json_object_set_new(sla, "ttft_p99_ms", jreal(e->ttft_p99_ms));
+	json_object_set_new(sla, "tbt_p95_ms", jreal(e->tbt_p95_ms));
+	json_object_set_new(sla, "tbt_p99_ms", jreal(e->tbt_p99_ms));
+	json_object_set_new(sla, "e2e_p95_ms", jreal(e->e2e_p95_ms));
+	json_object_set_new(sla, "e2e_p99_ms", jreal(e->e2e_p99_ms));
+	json_object_set_new(in, "sla", sla);
+	json_object_set_new(in, "tokens_per_s", jreal(e->tokens_per_s));
+	json_object_set_new(in, "int8_token_share", jreal(e->int8_token_share));
+	json_object_set_new(in, "queue_len", json_integer((json_int_t)e->queue_len));
+	json_object_set_new(in, "running", json_integer((json_int_t)e->running));
+	for (size_t s = 0; s < e->n_slices; s++) {
+		json_t *qs = json_object();
+		json_object_set_new(qs, "samples", json_integer((json_int_t)e->q_samples[s]));
+		json_object_set_new(qs, "mismatches", json_integer((json_int_t)e->q_mismatches[s]));
+		json_object_set_new(qs, "drop_upper", jreal(e->q_drop_upper[s]));
+		json_array_append_new(q, qs);
+	}
+	json_object_set_new(in, "quality", q);
+	json_object_set_new(o, "inputs", in);
+
+	for (int s = 0; s < GOV_SIG_N; s++) {
+		if (r->faults[s] == GOV_FAULT_NONE)
+			continue;
+		json_t *f = json_object();
+		json_object_set_new(f, "signal", json_string(gov_signal_name((enum gov_signal)s)));
+		json_object_set_new(f, "fault", json_string(gov_fault_name(r->faults[s])));
+		json_array_append_new(faults, f);
+	}
+	json_object_set_new(o, "faults", faults);
+	json_object_set_new(o, "before", op_json(r->before));
+	json_object_set_new(o, "after", op_json(r->after));
+	for (int i = 0; i < GOV_R_COUNT; i++)
+		if (r->reasons & (1u << i))
+			json_array_append_new(reasons, json_string(gov_reason_name(1u << i)));
+	json_object_set_new(o, "reasons", reasons);
+	json_object_set_new(o, "binding", json_string(gov_binding_name(r->binding)));
+	json_object_set_new(o, "policy", json_string(r->policy_name));
+	json_object_set_new(o, "policy_hash", json_string(r->policy_hash));
+	json_object_set_new(o, "seed", json_integer((json_int_t)r->seed));
+	return emit(d, o);
+}
+
+int declog_restore(struct declog *d, uint64_t t_ms, const struct gov_opoint *restored, int rc)
+{
+	if (!d->f)
+		return 0;
+	json_t *o = json_object();
+
+	json_object_set_new(o, "type", json_string("restore"));
+	json_object_set_new(o, "t_ms", json_integer((json_int_t)t_ms));
+	json_object_set_new(o, "after", op_json(restored));
+	json_object_set_new(o, "reasons", json_pack("[s]", gov_reason_name(GOV_R_RESTORE)));
+	json_object_set_new(o, "rc", json_integer(rc));
+	return emit(d, o);
+}

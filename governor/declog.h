@@ -1,0 +1,52 @@
+/* Decision log: JSON Lines via jansson. A header record first (run
+ * metadata), then one decision record per control period, then a restore
+ * record. Fields are documented in docs/decision-log.md. Deterministic:
+ * fixed key order, fixed real precision, no wall-clock time. */
+#ifndef GOVD_GOVERNOR_DECLOG_H
+#define GOVD_GOVERNOR_DECLOG_H
+#include <stdint.h>
+#include <stdio.h>
+
+#include "governor/estimate.h"
+#include "governor/opoint.h"
+#include "governor/validate.h"
+#include "hal/hal.h"
+
+#define DECLOG_REAL_PRECISION 7
+
+struct declog_header {
+	const char *scenario;     /* may be NULL (govd) */
+	const char *policy_name, *policy_path, *policy_hash;
+	const char *controller;
+	uint32_t period_ms;
+	uint64_t seed;
+	const struct hal_limits *lim;
+	const char *device_name;
+	size_t n_slices;
+	const char (*slice_name)[HAL_NAME_LEN];
+};
+
+struct declog_record {
+	uint64_t t_ms;
+	uint64_t seq;
+	const struct gov_estimates *est;
+	const enum gov_fault *faults; /* GOV_SIG_N */
+	const struct gov_opoint *before, *after;
+	uint32_t reasons;
+	enum gov_binding binding;
+	const char *policy_name, *policy_hash;
+	uint64_t seed;
+};
+
+struct declog {
+	FILE *f; /* not owned; NULL: logging off */
+};
+
+int declog_init(struct declog *d, FILE *f);
+void declog_fini(struct declog *d);
+int declog_header(struct declog *d, const struct declog_header *h);
+int declog_decision(struct declog *d, const struct declog_record *r);
+/* Final record after restoring the device's original settings. */
+int declog_restore(struct declog *d, uint64_t t_ms, const struct gov_opoint *restored, int rc);
+
+#endif

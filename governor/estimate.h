@@ -1,0 +1,92 @@
+/* Estimation: filtered rail power (EWMA), windowed latency quantiles from the
+ * deltas of the cumulative serving histograms over the SLA window,
+ * throughput, thermal headroom and its trend, per-slice quality counts.
+ * Equations in docs/decision-log.md. Pure except for the heap it owns. */
+#ifndef GOVD_GOVERNOR_ESTIMATE_H
+#define GOVD_GOVERNOR_ESTIMATE_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/hist.h"
+#include "governor/validate.h"
+#include "hal/hal.h"
+
+struct gov_estimates {
+	double t_s;
+	double power_w[HAL_RAIL_N]; /* EWMA filtered */
+	double power_total_w;
+	double temp_c[HAL_TEMP_N];  /* last good reading */
+	double headroom_c;          /* ceiling - junction */
+	double headroom_trend_c_per_s; /* EWMA of d(headroom)/dt; < 0: heating */
+	double clk_mhz;
+	double util;                /* busy share 0..1, NaN if unknown */
+	double power_limit_w;
+	uint32_t throttle;
+	/* Serving, over the window (window_s may be shorter at the start). */
+	bool serving_ok;
+	double window_s;
+	uint64_t window_requests, window_tokens, window_tokens_int8;
+	double ttft_p95_ms, ttft_p99_ms, tbt_p95_ms, tbt_p99_ms, e2e_p95_ms, e2e_p99_ms;
+	double tokens_per_s, requests_per_s, int8_token_share;
+	uint64_t queue_len, running;
+	/* Quality over the window, per slice. */
+	size_t n_slices;
+	uint64_t q_samples[HAL_MAX_SLICES], q_mismatches[HAL_MAX_SLICES];
+	double q_drop_est[HAL_MAX_SLICES];   /* mismatches / samples, NaN if none */
+	double q_drop_upper[HAL_MAX_SLICES]; /* Wilson 95 % upper bound, 1 if none */
+	/* Validation result of this period. */
+	unsigned n_faults;
+	bool critical_fault;
+};
+
+struct estimate_cfg {
+	double period_s;
+	double ewma_tau_s;
+	double trend_tau_s;
+	double window_s;
+	double ceiling_c;
+};
+
+struct est_sparse; /* one period's histogram delta, sparse */
+
+struct est_period {
+	uint64_t t_ms;
+	uint64_t requests, tokens, tokens_int8;
+	uint64_t q_samples[HAL_MAX_SLICES], q_mismatches[HAL_MAX_SLICES];
+	struct est_sparse *h[3]; /* ttft, tbt, e2e */
+};
+
+struct estimator {
+	struct estimate_cfg cfg;
+	double alpha, trend_alpha;
+	bool have_power[HAL_RAIL_N], have_temp[HAL_TEMP_N], have_headroom;
+	double last_headroom, last_headroom_t_s;
+	struct gov_estimates est;
+	/* Window: ring of per-period deltas plus their running sum. */
+	size_t ring_len, ring_head, ring_n;
+	struct est_period *ring;
+	struct hist win[3];
+	uint64_t win_requests, win_tokens, win_tokens_int8;
+	uint64_t win_q_samples[HAL_MAX_SLICES], win_q_mismatches[HAL_MAX_SLICES];
+	/* Previous cumulative snapshot. */
+	bool have_prev;
+	struct hist prev[3];
+	uint64_t prev_requests, prev_tokens, prev_tokens_int8;
+	bool have_prev_q;
+	uint64_t prev_q_samples[HAL_MAX_SLICES], prev_q_mismatches[HAL_MAX_SLICES];
+};
+
+int estimate_init(struct estimator *e, const struct estimate_cfg *cfg);
+void estimate_fini(struct estimator *e);
+/* One period. serving / quality may be NULL (not offered). faults: the
+ * validator's verdict for in[]; faulted readings are not used. */
+const struct gov_estimates *estimate_step(struct estimator *e, uint64_t now_ms,
+					  const struct gov_reading in[GOV_SIG_N],
+					  const enum gov_fault faults[GOV_SIG_N], uint32_t throttle,
+					  const struct hal_serving *serving,
+					  const struct hal_quality *quality);
+/* Wilson score upper bound (z = 1.96) of a binomial share. */
+double wilson_upper(uint64_t k, uint64_t n);
+
+#endif

@@ -1,0 +1,338 @@
+#include "governor/governor.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+/* Validator defaults when the policy leaves telemetry unset are in policy.c;
+ * the witness threshold is fixed: 5 W or 5 % utilisation. */
+#define STUCK_WITNESS 5.0
+#define TREND_TAU_S 5.0
+
+static void warn_missing(struct diag_list *diags, const struct hal_dev *dev, const char *what)
+{
+	if (diags)
+		diag_add(diags, DIAG_WARNING, dev->name, 0, 0, "", "capability",
+			 "device does not offer %s; the governor will not change it", what);
+}
+
+int governor_init(struct governor *g, const struct governor_cfg *cfg, struct diag_list *diags)
+{
+	const struct policy *pol = cfg->pol;
+	int rc;
+
+	memset(g, 0, sizeof(*g));
+	g->cfg = *cfg;
+	g->ctl = controller_find(pol->control.controller);
+	if (!g->ctl) {
+		char names[256];
+		diag_add(diags, DIAG_ERROR, pol->path, 0, 0, "control.controller", "unknown-controller",
+			 "unknown controller '%s'; valid: %s", pol->control.controller,
+			 controller_names_joined(names, sizeof(names)));
+		return -ENOENT;
+	}
+	if (!cfg->dev || !cfg->dev->ops || !cfg->clock)
+		return -EINVAL;
+	rc = cfg->dev->ops->get_limits(cfg->dev, &g->lim);
+	if (rc) {
+		diag_add(diags, DIAG_ERROR, cfg->dev->name, 0, 0, "", "limits",
+			 "cannot read device limits: %s", strerror(-rc));
+		return rc;
+	}
+	if (!hal_can_set_clocks(cfg->dev))
+		warn_missing(diags, cfg->dev, "clock locking");
+	if (!hal_can_set_power_limit(cfg->dev))
+		warn_missing(diags, cfg->dev, "a power limit");
+	if (hal_can_read_serving(cfg->dev) && cfg->dev->ops->read_serving(cfg->dev, &g->serving) == 0) {
+		g->n_slices = g->serving.n_slices < HAL_MAX_SLICES ? g->serving.n_slices : HAL_MAX_SLICES;
+		for (size_t s = 0; s < g->n_slices; s++)
+			memcpy(g->slice_name[s], g->serving.slice_name[s], HAL_NAME_LEN);
+	}
+	if (!hal_can_set_precision(cfg->dev))
+		g->n_slices = 0; /* nothing to steer; op points carry no slices */
+	for (size_t s = 0; s < g->n_slices; s++) {
+		g->policy_int8[s] = policy_slice_int8(pol, g->slice_name[s]);
+		g->max_drop[s] = policy_slice_max_drop(pol, g->slice_name[s]);
+	}
+	g->period_s = pol->control.period_ms / 1000.0;
+
+	struct validate_cfg vc = {
+		.stale_ms = pol->telemetry.stale_ms,
+		.stuck_periods = pol->telemetry.stuck_periods,
+		.stuck_witness_w = STUCK_WITNESS,
+	};
+	if ((rc = validate_init(&g->val, &vc)))
+		goto err_validate;
+	struct estimate_cfg ec = {
+		.period_s = g->period_s,
+		.ewma_tau_s = pol->telemetry.ewma_tau_s,
+		.trend_tau_s = TREND_TAU_S,
+		.window_s = pol->sla.window_s,
+		.ceiling_c = pol->thermal.ceiling_c,
+	};
+	if ((rc = estimate_init(&g->est, &ec)))
+		goto err_estimate;
+	if ((rc = guard_init(&g->guard, pol, &g->lim)))
+		goto err_guard;
+	if (g->ctl->init && (rc = g->ctl->init(&g->ctl_state, pol, &g->lim))) {
+		diag_add(diags, DIAG_ERROR, pol->path, 0, 0, "control.params", "controller-init",
+			 "controller %s rejected its parameters: %s", g->ctl->name, strerror(-rc));
+		goto err_ctl;
+	}
+	declog_init(&g->log, cfg->declog);
+	struct declog_header h = {
+		.scenario = cfg->scenario,
+		.policy_name = pol->name,
+		.policy_path = pol->path,
+		.policy_hash = pol->hash_hex,
+		.controller = g->ctl->name,
+		.period_ms = pol->control.period_ms,
+		.seed = cfg->seed,
+		.lim = &g->lim,
+		.device_name = cfg->dev->name,
+		.n_slices = g->n_slices,
+		.slice_name = (const char(*)[HAL_NAME_LEN])g->slice_name,
+	};
+	if ((rc = declog_header(&g->log, &h)))
+		goto err_log;
+	return 0;
+
+err_log:
+	declog_fini(&g->log);
+	if (g->ctl->fini)
+		g->ctl->fini(g->ctl_state);
+err_ctl:
+	guard_fini(&g->guard);
+err_guard:
+	estimate_fini(&g->est);
+err_estimate:
+	validate_fini(&g->val);
+err_validate:
+	g->ctl = NULL;
+	return rc;
+}
+
+/* What the device runs before the governor touched it. */
+static void adopt_device(struct governor *g)
+{
+	memset(&g->cur, 0, sizeof(g->cur));
+	g->cur.clk_locked = false;
+	g->cur.clk_min_khz = g->lim.clk_min_khz;
+	g->cur.clk_max_khz = g->lim.clk_default_max_khz;
+	g->cur.power_limit_mw = g->lim.power_limit_default_mw;
+	if (g->sample.power_limit_mw.valid && g->sample.power_limit_mw.v > 0 &&
+	    g->sample.power_limit_mw.v <= (int64_t)g->lim.power_limit_max_mw)
+		g->cur.power_limit_mw = (uint32_t)g->sample.power_limit_mw.v;
+	g->cur.n_slices = g->n_slices;
+	g->orig_power_limit_mw = g->cur.power_limit_mw;
+}
+
+static bool clocks_differ(const struct gov_opoint *a, const struct gov_opoint *b)
+{
+	if (a->clk_locked != b->clk_locked)
+		return true;
+	return a->clk_locked && (a->clk_min_khz != b->clk_min_khz || a->clk_max_khz != b->clk_max_khz);
+}
+
+/* Writes only what changed; a failed write keeps that part as it was. */
+static uint32_t actuate(struct governor *g, struct gov_opoint *want)
+{
+	struct hal_dev *dev = g->cfg.dev;
+	const struct hal_ops *ops = dev->ops;
+	uint32_t reasons = 0;
+	int rc;
+
+	if (clocks_differ(&g->cur, want)) {
+		if (want->clk_locked && ops->set_clock_range)
+			rc = ops->set_clock_range(dev, want->clk_min_khz, want->clk_max_khz);
+		else if (!want->clk_locked && ops->reset_clocks)
+			rc = ops->reset_clocks(dev);
+		else
+			rc = -EOPNOTSUPP;
+		g->wrote |= rc != -EOPNOTSUPP;
+		if (rc) {
+			want->clk_locked = g->cur.clk_locked;
+			want->clk_min_khz = g->cur.clk_min_khz;
+			want->clk_max_khz = g->cur.clk_max_khz;
+			reasons |= GOV_R_ACTUATE_ERROR;
+		}
+	}
+	if (want->power_limit_mw != g->cur.power_limit_mw) {
+		rc = ops->set_power_limit ? ops->set_power_limit(dev, want->power_limit_mw) : -EOPNOTSUPP;
+		g->wrote |= rc != -EOPNOTSUPP;
+		if (rc) {
+			want->power_limit_mw = g->cur.power_limit_mw;
+			reasons |= GOV_R_ACTUATE_ERROR;
+		}
+	}
+	bool prec = false;
+	for (size_t s = 0; s < want->n_slices; s++)
+		prec |= want->int8_frac[s] != g->cur.int8_frac[s];
+	if (prec) {
+		rc = ops->set_precision ? ops->set_precision(dev, want->int8_frac, want->n_slices)
+					: -EOPNOTSUPP;
+		g->wrote |= rc != -EOPNOTSUPP;
+		if (rc) {
+			memcpy(want->int8_frac, g->cur.int8_frac, sizeof(want->int8_frac));
+			reasons |= GOV_R_ACTUATE_ERROR;
+		}
+	}
+	if (reasons)
+		g->actuate_errors++;
+	return reasons;
+}
+
+int governor_tick(struct governor *g)
+{
+	struct hal_dev *dev = g->cfg.dev;
+	uint64_t now = govd_clock_now_ms(g->cfg.clock);
+	struct gov_reading rd[GOV_SIG_N];
+	uint32_t reasons = 0;
+	int rc;
+
+	memset(&g->sample, 0, sizeof(g->sample));
+	rc = dev->ops->sample(dev, &g->sample);
+	if (rc) /* nothing valid: every required signal becomes a dropout */
+		memset(&g->sample, 0, sizeof(g->sample));
+	const struct hal_serving *sv = NULL;
+	if (hal_can_read_serving(dev) && dev->ops->read_serving(dev, &g->serving) == 0 &&
+	    g->serving.valid)
+		sv = &g->serving;
+	const struct hal_quality *q = NULL;
+	if (hal_can_read_quality(dev) && dev->ops->read_quality(dev, &g->quality) == 0 &&
+	    g->quality.valid)
+		q = &g->quality;
+
+	gov_readings_from_sample(&g->sample, rd);
+	validate_step(&g->val, now, rd, g->faults);
+	const struct gov_estimates *est =
+		estimate_step(&g->est, now, rd, g->faults, g->sample.throttle, sv, q);
+
+	if (!g->started) {
+		adopt_device(g);
+		g->started = true;
+		reasons |= GOV_R_INIT;
+	}
+	struct ctl_input in = {
+		.est = est,
+		.pol = g->cfg.pol,
+		.lim = &g->lim,
+		.cur = &g->cur,
+		.period_s = g->period_s,
+		.n_slices = g->n_slices,
+		.policy_int8 = g->policy_int8,
+		.max_drop = g->max_drop,
+	};
+	struct ctl_output out = { .binding = GOV_B_NONE };
+	g->ctl->step(g->ctl_state, &in, &out);
+	out.op.n_slices = g->n_slices;
+	reasons |= out.reasons;
+	enum gov_binding binding = out.binding;
+
+	struct gov_opoint after;
+	guard_apply(&g->guard, &g->cur, &out.op, est->critical_fault, &after, &reasons, &binding);
+	reasons |= actuate(g, &after);
+
+	struct gov_opoint before = g->cur;
+	g->cur = after;
+	struct declog_record rec = {
+		.t_ms = now,
+		.seq = g->seq,
+		.est = est,
+		.faults = g->faults,
+		.before = &before,
+		.after = &after,
+		.reasons = reasons,
+		.binding = binding,
+		.policy_name = g->cfg.pol->name,
+		.policy_hash = g->cfg.pol->hash_hex,
+		.seed = g->cfg.seed,
+	};
+	rc = declog_decision(&g->log, &rec);
+	if (rc)
+		return rc;
+	int stop = 0;
+	if (g->cfg.on_period) {
+		struct gov_period p = {
+			.t_ms = now,
+			.seq = g->seq,
+			.sample = &g->sample,
+			.serving = sv,
+			.est = est,
+			.faults = g->faults,
+			.before = &before,
+			.after = &after,
+			.reasons = reasons,
+			.binding = binding,
+		};
+		stop = g->cfg.on_period(g->cfg.cb_ctx, &p);
+	}
+	g->seq++;
+	return stop ? 1 : 0;
+}
+
+int governor_run(struct governor *g, uint64_t end_ms)
+{
+	uint64_t period_ms = g->cfg.pol->control.period_ms;
+
+	for (;;) {
+		uint64_t now = govd_clock_now_ms(g->cfg.clock);
+		if (now >= end_ms)
+			return 0;
+		int rc = governor_tick(g);
+		if (rc < 0)
+			return rc;
+		if (rc > 0)
+			return 0;
+		uint64_t next = now + period_ms;
+		if (next > end_ms)
+			next = end_ms;
+		rc = govd_clock_wait_until(g->cfg.clock, next);
+		if (rc < 0)
+			return rc;
+	}
+}
+
+int governor_restore(struct governor *g)
+{
+	struct hal_dev *dev = g->cfg.dev;
+	int rc = 0, r;
+
+	if (g->restored || !g->started)
+		return 0;
+	g->restored = true;
+	if (g->wrote) {
+		if (dev->ops->reset_clocks && (r = dev->ops->reset_clocks(dev)) && !rc)
+			rc = r;
+		if (dev->ops->set_power_limit &&
+		    (r = dev->ops->set_power_limit(dev, g->orig_power_limit_mw)) && !rc)
+			rc = r;
+		if (dev->ops->set_precision && g->n_slices) {
+			double zero[HAL_MAX_SLICES] = { 0 };
+			if ((r = dev->ops->set_precision(dev, zero, g->n_slices)) && !rc)
+				rc = r;
+		}
+	}
+	struct gov_opoint orig = { .clk_locked = false,
+				   .clk_min_khz = g->lim.clk_min_khz,
+				   .clk_max_khz = g->lim.clk_default_max_khz,
+				   .power_limit_mw = g->orig_power_limit_mw,
+				   .n_slices = g->n_slices };
+	g->cur = orig;
+	r = declog_restore(&g->log, govd_clock_now_ms(g->cfg.clock), &orig, rc);
+	return rc ? rc : r;
+}
+
+void governor_fini(struct governor *g)
+{
+	if (!g->ctl)
+		return;
+	governor_restore(g);
+	declog_fini(&g->log);
+	if (g->ctl->fini)
+		g->ctl->fini(g->ctl_state);
+	guard_fini(&g->guard);
+	estimate_fini(&g->est);
+	validate_fini(&g->val);
+	g->ctl = NULL;
+}

@@ -1,0 +1,88 @@
+/* The control loop: per period sample -> validate -> estimate -> decide ->
+ * guard -> actuate -> log (../shared/design.md). Time comes from a struct
+ * govd_clock: virtual in govctl sim, monotonic in govd; the loop never reads
+ * the time or sleeps by itself. The device's original settings are recorded
+ * before the first write and restored by governor_restore()/governor_fini(). */
+#ifndef GOVD_GOVERNOR_GOVERNOR_H
+#define GOVD_GOVERNOR_GOVERNOR_H
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/clock.h"
+#include "common/diag.h"
+#include "governor/controller.h"
+#include "governor/declog.h"
+#include "governor/estimate.h"
+#include "governor/guard.h"
+#include "governor/opoint.h"
+#include "governor/policy.h"
+#include "governor/validate.h"
+#include "hal/hal.h"
+
+/* What one period saw and did, for observers (sim summary, metrics). */
+struct gov_period {
+	uint64_t t_ms;
+	uint64_t seq;
+	const struct hal_sample *sample;
+	const struct hal_serving *serving; /* NULL if not offered or invalid */
+	const struct gov_estimates *est;
+	const enum gov_fault *faults;      /* GOV_SIG_N */
+	const struct gov_opoint *before, *after;
+	uint32_t reasons;
+	enum gov_binding binding;
+};
+
+/* Return nonzero to stop the run after this period. */
+typedef int (*gov_period_cb)(void *ctx, const struct gov_period *p);
+
+struct governor_cfg {
+	const struct policy *pol;
+	struct hal_dev *dev;
+	const struct govd_clock *clock;
+	FILE *declog;            /* NULL: no decision log */
+	const char *scenario;    /* for the log header; may be NULL */
+	uint64_t seed;
+	gov_period_cb on_period; /* may be NULL */
+	void *cb_ctx;
+};
+
+struct governor {
+	struct governor_cfg cfg;
+	const struct controller_ops *ctl;
+	void *ctl_state;
+	struct hal_limits lim;
+	struct validator val;
+	struct estimator est;
+	struct guard guard;
+	struct declog log;
+	double period_s;
+	size_t n_slices;
+	char slice_name[HAL_MAX_SLICES][HAL_NAME_LEN];
+	double policy_int8[HAL_MAX_SLICES], max_drop[HAL_MAX_SLICES];
+	struct gov_opoint cur;   /* in force */
+	bool started;            /* first period done (cur adopted from the device) */
+	bool wrote;              /* a HAL write happened: restore needed */
+	bool restored;
+	uint32_t orig_power_limit_mw;
+	uint64_t seq;
+	uint64_t actuate_errors;
+	struct hal_sample sample;
+	struct hal_serving serving;
+	struct hal_quality quality;
+	enum gov_fault faults[GOV_SIG_N];
+};
+
+/* Checks the policy's controller against the registry and the device's
+ * capabilities; diags get the problems. */
+int governor_init(struct governor *g, const struct governor_cfg *cfg, struct diag_list *diags);
+/* One control period at the clock's current time. */
+int governor_tick(struct governor *g);
+/* Periods until end_ms (clock time) or until on_period asks to stop; the
+ * clock's wait advances the plant in sim. */
+int governor_run(struct governor *g, uint64_t end_ms);
+/* Restore the original settings (idempotent). */
+int governor_restore(struct governor *g);
+void governor_fini(struct governor *g);
+
+#endif

@@ -1,0 +1,62 @@
+/* The operating point a controller proposes and the guard hands to the
+ * actuator, with the reason codes and the binding constraint that explain it.
+ * Reason codes are a documented enum (docs/decision-log.md): bits, so one
+ * period can carry several (e.g. util_scale + step_limit). */
+#ifndef GOVD_GOVERNOR_OPOINT_H
+#define GOVD_GOVERNOR_OPOINT_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hal/hal.h"
+
+struct gov_opoint {
+	bool clk_locked;             /* false: firmware default clocks (reset_clocks) */
+	uint32_t clk_min_khz, clk_max_khz; /* meaningful when clk_locked */
+	uint32_t power_limit_mw;
+	size_t n_slices;
+	double int8_frac[HAL_MAX_SLICES];
+};
+
+enum gov_reason {
+	GOV_R_INIT = 1u << 0,             /* first period: device state adopted */
+	GOV_R_FIRMWARE_DEFAULT = 1u << 1, /* firmware-default controller */
+	GOV_R_STATIC = 1u << 2,           /* fixed point from the policy */
+	GOV_R_INT8_ALL = 1u << 3,         /* naive-int8: INT8 on every slice */
+	GOV_R_UTIL_HIGH = 1u << 4,        /* ondemand: busy > upthreshold -> max */
+	GOV_R_UTIL_KEEP = 1u << 5,        /* ondemand: inside the hysteresis band */
+	GOV_R_UTIL_SCALE = 1u << 6,       /* ondemand: f = f_cur * util / (up - down/2) */
+	GOV_R_UTIL_UNKNOWN = 1u << 7,     /* ondemand: no utilisation -> max */
+	GOV_R_IPA_IDLE = 1u << 8,         /* ipa: below switch-on, PID reset, max power */
+	GOV_R_IPA_PID = 1u << 9,          /* ipa: PID granted power -> power limit */
+	GOV_R_CLAMP_DEVICE = 1u << 10,    /* guard: device clock/power range */
+	GOV_R_CLAMP_POLICY_FREQ = 1u << 11, /* guard: policy frequency range */
+	GOV_R_CLAMP_POWER_CAP = 1u << 12, /* guard: policy power cap */
+	GOV_R_STEP_LIMIT = 1u << 13,      /* guard: max clock step per period */
+	GOV_R_SAFE_POINT = 1u << 14,      /* guard: telemetry fault -> safe point */
+	GOV_R_SAFE_HOLD = 1u << 15,       /* guard: faults cleared, holding safe point */
+	GOV_R_ACTUATE_ERROR = 1u << 16,   /* a HAL write failed; op point unchanged */
+	GOV_R_RESTORE = 1u << 17,         /* end of run: original settings restored */
+};
+#define GOV_R_COUNT 18
+
+enum gov_binding {
+	GOV_B_NONE,         /* nothing limits the controller's wish */
+	GOV_B_UTILISATION,  /* clock follows demand */
+	GOV_B_THERMAL,      /* thermal headroom sets the power */
+	GOV_B_POLICY,       /* fixed by the policy (static, naive-int8) */
+	GOV_B_DEVICE_LIMIT, /* device clock/power range */
+	GOV_B_POLICY_FREQ,  /* policy frequency range */
+	GOV_B_POWER_CAP,    /* policy power cap */
+	GOV_B_STEP_LIMIT,   /* per-period clock step */
+	GOV_B_SAFE_POINT,   /* telemetry fault */
+	GOV_B_N
+};
+
+const char *gov_reason_name(uint32_t bit); /* one bit; NULL if unknown */
+const char *gov_binding_name(enum gov_binding b);
+/* "a|b|c" into buf (empty string for 0). */
+const char *gov_reasons_join(uint32_t reasons, char *buf, size_t len);
+bool gov_opoint_equal(const struct gov_opoint *a, const struct gov_opoint *b);
+
+#endif

@@ -1,0 +1,429 @@
+/* govctl sim: scenario + policy + seed -> summary.json, timeseries.csv,
+ * decisions.jsonl. Figures come from the plant's ground truth (true energy,
+ * true junction temperature, true INT8 drop), not from the telemetry the
+ * governor sees, so a faulty sensor cannot flatter a policy. */
+#include "governor/sim.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/hist.h"
+#include "governor/governor.h"
+#include "hal/hal.h"
+#include "hal/hal_sim.h"
+#include "plant_models/plant.h"
+#include "plant_models/scenario.h"
+
+#define SUMMARY_REAL_PRECISION 10
+
+int sim_mkdirs(const char *path)
+{
+	char buf[4096];
+	size_t n = strlen(path);
+
+	if (n == 0 || n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (buf[i] != '/' && buf[i] != '\0')
+			continue;
+		char c = buf[i];
+		buf[i] = '\0';
+		if (mkdir(buf, 0777) && errno != EEXIST)
+			return -errno;
+		buf[i] = c;
+	}
+	return 0;
+}
+
+/* SLA targets of the policy checked on one window's histograms. */
+struct sla_win {
+	uint64_t start_ms;
+	struct hist ttft, tbt, e2e; /* cumulative snapshots at the window start */
+};
+
+struct acc {
+	const struct policy *pol;
+	struct plant *plant;
+	FILE *ts;
+	double period_s;
+	size_t n_slices;
+	double max_drop[PLANT_MAX_SLICES];
+	uint64_t prev_int8_completed[PLANT_MAX_SLICES];
+	uint64_t breach[PLANT_MAX_SLICES];
+	double max_tj_c;
+	double above_ceiling_s;
+	uint64_t fault_periods;
+	uint64_t periods;
+	struct sla_win *win;
+	uint64_t windows, windows_met, windows_idle;
+	bool io_error;
+};
+
+static void win_snapshot(struct acc *a, uint64_t t_ms)
+{
+	const struct server_stats *st = server_get_stats(a->plant->srv);
+	a->win->start_ms = t_ms;
+	a->win->ttft = st->ttft;
+	a->win->tbt = st->tbt;
+	a->win->e2e = st->e2e;
+}
+
+/* Whether a window [start, now] met every target the policy sets. A window
+ * with nothing completed is idle (not counted) when nothing waits, and
+ * missed when requests are queued or running. */
+static void win_close(struct acc *a)
+{
+	const struct server_stats *st = server_get_stats(a->plant->srv);
+	const struct policy *p = a->pol;
+	struct hist *d = malloc(3 * sizeof(*d));
+	if (!d) {
+		a->io_error = true;
+		return;
+	}
+	hist_delta(&d[0], &st->ttft, &a->win->ttft);
+	hist_delta(&d[1], &st->tbt, &a->win->tbt);
+	hist_delta(&d[2], &st->e2e, &a->win->e2e);
+	if (d[0].n == 0 && d[1].n == 0 && d[2].n == 0) {
+		if (st->queue_len + st->running == 0)
+			a->windows_idle++;
+		else
+			a->windows++;
+		free(d);
+		return;
+	}
+	bool met = true;
+	if (p->sla.ttft_p99_ms > 0 && hist_quantile(&d[0], 0.99) > p->sla.ttft_p99_ms)
+		met = false;
+	if (p->sla.ttft_p95_ms > 0 && hist_quantile(&d[0], 0.95) > p->sla.ttft_p95_ms)
+		met = false;
+	if (p->sla.tbt_p99_ms > 0 && hist_quantile(&d[1], 0.99) > p->sla.tbt_p99_ms)
+		met = false;
+	if (p->sla.tbt_p95_ms > 0 && hist_quantile(&d[1], 0.95) > p->sla.tbt_p95_ms)
+		met = false;
+	if (p->sla.e2e_p99_ms > 0 && hist_quantile(&d[2], 0.99) > p->sla.e2e_p99_ms)
+		met = false;
+	a->windows++;
+	a->windows_met += met;
+	free(d);
+}
+
+/* INT8 completions since the last call on a slice whose true drop is over
+ * its threshold are quality breaches. */
+static void count_breaches(struct acc *a)
+{
+	const struct server_stats *st = server_get_stats(a->plant->srv);
+
+	for (size_t s = 0; s < a->n_slices; s++) {
+		uint64_t now = st->slice_int8_completed[s];
+		if (plant_true_drop(a->plant, (uint32_t)s) > a->max_drop[s])
+			a->breach[s] += now - a->prev_int8_completed[s];
+		a->prev_int8_completed[s] = now;
+	}
+}
+
+static double mhz(uint32_t khz)
+{
+	return khz / 1000.0;
+}
+
+static int on_period(void *ctx, const struct gov_period *p)
+{
+	struct acc *a = ctx;
+	struct plant *pl = a->plant;
+	const struct gov_estimates *e = p->est;
+
+	a->periods++;
+	if (pl->dev.tj_c > a->max_tj_c)
+		a->max_tj_c = pl->dev.tj_c;
+	if (pl->dev.tj_c > a->pol->thermal.ceiling_c)
+		a->above_ceiling_s += a->period_s;
+	if (e->n_faults)
+		a->fault_periods++;
+	count_breaches(a);
+	if (p->t_ms >= a->win->start_ms + (uint64_t)llround(a->pol->sla.window_s * 1000.0)) {
+		win_close(a);
+		win_snapshot(a, p->t_ms);
+	}
+	if (a->ts) {
+		char reasons[512];
+		double int8 = 0;
+		for (size_t s = 0; s < p->after->n_slices; s++)
+			int8 += p->after->int8_frac[s] * pl->sc->slices[s].fraction;
+		int n = fprintf(a->ts,
+				"%.3f,%.0f,%d,%.0f,%.0f,%.1f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.1f,%.2f,"
+				"%.2f,%.2f,%.4f,%.4f,%u,%u,%s,%s\n",
+				(double)p->t_ms / 1000.0, isfinite(e->clk_mhz) ? e->clk_mhz : -1,
+				p->after->clk_locked, mhz(p->after->clk_min_khz),
+				mhz(p->after->clk_max_khz), p->after->power_limit_mw / 1000.0,
+				e->power_w[HAL_RAIL_ACCEL], e->power_w[HAL_RAIL_MEMORY],
+				e->power_w[HAL_RAIL_HOST], e->temp_c[HAL_TEMP_JUNCTION],
+				e->temp_c[HAL_TEMP_MEMORY], e->temp_c[HAL_TEMP_INLET], e->tokens_per_s,
+				e->ttft_p99_ms, e->tbt_p99_ms, e->e2e_p99_ms, e->int8_token_share, int8,
+				e->throttle, e->n_faults, gov_binding_name(p->binding),
+				gov_reasons_join(p->reasons, reasons, sizeof(reasons)));
+		if (n < 0)
+			a->io_error = true;
+	}
+	return pl->failed ? 1 : 0;
+}
+
+static const char ts_header[] =
+	"t_s,clk_mhz,clk_locked,clk_min_mhz,clk_max_mhz,power_limit_w,power_accel_w,"
+	"power_memory_w,power_host_w,temp_junction_c,temp_memory_c,temp_inlet_c,tokens_per_s,"
+	"ttft_p99_ms,tbt_p99_ms,e2e_p99_ms,int8_token_share,int8_request_share_set,throttle,"
+	"faults,binding,reason\n";
+
+static json_t *jreal(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *summary_json(const struct acc *a, const struct scenario *sc, const struct policy *pol,
+			    uint64_t seed, const struct governor *g, double sim_s)
+{
+	const struct plant *pl = a->plant;
+	const struct server_stats *st = server_get_stats(pl->srv);
+	double ea = pl->dev.energy_j, em = pl->dev.mem_energy_j, eh = pl->dev.host_energy_j;
+	double total = ea + em + eh;
+	json_t *o = json_object();
+
+	json_object_set_new(o, "scenario", json_string(sc->name));
+	json_object_set_new(o, "policy", json_string(pol->name));
+	json_object_set_new(o, "policy_hash", json_string(pol->hash_hex));
+	json_object_set_new(o, "controller", json_string(pol->control.controller));
+	json_object_set_new(o, "seed", json_integer((json_int_t)seed));
+	json_object_set_new(o, "govd_version", json_string(GOVD_VERSION));
+	json_object_set_new(o, "duration_s", jreal(sim_s));
+	json_object_set_new(o, "periods", json_integer((json_int_t)a->periods));
+	json_object_set_new(o, "requests_arrived", json_integer((json_int_t)st->arrived));
+	json_object_set_new(o, "requests_rejected", json_integer((json_int_t)st->rejected));
+	json_object_set_new(o, "requests_completed", json_integer((json_int_t)st->completed));
+	json_object_set_new(o, "tokens_generated", json_integer((json_int_t)st->tokens_generated));
+
+	json_t *en = json_object();
+	json_object_set_new(en, "accel", jreal(ea));
+	json_object_set_new(en, "memory", jreal(em));
+	json_object_set_new(en, "host", jreal(eh));
+	json_object_set_new(en, "total", jreal(total));
+	json_object_set_new(o, "energy_j", en);
+	json_object_set_new(o, "tokens_per_joule",
+			    jreal(total > 0 ? (double)st->tokens_generated / total : 0));
+	json_t *pw = json_object();
+	json_object_set_new(pw, "accel", jreal(sim_s > 0 ? ea / sim_s : 0));
+	json_object_set_new(pw, "memory", jreal(sim_s > 0 ? em / sim_s : 0));
+	json_object_set_new(pw, "host", jreal(sim_s > 0 ? eh / sim_s : 0));
+	json_object_set_new(o, "mean_power_w", pw);
+
+	json_t *sla = json_object();
+	json_t *tg = json_object();
+	json_object_set_new(sla, "window_s", jreal(pol->sla.window_s));
+	json_object_set_new(sla, "windows", json_integer((json_int_t)a->windows));
+	json_object_set_new(sla, "windows_met", json_integer((json_int_t)a->windows_met));
+	json_object_set_new(sla, "windows_idle", json_integer((json_int_t)a->windows_idle));
+	json_object_set_new(sla, "attainment",
+			    jreal(a->windows ? (double)a->windows_met / (double)a->windows : 1.0));
+	json_object_set_new(sla, "ttft_p95_ms", jreal(hist_quantile(&st->ttft, 0.95)));
+	json_object_set_new(sla, "ttft_p99_ms", jreal(hist_quantile(&st->ttft, 0.99)));
+	json_object_set_new(sla, "tbt_p95_ms", jreal(hist_quantile(&st->tbt, 0.95)));
+	json_object_set_new(sla, "tbt_p99_ms", jreal(hist_quantile(&st->tbt, 0.99)));
+	json_object_set_new(sla, "e2e_p95_ms", jreal(hist_quantile(&st->e2e, 0.95)));
+	json_object_set_new(sla, "e2e_p99_ms", jreal(hist_quantile(&st->e2e, 0.99)));
+	json_object_set_new(tg, "ttft_p99_ms", jreal(pol->sla.ttft_p99_ms));
+	json_object_set_new(tg, "ttft_p95_ms", jreal(pol->sla.ttft_p95_ms));
+	json_object_set_new(tg, "tbt_p99_ms", jreal(pol->sla.tbt_p99_ms));
+	json_object_set_new(tg, "tbt_p95_ms", jreal(pol->sla.tbt_p95_ms));
+	json_object_set_new(tg, "e2e_p99_ms", jreal(pol->sla.e2e_p99_ms));
+	json_object_set_new(tg, "attainment", jreal(pol->sla.attainment));
+	json_object_set_new(sla, "targets", tg);
+	json_object_set_new(o, "sla", sla);
+
+	json_t *th = json_object();
+	json_object_set_new(th, "ceiling_c", jreal(pol->thermal.ceiling_c));
+	json_object_set_new(th, "max_junction_c", jreal(a->max_tj_c));
+	json_object_set_new(th, "clamp_events", json_integer((json_int_t)pl->dev.clamp_events));
+	json_object_set_new(th, "clamp_time_s", jreal(pl->dev.clamp_time_s));
+	json_object_set_new(th, "time_above_ceiling_s", jreal(a->above_ceiling_s));
+	json_object_set_new(o, "thermal", th);
+
+	json_t *pr = json_object(), *prs = json_object();
+	json_t *q = json_object(), *qs = json_object();
+	uint64_t breach = 0;
+	json_object_set_new(pr, "int8_token_fraction",
+			    jreal(st->tokens_generated ? (double)st->tokens_int8 / (double)st->tokens_generated
+						       : 0));
+	for (size_t s = 0; s < a->n_slices; s++) {
+		json_t *ps = json_object(), *qq = json_object();
+		uint64_t c = st->slice_completed[s], c8 = st->slice_int8_completed[s];
+		json_object_set_new(ps, "requests_completed", json_integer((json_int_t)c));
+		json_object_set_new(ps, "int8_requests", json_integer((json_int_t)c8));
+		json_object_set_new(ps, "int8_request_fraction", jreal(c ? (double)c8 / (double)c : 0));
+		json_object_set_new(ps, "int8_tokens", json_integer((json_int_t)st->slice_tokens_int8[s]));
+		json_object_set_new(ps, "int8_token_share_of_all",
+				    jreal(st->tokens_generated ? (double)st->slice_tokens_int8[s] /
+								 (double)st->tokens_generated
+							       : 0));
+		json_object_set_new(prs, sc->slices[s].name, ps);
+		json_object_set_new(qq, "max_drop", jreal(a->max_drop[s]));
+		json_object_set_new(qq, "true_drop_end", jreal(plant_true_drop(pl, (uint32_t)s)));
+		json_object_set_new(qq, "breach_requests", json_integer((json_int_t)a->breach[s]));
+		json_object_set_new(qs, sc->slices[s].name, qq);
+		breach += a->breach[s];
+	}
+	json_object_set_new(pr, "per_slice", prs);
+	json_object_set_new(o, "precision", pr);
+	json_object_set_new(q, "breach_requests", json_integer((json_int_t)breach));
+	json_object_set_new(q, "per_slice", qs);
+	json_object_set_new(o, "quality", q);
+	json_object_set_new(o, "rollbacks", json_integer(0));
+	json_object_set_new(o, "telemetry_faults", json_integer((json_int_t)g->val.onsets));
+	json_object_set_new(o, "telemetry_fault_periods", json_integer((json_int_t)a->fault_periods));
+	json_object_set_new(o, "actuate_errors", json_integer((json_int_t)g->actuate_errors));
+	json_object_set_new(o, "failed", json_boolean(pl->failed));
+	json_object_set_new(o, "fail_reason", json_string(pl->failed ? pl->fail_reason : ""));
+	return o;
+}
+
+static FILE *open_out(const char *dir, const char *name, struct diag_list *diags)
+{
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	FILE *f = fopen(path, "w");
+	if (!f)
+		diag_add(diags, DIAG_ERROR, path, 0, 0, "", "io", "cannot write: %s", strerror(errno));
+	return f;
+}
+
+int sim_run(const struct sim_opts *o, struct sim_result *res, struct diag_list *diags)
+{
+	struct scenario *sc = NULL;
+	struct policy *pol = NULL;
+	struct plant *plant = NULL;
+	struct hal_dev dev = { 0 };
+	struct govd_clock clk;
+	struct governor g;
+	struct acc a = { 0 };
+	FILE *dl = NULL;
+	int rc, rc2;
+
+	memset(res, 0, sizeof(*res));
+	/* Both files are checked before either error returns: all diags at once. */
+	rc = scenario_load(o->scenario_path, &sc, diags);
+	rc2 = policy_load(o->policy_path, &pol, diags);
+	if (rc || rc2) {
+		rc = rc ? rc : rc2;
+		goto err_load;
+	}
+	uint64_t seed = o->have_seed ? o->seed : sc->default_seed;
+	double duration_s = o->duration_s > 0 ? o->duration_s : sc->duration_s;
+	snprintf(res->scenario, sizeof(res->scenario), "%s", sc->name);
+	snprintf(res->policy, sizeof(res->policy), "%s", pol->name);
+	res->seed = seed;
+
+	rc = plant_create(sc, seed, &plant, diags);
+	if (rc)
+		goto err_load;
+	struct hal_dev_cfg cfg = { .name = "sim0", .backend = "sim", .plant = plant };
+	rc = hal_open(&dev, &cfg, diags);
+	if (rc)
+		goto err_plant;
+	rc = hal_sim_clock(&dev, &clk);
+	if (rc)
+		goto err_dev;
+
+	if (!o->no_output) {
+		if (o->out_dir)
+			snprintf(res->out_dir, sizeof(res->out_dir), "%s", o->out_dir);
+		else
+			snprintf(res->out_dir, sizeof(res->out_dir), "out/sim/%s-%s-%llu", sc->name,
+				 pol->name, (unsigned long long)seed);
+		rc = sim_mkdirs(res->out_dir);
+		if (rc) {
+			diag_add(diags, DIAG_ERROR, res->out_dir, 0, 0, "", "io",
+				 "cannot create output directory: %s", strerror(-rc));
+			goto err_dev;
+		}
+		dl = open_out(res->out_dir, "decisions.jsonl", diags);
+		a.ts = open_out(res->out_dir, "timeseries.csv", diags);
+		if (!dl || !a.ts) {
+			rc = -EIO;
+			goto err_files;
+		}
+		fputs(ts_header, a.ts);
+	}
+
+	a.pol = pol;
+	a.plant = plant;
+	a.period_s = pol->control.period_ms / 1000.0;
+	a.n_slices = sc->n_slices < PLANT_MAX_SLICES ? sc->n_slices : PLANT_MAX_SLICES;
+	for (size_t s = 0; s < a.n_slices; s++)
+		a.max_drop[s] = policy_slice_max_drop(pol, sc->slices[s].name);
+	a.max_tj_c = plant->dev.tj_c;
+	a.win = calloc(1, sizeof(*a.win));
+	if (!a.win) {
+		rc = -ENOMEM;
+		goto err_files;
+	}
+	win_snapshot(&a, 0);
+
+	struct governor_cfg gc = { .pol = pol, .dev = &dev, .clock = &clk, .declog = dl,
+				   .scenario = sc->name, .seed = seed, .on_period = on_period,
+				   .cb_ctx = &a };
+	rc = governor_init(&g, &gc, diags);
+	if (rc)
+		goto err_win;
+	uint64_t end_ms = (uint64_t)llround(duration_s * 1000.0);
+	rc = governor_run(&g, end_ms);
+	if (rc == -EHOSTDOWN || plant->failed)
+		rc = 0; /* thermal shutdown ends the run; the summary says failed */
+	count_breaches(&a); /* completions after the last period */
+	if (plant->dev.tj_c > a.max_tj_c)
+		a.max_tj_c = plant->dev.tj_c;
+	/* The last partial SLA window counts only when no full one closed. */
+	if (a.windows + a.windows_idle == 0)
+		win_close(&a);
+	governor_restore(&g);
+	res->sim_s = plant->t_s;
+	res->periods = a.periods;
+	res->failed = plant->failed;
+	const struct server_stats *st = server_get_stats(plant->srv);
+	double total = plant->dev.energy_j + plant->dev.mem_energy_j + plant->dev.host_energy_j;
+	res->tokens_generated = st->tokens_generated;
+	res->tokens_per_joule = total > 0 ? (double)st->tokens_generated / total : 0;
+	if (rc == 0 && !o->no_output) {
+		json_t *sum = summary_json(&a, sc, pol, seed, &g, plant->t_s);
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/summary.json", res->out_dir);
+		if (!sum || json_dump_file(sum, path, JSON_INDENT(2) |
+						      JSON_REAL_PRECISION(SUMMARY_REAL_PRECISION))) {
+			diag_add(diags, DIAG_ERROR, path, 0, 0, "", "io", "cannot write summary");
+			rc = -EIO;
+		}
+		json_decref(sum);
+	}
+	governor_fini(&g);
+	if (a.io_error && !rc) {
+		diag_add(diags, DIAG_ERROR, res->out_dir, 0, 0, "", "io", "writing outputs failed");
+		rc = -EIO;
+	}
+err_win:
+	free(a.win);
+err_files:
+	if (a.ts && fclose(a.ts) && !rc)
+		rc = -EIO;
+	if (dl && fclose(dl) && !rc)
+		rc = -EIO;
+err_dev:
+	hal_close(&dev);
+err_plant:
+	plant_destroy(plant);
+err_load:
+	policy_free(pol);
+	scenario_free(sc);
+	return rc;
+}

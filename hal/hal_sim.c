@@ -1,0 +1,312 @@
+/* The sim backend: a struct plant behind the HAL ops. Unit conversion and
+ * fault mapping are in docs/hal.md ("The sim backend"). */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hal/hal.h"
+#include "hal/hal_backends.h"
+#include "hal/hal_sim.h"
+#include "plant_models/plant.h"
+#include "plant_models/scenario.h"
+
+struct sim {
+	struct plant *plant;
+	struct scenario *sc; /* owned when we loaded it */
+	bool own_plant;
+};
+
+static struct sim *sim_of(struct hal_dev *dev)
+{
+	return dev->priv;
+}
+
+static uint64_t to_ms(double t_s)
+{
+	return t_s > 0 ? (uint64_t)llround(t_s * 1000.0) : 0;
+}
+
+static int64_t milli(double v)
+{
+	return (int64_t)llround(v * 1000.0);
+}
+
+static int parse_seed(const char *s, uint64_t *out)
+{
+	char *end;
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (errno || *end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int sim_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct diag_list *diags)
+{
+	const char *file = cfg->name ? cfg->name : "sim";
+	const char *scenario_path = NULL, *seed_str = NULL;
+	int rc = 0;
+	for (size_t i = 0; i < cfg->n_opts; i++) {
+		if (strcmp(cfg->keys[i], "scenario") == 0) {
+			scenario_path = cfg->values[i];
+		} else if (strcmp(cfg->keys[i], "seed") == 0) {
+			seed_str = cfg->values[i];
+		} else {
+			diag_add(diags, DIAG_ERROR, file, 0, 0, cfg->keys[i], "unknown-option",
+				 "unknown sim option '%s'; valid: scenario, seed", cfg->keys[i]);
+			rc = -EINVAL;
+		}
+	}
+	uint64_t seed = 0;
+	bool have_seed = seed_str != NULL;
+	if (have_seed && parse_seed(seed_str, &seed)) {
+		diag_add(diags, DIAG_ERROR, file, 0, 0, "seed", "bad-seed",
+			 "seed '%s' is not an unsigned integer", seed_str);
+		rc = -EINVAL;
+	}
+	if (!cfg->plant && !scenario_path) {
+		diag_add(diags, DIAG_ERROR, file, 0, 0, "scenario", "missing-option",
+			 "the sim backend needs a scenario (option 'scenario': path to a scenario YAML)");
+		rc = -EINVAL;
+	}
+	if (rc)
+		return rc;
+
+	struct sim *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	if (cfg->plant) {
+		s->plant = cfg->plant;
+	} else {
+		rc = scenario_load(scenario_path, &s->sc, diags);
+		if (rc)
+			goto free_sim;
+		rc = plant_create(s->sc, have_seed ? seed : s->sc->default_seed, &s->plant, diags);
+		if (rc)
+			goto free_scenario;
+		s->own_plant = true;
+	}
+	dev->priv = s;
+	return 0;
+
+free_scenario:
+	scenario_free(s->sc);
+free_sim:
+	free(s);
+	return rc;
+}
+
+static void sim_close(struct hal_dev *dev)
+{
+	struct sim *s = sim_of(dev);
+	if (!s)
+		return;
+	if (s->own_plant)
+		plant_destroy(s->plant);
+	scenario_free(s->sc);
+	free(s);
+	dev->priv = NULL;
+}
+
+static int sim_get_limits(struct hal_dev *dev, struct hal_limits *out)
+{
+	const struct plant_preset *pp = sim_of(dev)->plant->dev.p;
+	memset(out, 0, sizeof(*out));
+	out->clk_min_khz = pp->dvfs.min_mhz * 1000u;
+	out->clk_max_khz = pp->dvfs.max_mhz * 1000u;
+	out->clk_step_khz = pp->dvfs.step_mhz * 1000u;
+	out->clk_default_max_khz = pp->dvfs.max_mhz * 1000u;
+	out->power_limit_min_mw = (uint32_t)llround(pp->power.tgp_min_w * 1000.0);
+	out->power_limit_max_mw = (uint32_t)llround(pp->power.tgp_max_w * 1000.0);
+	out->power_limit_default_mw = (uint32_t)llround(pp->power.tgp_default_w * 1000.0);
+	out->slowdown_mc = (int32_t)llround(pp->fw.slowdown_c * 1000.0);
+	out->shutdown_mc = (int32_t)llround(pp->fw.shutdown_c * 1000.0);
+	snprintf(out->model, sizeof(out->model), "%s", pp->name);
+	snprintf(out->driver_version, sizeof(out->driver_version), "sim-%s", GOVD_VERSION);
+	snprintf(out->firmware_version, sizeof(out->firmware_version), "sim-%s", GOVD_VERSION);
+	return 0;
+}
+
+/* One sensor reading in milli-units (kilo for the clock: MHz -> kHz is x1000 too). */
+static struct hal_value sensor_value(const struct plant_readings *r, enum sensor_id s)
+{
+	struct hal_value hv = { .t_ms = to_ms(r->t_meas_s[s]), .valid = r->valid[s] };
+	if (!r->valid[s])
+		return hv; /* v = 0, t_ms = when it last gave data */
+	if (!isfinite(r->value[s])) {
+		hv.nan = true;
+		hv.v = HAL_V_NAN;
+		return hv;
+	}
+	hv.v = milli(r->value[s]);
+	return hv;
+}
+
+static const enum sensor_id rail_sensor[HAL_RAIL_N] = {
+	[HAL_RAIL_ACCEL] = SENSOR_POWER_ACCEL,
+	[HAL_RAIL_MEMORY] = SENSOR_POWER_MEMORY,
+	[HAL_RAIL_HOST] = SENSOR_POWER_HOST,
+};
+static const enum sensor_id temp_sensor[HAL_TEMP_N] = {
+	[HAL_TEMP_JUNCTION] = SENSOR_JUNCTION,
+	[HAL_TEMP_MEMORY] = SENSOR_MEMORY_TEMP,
+	[HAL_TEMP_INLET] = SENSOR_INLET,
+};
+
+static int sim_sample(struct hal_dev *dev, struct hal_sample *out)
+{
+	struct plant_readings r;
+	plant_read(sim_of(dev)->plant, &r);
+	uint64_t now = to_ms(r.t_s);
+	memset(out, 0, sizeof(*out));
+	out->t_ms = now;
+	for (int i = 0; i < HAL_RAIL_N; i++) {
+		out->power_mw[i] = sensor_value(&r, rail_sensor[i]);
+		/* The energy counter is read from the same meter: lost with it,
+		 * and it keeps its last count time while lost. */
+		out->energy_mj[i] = (struct hal_value){
+			.v = r.valid[rail_sensor[i]] ? milli(r.energy_j[i]) : 0,
+			.t_ms = out->power_mw[i].t_ms,
+			.valid = r.valid[rail_sensor[i]],
+		};
+	}
+	for (int i = 0; i < HAL_TEMP_N; i++)
+		out->temp_mc[i] = sensor_value(&r, temp_sensor[i]);
+	out->clk_khz = sensor_value(&r, SENSOR_CLOCK);
+	out->power_limit_mw = (struct hal_value){ .v = milli(r.power_limit_w), .t_ms = now,
+						  .valid = true };
+	out->util_pct = (struct hal_value){ .v = llround(r.util * 100.0), .t_ms = now,
+					    .valid = true };
+	out->throttle = r.throttle;
+	out->clamp_events = r.clamp_events;
+	out->clamp_time_ms = to_ms(r.clamp_time_s);
+	return 0;
+}
+
+static int sim_set_clock_range(struct hal_dev *dev, uint32_t min_khz, uint32_t max_khz)
+{
+	if (min_khz > max_khz)
+		return -EINVAL;
+	/* Whole MHz: the table steps are MHz; device_* snaps to the table. */
+	return device_set_clock_range(&sim_of(dev)->plant->dev, (min_khz + 500u) / 1000u,
+				      (max_khz + 500u) / 1000u);
+}
+
+static int sim_reset_clocks(struct hal_dev *dev)
+{
+	device_reset_clocks(&sim_of(dev)->plant->dev);
+	return 0;
+}
+
+static int sim_set_power_limit(struct hal_dev *dev, uint32_t limit_mw)
+{
+	return device_set_power_limit(&sim_of(dev)->plant->dev, limit_mw / 1000.0);
+}
+
+static int sim_read_serving(struct hal_dev *dev, struct hal_serving *out)
+{
+	const struct plant *p = sim_of(dev)->plant;
+	const struct server_stats *st = server_get_stats(p->srv);
+	memset(out, 0, sizeof(*out));
+	out->t_ms = to_ms(p->t_s);
+	out->valid = true;
+	out->requests_completed = st->completed;
+	out->tokens_generated = st->tokens_generated;
+	out->tokens_int8 = st->tokens_int8;
+	out->queue_len = st->queue_len;
+	out->running = st->running;
+	out->ttft = &st->ttft;
+	out->tbt = &st->tbt;
+	out->e2e = &st->e2e;
+	out->n_slices = p->sc->n_slices;
+	for (size_t i = 0; i < out->n_slices && i < HAL_MAX_SLICES; i++) {
+		snprintf(out->slice_name[i], sizeof(out->slice_name[i]), "%s", p->sc->slices[i].name);
+		out->slice_completed[i] = st->slice_completed[i];
+		out->slice_int8_completed[i] = st->slice_int8_completed[i];
+		out->slice_tokens_int8[i] = st->slice_tokens_int8[i];
+	}
+	return 0;
+}
+
+static int sim_read_quality(struct hal_dev *dev, struct hal_quality *out)
+{
+	const struct plant *p = sim_of(dev)->plant;
+	memset(out, 0, sizeof(*out));
+	out->t_ms = to_ms(p->t_s);
+	out->valid = true;
+	out->n_slices = p->q.n_slices;
+	for (size_t i = 0; i < out->n_slices && i < HAL_MAX_SLICES; i++) {
+		out->samples[i] = p->q.samples[i];
+		out->mismatches[i] = p->q.mismatches[i];
+	}
+	return 0;
+}
+
+static int sim_set_precision(struct hal_dev *dev, const double *int8_frac, size_t n_slices)
+{
+	struct plant *p = sim_of(dev)->plant;
+	if (n_slices != p->sc->n_slices)
+		return -EINVAL;
+	for (size_t i = 0; i < n_slices; i++)
+		if (!(int8_frac[i] >= 0.0 && int8_frac[i] <= 1.0))
+			return -EINVAL; /* NaN too; nothing applied */
+	for (size_t i = 0; i < n_slices; i++)
+		plant_set_int8_fraction(p, (uint32_t)i, int8_frac[i]);
+	return 0;
+}
+
+const struct hal_ops hal_sim_ops = {
+	.name = "sim",
+	.open = sim_open,
+	.close = sim_close,
+	.get_limits = sim_get_limits,
+	.sample = sim_sample,
+	.set_clock_range = sim_set_clock_range,
+	.reset_clocks = sim_reset_clocks,
+	.set_power_limit = sim_set_power_limit,
+	.read_serving = sim_read_serving,
+	.read_quality = sim_read_quality,
+	.set_precision = sim_set_precision,
+};
+
+static uint64_t clock_now_ms(void *ctx)
+{
+	const struct sim *s = ctx;
+	return to_ms(s->plant->t_s);
+}
+
+static int clock_wait_until(void *ctx, uint64_t t_ms)
+{
+	struct sim *s = ctx;
+	if (s->plant->failed)
+		return -EHOSTDOWN;
+	plant_advance_to(s->plant, (double)t_ms / 1000.0);
+	return s->plant->failed ? -EHOSTDOWN : 0;
+}
+
+static const struct govd_clock_ops sim_clock_ops = {
+	.now_ms = clock_now_ms,
+	.wait_until = clock_wait_until,
+};
+
+int hal_sim_clock(struct hal_dev *dev, struct govd_clock *out)
+{
+	if (dev->ops != &hal_sim_ops || !dev->priv)
+		return -EINVAL;
+	out->ops = &sim_clock_ops;
+	out->ctx = dev->priv;
+	return 0;
+}
+
+struct plant *hal_sim_plant(struct hal_dev *dev)
+{
+	if (dev->ops != &hal_sim_ops || !dev->priv)
+		return NULL;
+	return sim_of(dev)->plant;
+}

@@ -1,0 +1,203 @@
+/* Guard: device and policy envelope, step limits, power cap, safe point. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "governor/guard.h"
+
+static const struct hal_limits lim = {
+	.clk_min_khz = 345000, .clk_max_khz = 1980000, .clk_step_khz = 15000,
+	.clk_default_max_khz = 1980000, .power_limit_min_mw = 200000,
+	.power_limit_max_mw = 700000, .power_limit_default_mw = 700000,
+};
+
+static struct gov_opoint unlocked(void)
+{
+	struct gov_opoint o = { .clk_locked = false, .clk_min_khz = 345000, .clk_max_khz = 1980000,
+				.power_limit_mw = 700000, .n_slices = 2 };
+	return o;
+}
+
+static struct gov_opoint locked(uint32_t lo, uint32_t hi)
+{
+	struct gov_opoint o = unlocked();
+	o.clk_locked = true;
+	o.clk_min_khz = lo;
+	o.clk_max_khz = hi;
+	return o;
+}
+
+static void apply(struct guard *g, const struct gov_opoint *cur, const struct gov_opoint *want,
+		  bool fault, struct gov_opoint *out, uint32_t *r, enum gov_binding *b)
+{
+	*r = 0;
+	*b = GOV_B_NONE;
+	guard_apply(g, cur, want, fault, out, r, b);
+}
+
+static void test_passthrough_and_device_clamp(void **state)
+{
+	(void)state;
+	struct policy p;
+	struct guard g;
+	struct gov_opoint cur = unlocked(), want, out;
+	uint32_t r;
+	enum gov_binding b;
+	policy_defaults(&p);
+	assert_int_equal(guard_init(&g, &p, &lim), 0);
+
+	want = unlocked();
+	apply(&g, &cur, &want, false, &out, &r, &b);
+	assert_true(gov_opoint_equal(&out, &want));
+	assert_int_equal(r, 0);
+	assert_int_equal(b, GOV_B_NONE);
+
+	want = locked(100000, 2500000);
+	want.power_limit_mw = 900000;
+	want.int8_frac[0] = NAN;
+	want.int8_frac[1] = 1.5;
+	apply(&g, &cur, &want, false, &out, &r, &b);
+	assert_int_equal(out.clk_min_khz, 345000);
+	assert_int_equal(out.clk_max_khz, 1980000);
+	assert_int_equal(out.power_limit_mw, 700000);
+	assert_true(out.int8_frac[0] == 0 && out.int8_frac[1] == 1);
+	assert_true(r & GOV_R_CLAMP_DEVICE);
+	assert_int_equal(b, GOV_B_DEVICE_LIMIT);
+
+	want = unlocked();
+	want.power_limit_mw = 50000;
+	apply(&g, &cur, &want, false, &out, &r, &b);
+	assert_int_equal(out.power_limit_mw, 200000);
+	guard_fini(&g);
+}
+
+static void test_policy_range_and_cap(void **state)
+{
+	(void)state;
+	struct policy p;
+	struct guard g;
+	struct gov_opoint cur = unlocked(), want, out;
+	uint32_t r;
+	enum gov_binding b;
+	policy_defaults(&p);
+	p.frequency.min_mhz = 600;
+	p.frequency.max_mhz = 1500;
+	p.power.cap_w = 500;
+	assert_int_equal(guard_init(&g, &p, &lim), 0);
+
+	/* unlocked becomes the policy's range */
+	want = unlocked();
+	apply(&g, &cur, &want, false, &out, &r, &b);
+	assert_true(out.clk_locked);
+	assert_int_equal(out.clk_min_khz, 600000);
+	assert_int_equal(out.clk_max_khz, 1500000);
+	assert_true(r & GOV_R_CLAMP_POLICY_FREQ);
+	/* the cap binds last */
+	assert_int_equal(out.power_limit_mw, 500000);
+	assert_true(r & GOV_R_CLAMP_POWER_CAP);
+	assert_int_equal(b, GOV_B_POWER_CAP);
+
+	want = locked(345000, 1800000);
+	want.power_limit_mw = 400000;
+	apply(&g, &cur, &want, false, &out, &r, &b);
+	assert_int_equal(out.clk_min_khz, 600000);
+	assert_int_equal(out.clk_max_khz, 1500000);
+	assert_int_equal(out.power_limit_mw, 400000);
+	assert_int_equal(b, GOV_B_POLICY_FREQ);
+}
+
+static void test_step_limit(void **state)
+{
+	(void)state;
+	struct policy p;
+	struct guard g;
+	struct gov_opoint cur, want, out;
+	uint32_t r;
+	enum gov_binding b;
+	policy_defaults(&p);
+	p.frequency.max_step_mhz = 150;
+	assert_int_equal(guard_init(&g, &p, &lim), 0);
+
+	/* unlocked counts as default max: 1980 -> 1000 goes to 1830 */
+	cur = unlocked();
+	want = locked(1000000, 1000000);
+	apply(&g, &cur, &want, false, &out, &r, &b);
+	assert_int_equal(out.clk_max_khz, 1830000);
+	assert_int_equal(out.clk_min_khz, 495000); /* 345 + 150 */
+	assert_true(r & GOV_R_STEP_LIMIT);
+	assert_int_equal(b, GOV_B_STEP_LIMIT);
+
+	/* within the step: untouched */
+	cur = locked(900000, 900000);
+	want = locked(1000000, 1000000);
+	apply(&g, &cur, &want, false, &out, &r, &b);
+	assert_int_equal(out.clk_max_khz, 1000000);
+	assert_false(r & GOV_R_STEP_LIMIT);
+
+	/* unlocking from far below climbs one step at a time */
+	cur = locked(600000, 600000);
+	want = unlocked();
+	apply(&g, &cur, &want, false, &out, &r, &b);
+	assert_true(out.clk_locked);
+	assert_int_equal(out.clk_max_khz, 750000);
+	assert_true(r & GOV_R_STEP_LIMIT);
+}
+
+static void test_safe_point(void **state)
+{
+	(void)state;
+	struct policy p;
+	struct guard g;
+	struct gov_opoint cur = unlocked(), want, out;
+	uint32_t r;
+	enum gov_binding b;
+	policy_defaults(&p);
+	p.safe_point.clk_max_mhz = 1200;
+	p.safe_point.power_cap_w = 400;
+	p.safe_point.hold_periods = 2;
+	p.frequency.max_step_mhz = 15; /* the safe point ignores step limits */
+	assert_int_equal(guard_init(&g, &p, &lim), 0);
+
+	want = unlocked();
+	want.int8_frac[0] = 1;
+	apply(&g, &cur, &want, true, &out, &r, &b);
+	assert_true(out.clk_locked);
+	assert_int_equal(out.clk_max_khz, 1200000);
+	assert_int_equal(out.power_limit_mw, 400000);
+	assert_true(out.int8_frac[0] == 0);
+	assert_int_equal(r, GOV_R_SAFE_POINT);
+	assert_int_equal(b, GOV_B_SAFE_POINT);
+
+	/* two clean periods held, then the controller's wish again */
+	cur = out;
+	apply(&g, &cur, &want, false, &out, &r, &b);
+	assert_int_equal(r, GOV_R_SAFE_HOLD);
+	apply(&g, &cur, &want, false, &out, &r, &b);
+	assert_int_equal(r, GOV_R_SAFE_HOLD);
+	apply(&g, &cur, &want, false, &out, &r, &b);
+	assert_false(r & (GOV_R_SAFE_HOLD | GOV_R_SAFE_POINT));
+	assert_true(out.int8_frac[0] == 1);
+
+	/* a safe point without clocks/power set: firmware default clocks, default limit */
+	policy_defaults(&p);
+	assert_int_equal(guard_init(&g, &p, &lim), 0);
+	guard_safe_point(&g, 2, &out);
+	assert_false(out.clk_locked);
+	assert_int_equal(out.power_limit_mw, 700000);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_passthrough_and_device_clamp),
+		cmocka_unit_test(test_policy_range_and_cap),
+		cmocka_unit_test(test_step_limit),
+		cmocka_unit_test(test_safe_point),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

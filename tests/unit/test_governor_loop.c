@@ -1,0 +1,342 @@
+/* The control loop against a scripted fake device and a virtual clock:
+ * actuation only on change, original settings restored, safe point on a
+ * telemetry fault, and decision-log records that parse back. */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "governor/governor.h"
+
+struct fake {
+	uint64_t now_ms;
+	double tj_c;
+	uint64_t nan_start_ms, nan_end_ms;
+	uint32_t power_limit_mw;
+	bool locked;
+	uint32_t lo_khz, hi_khz;
+	double int8[HAL_MAX_SLICES];
+	int n_set_clock, n_reset, n_set_power, n_set_prec;
+	struct hist ttft, tbt, e2e;
+	uint64_t tokens;
+};
+
+static struct hal_value hv(int64_t v, uint64_t t_ms)
+{
+	struct hal_value x = { .v = v, .t_ms = t_ms, .valid = true };
+	return x;
+}
+
+static struct fake *F(struct hal_dev *d)
+{
+	return d->priv;
+}
+
+static int f_limits(struct hal_dev *d, struct hal_limits *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->clk_min_khz = 345000;
+	l->clk_max_khz = 1980000;
+	l->clk_step_khz = 15000;
+	l->clk_default_max_khz = 1980000;
+	l->power_limit_min_mw = 200000;
+	l->power_limit_max_mw = 700000;
+	l->power_limit_default_mw = 700000;
+	snprintf(l->model, sizeof(l->model), "fake-h200");
+	snprintf(l->driver_version, sizeof(l->driver_version), "0");
+	return 0;
+}
+
+static int f_sample(struct hal_dev *d, struct hal_sample *s)
+{
+	struct fake *f = F(d);
+	uint64_t t = f->now_ms;
+	memset(s, 0, sizeof(*s));
+	s->t_ms = t;
+	for (int r = 0; r < HAL_RAIL_N; r++) {
+		s->power_mw[r] = hv(100000 + 1000 * r + (int64_t)(t % 7000), t);
+		s->energy_mj[r] = hv((int64_t)t * 100, t);
+	}
+	int64_t tj = (int64_t)(f->tj_c * 1000) + (int64_t)(t % 3000);
+	s->temp_mc[HAL_TEMP_JUNCTION] = hv(tj, t);
+	if (t >= f->nan_start_ms && t < f->nan_end_ms) { /* as the sim backend reports NaN */
+		s->temp_mc[HAL_TEMP_JUNCTION].v = HAL_V_NAN;
+		s->temp_mc[HAL_TEMP_JUNCTION].nan = true;
+	}
+	s->temp_mc[HAL_TEMP_MEMORY] = hv(60000 + (int64_t)(t % 5000), t);
+	s->temp_mc[HAL_TEMP_INLET] = hv(25000, t);
+	s->clk_khz = hv(f->locked ? f->hi_khz : 1980000, t);
+	s->power_limit_mw = hv(f->power_limit_mw, t);
+	s->util_pct = hv(50, t);
+	return 0;
+}
+
+static int f_set_clock(struct hal_dev *d, uint32_t lo, uint32_t hi)
+{
+	F(d)->locked = true;
+	F(d)->lo_khz = lo;
+	F(d)->hi_khz = hi;
+	F(d)->n_set_clock++;
+	return 0;
+}
+
+static int f_reset(struct hal_dev *d)
+{
+	F(d)->locked = false;
+	F(d)->n_reset++;
+	return 0;
+}
+
+static int f_set_power(struct hal_dev *d, uint32_t mw)
+{
+	F(d)->power_limit_mw = mw;
+	F(d)->n_set_power++;
+	return 0;
+}
+
+static int f_serving(struct hal_dev *d, struct hal_serving *o)
+{
+	struct fake *f = F(d);
+	memset(o, 0, sizeof(*o));
+	o->t_ms = f->now_ms;
+	o->valid = true;
+	o->ttft = &f->ttft;
+	o->tbt = &f->tbt;
+	o->e2e = &f->e2e;
+	o->tokens_generated = f->tokens;
+	o->n_slices = 2;
+	snprintf(o->slice_name[0], HAL_NAME_LEN, "chat");
+	snprintf(o->slice_name[1], HAL_NAME_LEN, "code");
+	return 0;
+}
+
+static int f_set_prec(struct hal_dev *d, const double *fr, size_t n)
+{
+	assert_int_equal(n, 2);
+	memcpy(F(d)->int8, fr, n * sizeof(*fr));
+	F(d)->n_set_prec++;
+	return 0;
+}
+
+static const struct hal_ops fake_ops = {
+	.name = "fake",
+	.get_limits = f_limits,
+	.sample = f_sample,
+	.set_clock_range = f_set_clock,
+	.reset_clocks = f_reset,
+	.set_power_limit = f_set_power,
+	.read_serving = f_serving,
+	.set_precision = f_set_prec,
+};
+
+static uint64_t c_now(void *ctx)
+{
+	return ((struct fake *)ctx)->now_ms;
+}
+
+static int c_wait(void *ctx, uint64_t t)
+{
+	struct fake *f = ctx;
+	assert_true(t >= f->now_ms);
+	f->now_ms = t;
+	hist_add(&f->ttft, 50, 3);
+	f->tokens += 10;
+	return 0;
+}
+
+static const struct govd_clock_ops clock_ops = { c_now, c_wait };
+
+struct rig {
+	struct fake f;
+	struct hal_dev dev;
+	struct govd_clock clk;
+	struct policy pol;
+	struct governor g;
+	char *logbuf;
+	size_t loglen;
+	FILE *log;
+};
+
+static struct rig *rig_new(const char *controller)
+{
+	struct rig *r = calloc(1, sizeof(*r));
+	hist_reset(&r->f.ttft);
+	hist_reset(&r->f.tbt);
+	hist_reset(&r->f.e2e);
+	r->f.tj_c = 60;
+	r->f.power_limit_mw = 650000; /* not the default: restore must bring this back */
+	r->dev = (struct hal_dev){ .ops = &fake_ops, .priv = &r->f, .name = "fake0" };
+	r->clk = (struct govd_clock){ .ops = &clock_ops, .ctx = &r->f };
+	policy_defaults(&r->pol);
+	snprintf(r->pol.name, sizeof(r->pol.name), "t-%s", controller);
+	snprintf(r->pol.hash_hex, sizeof(r->pol.hash_hex), "fnv1a64:0000000000000001");
+	snprintf(r->pol.control.controller, sizeof(r->pol.control.controller), "%s", controller);
+	r->log = open_memstream(&r->logbuf, &r->loglen);
+	return r;
+}
+
+static void rig_start(struct rig *r)
+{
+	struct diag_list d = { 0 };
+	struct governor_cfg cfg = { .pol = &r->pol, .dev = &r->dev, .clock = &r->clk,
+				    .declog = r->log, .scenario = "unit", .seed = 7 };
+	assert_int_equal(governor_init(&r->g, &cfg, &d), 0);
+	diag_clear(&d);
+}
+
+static void rig_free(struct rig *r)
+{
+	free(r->logbuf);
+	free(r);
+}
+
+static void test_static_actuates_once_and_restores(void **state)
+{
+	(void)state;
+	struct rig *r = rig_new("static");
+	r->pol.frequency.min_mhz = 900;
+	r->pol.frequency.max_mhz = 1410;
+	r->pol.precision.int8_fraction = 0.5;
+	rig_start(r);
+	assert_int_equal(governor_run(&r->g, 10000), 0);
+	assert_int_equal(r->g.seq, 20);
+	assert_int_equal(r->f.n_set_clock, 1);
+	assert_int_equal(r->f.n_set_prec, 1);
+	assert_int_equal(r->f.n_set_power, 1); /* 650 W in force -> static's default 700 W */
+	assert_int_equal(r->f.lo_khz, 900000);
+	assert_true(r->f.int8[0] == 0.5 && r->f.int8[1] == 0.5);
+	governor_fini(&r->g);
+	assert_false(r->f.locked);
+	assert_int_equal(r->f.n_reset, 1);
+	assert_int_equal(r->f.power_limit_mw, 650000);
+	assert_true(r->f.int8[0] == 0 && r->f.int8[1] == 0);
+	fclose(r->log);
+
+	/* header, 20 decisions, restore; each line parses */
+	char *line = r->logbuf;
+	int n = 0;
+	json_t *first = NULL, *last = NULL;
+	while (line && *line) {
+		char *nl = strchr(line, '\n');
+		assert_non_null(nl);
+		json_error_t err;
+		json_t *j = json_loadb(line, (size_t)(nl - line), 0, &err);
+		assert_non_null(j);
+		if (n == 0)
+			first = j;
+		else if (last != first)
+			json_decref(last);
+		last = j;
+		if (n == 1) {
+			assert_string_equal(json_string_value(json_object_get(j, "type")), "decision");
+			assert_int_equal(json_integer_value(json_object_get(j, "t_ms")), 0);
+			json_t *rs = json_object_get(j, "reasons");
+			assert_string_equal(json_string_value(json_array_get(rs, 0)), "init");
+			assert_string_equal(json_string_value(json_array_get(rs, 1)), "static");
+			assert_string_equal(json_string_value(json_object_get(j, "binding")), "policy");
+			json_t *after = json_object_get(j, "after");
+			assert_int_equal(json_integer_value(json_object_get(after, "clk_max_khz")), 1410000);
+			assert_true(json_is_true(json_object_get(after, "clk_locked")));
+			json_t *before = json_object_get(j, "before");
+			assert_int_equal(json_integer_value(json_object_get(before, "power_limit_mw")),
+					 650000);
+			assert_string_equal(json_string_value(json_object_get(j, "policy_hash")),
+					    "fnv1a64:0000000000000001");
+			assert_int_equal(json_integer_value(json_object_get(j, "seed")), 7);
+			json_t *in = json_object_get(j, "inputs");
+			assert_true(json_is_real(json_object_get(json_object_get(in, "temp_c"), "junction")));
+		}
+		if (n == 2) {
+			json_t *rs = json_object_get(j, "reasons");
+			assert_int_equal(json_array_size(rs), 1);
+			assert_int_equal(json_integer_value(json_object_get(j, "t_ms")), 500);
+		}
+		line = nl + 1;
+		n++;
+	}
+	assert_int_equal(n, 22);
+	assert_string_equal(json_string_value(json_object_get(first, "type")), "header");
+	assert_string_equal(json_string_value(json_object_get(first, "scenario")), "unit");
+	assert_string_equal(json_string_value(json_object_get(first, "controller")), "static");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(first, "device"), "model")),
+			    "fake-h200");
+	assert_string_equal(json_string_value(json_array_get(json_object_get(first, "slices"), 1)),
+			    "code");
+	assert_string_equal(json_string_value(json_object_get(last, "type")), "restore");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(last, "after"),
+							    "power_limit_mw")), 650000);
+	json_decref(first);
+	json_decref(last);
+	rig_free(r);
+}
+
+static void test_fault_goes_to_safe_point(void **state)
+{
+	(void)state;
+	struct rig *r = rig_new("firmware-default");
+	r->pol.safe_point.clk_max_mhz = 1005;
+	r->pol.safe_point.power_cap_w = 400;
+	r->pol.safe_point.hold_periods = 2;
+	r->f.nan_start_ms = 2000;
+	r->f.nan_end_ms = 3000; /* periods at 2000 and 2500 see NaN */
+	rig_start(r);
+	assert_int_equal(governor_run(&r->g, 2000), 0);
+	assert_false(r->f.locked);
+	assert_int_equal(r->f.power_limit_mw, 700000);
+	assert_int_equal(governor_run(&r->g, 2500), 0);
+	assert_true(r->f.locked);
+	assert_int_equal(r->f.hi_khz, 1005000);
+	assert_int_equal(r->f.power_limit_mw, 400000);
+	assert_int_equal(r->g.faults[GOV_SIG_TEMP_JUNCTION], GOV_FAULT_NAN);
+	/* NaN at 2500; clean 3000, 3500 held; 4000 back to firmware default */
+	assert_int_equal(governor_run(&r->g, 4000), 0);
+	assert_true(r->f.locked);
+	assert_int_equal(governor_run(&r->g, 4500), 0);
+	assert_false(r->f.locked);
+	assert_int_equal(r->f.power_limit_mw, 700000);
+	assert_int_equal(r->g.val.onsets, 1);
+	governor_fini(&r->g);
+	assert_int_equal(r->f.power_limit_mw, 650000);
+	fclose(r->log);
+	assert_non_null(strstr(r->logbuf, "{\"signal\":\"temp_junction\",\"fault\":\"nan\"}"));
+	assert_non_null(strstr(r->logbuf, "\"reasons\":[\"firmware_default\",\"safe_point\"]"));
+	assert_non_null(strstr(r->logbuf, "\"safe_hold\""));
+	assert_null(strstr(r->logbuf, "NaN"));
+	rig_free(r);
+}
+
+static void test_unknown_controller(void **state)
+{
+	(void)state;
+	struct rig *r = rig_new("schedutil");
+	struct diag_list d = { 0 };
+	struct governor_cfg cfg = { .pol = &r->pol, .dev = &r->dev, .clock = &r->clk };
+	assert_int_equal(governor_init(&r->g, &cfg, &d), -ENOENT);
+	assert_int_equal(diag_count(&d, DIAG_ERROR), 1);
+	char buf[512];
+	diag_format(&d.v[0], buf, sizeof(buf));
+	assert_non_null(strstr(buf, "schedutil"));
+	assert_non_null(strstr(buf, "ondemand"));
+	governor_fini(&r->g); /* safe after a failed init */
+	diag_clear(&d);
+	fclose(r->log);
+	rig_free(r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_static_actuates_once_and_restores),
+		cmocka_unit_test(test_fault_goes_to_safe_point),
+		cmocka_unit_test(test_unknown_controller),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

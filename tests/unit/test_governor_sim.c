@@ -1,0 +1,143 @@
+/* sim_run end to end on a short default scenario: the summary's figures are
+ * consistent with each other and with what each baseline does. */
+#include <jansson.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "governor/sim.h"
+
+static const char *scenario = "configs/scenarios/default.yaml";
+
+static json_t *run(const char *policy, const char *dir, double duration_s)
+{
+	struct sim_opts o = { .scenario_path = scenario, .policy_path = policy, .seed = 3,
+			      .have_seed = true, .duration_s = duration_s, .out_dir = dir };
+	struct sim_result r;
+	struct diag_list d = { 0 };
+	int rc = sim_run(&o, &r, &d);
+	if (rc)
+		diag_print(&d, stdout);
+	diag_clear(&d);
+	assert_int_equal(rc, 0);
+	assert_true(fabs(r.sim_s - duration_s) < 0.011);
+	char path[4200];
+	json_error_t err;
+	snprintf(path, sizeof(path), "%s/summary.json", dir);
+	json_t *s = json_load_file(path, 0, &err);
+	assert_non_null(s);
+	return s;
+}
+
+static double num(json_t *o, const char *a, const char *b)
+{
+	json_t *v = json_object_get(o, a);
+	if (b)
+		v = json_object_get(v, b);
+	assert_true(json_is_number(v));
+	return json_number_value(v);
+}
+
+static void check_common(json_t *s, double duration_s)
+{
+	double ea = num(s, "energy_j", "accel"), em = num(s, "energy_j", "memory");
+	double eh = num(s, "energy_j", "host"), et = num(s, "energy_j", "total");
+	assert_true(ea > 0 && em > 0 && eh > 0);
+	assert_true(fabs(et - (ea + em + eh)) < 1e-6 * et);
+	double tok = num(s, "tokens_generated", NULL);
+	assert_true(tok > 0);
+	assert_true(fabs(num(s, "tokens_per_joule", NULL) - tok / et) < 1e-9 * tok / et + 1e-12);
+	double att = num(s, "sla", "attainment");
+	assert_true(att >= 0 && att <= 1);
+	assert_true(num(s, "sla", "windows_met") <= num(s, "sla", "windows"));
+	assert_true(num(s, "sla", "ttft_p99_ms") >= num(s, "sla", "ttft_p95_ms"));
+	assert_true(num(s, "sla", "e2e_p99_ms") >= num(s, "sla", "ttft_p99_ms"));
+	assert_true(num(s, "thermal", "max_junction_c") > 25);
+	assert_true(num(s, "duration_s", NULL) >= duration_s - 0.011);
+	assert_true(num(s, "rollbacks", NULL) == 0);
+	assert_false(json_is_true(json_object_get(s, "failed")));
+	/* breaches: the per-slice numbers add up */
+	json_t *ps = json_object_get(json_object_get(s, "quality"), "per_slice");
+	const char *k;
+	json_t *v;
+	double sum = 0;
+	json_object_foreach(ps, k, v) sum += num(v, "breach_requests", NULL);
+	assert_true(sum == num(s, "quality", "breach_requests"));
+}
+
+static void test_baselines(void **state)
+{
+	(void)state;
+	if (access(scenario, R_OK)) {
+		printf("SKIP: %s absent\n", scenario);
+		skip();
+	}
+	char tmpl[] = "/tmp/govd-sim-XXXXXX";
+	char *dir = mkdtemp(tmpl);
+	assert_non_null(dir);
+	char a[4200], b[4200], c[4200];
+	snprintf(a, sizeof(a), "%s/fw", dir);
+	snprintf(b, sizeof(b), "%s/int8", dir);
+	snprintf(c, sizeof(c), "%s/static", dir);
+	const double dur = 300;
+
+	json_t *fw = run("policies/baselines/firmware-default.yaml", a, dur);
+	check_common(fw, dur);
+	assert_true(num(fw, "precision", "int8_token_fraction") == 0);
+	assert_true(num(fw, "quality", "breach_requests") == 0);
+	assert_true(num(fw, "periods", NULL) == 300); /* 1 s period */
+
+	/* INT8 everywhere: all tokens INT8, and the slice whose true drop is over
+	 * the 1 % threshold (math, 1.8 %) breaches while code (0.4 %) does not */
+	json_t *i8 = run("policies/baselines/naive-int8.yaml", b, dur);
+	check_common(i8, dur);
+	assert_true(num(i8, "precision", "int8_token_fraction") > 0.99);
+	json_t *qs = json_object_get(json_object_get(i8, "quality"), "per_slice");
+	assert_true(num(qs, "math", "breach_requests") > 0);
+	assert_true(num(qs, "code", "breach_requests") == 0);
+	json_t *pr = json_object_get(json_object_get(i8, "precision"), "per_slice");
+	assert_true(num(qs, "math", "breach_requests") == num(pr, "math", "int8_requests"));
+
+	/* clocks locked at <= 1410 MHz and 500 W: less accelerator energy than max boost */
+	json_t *st = run("policies/baselines/static.yaml", c, dur);
+	check_common(st, dur);
+	assert_true(num(st, "energy_j", "accel") < num(fw, "energy_j", "accel"));
+	assert_true(num(st, "mean_power_w", "accel") < num(fw, "mean_power_w", "accel"));
+
+	json_decref(fw);
+	json_decref(i8);
+	json_decref(st);
+	char cmd[4300];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void test_bad_inputs(void **state)
+{
+	(void)state;
+	struct sim_opts o = { .scenario_path = "/nonexistent/s.yaml",
+			      .policy_path = "/nonexistent/p.yaml", .no_output = true };
+	struct sim_result r;
+	struct diag_list d = { 0 };
+	assert_int_not_equal(sim_run(&o, &r, &d), 0);
+	/* both files reported in one run */
+	assert_true(diag_count(&d, DIAG_ERROR) >= 2);
+	diag_clear(&d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_baselines),
+		cmocka_unit_test(test_bad_inputs),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

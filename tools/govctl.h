@@ -1,0 +1,28 @@
+/* govctl subcommands: each a thin layer over the libraries. Exit codes:
+ * 0 ok, 1 bad input file or run failure (diags printed), 2 bad usage. */
+#ifndef GOVD_TOOLS_GOVCTL_H
+#define GOVD_TOOLS_GOVCTL_H
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/diag.h"
+
+#define GOVCTL_EXIT_OK 0
+#define GOVCTL_EXIT_FAIL 1
+#define GOVCTL_EXIT_USAGE 2
+
+struct govctl_cmd {
+	const char *name;
+	const char *synopsis;
+	int (*run)(int argc, char **argv);
+};
+
+int govctl_sim(int argc, char **argv);
+int govctl_compare(int argc, char **argv);
+
+/* Strict number parsing for flags; false on junk. */
+bool govctl_parse_u64(const char *s, uint64_t *out);
+bool govctl_parse_double(const char *s, double *out);
+void govctl_print_diags(const struct diag_list *d);
+
+#endif

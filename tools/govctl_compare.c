@@ -1,0 +1,413 @@
+/* govctl compare: a grid of scenarios x policies x seeds, run by N forked
+ * workers (each runs the same code as govctl sim), then one table against a
+ * baseline policy: printed, compare.json and compare.md. */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "governor/policy.h"
+#include "governor/sim.h"
+#include "plant_models/scenario.h"
+#include "tools/govctl.h"
+
+#define MAX_ITEMS 64
+
+struct list {
+	size_t n;
+	char *v[MAX_ITEMS];
+};
+
+struct job {
+	size_t si, pi, ki; /* scenario, policy, seed index */
+	uint64_t seed;
+	char dir[4096];
+};
+
+static void cmp_usage(FILE *f)
+{
+	fprintf(f, "usage: govctl compare --scenarios A,B --policies P,Q [--seeds 1,2] "
+		   "[--baseline NAME] [-j N] [--out DIR] [--duration S]\n"
+		   "  runs every scenario x policy x seed; prints tokens/J against the baseline\n"
+		   "  policy (default: the first) and writes compare.json, compare.md and runs/ into\n"
+		   "  DIR (default out/compare)\n");
+}
+
+/* Splits a comma list in place; empty items are errors. */
+static bool split(char *s, struct list *l)
+{
+	l->n = 0;
+	for (char *tok = s;;) {
+		char *c = strchr(tok, ',');
+		if (c)
+			*c = '\0';
+		if (!*tok || l->n == MAX_ITEMS)
+			return false;
+		l->v[l->n++] = tok;
+		if (!c)
+			return true;
+		tok = c + 1;
+	}
+}
+
+static double num(json_t *o, const char *a, const char *b)
+{
+	json_t *v = json_object_get(o, a);
+	if (b)
+		v = json_object_get(v, b);
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+struct row {
+	double tpj, att, ttft, tbt, e2e, clamps, breach, int8;
+	size_t n;
+	bool failed;
+};
+
+static void row_add(struct row *r, json_t *s)
+{
+	r->tpj += num(s, "tokens_per_joule", NULL);
+	r->att += num(s, "sla", "attainment");
+	r->ttft += num(s, "sla", "ttft_p99_ms");
+	r->tbt += num(s, "sla", "tbt_p99_ms");
+	r->e2e += num(s, "sla", "e2e_p99_ms");
+	r->clamps += num(s, "thermal", "clamp_events");
+	r->breach += num(s, "quality", "breach_requests");
+	r->int8 += num(s, "precision", "int8_token_fraction");
+	r->failed |= json_is_true(json_object_get(s, "failed"));
+	r->n++;
+}
+
+static void row_mean(struct row *r)
+{
+	double n = r->n ? (double)r->n : NAN;
+	r->tpj /= n;
+	r->att /= n;
+	r->ttft /= n;
+	r->tbt /= n;
+	r->e2e /= n;
+	r->clamps /= n;
+	r->breach /= n;
+	r->int8 /= n;
+}
+
+static json_t *jr(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+static int run_worker(const struct job *jobs, size_t njobs, size_t w, size_t nw,
+		      char *const *scen, char *const *pols, double duration_s)
+{
+	int bad = 0;
+	for (size_t i = w; i < njobs; i += nw) {
+		const struct job *j = &jobs[i];
+		struct sim_opts o = { .scenario_path = scen[j->si], .policy_path = pols[j->pi],
+				      .seed = j->seed, .have_seed = true, .duration_s = duration_s,
+				      .out_dir = j->dir };
+		struct sim_result r;
+		struct diag_list d = { 0 };
+		int rc = sim_run(&o, &r, &d);
+		govctl_print_diags(&d);
+		diag_clear(&d);
+		if (rc) {
+			fprintf(stderr, "govctl compare: run %s failed (%s)\n", j->dir, strerror(-rc));
+			bad = 1;
+		}
+	}
+	return bad;
+}
+
+int govctl_compare(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "scenarios", required_argument, NULL, 's' },
+		{ "policies", required_argument, NULL, 'p' },
+		{ "seeds", required_argument, NULL, 'S' },
+		{ "baseline", required_argument, NULL, 'b' },
+		{ "jobs", required_argument, NULL, 'j' },
+		{ "out", required_argument, NULL, 'o' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct list scen = { 0 }, pols = { 0 }, seeds_s = { 0 };
+	const char *baseline = NULL, *out = "out/compare";
+	uint64_t nworkers = 1;
+	double duration_s = 0;
+	bool have_seeds = false;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "j:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			if (!split(optarg, &scen))
+				goto bad_list;
+			break;
+		case 'p':
+			if (!split(optarg, &pols))
+				goto bad_list;
+			break;
+		case 'S':
+			if (!split(optarg, &seeds_s))
+				goto bad_list;
+			have_seeds = true;
+			break;
+		case 'b':
+			baseline = optarg;
+			break;
+		case 'j':
+			if (!govctl_parse_u64(optarg, &nworkers) || nworkers < 1 || nworkers > 256) {
+				fprintf(stderr, "govctl compare: -j wants 1..256, got '%s'\n", optarg);
+				cmp_usage(stderr);
+				return GOVCTL_EXIT_USAGE;
+			}
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 'd':
+			if (!govctl_parse_double(optarg, &duration_s) || duration_s <= 0) {
+				fprintf(stderr, "govctl compare: --duration wants seconds > 0\n");
+				cmp_usage(stderr);
+				return GOVCTL_EXIT_USAGE;
+			}
+			break;
+		case 'h':
+			cmp_usage(stdout);
+			return GOVCTL_EXIT_OK;
+		default:
+			cmp_usage(stderr);
+			return GOVCTL_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "govctl compare: unexpected argument '%s'\n", argv[optind]);
+		cmp_usage(stderr);
+		return GOVCTL_EXIT_USAGE;
+	}
+	if (!scen.n || !pols.n) {
+		fprintf(stderr, "govctl compare: --scenarios and --policies are required\n");
+		cmp_usage(stderr);
+		return GOVCTL_EXIT_USAGE;
+	}
+	uint64_t seeds[MAX_ITEMS];
+	for (size_t i = 0; i < seeds_s.n; i++)
+		if (!govctl_parse_u64(seeds_s.v[i], &seeds[i])) {
+			fprintf(stderr, "govctl compare: seed '%s' is not an unsigned integer\n",
+				seeds_s.v[i]);
+			cmp_usage(stderr);
+			return GOVCTL_EXIT_USAGE;
+		}
+
+	/* Load every file once up front: bad files fail before any run starts,
+	 * with all their diagnostics, and the names label the runs. */
+	struct diag_list d = { 0 };
+	char sname[MAX_ITEMS][64], pname[MAX_ITEMS][64];
+	uint64_t sdefault_seed[MAX_ITEMS];
+	int bad = 0;
+	for (size_t i = 0; i < scen.n; i++) {
+		struct scenario *s = NULL;
+		if (scenario_load(scen.v[i], &s, &d)) {
+			bad = 1;
+			continue;
+		}
+		snprintf(sname[i], sizeof(sname[i]), "%s", s->name);
+		sdefault_seed[i] = s->default_seed;
+		scenario_free(s);
+	}
+	for (size_t i = 0; i < pols.n; i++) {
+		struct policy *p = NULL;
+		if (policy_load(pols.v[i], &p, &d)) {
+			bad = 1;
+			continue;
+		}
+		snprintf(pname[i], sizeof(pname[i]), "%s", p->name);
+		policy_free(p);
+	}
+	govctl_print_diags(&d);
+	diag_clear(&d);
+	if (bad)
+		return GOVCTL_EXIT_FAIL;
+	for (size_t i = 0; i < pols.n; i++)
+		for (size_t k = 0; k < i; k++)
+			if (!strcmp(pname[i], pname[k])) {
+				fprintf(stderr, "govctl compare: two policies are named '%s' (%s, %s)\n",
+					pname[i], pols.v[k], pols.v[i]);
+				return GOVCTL_EXIT_USAGE;
+			}
+	for (size_t i = 0; i < scen.n; i++)
+		for (size_t k = 0; k < i; k++)
+			if (!strcmp(sname[i], sname[k])) {
+				fprintf(stderr, "govctl compare: two scenarios are named '%s'\n", sname[i]);
+				return GOVCTL_EXIT_USAGE;
+			}
+	size_t base = 0;
+	if (baseline) {
+		base = pols.n;
+		for (size_t i = 0; i < pols.n; i++)
+			if (!strcmp(pname[i], baseline))
+				base = i;
+		if (base == pols.n) {
+			fprintf(stderr, "govctl compare: --baseline '%s' is none of the policies:", baseline);
+			for (size_t i = 0; i < pols.n; i++)
+				fprintf(stderr, " %s", pname[i]);
+			fprintf(stderr, "\n");
+			return GOVCTL_EXIT_USAGE;
+		}
+	}
+
+	size_t nseeds = have_seeds ? seeds_s.n : 1;
+	size_t njobs = scen.n * pols.n * nseeds;
+	struct job *jobs = calloc(njobs, sizeof(*jobs));
+	if (!jobs)
+		return GOVCTL_EXIT_FAIL;
+	size_t n = 0;
+	for (size_t si = 0; si < scen.n; si++)
+		for (size_t pi = 0; pi < pols.n; pi++)
+			for (size_t ki = 0; ki < nseeds; ki++) {
+				struct job *j = &jobs[n++];
+				j->si = si;
+				j->pi = pi;
+				j->ki = ki;
+				j->seed = have_seeds ? seeds[ki] : sdefault_seed[si];
+				snprintf(j->dir, sizeof(j->dir), "%s/runs/%s-%s-%llu", out, sname[si],
+					 pname[pi], (unsigned long long)j->seed);
+			}
+
+	if (nworkers > njobs)
+		nworkers = njobs;
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pids[256];
+	size_t started = 0;
+	int failed = 0;
+	for (size_t w = 0; w < nworkers; w++) {
+		pid_t pid = fork();
+		if (pid < 0) {
+			fprintf(stderr, "govctl compare: fork: %s\n", strerror(errno));
+			failed = 1;
+			break;
+		}
+		if (pid == 0) {
+			int rc = run_worker(jobs, njobs, w, nworkers, scen.v, pols.v, duration_s);
+			fflush(stdout);
+			fflush(stderr);
+			_exit(rc);
+		}
+		pids[started++] = pid;
+	}
+	for (size_t w = 0; w < started; w++) {
+		int st;
+		while (waitpid(pids[w], &st, 0) < 0 && errno == EINTR)
+			;
+		if (!WIFEXITED(st) || WEXITSTATUS(st))
+			failed = 1;
+	}
+	if (failed && started < nworkers) {
+		free(jobs);
+		return GOVCTL_EXIT_FAIL;
+	}
+
+	int mk = sim_mkdirs(out);
+	if (mk) {
+		fprintf(stderr, "govctl compare: cannot create %s: %s\n", out, strerror(-mk));
+		free(jobs);
+		return GOVCTL_EXIT_FAIL;
+	}
+	/* Collect. */
+	struct row *rows = calloc(scen.n * pols.n, sizeof(*rows));
+	json_t *runs = json_array();
+	for (size_t i = 0; i < njobs; i++) {
+		char path[4200];
+		json_error_t err;
+		snprintf(path, sizeof(path), "%s/summary.json", jobs[i].dir);
+		json_t *s = json_load_file(path, 0, &err);
+		if (!s) {
+			fprintf(stderr, "govctl compare: %s: %s\n", path, err.text);
+			failed = 1;
+			continue;
+		}
+		row_add(&rows[jobs[i].si * pols.n + jobs[i].pi], s);
+		json_t *rj = json_object();
+		json_object_set_new(rj, "dir", json_string(jobs[i].dir));
+		json_object_set_new(rj, "summary", s);
+		json_array_append_new(runs, rj);
+	}
+	for (size_t i = 0; i < scen.n * pols.n; i++)
+		row_mean(&rows[i]);
+
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/compare.md", out);
+	FILE *md = fopen(path, "w");
+	if (!md) {
+		fprintf(stderr, "govctl compare: cannot write %s: %s\n", path, strerror(errno));
+		failed = 1;
+	}
+	printf("%-16s %-20s %9s %8s %8s %10s %9s %10s %7s %9s %6s\n", "scenario", "policy", "tokens/J",
+	       "ratio", "SLA att", "TTFT p99", "TBT p99", "e2e p99", "clamps", "breaches", "INT8");
+	if (md) {
+		fprintf(md, "# govctl compare\n\nBaseline: `%s`; means over %zu seed(s).\n\n", pname[base],
+			nseeds);
+		fprintf(md, "| scenario | policy | tokens/J | vs %s | SLA attainment | TTFT p99 ms | "
+			    "TBT p99 ms | e2e p99 ms | clamp events | quality breaches | INT8 share |\n",
+			pname[base]);
+		fprintf(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+	}
+	json_t *jrows = json_array();
+	for (size_t si = 0; si < scen.n; si++)
+		for (size_t pi = 0; pi < pols.n; pi++) {
+			struct row *r = &rows[si * pols.n + pi];
+			double ratio = r->tpj / rows[si * pols.n + base].tpj;
+			printf("%-16s %-20s %9.4f %8.3f %8.3f %10.1f %9.2f %10.1f %7.1f %9.1f %6.3f%s\n",
+			       sname[si], pname[pi], r->tpj, ratio, r->att, r->ttft, r->tbt, r->e2e,
+			       r->clamps, r->breach, r->int8, r->failed ? "  FAILED" : "");
+			if (md)
+				fprintf(md, "| %s | %s | %.4f | %.3f | %.3f | %.1f | %.2f | %.1f | %.1f | "
+					    "%.1f | %.3f |\n",
+					sname[si], pname[pi], r->tpj, ratio, r->att, r->ttft, r->tbt, r->e2e,
+					r->clamps, r->breach, r->int8);
+			json_t *o = json_object();
+			json_object_set_new(o, "scenario", json_string(sname[si]));
+			json_object_set_new(o, "policy", json_string(pname[pi]));
+			json_object_set_new(o, "seeds", json_integer((json_int_t)r->n));
+			json_object_set_new(o, "tokens_per_joule", jr(r->tpj));
+			json_object_set_new(o, "ratio_vs_baseline", jr(ratio));
+			json_object_set_new(o, "sla_attainment", jr(r->att));
+			json_object_set_new(o, "ttft_p99_ms", jr(r->ttft));
+			json_object_set_new(o, "tbt_p99_ms", jr(r->tbt));
+			json_object_set_new(o, "e2e_p99_ms", jr(r->e2e));
+			json_object_set_new(o, "clamp_events", jr(r->clamps));
+			json_object_set_new(o, "quality_breaches", jr(r->breach));
+			json_object_set_new(o, "int8_token_fraction", jr(r->int8));
+			json_object_set_new(o, "failed", json_boolean(r->failed));
+			json_array_append_new(jrows, o);
+		}
+	if (md && fclose(md))
+		failed = 1;
+	json_t *cj = json_object();
+	json_object_set_new(cj, "baseline", json_string(pname[base]));
+	json_object_set_new(cj, "rows", jrows);
+	json_object_set_new(cj, "runs", runs);
+	snprintf(path, sizeof(path), "%s/compare.json", out);
+	if (json_dump_file(cj, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10))) {
+		fprintf(stderr, "govctl compare: cannot write %s\n", path);
+		failed = 1;
+	}
+	json_decref(cj);
+	free(rows);
+	free(jobs);
+	printf("compare: %s/compare.md, %s/compare.json\n", out, out);
+	return failed ? GOVCTL_EXIT_FAIL : GOVCTL_EXIT_OK;
+
+bad_list:
+	fprintf(stderr, "govctl compare: empty item or more than %d items in '%s'\n", MAX_ITEMS, optarg);
+	cmp_usage(stderr);
+	return GOVCTL_EXIT_USAGE;
+}
