@@ -390,7 +390,7 @@ static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 	uint64_t timeout_ms = 500, window_ms = 30000, max_bytes = 8u << 20, ptimeout = 0,
 		 pretries = 2, grace = 5000;
 	bad |= opt_u64(cfg, "timeout_ms", 10, 600000, &timeout_ms, diags) != 0;
-	bad |= opt_u64(cfg, "window_ms", 0, UINT64_C(86400000), &window_ms, diags) != 0;
+	bad |= opt_u64(cfg, "window_ms", 1, UINT64_C(86400000), &window_ms, diags) != 0;
 	bad |= opt_u64(cfg, "max_bytes", 1024, UINT64_C(1) << 30, &max_bytes, diags) != 0;
 	bad |= opt_u64(cfg, "precision_timeout_ms", 10, 600000, &ptimeout, diags) != 0;
 	bad |= opt_u64(cfg, "precision_retries", 0, 10, &pretries, diags) != 0;
