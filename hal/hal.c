@@ -17,11 +17,27 @@ static const struct hal_backend_entry {
 	const struct hal_ops *ops;
 } backends[] = {
 	{ "sim", &hal_sim_ops },
+#if GOVD_WITH_SYSFS
+	{ "sysfs", &hal_sysfs_ops },
+#else
 	{ "sysfs", NULL },
+#endif
+#if GOVD_WITH_NVML
+	{ "nvml", &hal_nvml_ops },
+#else
 	{ "nvml", NULL },
+#endif
+#if GOVD_WITH_MODBUS
+	{ "modbus", &hal_modbus_ops },
+#else
 	{ "modbus", NULL },
+#endif
+#if GOVD_WITH_GPIOD
+	{ "gpio", &hal_gpio_ops },
+#else
 	{ "gpio", NULL },
-	{ "serving", NULL },
+#endif
+	{ "serving", &hal_serving_ops },
 };
 #define N_BACKENDS (sizeof(backends) / sizeof(backends[0]))
 

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/clock.h"
 #include "common/diag.h"
 #include "common/hist.h"
 
@@ -54,6 +55,13 @@ struct hal_sample {
 	/* Cumulative firmware counters (sim and NVML violation counters). */
 	uint64_t clamp_events;                  /* hardware slowdown entries */
 	uint64_t clamp_time_ms;
+	/* Readings the backend could not read (file gone, NVML error) or
+	 * rejected as absurd (negative power, below absolute zero, counter
+	 * backwards): cumulative count and the latest reason, e.g.
+	 * "hwmon3/temp2_input: -274000 mC out of [-273.15, 200] C". The value
+	 * itself has valid=false. sim leaves both zero. */
+	uint32_t faults;
+	char fault[64];
 };
 
 /* What the device accepts: the governor's envelope comes from here. */
@@ -84,6 +92,31 @@ struct hal_serving {
 	uint64_t slice_completed[HAL_MAX_SLICES];
 	uint64_t slice_int8_completed[HAL_MAX_SLICES];
 	uint64_t slice_tokens_int8[HAL_MAX_SLICES];
+	/* Added for the serving backend (a scraped server); the sim leaves them
+	 * zero (quantiles_valid false, faults 0). Window quantiles computed by
+	 * the backend from the server's own buckets with histogram_quantile
+	 * semantics over quantile_window_ms; NaN where the server offers no such
+	 * histogram or the window holds no observation. */
+	bool quantiles_valid;
+	uint64_t quantile_window_ms;
+	double ttft_p95_ms, ttft_p99_ms, tbt_p95_ms, tbt_p99_ms, e2e_p95_ms, e2e_p99_ms;
+	double e2e_mean_ms, queue_mean_ms; /* window means (_sum/_count, Triton duration counters) */
+	uint32_t faults;                   /* enum hal_serving_fault bits of this read */
+	const char *fault_msg;             /* owned by the backend, valid until the next call; NULL if none */
+	uint64_t precision_gen_set;        /* generation of the last precision document sent */
+	uint64_t precision_gen_applied;    /* generation the server reports applied (0: not reported) */
+};
+
+/* Named faults of a serving read (bits in hal_serving.faults / hal_quality.faults). */
+enum hal_serving_fault {
+	HAL_SVF_CONNECT = 1u << 0,     /* refused, unreachable, reset mid-transfer */
+	HAL_SVF_TIMEOUT = 1u << 1,     /* scrape exceeded timeout_ms */
+	HAL_SVF_HTTP = 1u << 2,        /* HTTP status other than 2xx */
+	HAL_SVF_PARSE = 1u << 3,       /* malformed, truncated or oversized exposition text */
+	HAL_SVF_MISSING = 1u << 4,     /* a configured metric absent or matched by no series */
+	HAL_SVF_RESET = 1u << 5,       /* counter reset seen (data still valid) */
+	HAL_SVF_ACTUATION = 1u << 6,   /* applied precision generation differs from the one sent */
+	HAL_SVF_QUALITY_MSG = 1u << 7, /* malformed or unknown-slice quality datagram */
 };
 
 /* Shadow-evaluation outcomes per slice, cumulative. */
@@ -93,6 +126,24 @@ struct hal_quality {
 	size_t n_slices;
 	uint64_t samples[HAL_MAX_SLICES];
 	uint64_t mismatches[HAL_MAX_SLICES]; /* INT8 answer worse than BF16 */
+	/* Added for the serving backend: evaluator-reported quality delta
+	 * (INT8 score - BF16 score, last value; meaningful where bit i of
+	 * delta_valid is set), malformed messages (cumulative) and the faults
+	 * of this read (enum hal_serving_fault). The sim leaves all zero. */
+	double delta[HAL_MAX_SLICES];
+	uint32_t delta_valid;
+	uint64_t malformed;
+	uint32_t faults;
+	const char *fault_msg; /* owned by the backend, valid until the next call */
+};
+
+/* An edge on an alert line after debouncing (gpio backend). */
+enum hal_alert_kind { HAL_ALERT_ASSERTED = 1, HAL_ALERT_CLEARED = 2 };
+
+struct hal_alert {
+	enum hal_alert_kind kind;
+	uint64_t t_ms; /* CLOCK_MONOTONIC time of the edge */
+	uint64_t seq;  /* 1, 2, ... per accepted edge since open; a gap = events dropped */
 };
 
 struct hal_dev;
@@ -106,6 +157,10 @@ struct hal_dev_cfg {
 	const char *const *keys;
 	const char *const *values;
 	void *plant;           /* sim only: an already created struct plant (optional) */
+	/* Timestamps of real backends (sysfs, nvml); NULL: CLOCK_MONOTONIC. The
+	 * daemon passes its own clock so every t_ms shares one time base, tests
+	 * pass a scripted one. */
+	const struct govd_clock *clock;
 };
 
 struct hal_ops {
@@ -122,8 +177,25 @@ struct hal_ops {
 	int (*read_quality)(struct hal_dev *dev, struct hal_quality *out);
 	/* INT8 share per slice in [0,1]; slices in read_serving order. */
 	int (*set_precision)(struct hal_dev *dev, const double *int8_frac, size_t n_slices);
+	/* The settings the backend found before its first write (taken now if no
+	 * write happened yet), as one JSON object for the daemon's crash-safety
+	 * state file; close() restores them. 0, or -ENOSPC when len is short. */
+	int (*get_original)(struct hal_dev *dev, char *json, size_t len);
+	/* Why the last failed op failed ("nvml: nvmlDeviceSetGpuLockedClocks:
+	 * Insufficient Permissions"), "" when none did. Valid until the next op. */
+	const char *(*last_error)(struct hal_dev *dev);
+	/* Out-of-period alert input: a pollable fd (POLLIN when alert_read has
+	 * something); alert_read returns 1 with *ev filled, 0 when nothing is
+	 * pending (never blocks), -errno on failure. */
+	int (*alert_fd)(struct hal_dev *dev);
+	int (*alert_read)(struct hal_dev *dev, struct hal_alert *ev);
+	/* Power-brake / throttle request output (true = brake asserted). */
+	int (*set_brake)(struct hal_dev *dev, bool on);
 };
 
+/* open() may point ops at a per-device copy of its table in priv, with the
+ * capabilities this device lacks set to NULL, so hal_can_*() tell the truth
+ * (sysfs, nvml do); hal_open must not overwrite ops after open returns. */
 struct hal_dev {
 	const struct hal_ops *ops;
 	void *priv;
@@ -142,5 +214,7 @@ static inline bool hal_can_set_power_limit(const struct hal_dev *d) { return d->
 static inline bool hal_can_read_serving(const struct hal_dev *d) { return d->ops->read_serving != NULL; }
 static inline bool hal_can_read_quality(const struct hal_dev *d) { return d->ops->read_quality != NULL; }
 static inline bool hal_can_set_precision(const struct hal_dev *d) { return d->ops->set_precision != NULL; }
+static inline bool hal_can_alert(const struct hal_dev *d) { return d->ops->alert_fd != NULL && d->ops->alert_read != NULL; }
+static inline bool hal_can_brake(const struct hal_dev *d) { return d->ops->set_brake != NULL; }
 
 #endif

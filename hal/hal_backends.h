@@ -5,5 +5,18 @@
 #include "hal/hal.h"
 
 extern const struct hal_ops hal_sim_ops;
+extern const struct hal_ops hal_serving_ops; /* always built (libcurl, jansson) */
+#if GOVD_WITH_SYSFS
+extern const struct hal_ops hal_sysfs_ops;
+#endif
+#if GOVD_WITH_NVML
+extern const struct hal_ops hal_nvml_ops;
+#endif
+#if GOVD_WITH_MODBUS
+extern const struct hal_ops hal_modbus_ops;
+#endif
+#if GOVD_WITH_GPIOD
+extern const struct hal_ops hal_gpio_ops;
+#endif
 
 #endif

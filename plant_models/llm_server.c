@@ -3,10 +3,12 @@
  *
  * Two engines time-share the GPU, one per precision (INT8, BF16). The cycle
  * is INT8 prefill, INT8 decode, BF16 prefill, BF16 decode; a phase with no
- * work is skipped. A prefill phase admits whole prompts (no chunking) from
- * the engine's FIFO up to max_prefill_tokens; the decode phase that follows
- * produces one token for every running sequence of that engine, including
- * the ones just prefilled. KV is reserved for prompt + output at admission
+ * work is skipped. A prefill phase processes at most max_prefill_tokens
+ * prompt tokens: with chunked_prefill (vLLM V1) it continues the partially
+ * prefilled sequence, then admits from the engine's FIFO, splitting the last
+ * prompt to fill the budget; without, it admits whole prompts. The decode
+ * phase that follows produces one token for every running sequence of that
+ * engine whose prompt is fully prefilled, including the ones just finished. KV is reserved for prompt + output at admission
  * (TensorRT-LLM's GUARANTEED_NO_EVICT policy), so nothing is ever preempted.
  * A phase's work (FLOPs, bytes, host and link time) is fixed when it starts;
  * its duration is re-evaluated at each interval's clock and the remaining
@@ -31,6 +33,11 @@
 #define DEFAULT_MAX_BATCH 256
 #define DEFAULT_MAX_QUEUE 65536
 #define DEFAULT_PREFILL_TOKENS 8192
+/* vLLM V1 online-serving max_num_batched_tokens: 8192 on GPUs with >= 70 GiB
+ * that are not A100, else 2048 (vllm/engine/arg_utils.py, _set_default_args). */
+#define VLLM_BIG_GPU_B (70.0 * 1073741824.0)
+#define VLLM_CHUNK_BIG 8192
+#define VLLM_CHUNK_SMALL 2048
 
 enum { ENG_INT8, ENG_BF16, ENG_N };
 
@@ -39,6 +46,8 @@ struct seq {
 	double t_last_s;   /* time of this sequence's latest token */
 	uint32_t done;     /* tokens generated so far */
 	uint32_t ctx_now;  /* tokens whose KV a decode step reads */
+	uint32_t pf_left;  /* prompt tokens still to prefill; decodes only at 0 */
+	uint32_t chunk;    /* prompt tokens prefilled by the current phase */
 };
 
 struct ring {
@@ -50,6 +59,7 @@ struct engine {
 	struct ring wait;
 	struct seq *run;
 	uint32_t n_run;
+	uint32_t n_pf;           /* run[] entries with pf_left > 0 */
 	uint64_t kv_read_tokens; /* sum of ctx_now over run[] */
 	uint64_t kvb;            /* KV bytes per token in this engine */
 	double w_bytes, peak_flops, mfu, act;
@@ -59,7 +69,6 @@ struct engine {
 struct phase {
 	bool active, prefill;
 	int eng;
-	uint32_t first_new; /* prefill: run[first_new..] are the admitted */
 	double flops_lin, bytes_lin;   /* linear layers: 2 * params * tokens, weights */
 	double flops_attn, bytes_attn; /* attention: ctx^2 / ctx terms, KV written or read */
 	double host_fixed_s; /* CPU work the GPU waits for (schedule, launch) */
@@ -79,6 +88,7 @@ struct llm_server {
 	int pos; /* next phase in the cycle: 2*engine + (0 prefill, 1 decode) */
 	struct phase ph;
 	double t_s;
+	double prefill_flops; /* cumulative, finished prefill phases */
 	struct server_stats st;
 };
 
@@ -172,7 +182,11 @@ int llm_server_create(const struct server_cfg *cfg, const struct plant_preset *d
 	if (!s->cfg.max_queue)
 		s->cfg.max_queue = DEFAULT_MAX_QUEUE;
 	if (!s->cfg.max_prefill_tokens)
-		s->cfg.max_prefill_tokens = DEFAULT_PREFILL_TOKENS;
+		s->cfg.max_prefill_tokens =
+			!cfg->chunked_prefill ? DEFAULT_PREFILL_TOKENS
+			: dev->hbm_gb * 1e9 >= VLLM_BIG_GPU_B && !(dev->name && strstr(dev->name, "a100"))
+				? VLLM_CHUNK_BIG
+				: VLLM_CHUNK_SMALL;
 	s->m = m;
 	s->dev = dev;
 	/* Both engines' weights stay resident (the router may pick either);
@@ -245,31 +259,56 @@ void llm_server_submit(struct llm_server *s, const struct request *r)
 	s->st.queue_len = s->n_queued;
 }
 
-/* Admit from the engine's FIFO whatever has arrived by t and fits. */
-static uint32_t admit(struct llm_server *s, int ei, double t)
+/* Prompt tokens a prefill processes (an empty prompt still runs one). */
+static uint32_t prompt_tokens(const struct request *r)
+{
+	return r->ctx_tokens ? r->ctx_tokens : 1;
+}
+
+/* Fill this phase's prefill budget: first the partially prefilled sequences
+ * (chunked mode), then admissions from the engine's FIFO of whatever has
+ * arrived by t and fits. Chunked: the last prompt is split to fill the
+ * budget. Whole: prompts are not split and the first is always admitted.
+ * Sets run[].chunk; returns the number admitted, *n_tok the tokens. */
+static uint32_t fill_prefill(struct llm_server *s, int ei, double t, uint64_t *n_tok)
 {
 	struct engine *e = &s->eng[ei];
-	uint32_t n = 0;
+	const bool chunked = s->cfg.chunked_prefill;
+	const uint64_t budget = s->cfg.max_prefill_tokens;
 	uint64_t tokens = 0;
+	for (uint32_t i = 0; e->n_pf > 0 && i < e->n_run && tokens < budget; i++) {
+		struct seq *q = &e->run[i];
+		if (q->pf_left == 0)
+			continue;
+		q->chunk = (uint32_t)(q->pf_left < budget - tokens ? q->pf_left : budget - tokens);
+		tokens += q->chunk;
+	}
+	uint32_t n = 0;
 	const struct request *h;
-	while ((h = ring_head(&e->wait)) && h->arrival_s <= t && s->n_running < s->cfg.max_batch) {
+	while ((h = ring_head(&e->wait)) && h->arrival_s <= t && s->n_running < s->cfg.max_batch &&
+	       tokens < budget) {
 		uint64_t need = ((uint64_t)h->ctx_tokens + h->gen_tokens) * e->kvb;
 		if (s->kv_reserved_b + need > s->kv_cap_b)
 			break;
-		if (n > 0 && tokens + h->ctx_tokens > s->cfg.max_prefill_tokens)
+		uint32_t p = prompt_tokens(h);
+		if (!chunked && n > 0 && tokens + p > budget)
 			break;
 		struct seq *q = &e->run[e->n_run++];
 		q->r = *h;
 		q->done = 0;
 		q->ctx_now = h->ctx_tokens;
 		q->t_last_s = t;
+		q->pf_left = p;
+		q->chunk = chunked && p > budget - tokens ? (uint32_t)(budget - tokens) : p;
+		e->n_pf++;
 		s->kv_reserved_b += need;
-		tokens += h->ctx_tokens;
+		tokens += q->chunk;
 		s->n_running++;
 		s->n_queued--;
 		n++;
 		ring_pop(&e->wait);
 	}
+	*n_tok = tokens;
 	return n;
 }
 
@@ -281,29 +320,34 @@ static double comm_s(const struct model_spec *m, double tokens)
 	return c;
 }
 
-static void setup_prefill(struct llm_server *s, int ei, uint32_t first_new)
+/* A chunk of c tokens from prompt offset o attends to o + c tokens:
+ * a * c * (2o + c) = a * ((o+c)^2 - o^2), so the chunks of a prompt sum to the
+ * whole-prompt a * ctx^2. */
+static void setup_prefill(struct llm_server *s, int ei, uint32_t n_new, uint64_t n_tok)
 {
 	const struct model_spec *m = s->m;
 	struct engine *e = &s->eng[ei];
-	double n_tok = 0, n_tok2 = 0;
-	for (uint32_t i = first_new; i < e->n_run; i++) {
-		double c = e->run[i].r.ctx_tokens ? e->run[i].r.ctx_tokens : 1;
-		n_tok += c;
-		n_tok2 += c * c;
+	double attn = 0;
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < e->n_run; i++) {
+		const struct seq *q = &e->run[i];
+		if (q->chunk == 0)
+			continue;
+		double c = q->chunk, o = prompt_tokens(&q->r) - q->pf_left;
+		attn += c * (2.0 * o + c);
+		n++;
 	}
-	uint32_t n = e->n_run - first_new;
 	struct phase *ph = &s->ph;
 	ph->active = true;
 	ph->prefill = true;
 	ph->eng = ei;
-	ph->first_new = first_new;
-	ph->flops_lin = 2.0 * m->params_b * 1e9 * n_tok;
+	ph->flops_lin = 2.0 * m->params_b * 1e9 * (double)n_tok;
 	ph->bytes_lin = e->w_bytes;
-	ph->flops_attn = m->attn_flops_per_ctx2 * n_tok2;
-	ph->bytes_attn = (double)e->kvb * n_tok;
+	ph->flops_attn = m->attn_flops_per_ctx2 * attn;
+	ph->bytes_attn = (double)e->kvb * (double)n_tok;
 	ph->host_fixed_s = m->host_ms_per_step * 1e-3;
-	ph->host_var_s = (m->host_ms_per_request + m->host_ms_per_seq_step) * n * 1e-3;
-	ph->comm_s = comm_s(m, n_tok);
+	ph->host_var_s = (m->host_ms_per_request * n_new + m->host_ms_per_seq_step * n) * 1e-3;
+	ph->comm_s = comm_s(m, (double)n_tok);
 	ph->rem = 1.0;
 }
 
@@ -311,12 +355,11 @@ static void setup_decode(struct llm_server *s, int ei)
 {
 	const struct model_spec *m = s->m;
 	struct engine *e = &s->eng[ei];
-	double b = e->n_run, k = (double)e->kv_read_tokens;
+	double b = e->n_run - e->n_pf, k = (double)e->kv_read_tokens;
 	struct phase *ph = &s->ph;
 	ph->active = true;
 	ph->prefill = false;
 	ph->eng = ei;
-	ph->first_new = 0;
 	ph->flops_lin = 2.0 * m->params_b * 1e9 * b;
 	ph->bytes_lin = e->w_bytes;
 	ph->flops_attn = 2.0 * m->attn_flops_per_ctx2 * k;
@@ -334,12 +377,13 @@ static bool start_phase(struct llm_server *s, double t)
 		int p = (s->pos + k) % (2 * ENG_N), ei = p / 2;
 		struct engine *e = &s->eng[ei];
 		if (p % 2 == 0) {
-			uint32_t first = e->n_run;
-			if (admit(s, ei, t) == 0)
+			uint64_t n_tok;
+			uint32_t n_new = fill_prefill(s, ei, t, &n_tok);
+			if (n_tok == 0)
 				continue;
-			setup_prefill(s, ei, first);
+			setup_prefill(s, ei, n_new, n_tok);
 		} else {
-			if (e->n_run == 0)
+			if (e->n_run == e->n_pf)
 				continue;
 			setup_decode(s, ei);
 		}
@@ -382,9 +426,17 @@ static void finish_phase(struct llm_server *s, double t,
 	struct phase *ph = &s->ph;
 	struct engine *e = &s->eng[ph->eng];
 	if (ph->prefill) {
+		s->prefill_flops += ph->flops_lin + ph->flops_attn;
 		/* Backwards, so a swap-remove only moves an already handled entry. */
-		for (uint32_t i = e->n_run; i-- > ph->first_new;) {
+		for (uint32_t i = e->n_run; i-- > 0;) {
 			struct seq *q = &e->run[i];
+			if (q->chunk == 0)
+				continue;
+			q->pf_left -= q->chunk;
+			q->chunk = 0;
+			if (q->pf_left > 0)
+				continue;
+			e->n_pf--;
 			q->done = 1;
 			q->t_last_s = t;
 			e->kv_read_tokens += q->ctx_now;
@@ -400,6 +452,8 @@ static void finish_phase(struct llm_server *s, double t,
 		uint64_t g_n[2] = { 0, 0 };
 		for (uint32_t i = e->n_run; i-- > 0;) {
 			struct seq *q = &e->run[i];
+			if (q->pf_left > 0)
+				continue;
 			int g = g_n[0] == 0 || g_t[0] == q->t_last_s ? 0 :
 				g_n[1] == 0 || g_t[1] == q->t_last_s ? 1 : -1;
 			if (g < 0) {
@@ -493,6 +547,11 @@ void llm_server_advance(struct llm_server *s, double t_s, double dt_s, uint32_t 
 const struct server_stats *llm_server_stats(const struct llm_server *s)
 {
 	return &s->st;
+}
+
+double llm_server_prefill_flops(const struct llm_server *s)
+{
+	return s->prefill_flops;
 }
 
 /* Architecture numbers: Hugging Face config.json of each model (layers,

@@ -1,5 +1,5 @@
 /* Continuous-batching LLM server (vLLM-like): the SERVER_LLM implementation
- * behind server.h. Whole-prompt prefill, INT8 and BF16 engines time-sharing
+ * behind server.h. Chunked (vLLM V1) or whole-prompt prefill, INT8 and BF16 engines time-sharing
  * the GPU, KV reserved at admission; equations in docs/serving-model.md.
  * on_done may call llm_server_submit (closed-loop clients): the new request
  * is considered from the next iteration on, within the same advance. */
@@ -21,5 +21,7 @@ void llm_server_advance(struct llm_server *s, double t_s, double dt_s, uint32_t 
 			void (*on_done)(void *ctx, const struct request *r, double t_done_s),
 			void *ctx);
 const struct server_stats *llm_server_stats(const struct llm_server *s);
+/* FLOPs (linear + attention) of the prefill phases finished so far. */
+double llm_server_prefill_flops(const struct llm_server *s);
 
 #endif

@@ -225,7 +225,8 @@ static void read_environment(struct loader *ld, yaml_node_t *root)
 static void read_server(struct loader *ld, yaml_node_t *root)
 {
 	static const char *const keys[] = {"max_batch", "max_queue", "kv_capacity_tokens",
-					   "batch_timeout_ms", NULL};
+					   "batch_timeout_ms", "chunked_prefill", "max_prefill_tokens",
+					   NULL};
 	yaml_node_t *m = section(ld, root, "server", keys);
 	struct server_cfg *c = &ld->s->server;
 	c->max_batch = (uint32_t)get_i(ld, m, "server", "max_batch", 0, 4096, 0);
@@ -233,6 +234,10 @@ static void read_server(struct loader *ld, yaml_node_t *root)
 	c->kv_capacity_tokens =
 		(uint64_t)get_i(ld, m, "server", "kv_capacity_tokens", 0, 1000000000LL, 0);
 	c->batch_timeout_ms = get_d(ld, m, "server", "batch_timeout_ms", false, 0, 10000, 5.0);
+	c->chunked_prefill = true; /* vLLM V1's default scheduling */
+	count(ld, ycfg_bool(&ld->y, m, "server", "chunked_prefill", false, &c->chunked_prefill));
+	c->max_prefill_tokens =
+		(uint32_t)get_i(ld, m, "server", "max_prefill_tokens", 0, 1048576, 0);
 }
 
 static void read_generator(struct loader *ld, yaml_node_t *m, struct generator_params *g)

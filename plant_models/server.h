@@ -62,7 +62,11 @@ struct server_cfg {
 	uint32_t max_queue;        /* arrivals beyond are rejected (counted) (0: 65536) */
 	double batch_timeout_ms;   /* SERVER_DYNBATCH: wait to fill a batch */
 	uint32_t n_slices;
-	uint32_t max_prefill_tokens; /* SERVER_LLM: prompt tokens admitted per iteration (0: 8192) */
+	/* SERVER_LLM: prompt tokens prefilled per iteration (vLLM max_num_batched_tokens);
+	 * 0: 8192 whole, or vLLM V1's online default when chunked (8192 on >= 70 GiB GPUs
+	 * other than A100, else 2048). */
+	uint32_t max_prefill_tokens;
+	bool chunked_prefill;      /* SERVER_LLM: split prompts to fill the budget (vLLM V1) */
 };
 
 struct server_stats {

@@ -172,6 +172,8 @@ static void test_minimal_defaults(void **state)
 	assert_int_equal(s->server.max_batch, 0);
 	assert_int_equal(s->server.max_queue, 0);
 	assert_true(s->server.kv_capacity_tokens == 0);
+	assert_true(s->server.chunked_prefill);
+	assert_int_equal(s->server.max_prefill_tokens, 0);
 	assert_true(s->workload.time_scale == 1);
 	assert_memory_equal(&s->workload.gen, &generator_azure_code_fit,
 			    sizeof(generator_azure_code_fit));
@@ -180,6 +182,18 @@ static void test_minimal_defaults(void **state)
 	assert_true(s->workload.slice_fraction[0] == 1);
 	assert_int_equal(s->n_events, 0);
 	assert_null(s->events);
+	scenario_free(s);
+}
+
+/* server.chunked_prefill / max_prefill_tokens reach server_cfg. */
+static void test_server_prefill_keys(void **state)
+{
+	(void)state;
+	struct diag_list dl = {0};
+	struct scenario *s = load_ok(GOOD "server-prefill.yaml", &dl);
+	assert_int_equal(dl.n, 0);
+	assert_false(s->server.chunked_prefill);
+	assert_int_equal(s->server.max_prefill_tokens, 512);
 	scenario_free(s);
 }
 
@@ -435,6 +449,7 @@ int main(void)
 		cmocka_unit_test(test_default_scenario_content),
 		cmocka_unit_test(test_sensor_faults_scenario_content),
 		cmocka_unit_test(test_minimal_defaults),
+		cmocka_unit_test(test_server_prefill_keys),
 		cmocka_unit_test(test_trace_relative_to_scenario_file),
 		cmocka_unit_test(test_trace_env_expansion),
 		cmocka_unit_test(test_azure_trace_found_via_shared_data),

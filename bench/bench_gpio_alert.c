@@ -1,0 +1,192 @@
+/* Event-to-read latency of the gpio alert path: from the edge's timestamp to
+ * the moment a thread blocked in poll(alert_fd) has the decoded hal_alert in
+ * hand (epoll wake-up, edge read, debounce bookkeeping, queue).
+ *
+ *   bench_gpio_alert [N]                      pipe-backed fake line (default),
+ *                                             edges written by a second thread
+ *   bench_gpio_alert --chip C --line L [N]    a real line (libgpiod); drive it
+ *                                             from outside, e.g. gpio-sim pulls
+ *                                             (docs/backends-modbus-gpio.md)
+ * Prints p50/p99/max in microseconds; no pass/fail. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/diag.h"
+#include "hal/hal_gpio.h"
+
+#ifdef GOVD_WITH_GPIOD
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- fake line: a pipe, one byte per edge ---- */
+static int fake_pipe[2] = { -1, -1 };
+static volatile int fake_level;
+static struct hal_gpio_edge fake_ring[1024];
+static volatile unsigned fake_w, fake_r;
+
+static int f_req(void *c, const char *chip, unsigned off, const char *cons, void **line, char *e,
+		 size_t el)
+{
+	if (pipe(fake_pipe))
+		return -errno;
+	fcntl(fake_pipe[0], F_SETFL, O_NONBLOCK);
+	*line = fake_pipe;
+	return 0;
+}
+static int f_req_out(void *c, const char *chip, unsigned off, const char *cons, int v, void **line,
+		     char *e, size_t el)
+{
+	return -ENOTSUP;
+}
+static int f_fd(void *line) { return fake_pipe[0]; }
+static int f_read(void *line, struct hal_gpio_edge *edges, size_t max)
+{
+	char buf[64];
+	ssize_t n = read(fake_pipe[0], buf, max < 64 ? max : 64);
+	if (n < 0)
+		return errno == EAGAIN ? 0 : -errno;
+	for (ssize_t i = 0; i < n; i++)
+		edges[i] = fake_ring[fake_r++ % 1024];
+	return (int)n;
+}
+static int f_get(void *line) { return fake_level; }
+static int f_set(void *line, int v) { return -ENOTSUP; }
+static void f_rel(void *line)
+{
+	close(fake_pipe[0]);
+	close(fake_pipe[1]);
+}
+static const struct hal_gpio_provider fake = { f_req, f_req_out, f_fd, f_read, f_get, f_set, f_rel,
+					       NULL };
+
+/* ---- wrapper around any provider: remembers the newest edge time ---- */
+static const struct hal_gpio_provider *base;
+static volatile uint64_t last_edge_ns;
+static int w_req(void *c, const char *chip, unsigned off, const char *cons, void **line, char *e,
+		 size_t el)
+{
+	return base->request_events(base->ctx, chip, off, cons, line, e, el);
+}
+static int w_req_out(void *c, const char *chip, unsigned off, const char *cons, int v, void **line,
+		     char *e, size_t el)
+{
+	return base->request_output(base->ctx, chip, off, cons, v, line, e, el);
+}
+static int w_fd(void *line) { return base->event_fd(line); }
+static int w_read(void *line, struct hal_gpio_edge *edges, size_t max)
+{
+	int n = base->read_edges(line, edges, max);
+	if (n > 0)
+		last_edge_ns = edges[n - 1].ts_ns;
+	return n;
+}
+static int w_get(void *line) { return base->get_value(line); }
+static int w_set(void *line, int v) { return base->set_value(line, v); }
+static void w_rel(void *line) { base->release(line); }
+static const struct hal_gpio_provider wrapped = { w_req, w_req_out, w_fd, w_read, w_get, w_set,
+						  w_rel, NULL };
+
+static volatile int stop;
+
+static void *toggler(void *arg)
+{
+	int n = *(int *)arg;
+	for (int i = 0; i < n && !stop; i++) {
+		struct timespec gap = { 0, 300000 }; /* 300 us: one edge per wake-up */
+		nanosleep(&gap, NULL);
+		fake_level = !fake_level;
+		fake_ring[fake_w % 1024] = (struct hal_gpio_edge){ fake_level != 0, now_ns() };
+		fake_w++;
+		if (write(fake_pipe[1], "e", 1) != 1)
+			break;
+	}
+	return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+	const char *chip = NULL, *line = "0";
+	int n = 2000;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--chip") && i + 1 < argc)
+			chip = argv[++i];
+		else if (!strcmp(argv[i], "--line") && i + 1 < argc)
+			line = argv[++i];
+		else
+			n = atoi(argv[i]);
+	}
+	if (n <= 0 || n > 1000000)
+		n = 2000;
+	base = chip ? hal_gpio_libgpiod_provider() : &fake;
+	hal_gpio_set_line_provider(&wrapped);
+	const char *keys[] = { "chip", "alert_line", "debounce_ms" };
+	const char *vals[] = { chip ? chip : "fake", line, "0" };
+	struct hal_dev_cfg cfg = { .name = "bench", .backend = "gpio", .n_opts = 3, .keys = keys,
+				   .values = vals };
+	struct hal_dev dev = { .ops = &hal_gpio_ops };
+	struct diag_list dl = { 0 };
+	if (hal_gpio_ops.open(&dev, &cfg, &dl)) {
+		diag_print(&dl, stderr);
+		return 1;
+	}
+	uint64_t *lat = calloc((size_t)n, sizeof(*lat));
+	pthread_t th;
+	if (!chip)
+		pthread_create(&th, NULL, toggler, &n);
+	int got = 0;
+	struct pollfd pfd = { .fd = dev.ops->alert_fd(&dev), .events = POLLIN };
+	while (got < n) {
+		int rc = poll(&pfd, 1, 10000);
+		if (rc <= 0) {
+			fprintf(stderr, "no edge within 10 s after %d events\n", got);
+			break;
+		}
+		struct hal_alert ev;
+		while (got < n && dev.ops->alert_read(&dev, &ev) == 1) {
+			uint64_t t = now_ns();
+			lat[got++] = t > last_edge_ns ? t - last_edge_ns : 0;
+		}
+	}
+	stop = 1;
+	if (!chip)
+		pthread_join(th, NULL);
+	hal_gpio_ops.close(&dev);
+	hal_gpio_set_line_provider(NULL);
+	if (got > 0) {
+		qsort(lat, (size_t)got, sizeof(*lat), cmp_u64);
+		printf("gpio alert %s: %d events, edge->alert_read latency p50 %.1f us, p99 %.1f us, "
+		       "max %.1f us\n",
+		       chip ? "libgpiod" : "fake pipe line", got, lat[got / 2] / 1e3,
+		       lat[(size_t)got * 99 / 100] / 1e3, lat[got - 1] / 1e3);
+	}
+	free(lat);
+	diag_clear(&dl);
+	return got == n ? 0 : 1;
+}
+
+#else
+int main(void)
+{
+	printf("bench_gpio_alert: built with GOVD_WITH_GPIOD=OFF\n");
+	return 0;
+}
+#endif

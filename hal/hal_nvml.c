@@ -1,0 +1,793 @@
+/* The NVML backend: libnvidia-ml.so.1 loaded with dlopen at open(), so govd
+ * builds and runs without the NVIDIA driver. One hal_dev per GPU (option
+ * `index`). Types and constants below are declared from the NVML API
+ * reference (docs.nvidia.com/deploy/nvml-api, nvml.h of CUDA 12): only the
+ * ones used here, with their documented numeric values. docs/backends.md
+ * has the options, units, restore rules and the fake library for tests. */
+#if GOVD_WITH_NVML
+#include <dlfcn.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hal/hal.h"
+#include "hal/hal_backends.h"
+
+/* nvmlReturn_t */
+enum {
+	NVML_SUCCESS = 0,
+	NVML_ERROR_INVALID_ARGUMENT = 2,
+	NVML_ERROR_NOT_SUPPORTED = 3,
+	NVML_ERROR_NO_PERMISSION = 4,
+	NVML_ERROR_NOT_FOUND = 6,
+	NVML_ERROR_INSUFFICIENT_SIZE = 7,
+	NVML_ERROR_GPU_IS_LOST = 15,
+};
+/* nvmlTemperatureSensors_t, nvmlTemperatureThresholds_t, nvmlClockType_t,
+ * nvmlPerfPolicyType_t, nvmlValueType_t */
+enum { NVML_TEMPERATURE_GPU = 0 };
+enum { NVML_TEMPERATURE_THRESHOLD_SHUTDOWN = 0, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN = 1 };
+enum { NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2 };
+enum { NVML_PERF_POLICY_THERMAL = 1 };
+enum {
+	NVML_VALUE_TYPE_DOUBLE = 0,
+	NVML_VALUE_TYPE_UNSIGNED_INT = 1,
+	NVML_VALUE_TYPE_UNSIGNED_LONG = 2,
+	NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3,
+	NVML_VALUE_TYPE_SIGNED_LONG_LONG = 4,
+	NVML_VALUE_TYPE_SIGNED_INT = 5,
+	NVML_VALUE_TYPE_UNSIGNED_SHORT = 6,
+};
+/* Field ids (nvmlDeviceGetFieldValues). */
+#define NVML_FI_DEV_MEMORY_TEMP 82
+#define NVML_FI_DEV_POWER_INSTANT 186
+/* nvmlClocksEventReasons (formerly ...ThrottleReasons) bits. */
+#define NVML_CER_GPU_IDLE 0x1ull
+#define NVML_CER_APP_CLOCKS 0x2ull
+#define NVML_CER_SW_POWER_CAP 0x4ull
+#define NVML_CER_HW_SLOWDOWN 0x8ull
+#define NVML_CER_SW_THERMAL 0x20ull
+#define NVML_CER_HW_THERMAL 0x40ull
+#define NVML_CER_HW_POWER_BRAKE 0x80ull
+
+typedef int nvml_ret;
+typedef struct nvml_device_st *nvml_dev;
+typedef struct {
+	unsigned long long reference_time_ns, violation_time_ns;
+} nvml_violation;
+typedef union {
+	double d;
+	unsigned int ui;
+	unsigned long ul;
+	unsigned long long ull;
+	long long sll;
+	int si;
+	unsigned short us;
+} nvml_value;
+typedef struct {
+	unsigned int field_id, scope_id;
+	long long timestamp_us, latency_us;
+	int value_type;
+	nvml_ret ret;
+	nvml_value value;
+} nvml_field_value;
+typedef struct {
+	unsigned int gpu, memory;
+} nvml_utilization;
+
+struct nvml_fns {
+	nvml_ret (*init)(void);
+	nvml_ret (*shutdown)(void);
+	const char *(*error_string)(nvml_ret);
+	nvml_ret (*get_count)(unsigned int *);
+	nvml_ret (*get_handle)(unsigned int, nvml_dev *);
+	nvml_ret (*get_name)(nvml_dev, char *, unsigned int);
+	nvml_ret (*temperature)(nvml_dev, int, unsigned int *);
+	nvml_ret (*power_usage)(nvml_dev, unsigned int *);
+	nvml_ret (*field_values)(nvml_dev, int, nvml_field_value *);
+	nvml_ret (*total_energy)(nvml_dev, unsigned long long *);
+	nvml_ret (*temp_threshold)(nvml_dev, int, unsigned int *);
+	nvml_ret (*clock_info)(nvml_dev, int, unsigned int *);
+	nvml_ret (*max_clock_info)(nvml_dev, int, unsigned int *);
+	nvml_ret (*event_reasons)(nvml_dev, unsigned long long *);
+	nvml_ret (*throttle_reasons)(nvml_dev, unsigned long long *);
+	nvml_ret (*violation)(nvml_dev, int, nvml_violation *);
+	nvml_ret (*utilization)(nvml_dev, nvml_utilization *);
+	nvml_ret (*driver_version)(char *, unsigned int);
+	nvml_ret (*vbios_version)(nvml_dev, char *, unsigned int);
+	nvml_ret (*power_limit)(nvml_dev, unsigned int *);
+	nvml_ret (*power_limit_constraints)(nvml_dev, unsigned int *, unsigned int *);
+	nvml_ret (*power_limit_default)(nvml_dev, unsigned int *);
+	nvml_ret (*set_power_limit)(nvml_dev, unsigned int);
+	nvml_ret (*set_locked_clocks)(nvml_dev, unsigned int, unsigned int);
+	nvml_ret (*reset_locked_clocks)(nvml_dev);
+	nvml_ret (*supported_mem_clocks)(nvml_dev, unsigned int *, unsigned int *);
+	nvml_ret (*supported_gfx_clocks)(nvml_dev, unsigned int, unsigned int *, unsigned int *);
+};
+
+static const struct {
+	const char *name;
+	size_t off;
+	bool required;
+} symbols[] = {
+#define SYM(n, f, r) { n, offsetof(struct nvml_fns, f), r }
+	SYM("nvmlInit_v2", init, true),
+	SYM("nvmlShutdown", shutdown, true),
+	SYM("nvmlErrorString", error_string, true),
+	SYM("nvmlDeviceGetCount_v2", get_count, true),
+	SYM("nvmlDeviceGetHandleByIndex_v2", get_handle, true),
+	SYM("nvmlDeviceGetName", get_name, true),
+	SYM("nvmlDeviceGetTemperature", temperature, true),
+	SYM("nvmlDeviceGetPowerUsage", power_usage, true),
+	SYM("nvmlDeviceGetFieldValues", field_values, false),
+	SYM("nvmlDeviceGetTotalEnergyConsumption", total_energy, false),
+	SYM("nvmlDeviceGetTemperatureThreshold", temp_threshold, false),
+	SYM("nvmlDeviceGetClockInfo", clock_info, false),
+	SYM("nvmlDeviceGetMaxClockInfo", max_clock_info, false),
+	SYM("nvmlDeviceGetCurrentClocksEventReasons", event_reasons, false),
+	SYM("nvmlDeviceGetCurrentClocksThrottleReasons", throttle_reasons, false),
+	SYM("nvmlDeviceGetViolationStatus", violation, false),
+	SYM("nvmlDeviceGetUtilizationRates", utilization, false),
+	SYM("nvmlSystemGetDriverVersion", driver_version, false),
+	SYM("nvmlDeviceGetVbiosVersion", vbios_version, false),
+	SYM("nvmlDeviceGetPowerManagementLimit", power_limit, false),
+	SYM("nvmlDeviceGetPowerManagementLimitConstraints", power_limit_constraints, false),
+	SYM("nvmlDeviceGetPowerManagementDefaultLimit", power_limit_default, false),
+	SYM("nvmlDeviceSetPowerManagementLimit", set_power_limit, false),
+	SYM("nvmlDeviceSetGpuLockedClocks", set_locked_clocks, false),
+	SYM("nvmlDeviceResetGpuLockedClocks", reset_locked_clocks, false),
+	SYM("nvmlDeviceGetSupportedMemoryClocks", supported_mem_clocks, false),
+	SYM("nvmlDeviceGetSupportedGraphicsClocks", supported_gfx_clocks, false),
+#undef SYM
+};
+#define N_SYMBOLS (sizeof(symbols) / sizeof(symbols[0]))
+
+/* Readings that answered NOT_SUPPORTED once are skipped afterwards. */
+enum {
+	U_INSTANT = 1u << 0,
+	U_MEM_TEMP = 1u << 1,
+	U_ENERGY = 1u << 2,
+	U_CLOCK = 1u << 3,
+	U_REASONS = 1u << 4,
+	U_VIOLATION = 1u << 5,
+	U_UTIL = 1u << 6,
+	U_LIMIT = 1u << 7,
+};
+
+struct nvml {
+	struct hal_ops ops; /* per-device copy: missing capabilities NULL */
+	const struct govd_clock *clock;
+	void *lib;
+	struct nvml_fns fn;
+	nvml_dev dev;
+	unsigned index;
+	bool initialised, use_instant, read_only;
+	uint32_t unsupported;
+	uint32_t clk_min_mhz, clk_max_mhz; /* supported graphics clocks table */
+	/* energy check, clamp edges */
+	unsigned long long energy_prev_mj;
+	bool energy_have_prev, hw_slow_prev;
+	uint64_t clamp_events;
+	/* originals, taken before the first write */
+	bool orig_taken, orig_limit_ok, wrote_limit, wrote_clocks;
+	unsigned orig_limit_mw;
+	uint32_t faults;
+	char fault[64];
+	char err[256];
+};
+
+static struct nvml *nvml_of(struct hal_dev *dev)
+{
+	return dev->priv;
+}
+
+static uint64_t now_ms(const struct nvml *n)
+{
+	if (n->clock)
+		return govd_clock_now_ms(n->clock);
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static const char *estr(const struct nvml *n, nvml_ret r)
+{
+	const char *s = n->fn.error_string ? n->fn.error_string(r) : NULL;
+	return s ? s : "unknown NVML error";
+}
+
+static int to_errno(nvml_ret r)
+{
+	switch (r) {
+	case NVML_SUCCESS:
+		return 0;
+	case NVML_ERROR_INVALID_ARGUMENT:
+		return -EINVAL;
+	case NVML_ERROR_NOT_SUPPORTED:
+		return -EOPNOTSUPP;
+	case NVML_ERROR_NO_PERMISSION:
+		return -EPERM;
+	case NVML_ERROR_NOT_FOUND:
+		return -ENODEV;
+	case NVML_ERROR_GPU_IS_LOST:
+		return -ENODEV;
+	default:
+		return -EIO;
+	}
+}
+
+static void add_fault(struct nvml *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_fault(struct nvml *n, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	n->faults++;
+	vsnprintf(n->fault, sizeof(n->fault), fmt, ap);
+	va_end(ap);
+}
+
+/* A read's outcome: true on success; NOT_SUPPORTED marks the reading
+ * unsupported (invalid from now on, not a fault); anything else is a fault. */
+static bool read_ok(struct nvml *n, nvml_ret r, uint32_t bit, const char *sym)
+{
+	if (r == NVML_SUCCESS)
+		return true;
+	if (r == NVML_ERROR_NOT_SUPPORTED)
+		n->unsupported |= bit;
+	else
+		add_fault(n, "%.40s: %s", sym, estr(n, r));
+	return false;
+}
+
+/* A write's outcome; NO_PERMISSION turns the device read-only. */
+static int write_result(struct nvml *n, nvml_ret r, const char *sym)
+{
+	if (r == NVML_SUCCESS)
+		return 0;
+	snprintf(n->err, sizeof(n->err), "nvml: %s: %s%s", sym, estr(n, r),
+		 r == NVML_ERROR_NO_PERMISSION ? " (device now read-only; run govd as root)" : "");
+	if (r == NVML_ERROR_NO_PERMISSION)
+		n->read_only = true;
+	return to_errno(r);
+}
+
+static int check_writable(struct nvml *n)
+{
+	n->err[0] = '\0';
+	if (!n->read_only)
+		return 0;
+	snprintf(n->err, sizeof(n->err),
+		 "nvml: GPU %u is read-only (an earlier write was denied, or option read_only)",
+		 n->index);
+	return -EPERM;
+}
+
+static void put(struct hal_value *hv, int64_t v, uint64_t t)
+{
+	hv->v = v;
+	hv->t_ms = t;
+	hv->valid = true;
+}
+
+static bool field_i64(const nvml_field_value *f, int64_t *out)
+{
+	if (f->ret != NVML_SUCCESS)
+		return false;
+	switch (f->value_type) {
+	case NVML_VALUE_TYPE_DOUBLE:
+		*out = (int64_t)f->value.d;
+		return true;
+	case NVML_VALUE_TYPE_UNSIGNED_INT:
+		*out = f->value.ui;
+		return true;
+	case NVML_VALUE_TYPE_UNSIGNED_LONG:
+		*out = (int64_t)f->value.ul;
+		return true;
+	case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG:
+		*out = (int64_t)f->value.ull;
+		return true;
+	case NVML_VALUE_TYPE_SIGNED_LONG_LONG:
+		*out = f->value.sll;
+		return true;
+	case NVML_VALUE_TYPE_SIGNED_INT:
+		*out = f->value.si;
+		return true;
+	case NVML_VALUE_TYPE_UNSIGNED_SHORT:
+		*out = f->value.us;
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void put_temp(struct nvml *n, struct hal_value *hv, int64_t c, const char *what, uint64_t t)
+{
+	if (c < -273 || c > 200)
+		add_fault(n, "nvml %s: %lld C out of [-273, 200]", what, (long long)c);
+	else
+		put(hv, c * 1000, t);
+}
+
+/* ---- sample --------------------------------------------------------- */
+
+static void sample_fields(struct nvml *n, struct hal_sample *out, uint64_t t)
+{
+	nvml_field_value fv[2];
+	int nf = 0;
+	memset(fv, 0, sizeof(fv));
+	if (n->use_instant && !(n->unsupported & U_INSTANT))
+		fv[nf++].field_id = NVML_FI_DEV_POWER_INSTANT;
+	if (!(n->unsupported & U_MEM_TEMP))
+		fv[nf++].field_id = NVML_FI_DEV_MEMORY_TEMP;
+	if (!n->fn.field_values || nf == 0)
+		return;
+	nvml_ret r = n->fn.field_values(n->dev, nf, fv);
+	if (!read_ok(n, r, U_INSTANT | U_MEM_TEMP, "nvmlDeviceGetFieldValues"))
+		return;
+	for (int i = 0; i < nf; i++) {
+		int64_t v;
+		bool ok = field_i64(&fv[i], &v);
+		if (fv[i].field_id == NVML_FI_DEV_POWER_INSTANT) {
+			if (!ok)
+				n->unsupported |= U_INSTANT; /* fall back to the 1 s average */
+			else if (v < 0)
+				add_fault(n, "nvml power instant: negative %lld mW", (long long)v);
+			else
+				put(&out->power_mw[HAL_RAIL_ACCEL], v, t);
+		} else if (ok) {
+			put_temp(n, &out->temp_mc[HAL_TEMP_MEMORY], v, "memory temp", t);
+		} else if (fv[i].ret == NVML_ERROR_NOT_SUPPORTED) {
+			n->unsupported |= U_MEM_TEMP;
+		}
+	}
+}
+
+static uint32_t map_reasons(unsigned long long r)
+{
+	uint32_t t = 0;
+	if (r & NVML_CER_SW_POWER_CAP)
+		t |= HAL_THR_POWER_CAP;
+	if (r & NVML_CER_SW_THERMAL)
+		t |= HAL_THR_SW_THERMAL;
+	if (r & (NVML_CER_HW_SLOWDOWN | NVML_CER_HW_THERMAL | NVML_CER_HW_POWER_BRAKE))
+		t |= HAL_THR_HW_SLOWDOWN;
+	if (r & NVML_CER_APP_CLOCKS)
+		t |= HAL_THR_APP_CLOCKS;
+	if (r & NVML_CER_GPU_IDLE)
+		t |= HAL_THR_IDLE;
+	return t;
+}
+
+static int nvml_sample(struct hal_dev *dev, struct hal_sample *out)
+{
+	struct nvml *n = nvml_of(dev);
+	memset(out, 0, sizeof(*out));
+	uint64_t t = now_ms(n);
+	out->t_ms = t;
+	unsigned u;
+	unsigned long long ull;
+	nvml_ret r;
+
+	sample_fields(n, out, t);
+	if (!out->power_mw[HAL_RAIL_ACCEL].valid) {
+		r = n->fn.power_usage(n->dev, &u);
+		if (read_ok(n, r, 0, "nvmlDeviceGetPowerUsage"))
+			put(&out->power_mw[HAL_RAIL_ACCEL], u, t);
+	}
+	if (n->fn.total_energy && !(n->unsupported & U_ENERGY)) {
+		r = n->fn.total_energy(n->dev, &ull);
+		if (read_ok(n, r, U_ENERGY, "nvmlDeviceGetTotalEnergyConsumption")) {
+			if (n->energy_have_prev && ull < n->energy_prev_mj)
+				add_fault(n, "nvml energy: counter backwards to %llu mJ", ull);
+			else
+				put(&out->energy_mj[HAL_RAIL_ACCEL], (int64_t)ull, t);
+			n->energy_prev_mj = ull;
+			n->energy_have_prev = true;
+		}
+	}
+	r = n->fn.temperature(n->dev, NVML_TEMPERATURE_GPU, &u);
+	if (read_ok(n, r, 0, "nvmlDeviceGetTemperature"))
+		put_temp(n, &out->temp_mc[HAL_TEMP_JUNCTION], u, "gpu temp", t);
+	if (n->fn.clock_info && !(n->unsupported & U_CLOCK)) {
+		r = n->fn.clock_info(n->dev, NVML_CLOCK_SM, &u);
+		if (read_ok(n, r, U_CLOCK, "nvmlDeviceGetClockInfo"))
+			put(&out->clk_khz, (int64_t)u * 1000, t);
+	}
+	if (n->fn.power_limit && !(n->unsupported & U_LIMIT)) {
+		r = n->fn.power_limit(n->dev, &u);
+		if (read_ok(n, r, U_LIMIT, "nvmlDeviceGetPowerManagementLimit"))
+			put(&out->power_limit_mw, u, t);
+	}
+	if (n->fn.utilization && !(n->unsupported & U_UTIL)) {
+		nvml_utilization ut;
+		r = n->fn.utilization(n->dev, &ut);
+		if (read_ok(n, r, U_UTIL, "nvmlDeviceGetUtilizationRates"))
+			put(&out->util_pct, ut.gpu, t);
+	}
+	nvml_ret (*reasons)(nvml_dev, unsigned long long *) =
+		n->fn.event_reasons ? n->fn.event_reasons : n->fn.throttle_reasons;
+	if (reasons && !(n->unsupported & U_REASONS)) {
+		r = reasons(n->dev, &ull);
+		if (read_ok(n, r, U_REASONS, "nvmlDeviceGetCurrentClocksEventReasons")) {
+			out->throttle = map_reasons(ull);
+			bool hw = out->throttle & HAL_THR_HW_SLOWDOWN;
+			n->clamp_events += hw && !n->hw_slow_prev;
+			n->hw_slow_prev = hw;
+		}
+	}
+	out->clamp_events = n->clamp_events;
+	if (n->fn.violation && !(n->unsupported & U_VIOLATION)) {
+		nvml_violation v;
+		r = n->fn.violation(n->dev, NVML_PERF_POLICY_THERMAL, &v);
+		if (read_ok(n, r, U_VIOLATION, "nvmlDeviceGetViolationStatus"))
+			out->clamp_time_ms = v.violation_time_ns / 1000000u;
+	}
+	out->faults = n->faults;
+	snprintf(out->fault, sizeof(out->fault), "%s", n->fault);
+	return 0;
+}
+
+/* ---- limits --------------------------------------------------------- */
+
+static int cmp_uint(const void *a, const void *b)
+{
+	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+	return (x > y) - (x < y);
+}
+
+/* The graphics clocks NVML accepts at the highest memory clock, sorted. */
+static int clock_table(struct nvml *n, unsigned *clk, unsigned *count)
+{
+	unsigned mem[64], nm = 64, cap = *count;
+	*count = 0;
+	if (!n->fn.supported_mem_clocks || !n->fn.supported_gfx_clocks)
+		return -EOPNOTSUPP;
+	nvml_ret r = n->fn.supported_mem_clocks(n->dev, &nm, mem);
+	if (r != NVML_SUCCESS || nm == 0) {
+		snprintf(n->err, sizeof(n->err), "nvml: nvmlDeviceGetSupportedMemoryClocks: %s",
+			 r ? estr(n, r) : "empty list");
+		return r ? to_errno(r) : -ENODATA;
+	}
+	unsigned mem_max = 0;
+	for (unsigned i = 0; i < nm && i < 64; i++)
+		mem_max = mem[i] > mem_max ? mem[i] : mem_max;
+	unsigned ng = cap;
+	r = n->fn.supported_gfx_clocks(n->dev, mem_max, &ng, clk);
+	if (r != NVML_SUCCESS || ng == 0) {
+		snprintf(n->err, sizeof(n->err), "nvml: nvmlDeviceGetSupportedGraphicsClocks: %s",
+			 r ? estr(n, r) : "empty list");
+		return r ? to_errno(r) : -ENODATA;
+	}
+	*count = ng < cap ? ng : cap;
+	qsort(clk, *count, sizeof(*clk), cmp_uint);
+	return 0;
+}
+
+static int nvml_get_limits(struct hal_dev *dev, struct hal_limits *out)
+{
+	struct nvml *n = nvml_of(dev);
+	memset(out, 0, sizeof(*out));
+	n->err[0] = '\0';
+	unsigned clk[512], nc = 512, a, b;
+	if (clock_table(n, clk, &nc) == 0) {
+		out->clk_min_khz = clk[0] * 1000u;
+		out->clk_max_khz = clk[nc - 1] * 1000u;
+		for (unsigned i = 1; i < nc; i++) {
+			unsigned d = (clk[i] - clk[i - 1]) * 1000u;
+			if (d && (!out->clk_step_khz || d < out->clk_step_khz))
+				out->clk_step_khz = d;
+		}
+	}
+	if (n->fn.max_clock_info && n->fn.max_clock_info(n->dev, NVML_CLOCK_SM, &a) == NVML_SUCCESS)
+		out->clk_default_max_khz = a * 1000u;
+	if (n->fn.power_limit_constraints &&
+	    n->fn.power_limit_constraints(n->dev, &a, &b) == NVML_SUCCESS) {
+		out->power_limit_min_mw = a;
+		out->power_limit_max_mw = b;
+	}
+	if (n->fn.power_limit_default && n->fn.power_limit_default(n->dev, &a) == NVML_SUCCESS)
+		out->power_limit_default_mw = a;
+	if (n->fn.temp_threshold) {
+		if (n->fn.temp_threshold(n->dev, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN, &a) ==
+		    NVML_SUCCESS)
+			out->slowdown_mc = (int32_t)a * 1000;
+		if (n->fn.temp_threshold(n->dev, NVML_TEMPERATURE_THRESHOLD_SHUTDOWN, &a) ==
+		    NVML_SUCCESS)
+			out->shutdown_mc = (int32_t)a * 1000;
+	}
+	char buf[96];
+	if (n->fn.get_name(n->dev, buf, sizeof(buf)) == NVML_SUCCESS)
+		snprintf(out->model, sizeof(out->model), "%.47s", buf);
+	if (n->fn.driver_version && n->fn.driver_version(buf, sizeof(buf)) == NVML_SUCCESS)
+		snprintf(out->driver_version, sizeof(out->driver_version), "%.47s", buf);
+	if (n->fn.vbios_version && n->fn.vbios_version(n->dev, buf, sizeof(buf)) == NVML_SUCCESS)
+		snprintf(out->firmware_version, sizeof(out->firmware_version), "%.47s", buf);
+	return 0;
+}
+
+/* ---- writes, originals, restore ------------------------------------- */
+
+/* NVML has no getter for locked clocks: the original state is taken to be
+ * unlocked (the driver default), and close() resets them. */
+static int take_original(struct nvml *n)
+{
+	if (n->orig_taken)
+		return 0;
+	if (n->fn.power_limit) {
+		nvml_ret r = n->fn.power_limit(n->dev, &n->orig_limit_mw);
+		n->orig_limit_ok = r == NVML_SUCCESS;
+	}
+	n->orig_taken = true;
+	return 0;
+}
+
+static int nvml_set_power_limit(struct hal_dev *dev, uint32_t limit_mw)
+{
+	struct nvml *n = nvml_of(dev);
+	int rc = check_writable(n);
+	if (rc)
+		return rc;
+	unsigned lo, hi;
+	if (n->fn.power_limit_constraints &&
+	    n->fn.power_limit_constraints(n->dev, &lo, &hi) == NVML_SUCCESS &&
+	    (limit_mw < lo || limit_mw > hi)) {
+		snprintf(n->err, sizeof(n->err), "nvml: power limit %u mW outside [%u, %u] mW",
+			 limit_mw, lo, hi);
+		return -EINVAL;
+	}
+	take_original(n);
+	if (!n->orig_limit_ok) {
+		snprintf(n->err, sizeof(n->err),
+			 "nvml: cannot record the original power limit "
+			 "(nvmlDeviceGetPowerManagementLimit failed): refusing to change it");
+		return -EIO;
+	}
+	rc = write_result(n, n->fn.set_power_limit(n->dev, limit_mw),
+			  "nvmlDeviceSetPowerManagementLimit");
+	if (rc == 0)
+		n->wrote_limit = true;
+	return rc;
+}
+
+static int nvml_set_clock_range(struct hal_dev *dev, uint32_t min_khz, uint32_t max_khz)
+{
+	struct nvml *n = nvml_of(dev);
+	int rc = check_writable(n);
+	if (rc)
+		return rc;
+	uint32_t lo = min_khz / 1000u, hi = max_khz / 1000u;
+	if (lo > hi || (n->clk_max_mhz && (lo < n->clk_min_mhz || hi > n->clk_max_mhz))) {
+		snprintf(n->err, sizeof(n->err),
+			 "nvml: clock range [%u, %u] MHz invalid (supported %u..%u MHz)", lo, hi,
+			 n->clk_min_mhz, n->clk_max_mhz);
+		return -EINVAL;
+	}
+	take_original(n);
+	rc = write_result(n, n->fn.set_locked_clocks(n->dev, lo, hi), "nvmlDeviceSetGpuLockedClocks");
+	if (rc == 0)
+		n->wrote_clocks = true;
+	return rc;
+}
+
+static int nvml_reset_clocks(struct hal_dev *dev)
+{
+	struct nvml *n = nvml_of(dev);
+	int rc = check_writable(n);
+	if (rc)
+		return rc;
+	take_original(n);
+	return write_result(n, n->fn.reset_locked_clocks(n->dev), "nvmlDeviceResetGpuLockedClocks");
+}
+
+static int nvml_get_original(struct hal_dev *dev, char *json, size_t len)
+{
+	struct nvml *n = nvml_of(dev);
+	take_original(n);
+	char name[96] = "";
+	n->fn.get_name(n->dev, name, sizeof(name));
+	for (char *p = name; *p; p++)
+		if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
+			*p = '_';
+	char limit[32] = "null";
+	if (n->orig_limit_ok)
+		snprintf(limit, sizeof(limit), "%u", n->orig_limit_mw);
+	int w = snprintf(json, len,
+			 "{\"backend\":\"nvml\",\"index\":%u,\"name\":\"%s\","
+			 "\"power_limit_mw\":%s,\"locked_clocks\":\"reset\"}",
+			 n->index, name, limit);
+	if (w < 0 || (size_t)w >= len) {
+		if (len)
+			json[0] = '\0';
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+static const char *nvml_last_error(struct hal_dev *dev)
+{
+	return nvml_of(dev)->err;
+}
+
+/* ---- open / close --------------------------------------------------- */
+
+static void release(struct nvml *n)
+{
+	if (n->initialised)
+		n->fn.shutdown();
+	if (n->lib)
+		dlclose(n->lib);
+	free(n);
+}
+
+static void nvml_close(struct hal_dev *dev)
+{
+	struct nvml *n = nvml_of(dev);
+	if (!n)
+		return;
+	/* Restore what this backend changed, even after a later write turned
+	 * the device read-only. */
+	if (n->wrote_clocks)
+		n->fn.reset_locked_clocks(n->dev);
+	if (n->wrote_limit && n->orig_limit_ok)
+		n->fn.set_power_limit(n->dev, n->orig_limit_mw);
+	release(n);
+	dev->priv = NULL;
+}
+
+static const char *opt(const struct hal_dev_cfg *cfg, const char *key, const char *def)
+{
+	for (size_t i = 0; i < cfg->n_opts; i++)
+		if (strcmp(cfg->keys[i], key) == 0)
+			return cfg->values[i];
+	return def;
+}
+
+static int parse_uint(const char *s, unsigned *out)
+{
+	char *end;
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (errno || *end || v > 1024)
+		return -EINVAL;
+	*out = (unsigned)v;
+	return 0;
+}
+
+static int nvml_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct diag_list *diags)
+{
+	const char *file = cfg->name ? cfg->name : "nvml";
+	static const char *const keys[] = { "index", "library", "power", "read_only" };
+	for (size_t i = 0; i < cfg->n_opts; i++) {
+		bool ok = false;
+		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+			ok |= strcmp(cfg->keys[i], keys[k]) == 0;
+		if (!ok) {
+			diag_add(diags, DIAG_ERROR, file, 0, 0, cfg->keys[i], "unknown-option",
+				 "unknown nvml option '%s'; valid: index, library, power, read_only",
+				 cfg->keys[i]);
+			return -EINVAL;
+		}
+	}
+	struct nvml *n = calloc(1, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	n->clock = cfg->clock;
+	int rc = -EINVAL;
+	if (parse_uint(opt(cfg, "index", "0"), &n->index)) {
+		diag_add(diags, DIAG_ERROR, file, 0, 0, "index", "bad-option",
+			 "index '%s': a GPU index 0, 1, ... as nvidia-smi lists them",
+			 opt(cfg, "index", ""));
+		goto err_free;
+	}
+	const char *power = opt(cfg, "power", "instant");
+	if (strcmp(power, "instant") != 0 && strcmp(power, "average") != 0) {
+		diag_add(diags, DIAG_ERROR, file, 0, 0, "power", "bad-option",
+			 "power '%s': valid: instant (NVML_FI_DEV_POWER_INSTANT, falls back to the "
+			 "1 s average), average (nvmlDeviceGetPowerUsage)",
+			 power);
+		goto err_free;
+	}
+	n->use_instant = strcmp(power, "instant") == 0;
+	const char *ro = opt(cfg, "read_only", "false");
+	if (strcmp(ro, "true") != 0 && strcmp(ro, "false") != 0) {
+		diag_add(diags, DIAG_ERROR, file, 0, 0, "read_only", "bad-option",
+			 "read_only '%s': true or false", ro);
+		goto err_free;
+	}
+	n->read_only = strcmp(ro, "true") == 0;
+
+	const char *libname = opt(cfg, "library", "libnvidia-ml.so.1");
+	n->lib = dlopen(libname, RTLD_NOW | RTLD_LOCAL);
+	if (!n->lib) {
+		diag_add(diags, DIAG_ERROR, "nvml", 0, 0, "library", "nvml-not-found",
+			 "nvml: %s not found (dlopen: %s)", libname, dlerror());
+		rc = -ENOENT;
+		goto err_free;
+	}
+	for (size_t i = 0; i < N_SYMBOLS; i++) {
+		void *sym = dlsym(n->lib, symbols[i].name);
+		if (!sym && symbols[i].required) {
+			diag_add(diags, DIAG_ERROR, "nvml", 0, 0, "library", "nvml-symbol-missing",
+				 "nvml: %s has no symbol %s (driver too old?)", libname,
+				 symbols[i].name);
+			rc = -ENOSYS;
+			goto err_release;
+		}
+		/* POSIX dlsym: an object pointer that holds a function address. */
+		memcpy((char *)&n->fn + symbols[i].off, &sym, sizeof(sym));
+	}
+	nvml_ret r = n->fn.init();
+	if (r != NVML_SUCCESS) {
+		diag_add(diags, DIAG_ERROR, "nvml", 0, 0, "", "nvml-init",
+			 "nvml: nvmlInit_v2: %s", estr(n, r));
+		rc = to_errno(r);
+		goto err_release;
+	}
+	n->initialised = true;
+	unsigned count = 0;
+	r = n->fn.get_count(&count);
+	if (r != NVML_SUCCESS || n->index >= count) {
+		diag_add(diags, DIAG_ERROR, file, 0, 0, "index", "nvml-no-gpu",
+			 "nvml: GPU index %u not present (%u GPUs%s%s)", n->index, count,
+			 r ? ": " : "", r ? estr(n, r) : "");
+		rc = -ENODEV;
+		goto err_release;
+	}
+	r = n->fn.get_handle(n->index, &n->dev);
+	if (r != NVML_SUCCESS) {
+		diag_add(diags, DIAG_ERROR, file, 0, 0, "index", "nvml-handle",
+			 "nvml: nvmlDeviceGetHandleByIndex_v2(%u): %s", n->index, estr(n, r));
+		rc = to_errno(r);
+		goto err_release;
+	}
+	unsigned clk[512], nc = 512;
+	if (clock_table(n, clk, &nc) == 0) {
+		n->clk_min_mhz = clk[0];
+		n->clk_max_mhz = clk[nc - 1];
+	}
+	n->err[0] = '\0';
+	n->ops = hal_nvml_ops;
+	if (!n->fn.set_locked_clocks || !n->fn.reset_locked_clocks) {
+		n->ops.set_clock_range = NULL;
+		n->ops.reset_clocks = NULL;
+		diag_add(diags, DIAG_WARNING, "nvml", 0, 0, "library", "nvml-symbol-missing",
+			 "nvml: no nvmlDeviceSetGpuLockedClocks/ResetGpuLockedClocks: clocks are "
+			 "read-only");
+	}
+	if (!n->fn.set_power_limit || !n->fn.power_limit) {
+		n->ops.set_power_limit = NULL;
+		diag_add(diags, DIAG_WARNING, "nvml", 0, 0, "library", "nvml-symbol-missing",
+			 "nvml: no nvmlDeviceSetPowerManagementLimit/GetPowerManagementLimit: the "
+			 "power limit is read-only");
+	}
+	dev->priv = n;
+	dev->ops = &n->ops;
+	return 0;
+
+err_release:
+	release(n);
+	return rc;
+err_free:
+	free(n);
+	return rc;
+}
+
+const struct hal_ops hal_nvml_ops = {
+	.name = "nvml",
+	.open = nvml_open,
+	.close = nvml_close,
+	.get_limits = nvml_get_limits,
+	.sample = nvml_sample,
+	.set_clock_range = nvml_set_clock_range,
+	.reset_clocks = nvml_reset_clocks,
+	.set_power_limit = nvml_set_power_limit,
+	.get_original = nvml_get_original,
+	.last_error = nvml_last_error,
+};
+#endif

@@ -1,0 +1,1084 @@
+/* The `serving` backend. One scrape per read_serving, bounded by timeout_ms
+ * so it fits the control period; everything a scrape yields is committed
+ * only when the whole scrape is good, so a failed one never leaves half
+ * fresh state behind. */
+#include "hal/hal_serving.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hal/precision_act.h"
+#include "hal/promtext.h"
+
+enum fmt { FMT_VLLM, FMT_TRITON, FMT_GENERIC };
+
+/* Metrics the backend reads; option key "<key>_metric" names each. */
+enum metric {
+	M_TTFT,
+	M_TBT,
+	M_E2E,
+	M_REQ,
+	M_TOK,
+	M_RUN,
+	M_WAIT,
+	M_DUR,   /* cumulative request time counter (Triton, us) */
+	M_QUEUE, /* cumulative queue time counter (Triton, us) */
+	M_INT8_TOK,
+	M_SLICE_REQ,
+	M_SLICE_INT8_REQ,
+	M_SLICE_INT8_TOK,
+	M_Q_SAMPLES,
+	M_Q_MISM,
+	M_CONFIRM,
+	M_N
+};
+
+static const char *const metric_key[M_N] = {
+	"ttft_metric",	   "tbt_metric",	   "e2e_metric",		"requests_metric",
+	"tokens_metric",   "running_metric",	   "waiting_metric",		"duration_metric",
+	"queue_duration_metric", "int8_tokens_metric", "slice_requests_metric",
+	"slice_int8_requests_metric", "slice_int8_tokens_metric", "quality_samples_metric",
+	"quality_mismatches_metric", "confirm_metric",
+};
+
+struct fmt_defaults {
+	const char *name[M_N]; /* "a|b": the first family present wins */
+	bool required[M_N];
+	double hist_unit_ms;
+	double counter_unit_ms; /* M_DUR, M_QUEUE */
+};
+
+/* vLLM: docs/design/metrics.md and docs/usage/metrics.md of vllm-project/vllm;
+ * Triton: docs/user_guide/metrics.md of triton-inference-server/server. */
+static const struct fmt_defaults defaults[] = {
+	[FMT_VLLM] = {
+		.name = {
+			[M_TTFT] = "vllm:time_to_first_token_seconds",
+			[M_TBT] = "vllm:inter_token_latency_seconds|vllm:time_per_output_token_seconds",
+			[M_E2E] = "vllm:e2e_request_latency_seconds",
+			[M_REQ] = "vllm:request_success_total",
+			[M_TOK] = "vllm:generation_tokens_total",
+			[M_RUN] = "vllm:num_requests_running",
+			[M_WAIT] = "vllm:num_requests_waiting",
+		},
+		.required = { [M_TTFT] = true, [M_TBT] = true, [M_E2E] = true, [M_REQ] = true,
+			      [M_TOK] = true, [M_RUN] = true, [M_WAIT] = true },
+		.hist_unit_ms = 1000.0,
+		.counter_unit_ms = 1000.0,
+	},
+	[FMT_TRITON] = {
+		.name = {
+			[M_TTFT] = "nv_inference_first_response_histogram_ms",
+			[M_REQ] = "nv_inference_request_success",
+			[M_TOK] = "nv_inference_count",
+			[M_WAIT] = "nv_inference_pending_request_count",
+			[M_DUR] = "nv_inference_request_duration_us",
+			[M_QUEUE] = "nv_inference_queue_duration_us",
+		},
+		.required = { [M_REQ] = true, [M_DUR] = true },
+		.hist_unit_ms = 1.0,
+		.counter_unit_ms = 0.001,
+	},
+	[FMT_GENERIC] = {
+		.hist_unit_ms = 1000.0,
+		.counter_unit_ms = 1000.0,
+	},
+};
+
+#define Q_DGRAM_MAX 4096
+#define Q_DRAIN_MAX 1024
+
+struct sv {
+	char *url;
+	enum fmt fmt;
+	struct prom_matcher match;
+	uint32_t timeout_ms;
+	size_t max_bytes;
+	char *mname[M_N];
+	bool required[M_N];
+	double hist_unit_ms, counter_unit_ms;
+	char *slice_label;
+	size_t n_slices;
+	char slice_name[HAL_MAX_SLICES][HAL_NAME_LEN];
+
+	CURL *curl;
+	char *body;
+	size_t body_len, body_cap;
+	bool body_over;
+
+	/* cumulative state, committed per good scrape */
+	bool have_scrape, last_ok, scraped_since_quality;
+	struct prom_window win[3];   /* ttft, tbt, e2e */
+	struct prom_window win_dur;  /* Triton: count = requests, sum = request time */
+	struct prom_window win_queue;
+	struct hist *h[3];
+	struct prom_counter c_req, c_tok, c_int8_tok;
+	struct prom_counter c_slice[3][HAL_MAX_SLICES]; /* req, int8 req, int8 tok */
+	struct prom_counter c_qs[HAL_MAX_SLICES], c_qm[HAL_MAX_SLICES];
+	uint64_t queue_len, running;
+	double q[6];       /* ttft p95 p99, tbt p95 p99, e2e p95 p99 */
+	double e2e_mean_ms, queue_mean_ms;
+	uint64_t span_ms;
+
+	/* quality datagrams */
+	int qfd;
+	char *qpath;
+	uint64_t qs_sock[HAL_MAX_SLICES], qm_sock[HAL_MAX_SLICES];
+	double qdelta[HAL_MAX_SLICES];
+	uint64_t malformed;
+
+	/* precision */
+	struct pact act;
+	bool act_on;
+	uint64_t gen_set, gen_applied, t_set_ms;
+	char *confirm_url, *confirm_file, *confirm_field;
+	uint64_t confirm_grace_ms;
+
+	char fault_msg[320];
+	char qfault_msg[192];
+};
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint64_t wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+const char *hal_serving_fault_name(uint32_t bit)
+{
+	switch (bit) {
+	case HAL_SVF_CONNECT: return "connect";
+	case HAL_SVF_TIMEOUT: return "timeout";
+	case HAL_SVF_HTTP: return "http-status";
+	case HAL_SVF_PARSE: return "parse";
+	case HAL_SVF_MISSING: return "missing-metric";
+	case HAL_SVF_RESET: return "counter-reset";
+	case HAL_SVF_ACTUATION: return "actuation";
+	case HAL_SVF_QUALITY_MSG: return "quality-message";
+	default: return "?";
+	}
+}
+
+/* ---- options ---- */
+
+static const char *const plain_keys[] = {
+	"url", "format", "labels", "timeout_ms", "window_ms", "max_bytes", "latency_unit",
+	"slices", "slice_label", "quality_socket", "precision", "precision_target",
+	"precision_timeout_ms", "precision_retries", "confirm_url", "confirm_file",
+	"confirm_field", "confirm_grace_ms", NULL,
+};
+
+static const char *opt(const struct hal_dev_cfg *cfg, const char *key)
+{
+	for (size_t i = 0; i < cfg->n_opts; i++)
+		if (cfg->keys[i] && !strcmp(cfg->keys[i], key))
+			return cfg->values[i];
+	return NULL;
+}
+
+static bool known_key(const char *k)
+{
+	for (size_t i = 0; plain_keys[i]; i++)
+		if (!strcmp(k, plain_keys[i]))
+			return true;
+	for (size_t i = 0; i < M_N; i++)
+		if (!strcmp(k, metric_key[i]))
+			return true;
+	return false;
+}
+
+#define SRC(cfg) ((cfg)->name ? (cfg)->name : "serving")
+
+static int opt_u64(const struct hal_dev_cfg *cfg, const char *key, uint64_t lo, uint64_t hi,
+		   uint64_t *out, struct diag_list *diags)
+{
+	const char *v = opt(cfg, key);
+	if (!v)
+		return 0;
+	char *end;
+	errno = 0;
+	unsigned long long x = strtoull(v, &end, 10);
+	if (!*v || *end || errno || *v == '-' || x < lo || x > hi) {
+		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, key, "bad-value",
+			 "'%s' is not an integer in [%llu, %llu]", v, (unsigned long long)lo,
+			 (unsigned long long)hi);
+		return -EINVAL;
+	}
+	*out = x;
+	return 0;
+}
+
+static int parse_slices(struct sv *s, const struct hal_dev_cfg *cfg, const char *v,
+			struct diag_list *diags)
+{
+	const char *p = v;
+	while (*p) {
+		while (*p == ' ' || *p == ',')
+			p++;
+		if (!*p)
+			break;
+		const char *b = p;
+		while (*p && *p != ',')
+			p++;
+		size_t n = (size_t)(p - b);
+		while (n && b[n - 1] == ' ')
+			n--;
+		if (s->n_slices == HAL_MAX_SLICES || n >= HAL_NAME_LEN) {
+			diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "slices", "bad-value",
+				 "at most %d slices of at most %d characters", HAL_MAX_SLICES,
+				 HAL_NAME_LEN - 1);
+			return -EINVAL;
+		}
+		for (size_t i = 0; i < s->n_slices; i++)
+			if (strlen(s->slice_name[i]) == n && !memcmp(s->slice_name[i], b, n)) {
+				diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "slices", "duplicate-slice",
+					 "slice '%.*s' listed twice", (int)n, b);
+				return -EINVAL;
+			}
+		memcpy(s->slice_name[s->n_slices], b, n);
+		s->slice_name[s->n_slices][n] = '\0';
+		s->n_slices++;
+	}
+	return 0;
+}
+
+static int quality_socket_open(struct sv *s, const struct hal_dev_cfg *cfg, const char *path,
+			       struct diag_list *diags)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "quality_socket", "bad-value",
+			 "path longer than %zu bytes", sizeof(sa.sun_path) - 1);
+		return -ENAMETOOLONG;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	struct stat st;
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "quality_socket", "bad-value",
+				 "%s exists and is not a socket", path);
+			return -EEXIST;
+		}
+		unlink(path); /* a stale socket of an earlier run */
+	}
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+		close(fd);
+		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "quality_socket", "io",
+			 "bind %s: %s", path, strerror(e));
+		return -e;
+	}
+	s->qpath = strdup(path);
+	if (!s->qpath) {
+		close(fd);
+		unlink(path);
+		return -ENOMEM;
+	}
+	s->qfd = fd;
+	return 0;
+}
+
+static void sv_pick_ops(struct hal_dev *dev, const struct sv *s);
+static bool quality_from_scrape(const struct sv *s);
+
+static void sv_free(struct sv *s)
+{
+	if (!s)
+		return;
+	if (s->curl)
+		curl_easy_cleanup(s->curl);
+	if (s->qfd >= 0)
+		close(s->qfd);
+	if (s->qpath) {
+		unlink(s->qpath);
+		free(s->qpath);
+	}
+	pact_fini(&s->act);
+	for (int i = 0; i < 3; i++)
+		free(s->h[i]);
+	for (int i = 0; i < M_N; i++)
+		free(s->mname[i]);
+	free(s->url);
+	free(s->slice_label);
+	free(s->body);
+	free(s->confirm_url);
+	free(s->confirm_file);
+	free(s->confirm_field);
+	free(s);
+}
+
+static char *dup_or_null(const char *v, int *bad)
+{
+	if (!v)
+		return NULL;
+	char *d = strdup(v);
+	if (!d)
+		*bad = 1;
+	return d;
+}
+
+static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct diag_list *diags)
+{
+	static bool curl_ready;
+	if (!curl_ready) { /* once per process; never cleaned up (process lifetime) */
+		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+			return -ENOMEM;
+		curl_ready = true;
+	}
+	struct sv *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->qfd = -1;
+	int bad = 0, oom = 0;
+	for (size_t i = 0; i < cfg->n_opts; i++) {
+		if (!cfg->keys[i] || !known_key(cfg->keys[i])) {
+			diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, cfg->keys[i] ? cfg->keys[i] : "",
+				 "unknown-key",
+				 "unknown option for the serving backend (url, format, labels, timeout_ms, "
+				 "window_ms, max_bytes, latency_unit, slices, slice_label, quality_socket, "
+				 "precision, precision_target, precision_timeout_ms, precision_retries, "
+				 "confirm_url, confirm_file, confirm_field, confirm_grace_ms, <name>_metric)");
+			bad = 1;
+		}
+	}
+	const char *v = opt(cfg, "url");
+	if (!v || strncmp(v, "http", 4) != 0) {
+		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "url", v ? "bad-value" : "missing-key",
+			 "the metrics endpoint, http://host:port/metrics");
+		bad = 1;
+	}
+	s->url = dup_or_null(v, &oom);
+	v = opt(cfg, "format");
+	if (!v || !strcmp(v, "vllm"))
+		s->fmt = FMT_VLLM;
+	else if (!strcmp(v, "triton"))
+		s->fmt = FMT_TRITON;
+	else if (!strcmp(v, "generic"))
+		s->fmt = FMT_GENERIC;
+	else {
+		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "format", "bad-enum",
+			 "'%s' is not one of vllm, triton, generic", v);
+		bad = 1;
+	}
+	char err[200];
+	if (prom_matcher_parse(opt(cfg, "labels"), &s->match, err, sizeof(err))) {
+		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "labels", "bad-value", "%s", err);
+		bad = 1;
+	}
+	uint64_t timeout_ms = 500, window_ms = 30000, max_bytes = 8u << 20, ptimeout = 0,
+		 pretries = 2, grace = 5000;
+	bad |= opt_u64(cfg, "timeout_ms", 10, 600000, &timeout_ms, diags) != 0;
+	bad |= opt_u64(cfg, "window_ms", 1, UINT64_C(86400000), &window_ms, diags) != 0;
+	bad |= opt_u64(cfg, "max_bytes", 1024, UINT64_C(1) << 30, &max_bytes, diags) != 0;
+	bad |= opt_u64(cfg, "precision_timeout_ms", 10, 600000, &ptimeout, diags) != 0;
+	bad |= opt_u64(cfg, "precision_retries", 0, 10, &pretries, diags) != 0;
+	bad |= opt_u64(cfg, "confirm_grace_ms", 0, UINT64_C(86400000), &grace, diags) != 0;
+	s->timeout_ms = (uint32_t)timeout_ms;
+	s->max_bytes = (size_t)max_bytes;
+	s->confirm_grace_ms = grace;
+
+	const struct fmt_defaults *d = &defaults[s->fmt];
+	s->hist_unit_ms = d->hist_unit_ms;
+	s->counter_unit_ms = d->counter_unit_ms;
+	if ((v = opt(cfg, "latency_unit"))) {
+		if (!strcmp(v, "s"))
+			s->hist_unit_ms = 1000.0;
+		else if (!strcmp(v, "ms"))
+			s->hist_unit_ms = 1.0;
+		else if (!strcmp(v, "us"))
+			s->hist_unit_ms = 0.001;
+		else {
+			diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "latency_unit", "bad-enum",
+				 "'%s' is not one of s, ms, us", v);
+			bad = 1;
+		}
+	}
+	for (int m = 0; m < M_N; m++) {
+		const char *user = opt(cfg, metric_key[m]);
+		const char *name = user ? user : d->name[m];
+		if (name && !*name)
+			name = NULL; /* "" switches a default off */
+		s->mname[m] = dup_or_null(name, &oom);
+		s->required[m] = name && (user || d->required[m]);
+	}
+	/* per-slice metrics are matched per slice; absence is not a fault */
+	for (int m = M_SLICE_REQ; m <= M_Q_MISM; m++)
+		s->required[m] = false;
+	s->required[M_CONFIRM] = false;
+	s->slice_label = dup_or_null(opt(cfg, "slice_label") ? opt(cfg, "slice_label") : "slice", &oom);
+	if ((v = opt(cfg, "slices")) && parse_slices(s, cfg, v, diags))
+		bad = 1;
+
+	enum pact_kind pk = PACT_NONE;
+	if ((v = opt(cfg, "precision")) && pact_kind_parse(v, &pk)) {
+		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "precision", "bad-enum",
+			 "'%s' is not one of file, http, exec, none", v);
+		bad = 1;
+	}
+	if (pk != PACT_NONE && !opt(cfg, "precision_target")) {
+		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "precision_target", "missing-key",
+			 "precision: %s needs precision_target (a path, URL or command)", v);
+		bad = 1;
+	}
+	if (pk != PACT_NONE && s->n_slices == 0) {
+		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "slices", "missing-key",
+			 "a precision actuator needs the slice names (slices: code,chat)");
+		bad = 1;
+	}
+	s->confirm_url = dup_or_null(opt(cfg, "confirm_url"), &oom);
+	s->confirm_file = dup_or_null(opt(cfg, "confirm_file"), &oom);
+	s->confirm_field = dup_or_null(opt(cfg, "confirm_field") ? opt(cfg, "confirm_field") : "generation",
+				       &oom);
+	if (oom) {
+		sv_free(s);
+		return -ENOMEM;
+	}
+	if (bad) {
+		sv_free(s);
+		return -EINVAL;
+	}
+	int rc = -ENOMEM;
+	for (int i = 0; i < 3; i++) {
+		s->h[i] = calloc(1, sizeof(struct hist));
+		if (!s->h[i])
+			goto out_free;
+		prom_window_init(&s->win[i], window_ms);
+	}
+	prom_window_init(&s->win_dur, window_ms);
+	prom_window_init(&s->win_queue, window_ms);
+	for (size_t i = 0; i < HAL_MAX_SLICES; i++)
+		s->qdelta[i] = NAN;
+	s->curl = curl_easy_init();
+	if (!s->curl)
+		goto out_free;
+	struct pact_cfg pc = { .kind = pk,
+			       .target = opt(cfg, "precision_target"),
+			       .timeout_ms = (uint32_t)(ptimeout ? ptimeout : timeout_ms),
+			       .retries = (unsigned)pretries };
+	if ((rc = pact_init(&s->act, &pc)))
+		goto out_free;
+	s->act_on = pk != PACT_NONE;
+	if ((v = opt(cfg, "quality_socket")) && (rc = quality_socket_open(s, cfg, v, diags)))
+		goto out_free;
+	dev->priv = s;
+	sv_pick_ops(dev, s);
+	return 0;
+out_free:
+	sv_free(s);
+	return rc;
+}
+
+static void sv_close(struct hal_dev *dev)
+{
+	sv_free(dev->priv);
+	dev->priv = NULL;
+}
+
+static int sv_get_limits(struct hal_dev *dev, struct hal_limits *out)
+{
+	return -EOPNOTSUPP; /* no device: this backend only reads the server */
+}
+
+static int sv_sample(struct hal_dev *dev, struct hal_sample *out)
+{
+	return -EOPNOTSUPP;
+}
+
+/* ---- scrape ---- */
+
+static size_t body_cb(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+	struct sv *s = ud;
+	size_t n = size * nmemb;
+	if (s->body_len + n > s->max_bytes) {
+		s->body_over = true;
+		return 0; /* aborts the transfer */
+	}
+	if (s->body_len + n > s->body_cap) {
+		size_t cap = s->body_cap ? s->body_cap : 65536;
+		while (cap < s->body_len + n)
+			cap *= 2;
+		char *b = realloc(s->body, cap);
+		if (!b)
+			return 0;
+		s->body = b;
+		s->body_cap = cap;
+	}
+	memcpy(s->body + s->body_len, ptr, n);
+	s->body_len += n;
+	return n;
+}
+
+/* GET url into s->body. 0 or a fault bit with s->fault_msg. */
+static uint32_t http_get(struct sv *s, const char *url)
+{
+	CURL *c = s->curl;
+	s->body_len = 0;
+	s->body_over = false;
+	curl_easy_reset(c);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)s->timeout_ms);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)s->timeout_ms);
+	curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, ""); /* gzip is optional in the spec */
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, body_cb);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, s);
+	CURLcode cc = curl_easy_perform(c);
+	if (cc == CURLE_WRITE_ERROR && s->body_over) {
+		snprintf(s->fault_msg, sizeof(s->fault_msg), "GET %s: response larger than max_bytes (%zu)",
+			 url, s->max_bytes);
+		return HAL_SVF_PARSE;
+	}
+	if (cc != CURLE_OK) {
+		snprintf(s->fault_msg, sizeof(s->fault_msg), "GET %s: %s", url, curl_easy_strerror(cc));
+		return cc == CURLE_OPERATION_TIMEDOUT ? HAL_SVF_TIMEOUT : HAL_SVF_CONNECT;
+	}
+	long status = 0;
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	if (status < 200 || status >= 300) {
+		snprintf(s->fault_msg, sizeof(s->fault_msg), "GET %s: HTTP %ld", url, status);
+		return HAL_SVF_HTTP;
+	}
+	return 0;
+}
+
+/* What one scrape yields, before it is committed. */
+struct scrape {
+	bool has_h[3];
+	struct prom_buckets h[3];
+	bool has[M_N];
+	double val[M_N];
+	bool has_slice[3][HAL_MAX_SLICES];
+	double slice[3][HAL_MAX_SLICES];
+	bool has_q[2][HAL_MAX_SLICES];
+	double qv[2][HAL_MAX_SLICES];
+	bool has_dur_count; /* Triton: request count paired with M_DUR */
+	double confirm;
+};
+
+/* Tries each '|' alternative; 0 and the name used, or the last error. */
+static int get_hist(const struct prom_doc *doc, const char *names, const struct prom_matcher *m,
+		    struct prom_buckets *out)
+{
+	int rc = -ENOENT;
+	char buf[256];
+	const char *p = names;
+	while (*p) {
+		const char *e = strchr(p, '|');
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+		if (n < sizeof(buf)) {
+			memcpy(buf, p, n);
+			buf[n] = '\0';
+			rc = prom_histogram_get(doc, buf, m, out);
+			if (rc != -ENOENT)
+				return rc;
+		}
+		p += n + (e ? 1 : 0);
+	}
+	return rc;
+}
+
+static int get_value(const struct prom_doc *doc, const char *names, const struct prom_matcher *m,
+		     const char *ln, const char *lv, double *out)
+{
+	int rc = -ENOENT;
+	char buf[256];
+	const char *p = names;
+	while (*p) {
+		const char *e = strchr(p, '|');
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+		if (n < sizeof(buf)) {
+			memcpy(buf, p, n);
+			buf[n] = '\0';
+			rc = prom_value_sum(doc, buf, m, ln, lv, out);
+			if (rc != -ENOENT)
+				return rc;
+		}
+		p += n + (e ? 1 : 0);
+	}
+	return rc;
+}
+
+static void matcher_str(const struct prom_matcher *m, char *buf, size_t len)
+{
+	size_t o = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < m->n && o < len; i++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%s=\"%s\"", i ? "," : "", m->name[i], m->value[i]);
+	if (!m->n)
+		snprintf(buf, len, "(any)");
+}
+
+static uint32_t extract(struct sv *s, const struct prom_doc *doc, struct scrape *sc)
+{
+	char ms[160];
+	for (int i = 0; i < 3; i++) {
+		const char *n = s->mname[M_TTFT + i];
+		if (!n)
+			continue;
+		int rc = get_hist(doc, n, &s->match, &sc->h[i]);
+		sc->has_h[i] = rc == 0;
+		if (rc == -EBADMSG || rc == -E2BIG) {
+			snprintf(s->fault_msg, sizeof(s->fault_msg),
+				 "%s: histogram %s malformed (no +Inf bucket, differing bounds or over %d buckets)",
+				 s->url, n, PROM_MAX_BUCKETS);
+			return HAL_SVF_PARSE;
+		}
+		if (rc && s->required[M_TTFT + i]) {
+			matcher_str(&s->match, ms, sizeof(ms));
+			snprintf(s->fault_msg, sizeof(s->fault_msg), "%s: histogram %s has no series matching %s",
+				 s->url, n, ms);
+			return HAL_SVF_MISSING;
+		}
+	}
+	static const int scalar[] = { M_REQ, M_TOK, M_RUN, M_WAIT, M_DUR, M_QUEUE, M_INT8_TOK, M_CONFIRM };
+	for (size_t k = 0; k < sizeof(scalar) / sizeof(scalar[0]); k++) {
+		int m = scalar[k];
+		if (!s->mname[m])
+			continue;
+		sc->has[m] = get_value(doc, s->mname[m], &s->match, NULL, NULL, &sc->val[m]) == 0;
+		if (!sc->has[m] && s->required[m]) {
+			matcher_str(&s->match, ms, sizeof(ms));
+			snprintf(s->fault_msg, sizeof(s->fault_msg), "%s: metric %s has no series matching %s",
+				 s->url, s->mname[m], ms);
+			return HAL_SVF_MISSING;
+		}
+	}
+	for (size_t sl = 0; sl < s->n_slices; sl++) {
+		for (int j = 0; j < 3; j++) {
+			const char *n = s->mname[M_SLICE_REQ + j];
+			if (n)
+				sc->has_slice[j][sl] = get_value(doc, n, &s->match, s->slice_label,
+								 s->slice_name[sl], &sc->slice[j][sl]) == 0;
+		}
+		for (int j = 0; j < 2; j++) {
+			const char *n = s->mname[M_Q_SAMPLES + j];
+			if (n)
+				sc->has_q[j][sl] = get_value(doc, n, &s->match, s->slice_label,
+							     s->slice_name[sl], &sc->qv[j][sl]) == 0;
+		}
+	}
+	return 0;
+}
+
+static void window_means(const struct prom_window *w, double unit_ms, double *mean)
+{
+	struct prom_buckets d;
+	*mean = NAN;
+	if (prom_window_delta(w, &d, NULL) == 0 && d.count > 0)
+		*mean = d.sum / d.count * unit_ms;
+}
+
+static uint32_t commit(struct sv *s, const struct scrape *sc, uint64_t now)
+{
+	uint32_t faults = 0;
+	struct prom_buckets iv;
+	for (int i = 0; i < 3; i++) {
+		s->q[2 * i] = s->q[2 * i + 1] = NAN;
+		if (!sc->has_h[i])
+			continue;
+		if (prom_window_push(&s->win[i], now, &sc->h[i], &iv))
+			faults |= HAL_SVF_RESET;
+		prom_buckets_to_hist(s->h[i], &iv, s->hist_unit_ms);
+		struct prom_buckets d;
+		uint64_t span;
+		if (prom_window_delta(&s->win[i], &d, &span) == 0) {
+			s->q[2 * i] = prom_bucket_quantile(0.95, &d) * s->hist_unit_ms;
+			s->q[2 * i + 1] = prom_bucket_quantile(0.99, &d) * s->hist_unit_ms;
+			s->span_ms = span;
+		}
+	}
+	s->e2e_mean_ms = s->queue_mean_ms = NAN;
+	if (sc->has_h[2])
+		window_means(&s->win[2], s->hist_unit_ms, &s->e2e_mean_ms);
+	/* Triton: counters of microseconds over the request counter; each
+	 * request of the interval enters the e2e histogram at the interval mean */
+	if (sc->has[M_DUR] && sc->has[M_REQ] && !sc->has_h[2]) {
+		struct prom_buckets b = { .n = 1, .le = { INFINITY }, .cum = { sc->val[M_REQ] },
+					  .count = sc->val[M_REQ], .sum = sc->val[M_DUR] };
+		if (prom_window_push(&s->win_dur, now, &b, &iv))
+			faults |= HAL_SVF_RESET;
+		if (iv.count >= 1 && iv.count < 1e15 && iv.sum >= 0)
+			hist_add(s->h[2], iv.sum / iv.count * s->counter_unit_ms, (uint64_t)llround(iv.count));
+		window_means(&s->win_dur, s->counter_unit_ms, &s->e2e_mean_ms);
+		s->span_ms = 0;
+		struct prom_buckets d;
+		prom_window_delta(&s->win_dur, &d, &s->span_ms);
+	}
+	if (sc->has[M_QUEUE] && sc->has[M_REQ]) {
+		struct prom_buckets b = { .n = 1, .le = { INFINITY }, .cum = { sc->val[M_REQ] },
+					  .count = sc->val[M_REQ], .sum = sc->val[M_QUEUE] };
+		if (prom_window_push(&s->win_queue, now, &b, NULL))
+			faults |= HAL_SVF_RESET;
+		window_means(&s->win_queue, s->counter_unit_ms, &s->queue_mean_ms);
+	}
+	if (sc->has[M_REQ] && prom_counter_update(&s->c_req, sc->val[M_REQ]))
+		faults |= HAL_SVF_RESET;
+	if (sc->has[M_TOK] && prom_counter_update(&s->c_tok, sc->val[M_TOK]))
+		faults |= HAL_SVF_RESET;
+	if (sc->has[M_INT8_TOK] && prom_counter_update(&s->c_int8_tok, sc->val[M_INT8_TOK]))
+		faults |= HAL_SVF_RESET;
+	s->running = sc->has[M_RUN] && sc->val[M_RUN] > 0 ? (uint64_t)llround(sc->val[M_RUN]) : 0;
+	s->queue_len = sc->has[M_WAIT] && sc->val[M_WAIT] > 0 ? (uint64_t)llround(sc->val[M_WAIT]) : 0;
+	for (size_t sl = 0; sl < s->n_slices; sl++) {
+		for (int j = 0; j < 3; j++)
+			if (sc->has_slice[j][sl] && prom_counter_update(&s->c_slice[j][sl], sc->slice[j][sl]))
+				faults |= HAL_SVF_RESET;
+		if (sc->has_q[0][sl] && prom_counter_update(&s->c_qs[sl], sc->qv[0][sl]))
+			faults |= HAL_SVF_RESET;
+		if (sc->has_q[1][sl] && prom_counter_update(&s->c_qm[sl], sc->qv[1][sl]))
+			faults |= HAL_SVF_RESET;
+	}
+	if (sc->has[M_CONFIRM] && sc->val[M_CONFIRM] >= 0 && sc->val[M_CONFIRM] < 9e18)
+		s->gen_applied = (uint64_t)sc->val[M_CONFIRM];
+	return faults;
+}
+
+/* One scrape; returns the fault bits (0: good, state committed). */
+static uint32_t scrape(struct sv *s, uint64_t now)
+{
+	s->fault_msg[0] = '\0';
+	s->have_scrape = true;
+	s->scraped_since_quality = true;
+	s->last_ok = false;
+	uint32_t f = http_get(s, s->url);
+	if (f)
+		return f;
+	struct prom_doc doc;
+	struct prom_error perr;
+	int rc = prom_parse(s->body, s->body_len, &doc, &perr);
+	if (rc) {
+		snprintf(s->fault_msg, sizeof(s->fault_msg), "%s: %s", s->url,
+			 rc == -ENOMEM ? "out of memory" : perr.msg);
+		return HAL_SVF_PARSE;
+	}
+	struct scrape *sc = calloc(1, sizeof(*sc));
+	if (!sc) {
+		prom_doc_free(&doc);
+		snprintf(s->fault_msg, sizeof(s->fault_msg), "out of memory");
+		return HAL_SVF_PARSE;
+	}
+	f = extract(s, &doc, sc);
+	prom_doc_free(&doc);
+	if (!f) {
+		f = commit(s, sc, now);
+		s->last_ok = true;
+	}
+	free(sc);
+	return f;
+}
+
+/* Applied generation from confirm_url / confirm_file (the metric comes with the scrape). */
+static void confirm_read(struct sv *s)
+{
+	uint64_t g;
+	if (s->confirm_url) {
+		char keep[sizeof(s->fault_msg)];
+		memcpy(keep, s->fault_msg, sizeof(keep));
+		if (!http_get(s, s->confirm_url) &&
+		    !pact_parse_applied(s->body, s->body_len, s->confirm_field, &g))
+			s->gen_applied = g;
+		memcpy(s->fault_msg, keep, sizeof(keep));
+	}
+	if (s->confirm_file) {
+		FILE *fp = fopen(s->confirm_file, "rb");
+		if (fp) {
+			char buf[4096];
+			size_t n = fread(buf, 1, sizeof(buf), fp);
+			fclose(fp);
+			if (!pact_parse_applied(buf, n, s->confirm_field, &g))
+				s->gen_applied = g;
+		}
+	}
+}
+
+static bool confirm_configured(const struct sv *s)
+{
+	return s->mname[M_CONFIRM] || s->confirm_url || s->confirm_file;
+}
+
+static uint32_t confirm_check(struct sv *s, uint64_t now, char *msg, size_t len)
+{
+	if (!s->act_on || !confirm_configured(s))
+		return 0;
+	confirm_read(s);
+	if (s->gen_set == 0) {
+		/* nothing sent by this run yet: continue the server's sequence */
+		if (s->gen_applied > s->act.generation)
+			s->act.generation = s->gen_applied;
+		return 0;
+	}
+	if (s->gen_applied == s->gen_set)
+		return 0;
+	if (s->gen_applied > s->gen_set) {
+		snprintf(msg, len, "server reports precision generation %llu applied, last sent %llu",
+			 (unsigned long long)s->gen_applied, (unsigned long long)s->gen_set);
+		return HAL_SVF_ACTUATION;
+	}
+	if (now - s->t_set_ms >= s->confirm_grace_ms) {
+		snprintf(msg, len, "precision generation %llu not applied after %llu ms (server reports %llu)",
+			 (unsigned long long)s->gen_set, (unsigned long long)(now - s->t_set_ms),
+			 (unsigned long long)s->gen_applied);
+		return HAL_SVF_ACTUATION;
+	}
+	return 0;
+}
+
+static int sv_read_serving(struct hal_dev *dev, struct hal_serving *out)
+{
+	struct sv *s = dev->priv;
+	if (!s || !out)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	uint32_t f = scrape(s, mono_ms());
+	uint64_t now = mono_ms();
+	out->t_ms = now;
+	out->valid = s->last_ok;
+	out->faults = f;
+	out->requests_completed = (uint64_t)llround(s->c_req.total);
+	out->tokens_generated = (uint64_t)llround(s->c_tok.total);
+	out->tokens_int8 = (uint64_t)llround(s->c_int8_tok.total);
+	out->queue_len = s->queue_len;
+	out->running = s->running;
+	out->ttft = s->h[0];
+	out->tbt = s->h[1];
+	out->e2e = s->h[2];
+	out->n_slices = s->n_slices;
+	for (size_t i = 0; i < s->n_slices; i++) {
+		memcpy(out->slice_name[i], s->slice_name[i], HAL_NAME_LEN);
+		out->slice_completed[i] = (uint64_t)llround(s->c_slice[0][i].total);
+		out->slice_int8_completed[i] = (uint64_t)llround(s->c_slice[1][i].total);
+		out->slice_tokens_int8[i] = (uint64_t)llround(s->c_slice[2][i].total);
+	}
+	out->quantiles_valid = s->last_ok;
+	out->quantile_window_ms = s->span_ms;
+	double *q[6] = { &out->ttft_p95_ms, &out->ttft_p99_ms, &out->tbt_p95_ms,
+			 &out->tbt_p99_ms,  &out->e2e_p95_ms,  &out->e2e_p99_ms };
+	for (int i = 0; i < 6; i++)
+		*q[i] = s->last_ok ? s->q[i] : NAN;
+	out->e2e_mean_ms = s->last_ok ? s->e2e_mean_ms : NAN;
+	out->queue_mean_ms = s->last_ok ? s->queue_mean_ms : NAN;
+	char cmsg[200] = "";
+	uint32_t cf = confirm_check(s, now, cmsg, sizeof(cmsg));
+	if (cf) {
+		out->faults |= cf;
+		if (!s->fault_msg[0])
+			snprintf(s->fault_msg, sizeof(s->fault_msg), "%s", cmsg);
+	}
+	out->precision_gen_set = s->gen_set;
+	out->precision_gen_applied = s->gen_applied;
+	out->fault_msg = s->fault_msg[0] ? s->fault_msg : NULL;
+	return 0;
+}
+
+/* ---- quality ---- */
+
+static int slice_index(const struct sv *s, const char *name)
+{
+	for (size_t i = 0; i < s->n_slices; i++)
+		if (!strcmp(s->slice_name[i], name))
+			return (int)i;
+	return -1;
+}
+
+/* One evaluator datagram; false (and qfault_msg) if malformed. */
+static bool quality_msg(struct sv *s, const char *buf, size_t len)
+{
+	json_error_t jerr;
+	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+	bool ok = false;
+	if (!root) {
+		snprintf(s->qfault_msg, sizeof(s->qfault_msg), "quality datagram: %s at column %d",
+			 jerr.text, jerr.column);
+		return false;
+	}
+	json_t *js = json_object_get(root, "slice");
+	json_t *jn = json_object_get(root, "samples"), *jm = json_object_get(root, "mismatches");
+	json_t *jd = json_object_get(root, "delta");
+	int idx = json_is_string(js) ? slice_index(s, json_string_value(js)) : -1;
+	if (!json_is_object(root) || !json_is_string(js)) {
+		snprintf(s->qfault_msg, sizeof(s->qfault_msg), "quality datagram: needs a \"slice\" string");
+		goto out_free;
+	}
+	if (idx < 0) {
+		snprintf(s->qfault_msg, sizeof(s->qfault_msg), "quality datagram: unknown slice '%.48s'",
+			 json_string_value(js));
+		goto out_free;
+	}
+	if (!jn && !jd) {
+		snprintf(s->qfault_msg, sizeof(s->qfault_msg),
+			 "quality datagram: needs \"samples\" (and \"mismatches\") or \"delta\"");
+		goto out_free;
+	}
+	json_int_t n = 0, m = 0;
+	if (jn || jm) {
+		if (!json_is_integer(jn) || (jm && !json_is_integer(jm)) ||
+		    (n = json_integer_value(jn)) < 0 || (m = jm ? json_integer_value(jm) : 0) < 0 ||
+		    m > n) {
+			snprintf(s->qfault_msg, sizeof(s->qfault_msg),
+				 "quality datagram: samples and mismatches must be integers, 0 <= mismatches <= samples");
+			goto out_free;
+		}
+	}
+	if (jd && (!json_is_number(jd) || !isfinite(json_number_value(jd)))) {
+		snprintf(s->qfault_msg, sizeof(s->qfault_msg), "quality datagram: delta must be a number");
+		goto out_free;
+	}
+	s->qs_sock[idx] += (uint64_t)n;
+	s->qm_sock[idx] += (uint64_t)m;
+	if (jd)
+		s->qdelta[idx] = json_number_value(jd);
+	ok = true;
+out_free:
+	json_decref(root);
+	return ok;
+}
+
+static uint32_t quality_drain(struct sv *s)
+{
+	if (s->qfd < 0)
+		return 0;
+	uint32_t f = 0;
+	char buf[Q_DGRAM_MAX];
+	for (int i = 0; i < Q_DRAIN_MAX; i++) {
+		ssize_t n = recv(s->qfd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			break; /* EAGAIN: drained */
+		}
+		bool ok;
+		if ((size_t)n > sizeof(buf)) {
+			snprintf(s->qfault_msg, sizeof(s->qfault_msg),
+				 "quality datagram of %zd bytes (at most %d)", n, Q_DGRAM_MAX);
+			ok = false;
+		} else {
+			ok = quality_msg(s, buf, (size_t)n);
+		}
+		if (!ok) {
+			s->malformed++;
+			f |= HAL_SVF_QUALITY_MSG;
+		}
+	}
+	return f;
+}
+
+static bool quality_from_scrape(const struct sv *s)
+{
+	return s->mname[M_Q_SAMPLES] || s->mname[M_Q_MISM];
+}
+
+static int sv_read_quality(struct hal_dev *dev, struct hal_quality *out)
+{
+	struct sv *s = dev->priv;
+	if (!s || !out)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	s->qfault_msg[0] = '\0';
+	uint32_t f = 0;
+	bool valid = true;
+	if (quality_from_scrape(s)) {
+		/* read_serving usually scraped this period already */
+		if (!s->scraped_since_quality)
+			f |= scrape(s, mono_ms()) & ~HAL_SVF_RESET;
+		valid = s->last_ok;
+		if (!valid)
+			snprintf(s->qfault_msg, sizeof(s->qfault_msg), "%.180s", s->fault_msg);
+		s->scraped_since_quality = false;
+	} else if (s->qfd < 0) {
+		valid = false;
+		snprintf(s->qfault_msg, sizeof(s->qfault_msg),
+			 "no quality source (quality_socket or quality_*_metric)");
+	}
+	f |= quality_drain(s);
+	out->t_ms = mono_ms();
+	out->valid = valid;
+	out->n_slices = s->n_slices;
+	for (size_t i = 0; i < s->n_slices; i++) {
+		out->samples[i] = (uint64_t)llround(s->c_qs[i].total) + s->qs_sock[i];
+		out->mismatches[i] = (uint64_t)llround(s->c_qm[i].total) + s->qm_sock[i];
+		out->delta[i] = s->qdelta[i];
+		if (!isnan(s->qdelta[i]))
+			out->delta_valid |= 1u << i;
+	}
+	for (size_t i = s->n_slices; i < HAL_MAX_SLICES; i++)
+		out->delta[i] = NAN;
+	out->malformed = s->malformed;
+	out->faults = f;
+	out->fault_msg = s->qfault_msg[0] ? s->qfault_msg : NULL;
+	return 0;
+}
+
+/* ---- precision ---- */
+
+static int sv_set_precision(struct hal_dev *dev, const double *int8_frac, size_t n_slices)
+{
+	struct sv *s = dev->priv;
+	if (!s || (!int8_frac && n_slices))
+		return -EINVAL;
+	if (!s->act_on)
+		return -ENOTSUP;
+	if (n_slices != s->n_slices)
+		return -EINVAL;
+	for (size_t i = 0; i < n_slices; i++)
+		if (!(int8_frac[i] >= 0.0 && int8_frac[i] <= 1.0))
+			return -EINVAL; /* NaN too; nothing sent (as the sim backend) */
+	const char *names[HAL_MAX_SLICES];
+	for (size_t i = 0; i < n_slices; i++)
+		names[i] = s->slice_name[i];
+	int rc = pact_apply(&s->act, names, int8_frac, n_slices, wall_ms());
+	s->gen_set = s->act.generation;
+	s->t_set_ms = mono_ms();
+	if (rc)
+		snprintf(s->fault_msg, sizeof(s->fault_msg), "%s", s->act.err);
+	return rc;
+}
+
+#define SV_OPS(prec, qual)                     \
+	{                                      \
+		.name = "serving",             \
+		.open = sv_open,               \
+		.close = sv_close,             \
+		.get_limits = sv_get_limits,   \
+		.sample = sv_sample,           \
+		.read_serving = sv_read_serving, \
+		.read_quality = qual,          \
+		.set_precision = prec,         \
+	}
+
+const struct hal_ops hal_serving_ops = SV_OPS(sv_set_precision, sv_read_quality);
+/* Capabilities follow the options: without an actuator or a quality source
+ * the device offers no set_precision / read_quality (hal_can_*() false). */
+static const struct hal_ops sv_ops_variant[2][2] = {
+	{ SV_OPS(NULL, NULL), SV_OPS(NULL, sv_read_quality) },
+	{ SV_OPS(sv_set_precision, NULL), SV_OPS(sv_set_precision, sv_read_quality) },
+};
+
+static void sv_pick_ops(struct hal_dev *dev, const struct sv *s)
+{
+	bool q = s->qfd >= 0 || quality_from_scrape(s);
+	dev->ops = &sv_ops_variant[s->act_on][q];
+}

@@ -1,0 +1,461 @@
+/* Precision actuators (file, http, exec). */
+#include "hal/precision_act.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+int pact_kind_parse(const char *s, enum pact_kind *out)
+{
+	static const char *const names[] = { "none", "file", "http", "exec" };
+	for (int i = 0; i < 4; i++)
+		if (s && !strcmp(s, names[i])) {
+			*out = (enum pact_kind)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+char *pact_document(uint64_t gen, const char *const *names, const double *frac, size_t n,
+		    uint64_t updated_ms)
+{
+	json_t *root = json_object(), *sl = json_object();
+	char *out = NULL;
+	if (!root || !sl)
+		goto out_free;
+	for (size_t i = 0; i < n; i++) {
+		double f = frac[i];
+		if (!(f >= 0))
+			f = 0; /* NaN or negative: full precision is the safe side */
+		if (f > 1)
+			f = 1;
+		if (json_object_set_new(sl, names[i], json_real(f)))
+			goto out_free;
+	}
+	if (json_object_set_new(root, "generation", json_integer((json_int_t)gen)) ||
+	    json_object_set(root, "slices", sl) ||
+	    json_object_set_new(root, "updated_ms", json_integer((json_int_t)updated_ms)))
+		goto out_free;
+	out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
+out_free:
+	json_decref(sl);
+	json_decref(root);
+	return out;
+}
+
+int pact_parse_applied(const char *buf, size_t len, const char *field, uint64_t *gen)
+{
+	json_error_t jerr;
+	json_t *root = json_loadb(buf, len, 0, &jerr);
+	if (!root)
+		return -EBADMSG;
+	int rc = -ENOENT;
+	json_t *cur = root;
+	char path[128];
+	snprintf(path, sizeof(path), "%s", field && *field ? field : "generation");
+	char *save = NULL;
+	for (char *tok = strtok_r(path, ".", &save); tok; tok = strtok_r(NULL, ".", &save)) {
+		cur = json_is_object(cur) ? json_object_get(cur, tok) : NULL;
+		if (!cur)
+			goto out_free;
+	}
+	if (json_is_integer(cur) && json_integer_value(cur) >= 0) {
+		*gen = (uint64_t)json_integer_value(cur);
+		rc = 0;
+	} else if (json_is_real(cur) && json_real_value(cur) >= 0 && json_real_value(cur) < 9e18) {
+		*gen = (uint64_t)json_real_value(cur);
+		rc = 0;
+	} else {
+		rc = -EBADMSG;
+	}
+out_free:
+	json_decref(root);
+	return rc;
+}
+
+static int read_small_file(const char *path, char **buf, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return -errno;
+	size_t cap = 4096, n = 0;
+	char *b = malloc(cap);
+	int rc = 0;
+	if (!b) {
+		rc = -ENOMEM;
+		goto out_close;
+	}
+	for (;;) {
+		if (n == cap) {
+			if (cap >= (1u << 20)) {
+				rc = -EFBIG;
+				break;
+			}
+			char *nb = realloc(b, cap * 2);
+			if (!nb) {
+				rc = -ENOMEM;
+				break;
+			}
+			b = nb;
+			cap *= 2;
+		}
+		size_t r = fread(b + n, 1, cap - n, f);
+		n += r;
+		if (r == 0)
+			break;
+	}
+	if (!rc && ferror(f))
+		rc = -EIO;
+	if (rc) {
+		free(b);
+		b = NULL;
+	}
+out_close:
+	fclose(f);
+	*buf = b;
+	*len = n;
+	return rc;
+}
+
+int pact_init(struct pact *a, const struct pact_cfg *cfg)
+{
+	memset(a, 0, sizeof(*a));
+	a->kind = cfg->kind;
+	a->timeout_ms = cfg->timeout_ms ? cfg->timeout_ms : 1000;
+	a->retries = cfg->retries;
+	if (a->kind == PACT_NONE)
+		return 0;
+	if (!cfg->target || !*cfg->target)
+		return -EINVAL;
+	a->target = strdup(cfg->target);
+	if (!a->target)
+		return -ENOMEM;
+	if (a->kind == PACT_HTTP) {
+		a->curl = curl_easy_init();
+		if (!a->curl) {
+			free(a->target);
+			a->target = NULL;
+			return -ENOMEM;
+		}
+	}
+	if (a->kind == PACT_FILE) {
+		/* continue the sequence of a document left by an earlier run */
+		char *buf = NULL;
+		size_t len = 0;
+		uint64_t g;
+		if (!read_small_file(a->target, &buf, &len)) {
+			if (!pact_parse_applied(buf, len, "generation", &g))
+				a->generation = g;
+			free(buf);
+		}
+	}
+	return 0;
+}
+
+void pact_fini(struct pact *a)
+{
+	if (a->curl)
+		curl_easy_cleanup(a->curl);
+	free(a->target);
+	memset(a, 0, sizeof(*a));
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Temp file in the target's directory (rename is atomic only within one
+ * file system), fsync, rename over the target, fsync the directory. */
+static int apply_file(struct pact *a, const char *doc)
+{
+	size_t tl = strlen(a->target);
+	char *tmp = malloc(tl + 16);
+	char *dir = strdup(a->target);
+	int rc = 0, fd = -1;
+	if (!tmp || !dir) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	snprintf(tmp, tl + 16, "%s.tmp.XXXXXX", a->target);
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(a->err, sizeof(a->err), "create %s: %s", tmp, strerror(-rc));
+		goto out_free;
+	}
+	if (fchmod(fd, 0644) < 0 || (rc = write_all(fd, doc, strlen(doc))) < 0 ||
+	    write_all(fd, "\n", 1) < 0 || fsync(fd) < 0) {
+		rc = rc ? rc : -errno;
+		snprintf(a->err, sizeof(a->err), "write %s: %s", tmp, strerror(-rc));
+		goto out_unlink;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		rc = -errno;
+		snprintf(a->err, sizeof(a->err), "close %s: %s", tmp, strerror(-rc));
+		goto out_unlink;
+	}
+	fd = -1;
+	if (rename(tmp, a->target) < 0) {
+		rc = -errno;
+		snprintf(a->err, sizeof(a->err), "rename %s -> %s: %s", tmp, a->target, strerror(-rc));
+		goto out_unlink;
+	}
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*(slash == dir ? slash + 1 : slash) = '\0';
+	int dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd); /* the rename itself durable; failure here loses nothing */
+		close(dfd);
+	}
+	goto out_free;
+out_unlink:
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+out_free:
+	free(tmp);
+	free(dir);
+	return rc;
+}
+
+static size_t discard_cb(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+	return size * nmemb;
+}
+
+static int apply_http(struct pact *a, const char *doc)
+{
+	CURL *c = a->curl;
+	struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
+	if (!hdr)
+		return -ENOMEM;
+	curl_easy_reset(c);
+	curl_easy_setopt(c, CURLOPT_URL, a->target);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, doc);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(doc));
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)a->timeout_ms);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)a->timeout_ms);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard_cb);
+	int rc = -EIO;
+	for (unsigned t = 0; t <= a->retries; t++) {
+		CURLcode cc = curl_easy_perform(c);
+		long status = 0;
+		if (cc == CURLE_OK) {
+			curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+			if (status >= 200 && status < 300) {
+				rc = 0;
+				break;
+			}
+			snprintf(a->err, sizeof(a->err), "POST %s: HTTP %ld", a->target, status);
+			rc = -EIO;
+			if (status >= 400 && status < 500)
+				break; /* the server refuses this document: retrying cannot help */
+			continue;
+		}
+		snprintf(a->err, sizeof(a->err), "POST %s: %s", a->target, curl_easy_strerror(cc));
+		rc = cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT
+		     : cc == CURLE_COULDNT_CONNECT  ? -ECONNREFUSED
+						    : -EIO;
+	}
+	curl_slist_free_all(hdr);
+	return rc;
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Wait for pid until deadline; true if it exited (status filled). */
+static bool wait_deadline(pid_t pid, uint64_t deadline_ms, int *status)
+{
+#ifdef SYS_pidfd_open
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	int pfd = -1;
+#endif
+	for (;;) {
+		pid_t r = waitpid(pid, status, WNOHANG);
+		if (r == pid || (r < 0 && errno != EINTR)) {
+			if (pfd >= 0)
+				close(pfd);
+			return r == pid;
+		}
+		uint64_t now = mono_ms();
+		if (now >= deadline_ms)
+			break;
+		uint64_t left = deadline_ms - now;
+		if (pfd >= 0) {
+			struct pollfd p = { .fd = pfd, .events = POLLIN };
+			poll(&p, 1, (int)(left > INT_MAX ? INT_MAX : left));
+		} else {
+			struct timespec ts = { 0, 2000000 }; /* no pidfd: poll waitpid */
+			nanosleep(&ts, NULL);
+		}
+	}
+	if (pfd >= 0)
+		close(pfd);
+	return false;
+}
+
+/* Writing into a pipe whose reader has gone raises SIGPIPE; block it for
+ * this thread and swallow a pending one instead of changing the process's
+ * disposition (a library must not). */
+static int pipe_write(int fd, const char *doc, size_t n, uint64_t deadline_ms)
+{
+	sigset_t pipe_set, old;
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	int rc = 0;
+	while (n) {
+		uint64_t now = mono_ms();
+		if (now >= deadline_ms) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+		struct pollfd p = { .fd = fd, .events = POLLOUT };
+		int pr = poll(&p, 1, (int)(deadline_ms - now));
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr <= 0) {
+			rc = pr == 0 ? -ETIMEDOUT : -errno;
+			break;
+		}
+		ssize_t w = write(fd, doc, n);
+		if (w < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			rc = -errno;
+			break;
+		}
+		doc += w;
+		n -= (size_t)w;
+	}
+	if (rc == -EPIPE) {
+		struct timespec zero = { 0, 0 };
+		sigtimedwait(&pipe_set, NULL, &zero);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+static int apply_exec(struct pact *a, const char *doc)
+{
+	int fds[2];
+	if (pipe(fds) < 0)
+		return -errno;
+	fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+	fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+	uint64_t deadline = mono_ms() + a->timeout_ms;
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(fds[0]);
+		close(fds[1]);
+		snprintf(a->err, sizeof(a->err), "fork: %s", strerror(e));
+		return -e;
+	}
+	if (pid == 0) {
+		/* own process group so a timeout kills the hook's children too */
+		setpgid(0, 0);
+		if (dup2(fds[0], STDIN_FILENO) < 0)
+			_exit(126);
+		int devnull = open("/dev/null", O_WRONLY);
+		if (devnull >= 0)
+			dup2(devnull, STDOUT_FILENO);
+		execl("/bin/sh", "sh", "-c", a->target, (char *)NULL);
+		_exit(127);
+	}
+	setpgid(pid, pid); /* also here: no race with the kill below */
+	close(fds[0]);
+	fcntl(fds[1], F_SETFL, O_NONBLOCK);
+	int wrc = pipe_write(fds[1], doc, strlen(doc), deadline);
+	close(fds[1]); /* EOF for the hook */
+	int status = 0;
+	if (!wait_deadline(pid, deadline, &status)) {
+		kill(-pid, SIGKILL);
+		kill(pid, SIGKILL);
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		snprintf(a->err, sizeof(a->err), "hook '%s' killed after %u ms", a->target, a->timeout_ms);
+		return -ETIMEDOUT;
+	}
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		if (wrc && wrc != -EPIPE)
+			return wrc;
+		return 0;
+	}
+	if (WIFEXITED(status))
+		snprintf(a->err, sizeof(a->err), "hook '%s' exited with status %d", a->target,
+			 WEXITSTATUS(status));
+	else
+		snprintf(a->err, sizeof(a->err), "hook '%s' killed by signal %d", a->target,
+			 WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	return -EIO;
+}
+
+int pact_apply(struct pact *a, const char *const *names, const double *frac, size_t n,
+	       uint64_t updated_ms)
+{
+	a->err[0] = '\0';
+	if (a->kind == PACT_NONE) {
+		snprintf(a->err, sizeof(a->err), "no precision actuator configured");
+		return -ENOTSUP;
+	}
+	uint64_t gen = a->generation + 1;
+	char *doc = pact_document(gen, names, frac, n, updated_ms);
+	if (!doc)
+		return -ENOMEM;
+	int rc;
+	switch (a->kind) {
+	case PACT_FILE:
+		rc = apply_file(a, doc);
+		break;
+	case PACT_HTTP:
+		rc = apply_http(a, doc);
+		break;
+	case PACT_EXEC:
+		rc = apply_exec(a, doc);
+		break;
+	default:
+		rc = -ENOTSUP;
+	}
+	free(doc);
+	/* a generation is spent even when the hand-over failed: a document
+	 * that may have half-arrived is never reused under the same number */
+	a->generation = gen;
+	return rc;
+}

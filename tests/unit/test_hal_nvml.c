@@ -1,0 +1,361 @@
+/* NVML backend against the fake libnvidia-ml.so.1 (tests/fake_nvml/): the
+ * test scripts sensors through FAKE_NVML_STATE and checks the calls the
+ * backend made, restore on close included, in FAKE_NVML_LOG. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/clock.h"
+#include "hal/hal.h"
+#include "hal/hal_backends.h"
+
+#if GOVD_WITH_NVML
+struct fx {
+	char dir[64], state[96], log[96], lib[512];
+	uint64_t t_ms;
+	struct govd_clock clock;
+	struct hal_dev dev;
+	struct diag_list diags;
+	bool open;
+};
+
+static uint64_t fx_now(void *ctx)
+{
+	return ((struct fx *)ctx)->t_ms;
+}
+
+static int fx_wait(void *ctx, uint64_t t)
+{
+	((struct fx *)ctx)->t_ms = t;
+	return 0;
+}
+
+static const struct govd_clock_ops fx_clock_ops = { fx_now, fx_wait };
+
+static int setup(void **state)
+{
+	const char *dir = getenv("FAKE_NVML_DIR");
+	if (!dir) {
+		printf("FAKE_NVML_DIR not set (run through ctest): skipped\n");
+		skip();
+	}
+	struct fx *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	snprintf(f->dir, sizeof(f->dir), "/tmp/govd-nvml-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->state, sizeof(f->state), "%s/state", f->dir);
+	snprintf(f->log, sizeof(f->log), "%s/log", f->dir);
+	snprintf(f->lib, sizeof(f->lib), "%s/full/libnvidia-ml.so.1", dir);
+	setenv("FAKE_NVML_STATE", f->state, 1);
+	setenv("FAKE_NVML_LOG", f->log, 1);
+	f->t_ms = 1000;
+	f->clock.ops = &fx_clock_ops;
+	f->clock.ctx = f;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	if (!f)
+		return 0;
+	if (f->open)
+		f->dev.ops->close(&f->dev);
+	diag_clear(&f->diags);
+	unlink(f->state);
+	unlink(f->log);
+	rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
+static void script(struct fx *f, const char *text)
+{
+	FILE *s = fopen(f->state, "w");
+	assert_non_null(s);
+	fputs(text, s);
+	fclose(s);
+}
+
+static int fx_open(struct fx *f, ...)
+{
+	const char *keys[8], *vals[8];
+	size_t n = 0;
+	keys[n] = "library", vals[n++] = f->lib;
+	va_list ap;
+	va_start(ap, f);
+	const char *k;
+	while ((k = va_arg(ap, const char *)) && n < 8) {
+		keys[n] = k;
+		vals[n++] = va_arg(ap, const char *);
+	}
+	va_end(ap);
+	struct hal_dev_cfg cfg = { .name = "gpu0", .backend = "nvml", .n_opts = n, .keys = keys,
+				   .values = vals, .clock = &f->clock };
+	memset(&f->dev, 0, sizeof(f->dev));
+	f->dev.ops = &hal_nvml_ops;
+	int rc = hal_nvml_ops.open(&f->dev, &cfg, &f->diags);
+	f->open = rc == 0;
+	return rc;
+}
+
+static void fx_close(struct fx *f)
+{
+	f->dev.ops->close(&f->dev);
+	f->open = false;
+}
+
+static bool diags_mention(const struct diag_list *l, const char *needle)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (strstr(l->v[i].msg, needle))
+			return true;
+	return false;
+}
+
+/* The log from the first line containing `after` on (whole log if NULL). */
+static char *read_log(struct fx *f)
+{
+	static char buf[16384];
+	buf[0] = '\0';
+	FILE *l = fopen(f->log, "r");
+	if (!l)
+		return buf;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, l);
+	buf[n] = '\0';
+	fclose(l);
+	return buf;
+}
+
+static void test_missing_library(void **state)
+{
+	struct fx *f = *state;
+	snprintf(f->lib, sizeof(f->lib), "/nonexistent/libnvidia-ml.so.1");
+	assert_int_equal(fx_open(f, NULL), -ENOENT);
+	assert_true(diags_mention(&f->diags, "nvml: /nonexistent/libnvidia-ml.so.1 not found (dlopen: "));
+}
+
+static void test_missing_symbol(void **state)
+{
+	struct fx *f = *state;
+	snprintf(f->lib, sizeof(f->lib), "%s/broken/libnvidia-ml.so.1", getenv("FAKE_NVML_DIR"));
+	assert_int_equal(fx_open(f, NULL), -ENOSYS);
+	assert_true(diags_mention(&f->diags, "nvmlDeviceGetCount_v2"));
+}
+
+static void test_bad_options(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(fx_open(f, "index", "5", NULL), -ENODEV);
+	assert_true(diags_mention(&f->diags, "GPU index 5 not present (2 GPUs)"));
+	diag_clear(&f->diags);
+	assert_int_equal(fx_open(f, "index", "-1", NULL), -EINVAL);
+	diag_clear(&f->diags);
+	assert_int_equal(fx_open(f, "power", "peak", NULL), -EINVAL);
+	diag_clear(&f->diags);
+	assert_int_equal(fx_open(f, "gpu", "0", NULL), -EINVAL);
+	assert_true(diags_mention(&f->diags, "unknown nvml option 'gpu'"));
+}
+
+static void test_sample(void **state)
+{
+	struct fx *f = *state;
+	script(f, "reasons 0 0x44\nthermal_violation_ns 0 2500000000\n");
+	assert_int_equal(fx_open(f, NULL), 0);
+	struct hal_sample s;
+	assert_int_equal(f->dev.ops->sample(&f->dev, &s), 0);
+	assert_int_equal(s.t_ms, 1000);
+	assert_int_equal(s.power_mw[HAL_RAIL_ACCEL].v, 350000); /* instant, not the 1 s average */
+	assert_int_equal(s.energy_mj[HAL_RAIL_ACCEL].v, 1000000);
+	assert_int_equal(s.temp_mc[HAL_TEMP_JUNCTION].v, 55000);
+	assert_int_equal(s.temp_mc[HAL_TEMP_MEMORY].v, 60000);
+	assert_false(s.temp_mc[HAL_TEMP_INLET].valid);
+	assert_false(s.power_mw[HAL_RAIL_HOST].valid);
+	assert_int_equal(s.clk_khz.v, 1980000);
+	assert_int_equal(s.power_limit_mw.v, 700000);
+	assert_int_equal(s.util_pct.v, 87);
+	assert_int_equal(s.throttle, HAL_THR_POWER_CAP | HAL_THR_HW_SLOWDOWN);
+	assert_int_equal(s.clamp_events, 1);
+	assert_int_equal(s.clamp_time_ms, 2500);
+	assert_int_equal(s.faults, 0);
+	/* Slowdown entries are counted on rising edges. */
+	f->dev.ops->sample(&f->dev, &s);
+	assert_int_equal(s.clamp_events, 1);
+	script(f, "reasons 0 0x1\n");
+	f->dev.ops->sample(&f->dev, &s);
+	assert_int_equal(s.throttle, HAL_THR_IDLE);
+	script(f, "reasons 0 0x8\n");
+	f->dev.ops->sample(&f->dev, &s);
+	assert_int_equal(s.clamp_events, 2);
+}
+
+static void test_power_average_and_index(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(fx_open(f, "power", "average", "index", "1", NULL), 0);
+	struct hal_sample s;
+	f->dev.ops->sample(&f->dev, &s);
+	assert_int_equal(s.power_mw[HAL_RAIL_ACCEL].v, 340001);
+}
+
+static void test_old_driver(void **state)
+{
+	struct fx *f = *state;
+	snprintf(f->lib, sizeof(f->lib), "%s/old/libnvidia-ml.so.1", getenv("FAKE_NVML_DIR"));
+	script(f, "reasons 0 0x20\n");
+	assert_int_equal(fx_open(f, NULL), 0);
+	struct hal_sample s;
+	f->dev.ops->sample(&f->dev, &s);
+	assert_int_equal(s.power_mw[HAL_RAIL_ACCEL].v, 340000); /* fell back to the average */
+	assert_false(s.energy_mj[HAL_RAIL_ACCEL].valid);
+	assert_false(s.temp_mc[HAL_TEMP_MEMORY].valid);
+	assert_int_equal(s.throttle, HAL_THR_SW_THERMAL); /* via ...ThrottleReasons */
+	assert_int_equal(s.faults, 0);
+}
+
+static void test_limits(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(fx_open(f, NULL), 0);
+	struct hal_limits l;
+	assert_int_equal(f->dev.ops->get_limits(&f->dev, &l), 0);
+	assert_int_equal(l.clk_min_khz, 345000);
+	assert_int_equal(l.clk_max_khz, 1980000);
+	assert_int_equal(l.clk_step_khz, 15000);
+	assert_int_equal(l.clk_default_max_khz, 1980000);
+	assert_int_equal(l.power_limit_min_mw, 200000);
+	assert_int_equal(l.power_limit_max_mw, 700000);
+	assert_int_equal(l.power_limit_default_mw, 700000);
+	assert_int_equal(l.slowdown_mc, 89000);
+	assert_int_equal(l.shutdown_mc, 92000);
+	assert_string_equal(l.model, "NVIDIA H200 (fake 0)");
+	assert_string_equal(l.driver_version, "550.54.15");
+	assert_string_equal(l.firmware_version, "96.00.99.00.01");
+	assert_true(hal_can_set_clocks(&f->dev));
+	assert_true(hal_can_set_power_limit(&f->dev));
+}
+
+static void test_writes_and_restore(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(fx_open(f, NULL), 0);
+	assert_int_equal(f->dev.ops->set_power_limit(&f->dev, 800000), -EINVAL);
+	assert_non_null(strstr(f->dev.ops->last_error(&f->dev), "outside [200000, 700000]"));
+	assert_int_equal(f->dev.ops->set_clock_range(&f->dev, 100000, 1500000), -EINVAL);
+	assert_int_equal(f->dev.ops->set_clock_range(&f->dev, 1500000, 1000000), -EINVAL);
+	assert_null(strstr(read_log(f), "Set")); /* nothing reached NVML */
+
+	assert_int_equal(f->dev.ops->set_power_limit(&f->dev, 450000), 0);
+	assert_int_equal(f->dev.ops->set_clock_range(&f->dev, 1000000, 1500000), 0);
+	struct hal_sample s;
+	f->dev.ops->sample(&f->dev, &s);
+	assert_int_equal(s.power_limit_mw.v, 450000);
+	assert_int_equal(s.clk_khz.v, 1500000);
+	char json[256];
+	assert_int_equal(f->dev.ops->get_original(&f->dev, json, sizeof(json)), 0);
+	assert_non_null(strstr(json, "\"backend\":\"nvml\""));
+	assert_non_null(strstr(json, "\"power_limit_mw\":700000"));
+	assert_non_null(strstr(json, "\"locked_clocks\":\"reset\""));
+	assert_int_equal(f->dev.ops->get_original(&f->dev, json, 10), -ENOSPC);
+
+	fx_close(f);
+	const char *log = read_log(f);
+	const char *set = strstr(log, "nvmlDeviceSetPowerManagementLimit 0 450000 -> 0");
+	const char *lock = strstr(log, "nvmlDeviceSetGpuLockedClocks 0 1000 1500 -> 0");
+	const char *reset = strstr(log, "nvmlDeviceResetGpuLockedClocks 0 -> 0");
+	const char *back = strstr(log, "nvmlDeviceSetPowerManagementLimit 0 700000 -> 0");
+	const char *down = strstr(log, "nvmlShutdown -> 0");
+	assert_non_null(set);
+	assert_non_null(lock);
+	assert_non_null(reset);
+	assert_non_null(back);
+	assert_non_null(down);
+	assert_true(set < lock && lock < reset && reset < back && back < down);
+}
+
+static void test_no_permission_read_only(void **state)
+{
+	struct fx *f = *state;
+	script(f, "no_permission 1\n");
+	assert_int_equal(fx_open(f, NULL), 0);
+	assert_int_equal(f->dev.ops->set_power_limit(&f->dev, 450000), -EPERM);
+	const char *err = f->dev.ops->last_error(&f->dev);
+	assert_non_null(strstr(err, "nvmlDeviceSetPowerManagementLimit"));
+	assert_non_null(strstr(err, "Insufficient Permissions"));
+	assert_non_null(strstr(err, "read-only"));
+	/* Read-only now: later writes never reach NVML. */
+	assert_int_equal(f->dev.ops->set_clock_range(&f->dev, 1000000, 1500000), -EPERM);
+	assert_int_equal(f->dev.ops->reset_clocks(&f->dev), -EPERM);
+	fx_close(f);
+	const char *log = read_log(f);
+	assert_null(strstr(log, "nvmlDeviceSetGpuLockedClocks"));
+	assert_null(strstr(log, "nvmlDeviceResetGpuLockedClocks"));
+	/* The denied write is the only Set call: nothing to restore. */
+	const char *first = strstr(log, "nvmlDeviceSetPowerManagementLimit");
+	assert_non_null(first);
+	assert_null(strstr(first + 1, "nvmlDeviceSetPowerManagementLimit"));
+}
+
+static void test_read_only_option(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(fx_open(f, "read_only", "true", NULL), 0);
+	assert_int_equal(f->dev.ops->set_power_limit(&f->dev, 450000), -EPERM);
+	fx_close(f);
+	assert_null(strstr(read_log(f), "Set"));
+}
+
+static void test_absurd_and_lost(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(fx_open(f, NULL), 0);
+	struct hal_sample s;
+	f->dev.ops->sample(&f->dev, &s);
+	assert_int_equal(s.faults, 0);
+	script(f, "temp_c 0 250\nenergy_mj 0 999000\n");
+	f->dev.ops->sample(&f->dev, &s);
+	assert_false(s.temp_mc[HAL_TEMP_JUNCTION].valid);
+	assert_false(s.energy_mj[HAL_RAIL_ACCEL].valid);
+	assert_int_equal(s.faults, 2);
+	script(f, "lost 0 1\n");
+	f->dev.ops->sample(&f->dev, &s);
+	assert_false(s.power_mw[HAL_RAIL_ACCEL].valid);
+	assert_false(s.temp_mc[HAL_TEMP_JUNCTION].valid);
+	assert_false(s.clk_khz.valid);
+	assert_true(s.faults > 2);
+	assert_non_null(strstr(s.fault, "GPU is lost"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_missing_library, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_missing_symbol, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_options, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sample, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_power_average_and_index, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_old_driver, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_limits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_writes_and_restore, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_permission_read_only, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_only_option, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_absurd_and_lost, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
+#else
+int main(void)
+{
+	printf("nvml backend not compiled in (GOVD_WITH_NVML=OFF): skipped\n");
+	return 0;
+}
+#endif

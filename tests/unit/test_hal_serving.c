@@ -1,0 +1,528 @@
+/* The serving backend. Option errors, capabilities, the quality datagram
+ * socket and a refused connection run everywhere; the scrapes run against
+ * tests/integration/prom_server.py when SERVING_TEST_URL is set (by
+ * tests/integration/serving_http.sh) and skip otherwise. Expected values
+ * are hand-computed in tests/data/prom/README.md. */
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/diag.h"
+#include "common/hist.h"
+#include "hal/hal.h"
+#include "hal/hal_serving.h"
+
+#define MAXKV 24
+
+struct devh {
+	struct hal_dev dev;
+	struct diag_list diags;
+	const char *keys[MAXKV], *vals[MAXKV];
+	char bufs[MAXKV][512];
+};
+
+/* kv: NULL-terminated key, value, key, value ... ("%s" in a value is the base URL) */
+static int open_kv(struct devh *h, const char *const *kv)
+{
+	memset(h, 0, sizeof(*h));
+	const char *base = getenv("SERVING_TEST_URL");
+	size_t n = 0;
+	for (; kv[2 * n]; n++) {
+		assert_true(n < MAXKV);
+		h->keys[n] = kv[2 * n];
+		const char *v = kv[2 * n + 1], *pct = strstr(v, "%s");
+		if (pct)
+			snprintf(h->bufs[n], sizeof(h->bufs[n]), "%.*s%s%s", (int)(pct - v), v,
+				 base ? base : "http://127.0.0.1:1", pct + 2);
+		else
+			snprintf(h->bufs[n], sizeof(h->bufs[n]), "%s", v);
+		h->vals[n] = h->bufs[n];
+	}
+	struct hal_dev_cfg cfg = { .name = "srv0", .backend = "serving", .n_opts = n, .keys = h->keys,
+				   .values = h->vals };
+	h->dev.ops = &hal_serving_ops;
+	return hal_serving_ops.open(&h->dev, &cfg, &h->diags);
+}
+
+static void close_dev(struct devh *h)
+{
+	if (h->dev.priv)
+		h->dev.ops->close(&h->dev);
+	diag_clear(&h->diags);
+}
+
+static bool has_diag(const struct diag_list *l, const char *path, const char *code)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (!strcmp(l->v[i].path, path) && !strcmp(l->v[i].code, code))
+			return true;
+	return false;
+}
+
+static void test_option_errors(void **state)
+{
+	(void)state;
+	struct devh h;
+	const char *const bad[] = { "format", "openai", "labels", "model_name", "timeout_ms", "5",
+				    "colour", "red", "precision", "file", NULL };
+	assert_int_equal(open_kv(&h, bad), -EINVAL);
+	assert_true(has_diag(&h.diags, "url", "missing-key"));
+	assert_true(has_diag(&h.diags, "format", "bad-enum"));
+	assert_true(has_diag(&h.diags, "labels", "bad-value"));
+	assert_true(has_diag(&h.diags, "timeout_ms", "bad-value"));
+	assert_true(has_diag(&h.diags, "colour", "unknown-key"));
+	assert_true(has_diag(&h.diags, "precision_target", "missing-key"));
+	assert_true(has_diag(&h.diags, "slices", "missing-key"));
+	assert_null(h.dev.priv);
+	close_dev(&h);
+	const char *const dup[] = { "url", "%s/metrics", "slices", "code,chat,code", NULL };
+	assert_int_equal(open_kv(&h, dup), -EINVAL);
+	assert_true(has_diag(&h.diags, "slices", "duplicate-slice"));
+	close_dev(&h);
+}
+
+/* Capabilities follow the options. */
+static void test_capabilities(void **state)
+{
+	(void)state;
+	struct devh h;
+	const char *const plain[] = { "url", "%s/metrics", NULL };
+	assert_int_equal(open_kv(&h, plain), 0);
+	assert_true(hal_can_read_serving(&h.dev));
+	assert_false(hal_can_set_precision(&h.dev));
+	assert_false(hal_can_read_quality(&h.dev));
+	struct hal_sample smp;
+	assert_int_equal(h.dev.ops->sample(&h.dev, &smp), -EOPNOTSUPP);
+	close_dev(&h);
+	const char *const full[] = { "url", "%s/metrics", "slices", "code", "precision", "exec",
+				     "precision_target", "cat >/dev/null", "quality_samples_metric", "q_total",
+				     NULL };
+	assert_int_equal(open_kv(&h, full), 0);
+	assert_true(hal_can_set_precision(&h.dev));
+	assert_true(hal_can_read_quality(&h.dev));
+	double f = 0.5;
+	assert_int_equal(h.dev.ops->set_precision(&h.dev, &f, 2), -EINVAL); /* 1 slice configured */
+	assert_int_equal(h.dev.ops->set_precision(&h.dev, &f, 1), 0);
+	double nan_frac = NAN, big = 1.5;
+	assert_int_equal(h.dev.ops->set_precision(&h.dev, &nan_frac, 1), -EINVAL);
+	assert_int_equal(h.dev.ops->set_precision(&h.dev, &big, 1), -EINVAL);
+	close_dev(&h);
+}
+
+static void test_connection_refused(void **state)
+{
+	(void)state;
+	struct devh h;
+	const char *const kv[] = { "url", "http://127.0.0.1:1/metrics", "slices", "code,chat", NULL };
+	assert_int_equal(open_kv(&h, kv), 0);
+	struct hal_serving sv;
+	assert_int_equal(h.dev.ops->read_serving(&h.dev, &sv), 0);
+	assert_false(sv.valid);
+	assert_false(sv.quantiles_valid);
+	assert_true(sv.faults & HAL_SVF_CONNECT);
+	assert_non_null(sv.fault_msg);
+	assert_non_null(strstr(sv.fault_msg, "127.0.0.1:1"));
+	assert_true(isnan(sv.ttft_p99_ms));
+	/* slice names are known even when the server is down */
+	assert_int_equal(sv.n_slices, 2);
+	assert_string_equal(sv.slice_name[1], "chat");
+	assert_string_equal(hal_serving_fault_name(HAL_SVF_CONNECT), "connect");
+	close_dev(&h);
+}
+
+static void send_dgram(const char *path, const char *msg)
+{
+	int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+	assert_true(fd >= 0);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	assert_int_equal(sendto(fd, msg, strlen(msg), 0, (struct sockaddr *)&sa, sizeof(sa)),
+			 (ssize_t)strlen(msg));
+	close(fd);
+}
+
+static void test_quality_socket(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/govd-q-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[128];
+	snprintf(path, sizeof(path), "%s/quality.sock", dir);
+	struct devh h;
+	const char *kv[] = { "url", "http://127.0.0.1:1/metrics", "slices", "code,chat",
+			     "quality_socket", path, NULL };
+	assert_int_equal(open_kv(&h, kv), 0);
+	assert_true(hal_can_read_quality(&h.dev));
+	struct hal_quality q;
+	assert_int_equal(h.dev.ops->read_quality(&h.dev, &q), 0);
+	assert_true(q.valid);
+	assert_int_equal(q.n_slices, 2);
+	assert_int_equal(q.samples[0], 0);
+	assert_int_equal(q.delta_valid, 0);
+	assert_int_equal(q.faults, 0);
+
+	send_dgram(path, "{\"slice\":\"code\",\"samples\":10,\"mismatches\":1}");
+	send_dgram(path, "{\"slice\":\"code\",\"samples\":5,\"mismatches\":0}");
+	send_dgram(path, "{\"slice\":\"chat\",\"delta\":-0.004}");
+	assert_int_equal(h.dev.ops->read_quality(&h.dev, &q), 0);
+	assert_true(q.valid);
+	assert_int_equal(q.samples[0], 15);
+	assert_int_equal(q.mismatches[0], 1);
+	assert_int_equal(q.samples[1], 0);
+	assert_float_equal(q.delta[1], -0.004, 1e-15);
+	assert_int_equal(q.delta_valid, 1u << 1);
+	assert_int_equal(q.faults, 0);
+	assert_int_equal(q.malformed, 0);
+
+	/* malformed datagrams are counted and named, the good one still counts */
+	send_dgram(path, "{\"slice\":\"code\",\"samples\":3");
+	send_dgram(path, "{\"slice\":\"math\",\"samples\":3,\"mismatches\":0}");
+	send_dgram(path, "{\"slice\":\"code\",\"samples\":3,\"mismatches\":4}");
+	send_dgram(path, "{\"slice\":\"code\",\"samples\":-1}");
+	send_dgram(path, "[1,2]");
+	send_dgram(path, "{\"slice\":\"chat\"}");
+	send_dgram(path, "{\"slice\":\"chat\",\"samples\":2,\"mismatches\":2}");
+	assert_int_equal(h.dev.ops->read_quality(&h.dev, &q), 0);
+	assert_int_equal(q.malformed, 6);
+	assert_true(q.faults & HAL_SVF_QUALITY_MSG);
+	assert_non_null(q.fault_msg);
+	assert_int_equal(q.samples[0], 15);
+	assert_int_equal(q.samples[1], 2);
+	assert_int_equal(q.mismatches[1], 2);
+	/* cumulative: nothing new, nothing lost */
+	assert_int_equal(h.dev.ops->read_quality(&h.dev, &q), 0);
+	assert_int_equal(q.samples[0], 15);
+	assert_int_equal(q.faults, 0);
+	close_dev(&h);
+	/* the socket is removed on close */
+	assert_int_equal(access(path, F_OK), -1);
+	rmdir(dir);
+}
+
+/* ---- against prom_server.py ---- */
+
+static const char *base_url(void)
+{
+	return getenv("SERVING_TEST_URL");
+}
+
+#define NEED_SERVER()                                                                     \
+	do {                                                                              \
+		if (!base_url()) {                                                        \
+			print_message("SERVING_TEST_URL unset: run tests/integration/serving_http.sh\n"); \
+			skip();                                                           \
+		}                                                                         \
+	} while (0)
+
+static void read_ok(struct devh *h, struct hal_serving *sv)
+{
+	assert_int_equal(h->dev.ops->read_serving(&h->dev, sv), 0);
+	if (!sv->valid)
+		print_error("scrape invalid: faults 0x%x %s\n", sv->faults, sv->fault_msg ? sv->fault_msg : "");
+	assert_true(sv->valid);
+}
+
+static void test_vllm_windows_and_reset(void **state)
+{
+	(void)state;
+	NEED_SERVER();
+	struct devh h;
+	const char *const kv[] = { "url", "%s/vllm/metrics?seq=llama", "labels", "model_name=llama",
+				   "window_ms", "600000", "timeout_ms", "2000", NULL };
+	assert_int_equal(open_kv(&h, kv), 0);
+	struct hal_serving sv;
+	read_ok(&h, &sv);
+	assert_int_equal(sv.faults, 0);
+	assert_int_equal(sv.requests_completed, 140);
+	assert_int_equal(sv.tokens_generated, 27453);
+	assert_int_equal(sv.running, 8);
+	assert_int_equal(sv.queue_len, 3);
+	assert_true(sv.quantiles_valid);
+	assert_true(isnan(sv.ttft_p95_ms)); /* one scrape: an empty window */
+	assert_int_equal(sv.ttft->n, 140);
+	struct hist *prev = malloc(sizeof(*prev)), *d = malloc(sizeof(*d));
+	assert_non_null(prev);
+	assert_non_null(d);
+	*prev = *sv.ttft;
+
+	read_ok(&h, &sv);
+	assert_int_equal(sv.faults, 0);
+	assert_float_equal(sv.ttft_p95_ms, 250.0, 1e-9);
+	assert_float_equal(sv.ttft_p99_ms, 450.0, 1e-9);
+	assert_float_equal(sv.tbt_p95_ms, 150.0, 1e-9);
+	assert_float_equal(sv.tbt_p99_ms, 200.0 + 100.0 * 10.0 / 15.0, 1e-9);
+	assert_float_equal(sv.e2e_p95_ms, 5000.0, 1e-9);
+	assert_float_equal(sv.e2e_p99_ms, 9000.0, 1e-9);
+	assert_float_equal(sv.e2e_mean_ms, 2100.0, 1e-9);
+	assert_int_equal(sv.requests_completed, 240);
+	assert_int_equal(sv.tokens_generated, 30453);
+	assert_int_equal(sv.running, 5);
+	assert_int_equal(sv.queue_len, 0);
+	/* the governor's path: delta of the cumulative log-bucket histograms */
+	hist_delta(d, sv.ttft, prev);
+	assert_int_equal(d->n, 100);
+	assert_true(fabs(hist_quantile(d, 0.95) - 250.0) <= 0.021 * 250.0);
+	assert_true(fabs(hist_quantile(d, 0.99) - 450.0) <= 0.021 * 450.0);
+	*prev = *sv.ttft;
+
+	/* the server restarted: counters went down */
+	read_ok(&h, &sv);
+	assert_true(sv.faults & HAL_SVF_RESET);
+	assert_int_equal(sv.requests_completed, 250); /* 240 + 10 after the restart */
+	assert_int_equal(sv.tokens_generated, 30953);
+	assert_int_equal(sv.ttft->n, 250);
+	hist_delta(d, sv.ttft, prev); /* still monotone: no wrap-around */
+	assert_int_equal(d->n, 10);
+	/* window since scrape 1: the 100 of scrape 2 plus the 10 new ones,
+	 * rank 104.5 in (0.1,0.25] = 0.1 + 0.15 * 14.5/15 */
+	assert_float_equal(sv.ttft_p95_ms, 245.0, 1e-9);
+	free(prev);
+	free(d);
+	close_dev(&h);
+
+	/* the other model on the same endpoint is kept apart */
+	const char *const km[] = { "url", "%s/vllm/metrics?seq=mistral", "labels", "model_name=mistral",
+				   "window_ms", "600000", "timeout_ms", "2000", NULL };
+	assert_int_equal(open_kv(&h, km), 0);
+	read_ok(&h, &sv);
+	assert_int_equal(sv.requests_completed, 50);
+	read_ok(&h, &sv);
+	assert_float_equal(sv.ttft_p95_ms, 2425.0, 1e-9);
+	assert_int_equal(sv.requests_completed, 100);
+	close_dev(&h);
+}
+
+static void test_triton(void **state)
+{
+	(void)state;
+	NEED_SERVER();
+	struct devh h;
+	const char *const kv[] = { "url", "%s/triton/metrics?seq=t", "format", "triton", "labels",
+				   "model=llama", "window_ms", "600000", "timeout_ms", "2000", NULL };
+	assert_int_equal(open_kv(&h, kv), 0);
+	struct hal_serving sv;
+	read_ok(&h, &sv);
+	assert_int_equal(sv.requests_completed, 100);
+	assert_int_equal(sv.tokens_generated, 100);
+	assert_int_equal(sv.queue_len, 4);
+	read_ok(&h, &sv);
+	assert_int_equal(sv.faults, 0);
+	assert_float_equal(sv.e2e_mean_ms, 80.0, 1e-9);
+	assert_float_equal(sv.queue_mean_ms, 20.0, 1e-9);
+	assert_float_equal(sv.ttft_p95_ms, 100.0 + 400.0 * 28.0 / 30.0, 1e-9);
+	assert_float_equal(sv.ttft_p99_ms, 100.0 + 400.0 * 29.6 / 30.0, 1e-9);
+	assert_true(isnan(sv.tbt_p95_ms));
+	assert_true(isnan(sv.e2e_p99_ms)); /* counters give means, not quantiles */
+	assert_int_equal(sv.queue_len, 2);
+	/* each interval's requests enter the e2e histogram at the interval mean */
+	assert_int_equal(sv.e2e->n, 200);
+	assert_true(fabs(sv.e2e->sum_ms - (100 * 50.0 + 100 * 80.0)) < 1e-6);
+	close_dev(&h);
+}
+
+struct fault_case {
+	const char *url, *format, *labels;
+	uint32_t fault;
+	const char *msg;
+};
+
+static void test_scrape_faults(void **state)
+{
+	(void)state;
+	NEED_SERVER();
+	static const struct fault_case cases[] = {
+		{ "%s/hang", "vllm", "", HAL_SVF_TIMEOUT, "/hang" },
+		{ "%s/500", "vllm", "", HAL_SVF_HTTP, "HTTP 500" },
+		{ "%s/nothing-here", "vllm", "", HAL_SVF_HTTP, "HTTP 404" },
+		{ "%s/malformed", "vllm", "", HAL_SVF_PARSE, "expected ',' or '}' after label value at 3:9" },
+		{ "%s/partial", "vllm", "", HAL_SVF_PARSE, "truncated input" },
+		{ "%s/triton/metrics?seq=f1", "vllm", "", HAL_SVF_MISSING, "vllm:time_to_first_token_seconds" },
+		{ "%s/vllm/metrics?seq=f2", "vllm", "model_name=nope", HAL_SVF_MISSING, "model_name=\"nope\"" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct devh h;
+		const char *const kv[] = { "url", cases[i].url, "format", cases[i].format, "labels",
+					   cases[i].labels, "timeout_ms", "300", NULL };
+		assert_int_equal(open_kv(&h, kv), 0);
+		struct hal_serving sv;
+		assert_int_equal(h.dev.ops->read_serving(&h.dev, &sv), 0);
+		if (sv.valid || !(sv.faults & cases[i].fault) || !sv.fault_msg ||
+		    !strstr(sv.fault_msg, cases[i].msg))
+			print_error("case %zu: valid %d faults 0x%x msg '%s'\n", i, sv.valid, sv.faults,
+				    sv.fault_msg ? sv.fault_msg : "(null)");
+		assert_false(sv.valid);
+		assert_false(sv.quantiles_valid);
+		assert_true(sv.faults & cases[i].fault);
+		assert_non_null(strstr(sv.fault_msg, cases[i].msg));
+		assert_int_equal(sv.requests_completed, 0); /* nothing stale passed as fresh */
+		close_dev(&h);
+	}
+}
+
+static json_t *latest_record(void)
+{
+	const char *dir = getenv("SERVING_TEST_RECORD");
+	assert_non_null(dir);
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	int best = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		int n;
+		if (sscanf(e->d_name, "precision-%d.json", &n) == 1 && !strstr(e->d_name, ".tmp") && n > best)
+			best = n;
+	}
+	closedir(d);
+	assert_true(best > 0);
+	char p[512];
+	snprintf(p, sizeof(p), "%s/precision-%d.json", dir, best);
+	json_error_t err;
+	json_t *j = json_load_file(p, 0, &err);
+	assert_non_null(j);
+	return j;
+}
+
+static void test_precision_http(void **state)
+{
+	(void)state;
+	NEED_SERVER();
+	struct devh h;
+	const char *const kv[] = { "url", "%s/generic/metrics?seq=p", "format", "generic", "slices",
+				   "code,chat", "precision", "http", "precision_target", "%s/precision",
+				   "confirm_url", "%s/applied", "confirm_grace_ms", "600000",
+				   "timeout_ms", "2000", NULL };
+	assert_int_equal(open_kv(&h, kv), 0);
+	struct hal_serving sv;
+	read_ok(&h, &sv);
+	const double f[] = { 0.5, 0.25 };
+	assert_int_equal(h.dev.ops->set_precision(&h.dev, f, 2), 0);
+	json_t *j = latest_record();
+	uint64_t gen = (uint64_t)json_integer_value(json_object_get(j, "generation"));
+	assert_true(gen >= 1);
+	json_t *sl = json_object_get(j, "slices");
+	assert_float_equal(json_number_value(json_object_get(sl, "code")), 0.5, 0);
+	assert_float_equal(json_number_value(json_object_get(sl, "chat")), 0.25, 0);
+	assert_true(json_integer_value(json_object_get(j, "updated_ms")) > 0);
+	json_decref(j);
+	read_ok(&h, &sv);
+	assert_int_equal(sv.precision_gen_set, gen);
+	assert_int_equal(sv.precision_gen_applied, gen);
+	assert_false(sv.faults & HAL_SVF_ACTUATION);
+	close_dev(&h);
+
+	/* the server lags one generation behind: an actuation fault once the
+	 * grace is over (0 here) */
+	const char *const kb[] = { "url", "%s/generic/metrics?seq=p2", "format", "generic", "slices",
+				   "code,chat", "precision", "http", "precision_target", "%s/precision",
+				   "confirm_url", "%s/applied-behind", "confirm_grace_ms", "0",
+				   "timeout_ms", "2000", NULL };
+	assert_int_equal(open_kv(&h, kb), 0);
+	read_ok(&h, &sv);
+	assert_int_equal(h.dev.ops->set_precision(&h.dev, f, 2), 0);
+	read_ok(&h, &sv);
+	assert_true(sv.faults & HAL_SVF_ACTUATION);
+	assert_non_null(strstr(sv.fault_msg, "not applied"));
+	close_dev(&h);
+
+	/* bounded retries: 503 then 200 */
+	const char *const kf[] = { "url", "%s/generic/metrics", "format", "generic", "slices", "code,chat",
+				   "precision", "http", "precision_target", "%s/precision-flaky",
+				   "precision_retries", "2", NULL };
+	assert_int_equal(open_kv(&h, kf), 0);
+	assert_int_equal(h.dev.ops->set_precision(&h.dev, f, 2), 0);
+	close_dev(&h);
+	const char *const k0[] = { "url", "%s/generic/metrics", "format", "generic", "slices", "code,chat",
+				   "precision", "http", "precision_target", "%s/precision-flaky",
+				   "precision_retries", "0", NULL };
+	assert_int_equal(open_kv(&h, k0), 0);
+	assert_int_equal(h.dev.ops->set_precision(&h.dev, f, 2), -EIO);
+	close_dev(&h);
+	/* a server that never answers: the POST gives up after the timeout */
+	const char *const kh[] = { "url", "%s/generic/metrics", "format", "generic", "slices", "code,chat",
+				   "precision", "http", "precision_target", "%s/hang",
+				   "precision_timeout_ms", "300", "precision_retries", "0", NULL };
+	assert_int_equal(open_kv(&h, kh), 0);
+	assert_int_equal(h.dev.ops->set_precision(&h.dev, f, 2), -ETIMEDOUT);
+	close_dev(&h);
+}
+
+/* Named metrics, quality counters per slice from the scrape, and the
+ * applied generation as a metric (the file actuator continues it). */
+static void test_generic_quality_confirm(void **state)
+{
+	(void)state;
+	NEED_SERVER();
+	char dir[] = "/tmp/govd-sv-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[128];
+	snprintf(path, sizeof(path), "%s/precision.json", dir);
+	struct devh h;
+	const char *const kv[] = { "url", "%s/generic/metrics?seq=g", "format", "generic",
+				   "ttft_metric", "srv_ttft_ms", "latency_unit", "ms",
+				   "requests_metric", "srv_requests_total", "waiting_metric", "srv_queue",
+				   "slices", "code,chat", "quality_samples_metric", "eval_samples_total",
+				   "quality_mismatches_metric", "eval_mismatches_total",
+				   "confirm_metric", "srv_precision_generation", "confirm_grace_ms", "600000",
+				   "precision", "file", "precision_target", path, "timeout_ms", "2000", NULL };
+	assert_int_equal(open_kv(&h, kv), 0);
+	struct hal_serving sv;
+	struct hal_quality q;
+	read_ok(&h, &sv);
+	assert_int_equal(sv.requests_completed, 40);
+	assert_int_equal(sv.queue_len, 7);
+	assert_int_equal(sv.ttft->n, 40);
+	assert_int_equal(h.dev.ops->read_quality(&h.dev, &q), 0); /* same scrape, no new GET */
+	assert_true(q.valid);
+	assert_int_equal(q.samples[0], 100);
+	assert_int_equal(q.mismatches[0], 3);
+	assert_int_equal(q.samples[1], 50);
+	assert_int_equal(q.mismatches[1], 1);
+	read_ok(&h, &sv);
+	assert_int_equal(sv.precision_gen_applied, 7);
+	assert_int_equal(sv.requests_completed, 45);
+	const double f[] = { 1.0, 0.0 };
+	assert_int_equal(h.dev.ops->set_precision(&h.dev, f, 2), 0);
+	json_error_t err;
+	json_t *j = json_load_file(path, 0, &err);
+	assert_non_null(j);
+	assert_int_equal(json_integer_value(json_object_get(j, "generation")), 8); /* continues 7 */
+	json_decref(j);
+	assert_int_equal(h.dev.ops->read_quality(&h.dev, &q), 0);
+	assert_int_equal(q.samples[0], 160);
+	assert_int_equal(q.mismatches[0], 5);
+	read_ok(&h, &sv);
+	assert_int_equal(sv.precision_gen_set, 8);
+	assert_false(sv.faults & HAL_SVF_ACTUATION); /* within the grace */
+	close_dev(&h);
+	unlink(path);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_option_errors),
+		cmocka_unit_test(test_capabilities),
+		cmocka_unit_test(test_connection_refused),
+		cmocka_unit_test(test_quality_socket),
+		cmocka_unit_test(test_vllm_windows_and_reset),
+		cmocka_unit_test(test_triton),
+		cmocka_unit_test(test_scrape_faults),
+		cmocka_unit_test(test_precision_http),
+		cmocka_unit_test(test_generic_quality_confirm),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
