@@ -2,7 +2,8 @@
  * duplicate keys are errors that list what is allowed, numbers must parse in
  * full and lie in range. Diags name the device (cfg->name) as their source and
  * the key as their path, since hal/ never sees the YAML the options came from.
- * Shared by the modbus and gpio backends; any backend may use it. */
+ * Every backend reads its options through it, so they all report the same
+ * way (path "options.<key>"). */
 #ifndef GOVD_HAL_BACKEND_OPTS_H
 #define GOVD_HAL_BACKEND_OPTS_H
 #include <stdbool.h>

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "hal/hal.h"
+#include "hal/backend_opts.h"
 #include "hal/hal_backends.h"
 
 /* nvmlReturn_t */
@@ -638,74 +639,36 @@ static void nvml_close(struct hal_dev *dev)
 	dev->priv = NULL;
 }
 
-static const char *opt(const struct hal_dev_cfg *cfg, const char *key, const char *def)
-{
-	for (size_t i = 0; i < cfg->n_opts; i++)
-		if (strcmp(cfg->keys[i], key) == 0)
-			return cfg->values[i];
-	return def;
-}
-
-static int parse_uint(const char *s, unsigned *out)
-{
-	char *end;
-	if (!s || !*s || *s == '-')
-		return -EINVAL;
-	errno = 0;
-	unsigned long v = strtoul(s, &end, 10);
-	if (errno || *end || v > 1024)
-		return -EINVAL;
-	*out = (unsigned)v;
-	return 0;
-}
-
 static int nvml_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct diag_list *diags)
 {
-	const char *file = cfg->name ? cfg->name : "nvml";
-	static const char *const keys[] = { "index", "library", "power", "read_only" };
-	for (size_t i = 0; i < cfg->n_opts; i++) {
-		bool ok = false;
-		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
-			ok |= strcmp(cfg->keys[i], keys[k]) == 0;
-		if (!ok) {
-			diag_add(diags, DIAG_ERROR, file, 0, 0, cfg->keys[i], "unknown-option",
-				 "unknown nvml option '%s'; valid: index, library, power, read_only",
-				 cfg->keys[i]);
-			return -EINVAL;
-		}
-	}
+	static const char *const keys[] = { "index", "library", "power", "read_only", NULL };
+	/* instant: NVML_FI_DEV_POWER_INSTANT, falling back to the 1 s average;
+	 * average: nvmlDeviceGetPowerUsage. */
+	static const char *const power_modes[] = { "average", "instant", NULL };
+	struct bopts o;
+	bopts_init(&o, cfg, diags, "nvml");
+	bopts_check_keys(&o, keys);
+	uint32_t index = 0;
+	int power_mode = 1;
+	bool read_only = false;
+	bopts_u32(&o, "index", 0, 1024, 0, &index);
+	bopts_enum(&o, "power", power_modes, 1, &power_mode);
+	bopts_bool(&o, "read_only", false, &read_only);
+	if (o.errors)
+		return -EINVAL;
 	struct nvml *n = calloc(1, sizeof(*n));
 	if (!n)
 		return -ENOMEM;
 	n->clock = cfg->clock;
 	int rc = -EINVAL;
-	if (parse_uint(opt(cfg, "index", "0"), &n->index)) {
-		diag_add(diags, DIAG_ERROR, file, 0, 0, "index", "bad-option",
-			 "index '%s': a GPU index 0, 1, ... as nvidia-smi lists them",
-			 opt(cfg, "index", ""));
-		goto err_free;
-	}
-	const char *power = opt(cfg, "power", "instant");
-	if (strcmp(power, "instant") != 0 && strcmp(power, "average") != 0) {
-		diag_add(diags, DIAG_ERROR, file, 0, 0, "power", "bad-option",
-			 "power '%s': valid: instant (NVML_FI_DEV_POWER_INSTANT, falls back to the "
-			 "1 s average), average (nvmlDeviceGetPowerUsage)",
-			 power);
-		goto err_free;
-	}
-	n->use_instant = strcmp(power, "instant") == 0;
-	const char *ro = opt(cfg, "read_only", "false");
-	if (strcmp(ro, "true") != 0 && strcmp(ro, "false") != 0) {
-		diag_add(diags, DIAG_ERROR, file, 0, 0, "read_only", "bad-option",
-			 "read_only '%s': true or false", ro);
-		goto err_free;
-	}
-	n->read_only = strcmp(ro, "true") == 0;
+	n->index = index;
+	n->use_instant = power_mode == 1;
+	n->read_only = read_only;
 
-	const char *libname = opt(cfg, "library", "libnvidia-ml.so.1");
+	const char *libname = bopts_str(&o, "library", "libnvidia-ml.so.1");
 	n->lib = dlopen(libname, RTLD_NOW | RTLD_LOCAL);
 	if (!n->lib) {
-		diag_add(diags, DIAG_ERROR, "nvml", 0, 0, "library", "nvml-not-found",
+		diag_add(diags, DIAG_ERROR, "nvml", 0, 0, "options.library", "nvml-not-found",
 			 "nvml: %s not found (dlopen: %s)", libname, dlerror());
 		rc = -ENOENT;
 		goto err_free;
@@ -713,7 +676,7 @@ static int nvml_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct 
 	for (size_t i = 0; i < N_SYMBOLS; i++) {
 		void *sym = dlsym(n->lib, symbols[i].name);
 		if (!sym && symbols[i].required) {
-			diag_add(diags, DIAG_ERROR, "nvml", 0, 0, "library", "nvml-symbol-missing",
+			diag_add(diags, DIAG_ERROR, "nvml", 0, 0, "options.library", "nvml-symbol-missing",
 				 "nvml: %s has no symbol %s (driver too old?)", libname,
 				 symbols[i].name);
 			rc = -ENOSYS;
@@ -733,7 +696,7 @@ static int nvml_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct 
 	unsigned count = 0;
 	r = n->fn.get_count(&count);
 	if (r != NVML_SUCCESS || n->index >= count) {
-		diag_add(diags, DIAG_ERROR, file, 0, 0, "index", "nvml-no-gpu",
+		diag_add(diags, DIAG_ERROR, o.src, 0, 0, "options.index", "nvml-no-gpu",
 			 "nvml: GPU index %u not present (%u GPUs%s%s)", n->index, count,
 			 r ? ": " : "", r ? estr(n, r) : "");
 		rc = -ENODEV;
@@ -741,7 +704,7 @@ static int nvml_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct 
 	}
 	r = n->fn.get_handle(n->index, &n->dev);
 	if (r != NVML_SUCCESS) {
-		diag_add(diags, DIAG_ERROR, file, 0, 0, "index", "nvml-handle",
+		diag_add(diags, DIAG_ERROR, o.src, 0, 0, "options.index", "nvml-handle",
 			 "nvml: nvmlDeviceGetHandleByIndex_v2(%u): %s", n->index, estr(n, r));
 		rc = to_errno(r);
 		goto err_release;
@@ -756,13 +719,13 @@ static int nvml_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct 
 	if (!n->fn.set_locked_clocks || !n->fn.reset_locked_clocks) {
 		n->ops.set_clock_range = NULL;
 		n->ops.reset_clocks = NULL;
-		diag_add(diags, DIAG_WARNING, "nvml", 0, 0, "library", "nvml-symbol-missing",
+		diag_add(diags, DIAG_WARNING, "nvml", 0, 0, "options.library", "nvml-symbol-missing",
 			 "nvml: no nvmlDeviceSetGpuLockedClocks/ResetGpuLockedClocks: clocks are "
 			 "read-only");
 	}
 	if (!n->fn.set_power_limit || !n->fn.power_limit) {
 		n->ops.set_power_limit = NULL;
-		diag_add(diags, DIAG_WARNING, "nvml", 0, 0, "library", "nvml-symbol-missing",
+		diag_add(diags, DIAG_WARNING, "nvml", 0, 0, "options.library", "nvml-symbol-missing",
 			 "nvml: no nvmlDeviceSetPowerManagementLimit/GetPowerManagementLimit: the "
 			 "power limit is read-only");
 	}

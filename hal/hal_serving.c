@@ -2,6 +2,7 @@
  * so it fits the control period; everything a scrape yields is committed
  * only when the whole scrape is good, so a failed one never leaves half
  * fresh state behind. */
+#include "hal/backend_opts.h"
 #include "hal/hal_serving.h"
 
 #include <curl/curl.h>
@@ -187,45 +188,7 @@ static const char *const plain_keys[] = {
 	"confirm_field", "confirm_grace_ms", NULL,
 };
 
-static const char *opt(const struct hal_dev_cfg *cfg, const char *key)
-{
-	for (size_t i = 0; i < cfg->n_opts; i++)
-		if (cfg->keys[i] && !strcmp(cfg->keys[i], key))
-			return cfg->values[i];
-	return NULL;
-}
-
-static bool known_key(const char *k)
-{
-	for (size_t i = 0; plain_keys[i]; i++)
-		if (!strcmp(k, plain_keys[i]))
-			return true;
-	for (size_t i = 0; i < M_N; i++)
-		if (!strcmp(k, metric_key[i]))
-			return true;
-	return false;
-}
-
 #define SRC(cfg) ((cfg)->name ? (cfg)->name : "serving")
-
-static int opt_u64(const struct hal_dev_cfg *cfg, const char *key, uint64_t lo, uint64_t hi,
-		   uint64_t *out, struct diag_list *diags)
-{
-	const char *v = opt(cfg, key);
-	if (!v)
-		return 0;
-	char *end;
-	errno = 0;
-	unsigned long long x = strtoull(v, &end, 10);
-	if (!*v || *end || errno || *v == '-' || x < lo || x > hi) {
-		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, key, "bad-value",
-			 "'%s' is not an integer in [%llu, %llu]", v, (unsigned long long)lo,
-			 (unsigned long long)hi);
-		return -EINVAL;
-	}
-	*out = x;
-	return 0;
-}
 
 static int parse_slices(struct sv *s, const struct hal_dev_cfg *cfg, const char *v,
 			struct diag_list *diags)
@@ -243,14 +206,14 @@ static int parse_slices(struct sv *s, const struct hal_dev_cfg *cfg, const char 
 		while (n && b[n - 1] == ' ')
 			n--;
 		if (s->n_slices == HAL_MAX_SLICES || n >= HAL_NAME_LEN) {
-			diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "slices", "bad-value",
+			diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.slices", "bad-value",
 				 "at most %d slices of at most %d characters", HAL_MAX_SLICES,
 				 HAL_NAME_LEN - 1);
 			return -EINVAL;
 		}
 		for (size_t i = 0; i < s->n_slices; i++)
 			if (strlen(s->slice_name[i]) == n && !memcmp(s->slice_name[i], b, n)) {
-				diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "slices", "duplicate-slice",
+				diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.slices", "duplicate-slice",
 					 "slice '%.*s' listed twice", (int)n, b);
 				return -EINVAL;
 			}
@@ -266,7 +229,7 @@ static int quality_socket_open(struct sv *s, const struct hal_dev_cfg *cfg, cons
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	if (strlen(path) >= sizeof(sa.sun_path)) {
-		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "quality_socket", "bad-value",
+		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.quality_socket", "bad-value",
 			 "path longer than %zu bytes", sizeof(sa.sun_path) - 1);
 		return -ENAMETOOLONG;
 	}
@@ -274,7 +237,7 @@ static int quality_socket_open(struct sv *s, const struct hal_dev_cfg *cfg, cons
 	struct stat st;
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode)) {
-			diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "quality_socket", "bad-value",
+			diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.quality_socket", "bad-value",
 				 "%s exists and is not a socket", path);
 			return -EEXIST;
 		}
@@ -286,7 +249,7 @@ static int quality_socket_open(struct sv *s, const struct hal_dev_cfg *cfg, cons
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		int e = errno;
 		close(fd);
-		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "quality_socket", "io",
+		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.quality_socket", "io",
 			 "bind %s: %s", path, strerror(e));
 		return -e;
 	}
@@ -352,25 +315,26 @@ static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 		return -ENOMEM;
 	s->qfd = -1;
 	int bad = 0, oom = 0;
-	for (size_t i = 0; i < cfg->n_opts; i++) {
-		if (!cfg->keys[i] || !known_key(cfg->keys[i])) {
-			diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, cfg->keys[i] ? cfg->keys[i] : "",
-				 "unknown-key",
-				 "unknown option for the serving backend (url, format, labels, timeout_ms, "
-				 "window_ms, max_bytes, latency_unit, slices, slice_label, quality_socket, "
-				 "precision, precision_target, precision_timeout_ms, precision_retries, "
-				 "confirm_url, confirm_file, confirm_field, confirm_grace_ms, <name>_metric)");
-			bad = 1;
-		}
-	}
-	const char *v = opt(cfg, "url");
+	/* Allowed: the plain keys and one <name>_metric key per metric. */
+	const char *allowed[sizeof(plain_keys) / sizeof(plain_keys[0]) + M_N];
+	size_t na = 0;
+	for (size_t i = 0; plain_keys[i]; i++)
+		allowed[na++] = plain_keys[i];
+	for (size_t i = 0; i < M_N; i++)
+		allowed[na++] = metric_key[i];
+	allowed[na] = NULL;
+	struct bopts ob, *o = &ob;
+	bopts_init(o, cfg, diags, "serving");
+	if (bopts_check_keys(o, allowed))
+		bad = 1;
+	const char *v = bopts_str(o, "url", NULL);
 	if (!v || strncmp(v, "http", 4) != 0) {
-		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "url", v ? "bad-value" : "missing-key",
+		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.url", v ? "bad-value" : "missing-key",
 			 "the metrics endpoint, http://host:port/metrics");
 		bad = 1;
 	}
 	s->url = dup_or_null(v, &oom);
-	v = opt(cfg, "format");
+	v = bopts_str(o, "format", NULL);
 	if (!v || !strcmp(v, "vllm"))
 		s->fmt = FMT_VLLM;
 	else if (!strcmp(v, "triton"))
@@ -378,23 +342,23 @@ static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 	else if (!strcmp(v, "generic"))
 		s->fmt = FMT_GENERIC;
 	else {
-		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "format", "bad-enum",
+		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.format", "bad-enum",
 			 "'%s' is not one of vllm, triton, generic", v);
 		bad = 1;
 	}
 	char err[200];
-	if (prom_matcher_parse(opt(cfg, "labels"), &s->match, err, sizeof(err))) {
-		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "labels", "bad-value", "%s", err);
+	if (prom_matcher_parse(bopts_str(o, "labels", NULL), &s->match, err, sizeof(err))) {
+		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.labels", "bad-value", "%s", err);
 		bad = 1;
 	}
 	uint64_t timeout_ms = 500, window_ms = 30000, max_bytes = 8u << 20, ptimeout = 0,
 		 pretries = 2, grace = 5000;
-	bad |= opt_u64(cfg, "timeout_ms", 10, 600000, &timeout_ms, diags) != 0;
-	bad |= opt_u64(cfg, "window_ms", 1, UINT64_C(86400000), &window_ms, diags) != 0;
-	bad |= opt_u64(cfg, "max_bytes", 1024, UINT64_C(1) << 30, &max_bytes, diags) != 0;
-	bad |= opt_u64(cfg, "precision_timeout_ms", 10, 600000, &ptimeout, diags) != 0;
-	bad |= opt_u64(cfg, "precision_retries", 0, 10, &pretries, diags) != 0;
-	bad |= opt_u64(cfg, "confirm_grace_ms", 0, UINT64_C(86400000), &grace, diags) != 0;
+	bad |= bopts_u64(o, "timeout_ms", 10, 600000, timeout_ms, &timeout_ms) != 0;
+	bad |= bopts_u64(o, "window_ms", 1, UINT64_C(86400000), window_ms, &window_ms) != 0;
+	bad |= bopts_u64(o, "max_bytes", 1024, UINT64_C(1) << 30, max_bytes, &max_bytes) != 0;
+	bad |= bopts_u64(o, "precision_timeout_ms", 10, 600000, ptimeout, &ptimeout) != 0;
+	bad |= bopts_u64(o, "precision_retries", 0, 10, pretries, &pretries) != 0;
+	bad |= bopts_u64(o, "confirm_grace_ms", 0, UINT64_C(86400000), grace, &grace) != 0;
 	s->timeout_ms = (uint32_t)timeout_ms;
 	s->max_bytes = (size_t)max_bytes;
 	s->confirm_grace_ms = grace;
@@ -402,7 +366,7 @@ static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 	const struct fmt_defaults *d = &defaults[s->fmt];
 	s->hist_unit_ms = d->hist_unit_ms;
 	s->counter_unit_ms = d->counter_unit_ms;
-	if ((v = opt(cfg, "latency_unit"))) {
+	if ((v = bopts_str(o, "latency_unit", NULL))) {
 		if (!strcmp(v, "s"))
 			s->hist_unit_ms = 1000.0;
 		else if (!strcmp(v, "ms"))
@@ -410,13 +374,13 @@ static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 		else if (!strcmp(v, "us"))
 			s->hist_unit_ms = 0.001;
 		else {
-			diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "latency_unit", "bad-enum",
+			diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.latency_unit", "bad-enum",
 				 "'%s' is not one of s, ms, us", v);
 			bad = 1;
 		}
 	}
 	for (int m = 0; m < M_N; m++) {
-		const char *user = opt(cfg, metric_key[m]);
+		const char *user = bopts_str(o, metric_key[m], NULL);
 		const char *name = user ? user : d->name[m];
 		if (name && !*name)
 			name = NULL; /* "" switches a default off */
@@ -427,29 +391,29 @@ static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 	for (int m = M_SLICE_REQ; m <= M_Q_MISM; m++)
 		s->required[m] = false;
 	s->required[M_CONFIRM] = false;
-	s->slice_label = dup_or_null(opt(cfg, "slice_label") ? opt(cfg, "slice_label") : "slice", &oom);
-	if ((v = opt(cfg, "slices")) && parse_slices(s, cfg, v, diags))
+	s->slice_label = dup_or_null(bopts_str(o, "slice_label", "slice"), &oom);
+	if ((v = bopts_str(o, "slices", NULL)) && parse_slices(s, cfg, v, diags))
 		bad = 1;
 
 	enum pact_kind pk = PACT_NONE;
-	if ((v = opt(cfg, "precision")) && pact_kind_parse(v, &pk)) {
-		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "precision", "bad-enum",
+	if ((v = bopts_str(o, "precision", NULL)) && pact_kind_parse(v, &pk)) {
+		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.precision", "bad-enum",
 			 "'%s' is not one of file, http, exec, none", v);
 		bad = 1;
 	}
-	if (pk != PACT_NONE && !opt(cfg, "precision_target")) {
-		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "precision_target", "missing-key",
+	if (pk != PACT_NONE && !bopts_str(o, "precision_target", NULL)) {
+		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.precision_target", "missing-key",
 			 "precision: %s needs precision_target (a path, URL or command)", v);
 		bad = 1;
 	}
 	if (pk != PACT_NONE && s->n_slices == 0) {
-		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "slices", "missing-key",
+		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.slices", "missing-key",
 			 "a precision actuator needs the slice names (slices: code,chat)");
 		bad = 1;
 	}
-	s->confirm_url = dup_or_null(opt(cfg, "confirm_url"), &oom);
-	s->confirm_file = dup_or_null(opt(cfg, "confirm_file"), &oom);
-	s->confirm_field = dup_or_null(opt(cfg, "confirm_field") ? opt(cfg, "confirm_field") : "generation",
+	s->confirm_url = dup_or_null(bopts_str(o, "confirm_url", NULL), &oom);
+	s->confirm_file = dup_or_null(bopts_str(o, "confirm_file", NULL), &oom);
+	s->confirm_field = dup_or_null(bopts_str(o, "confirm_field", "generation"),
 				       &oom);
 	if (oom) {
 		sv_free(s);
@@ -474,13 +438,13 @@ static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 	if (!s->curl)
 		goto out_free;
 	struct pact_cfg pc = { .kind = pk,
-			       .target = opt(cfg, "precision_target"),
+			       .target = bopts_str(o, "precision_target", NULL),
 			       .timeout_ms = (uint32_t)(ptimeout ? ptimeout : timeout_ms),
 			       .retries = (unsigned)pretries };
 	if ((rc = pact_init(&s->act, &pc)))
 		goto out_free;
 	s->act_on = pk != PACT_NONE;
-	if ((v = opt(cfg, "quality_socket")) && (rc = quality_socket_open(s, cfg, v, diags)))
+	if ((v = bopts_str(o, "quality_socket", NULL)) && (rc = quality_socket_open(s, cfg, v, diags)))
 		goto out_free;
 	dev->priv = s;
 	sv_pick_ops(dev, s);

@@ -10,6 +10,7 @@
 #include "hal/hal.h"
 #include "hal/hal_backends.h"
 #include "hal/hal_sim.h"
+#include "hal/backend_opts.h"
 #include "plant_models/plant.h"
 #include "plant_models/scenario.h"
 
@@ -34,49 +35,22 @@ static int64_t milli(double v)
 	return (int64_t)llround(v * 1000.0);
 }
 
-static int parse_seed(const char *s, uint64_t *out)
-{
-	char *end;
-	if (!s || !*s || *s == '-')
-		return -EINVAL;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
-	if (errno || *end)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
 static int sim_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct diag_list *diags)
 {
-	const char *file = cfg->name ? cfg->name : "sim";
-	const char *scenario_path = NULL, *seed_str = NULL;
-	int rc = 0;
-	for (size_t i = 0; i < cfg->n_opts; i++) {
-		if (strcmp(cfg->keys[i], "scenario") == 0) {
-			scenario_path = cfg->values[i];
-		} else if (strcmp(cfg->keys[i], "seed") == 0) {
-			seed_str = cfg->values[i];
-		} else {
-			diag_add(diags, DIAG_ERROR, file, 0, 0, cfg->keys[i], "unknown-option",
-				 "unknown sim option '%s'; valid: scenario, seed", cfg->keys[i]);
-			rc = -EINVAL;
-		}
-	}
+	static const char *const keys[] = { "scenario", "seed", NULL };
+	struct bopts o;
+	bopts_init(&o, cfg, diags, "sim");
+	bopts_check_keys(&o, keys);
+	const char *scenario_path = bopts_str(&o, "scenario", NULL);
+	bool have_seed = bopts_has(&o, "seed");
 	uint64_t seed = 0;
-	bool have_seed = seed_str != NULL;
-	if (have_seed && parse_seed(seed_str, &seed)) {
-		diag_add(diags, DIAG_ERROR, file, 0, 0, "seed", "bad-seed",
-			 "seed '%s' is not an unsigned integer", seed_str);
-		rc = -EINVAL;
-	}
-	if (!cfg->plant && !scenario_path) {
-		diag_add(diags, DIAG_ERROR, file, 0, 0, "scenario", "missing-option",
-			 "the sim backend needs a scenario (option 'scenario': path to a scenario YAML)");
-		rc = -EINVAL;
-	}
-	if (rc)
-		return rc;
+	bopts_u64(&o, "seed", 0, UINT64_MAX, 0, &seed);
+	if (!cfg->plant && !scenario_path)
+		bopts_error(&o, "scenario", "missing-option",
+			    "the sim backend needs a scenario (option 'scenario': path to a scenario YAML)");
+	if (o.errors)
+		return -EINVAL;
+	int rc;
 
 	struct sim *s = calloc(1, sizeof(*s));
 	if (!s)

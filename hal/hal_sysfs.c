@@ -17,6 +17,7 @@
 
 #include "hal/hal.h"
 #include "hal/hal_backends.h"
+#include "hal/backend_opts.h"
 #include "hal/sysfs_io.h"
 
 #define SP 512 /* one sysfs path; deeper trees are an error, never truncated */
@@ -107,36 +108,9 @@ static void add_fault(struct sysfs *s, const char *fmt, ...)
 
 static const char *const valid_keys[] = {
 	"root", "hwmon_name", "pci", "power_rail", "temp_junction_label", "temp_memory_label",
-	"temp_inlet_label", "rapl", "rapl_dram", "max_power_w", "devfreq", "cpufreq_policy",
+	"temp_inlet_label", "rapl", "rapl_dram", "max_power_w", "devfreq", "cpufreq_policy", NULL,
 };
-#define N_KEYS (sizeof(valid_keys) / sizeof(valid_keys[0]))
 
-static const char *opt(const struct hal_dev_cfg *cfg, const char *key, const char *def)
-{
-	for (size_t i = 0; i < cfg->n_opts; i++)
-		if (strcmp(cfg->keys[i], key) == 0)
-			return cfg->values[i];
-	return def;
-}
-
-static int check_keys(const struct hal_dev_cfg *cfg, const char *file, struct diag_list *diags)
-{
-	int rc = 0;
-	for (size_t i = 0; i < cfg->n_opts; i++) {
-		bool ok = false;
-		for (size_t k = 0; k < N_KEYS; k++)
-			ok |= strcmp(cfg->keys[i], valid_keys[k]) == 0;
-		if (!ok) {
-			diag_add(diags, DIAG_ERROR, file, 0, 0, cfg->keys[i], "unknown-option",
-				 "unknown sysfs option '%s'; valid: root, hwmon_name, pci, power_rail, "
-				 "temp_junction_label, temp_memory_label, temp_inlet_label, rapl, "
-				 "rapl_dram, max_power_w, devfreq, cpufreq_policy",
-				 cfg->keys[i]);
-			rc = -EINVAL;
-		}
-	}
-	return rc;
-}
 
 /* ---- hwmon discovery ------------------------------------------------ */
 
@@ -151,7 +125,7 @@ static int find_hwmon(struct sysfs *s, const char *want_name, const char *want_p
 	DIR *d = opendir(cls);
 	if (!d) {
 		int e = -errno;
-		diag_add(diags, DIAG_ERROR, file, 0, 0, "hwmon_name", "sysfs-missing",
+		diag_add(diags, DIAG_ERROR, file, 0, 0, "options.hwmon_name", "sysfs-missing",
 			 "cannot list %s: %s", cls, strerror(-e));
 		return e;
 	}
@@ -211,12 +185,12 @@ static int find_hwmon(struct sysfs *s, const char *want_name, const char *want_p
 	return 0;
 }
 
-static int pick_temps(struct sysfs *s, const struct hal_dev_cfg *cfg)
+static int pick_temps(struct sysfs *s, struct bopts *o)
 {
 	const char *want[HAL_TEMP_N] = {
-		[HAL_TEMP_JUNCTION] = opt(cfg, "temp_junction_label", "junction"),
-		[HAL_TEMP_MEMORY] = opt(cfg, "temp_memory_label", "mem"),
-		[HAL_TEMP_INLET] = opt(cfg, "temp_inlet_label", NULL),
+		[HAL_TEMP_JUNCTION] = bopts_str(o, "temp_junction_label", "junction"),
+		[HAL_TEMP_MEMORY] = bopts_str(o, "temp_memory_label", "mem"),
+		[HAL_TEMP_INLET] = bopts_str(o, "temp_inlet_label", NULL),
 	};
 	int idx[HAL_TEMP_N] = { 0, 0, 0 };
 	bool any_label = false;
@@ -279,10 +253,10 @@ static int read_dpm(struct sysfs *s, struct sysfs_dpm_level *lv, int *cur)
 	return sysfs_parse_dpm(buf, lv, MAX_DPM, cur);
 }
 
-static int open_hwmon(struct sysfs *s, const struct hal_dev_cfg *cfg, const char *file,
+static int open_hwmon(struct sysfs *s, struct bopts *o, const char *file,
 		      struct diag_list *diags)
 {
-	const char *want_name = opt(cfg, "hwmon_name", NULL), *want_pci = opt(cfg, "pci", NULL);
+	const char *want_name = bopts_str(o, "hwmon_name", NULL), *want_pci = bopts_str(o, "pci", NULL);
 	int rc = find_hwmon(s, want_name, want_pci, file, diags);
 	if (rc)
 		return rc;
@@ -292,16 +266,16 @@ static int open_hwmon(struct sysfs *s, const struct hal_dev_cfg *cfg, const char
 	/* 64-bit hwmon counter: never wraps, backwards is a fault (range 0). */
 	optional_file(s->rapl[Z_HWMON].energy, s->hwmon, "energy1_input");
 	if (!s->power[0] && !s->rapl[Z_HWMON].energy[0])
-		diag_add(diags, DIAG_WARNING, file, 0, 0, "hwmon_name", "no-power",
+		diag_add(diags, DIAG_WARNING, file, 0, 0, "options.hwmon_name", "no-power",
 			 "%s has no power1_average, power1_input or energy1_input: power is not "
 			 "offered",
 			 s->hwmon);
-	if ((rc = pick_temps(s, cfg)))
+	if ((rc = pick_temps(s, o)))
 		return rc;
 	if (!s->temp[HAL_TEMP_JUNCTION][0])
-		diag_add(diags, DIAG_WARNING, file, 0, 0, "temp_junction_label", "no-temp",
+		diag_add(diags, DIAG_WARNING, file, 0, 0, "options.temp_junction_label", "no-temp",
 			 "%s has no temperature labelled '%s'", s->hwmon,
-			 opt(cfg, "temp_junction_label", "junction"));
+			 bopts_str(o, "temp_junction_label", "junction"));
 	optional_file(s->cap, s->hwmon, "power1_cap");
 	if (s->cap[0]) {
 		char p[SP];
@@ -310,7 +284,7 @@ static int open_hwmon(struct sysfs *s, const struct hal_dev_cfg *cfg, const char
 		    sysfs_path(p, sizeof(p), "%s/power1_cap_max", s->hwmon) ||
 		    sysfs_read_i64(p, &s->cap_max_uw) || s->cap_min_uw < 0 ||
 		    s->cap_max_uw < s->cap_min_uw) {
-			diag_add(diags, DIAG_WARNING, file, 0, 0, "hwmon_name", "no-cap-range",
+			diag_add(diags, DIAG_WARNING, file, 0, 0, "options.hwmon_name", "no-cap-range",
 				 "%s has power1_cap but no valid power1_cap_min/max: the power "
 				 "limit is read-only",
 				 s->hwmon);
@@ -326,7 +300,7 @@ static int open_hwmon(struct sysfs *s, const struct hal_dev_cfg *cfg, const char
 		int cur;
 		rc = read_dpm(s, s->dpm, &cur);
 		if (rc <= 0) {
-			diag_add(diags, DIAG_ERROR, file, 0, 0, "pci", "bad-dpm-table",
+			diag_add(diags, DIAG_ERROR, file, 0, 0, "options.pci", "bad-dpm-table",
 				 "%s: expected lines like '0: 500Mhz *'", s->sclk);
 			return rc ? rc : -EBADMSG;
 		}
@@ -365,10 +339,10 @@ static int open_zone(struct rapl_zone *z, const char *dir, const char *file, con
 	return 0;
 }
 
-static int open_rapl(struct sysfs *s, const struct hal_dev_cfg *cfg, const char *file,
+static int open_rapl(struct sysfs *s, struct bopts *o, const char *file,
 		     struct diag_list *diags)
 {
-	const char *mode = opt(cfg, "rapl", "auto");
+	const char *mode = bopts_str(o, "rapl", "auto");
 	if (strcmp(mode, "off") == 0)
 		return 0;
 	bool automatic = strcmp(mode, "auto") == 0;
@@ -379,7 +353,7 @@ static int open_rapl(struct sysfs *s, const struct hal_dev_cfg *cfg, const char 
 	if (!sysfs_exists(dir)) {
 		if (automatic)
 			return 0;
-		diag_add(diags, DIAG_ERROR, file, 0, 0, "rapl", "rapl-missing",
+		diag_add(diags, DIAG_ERROR, file, 0, 0, "options.rapl", "rapl-missing",
 			 "no powercap zone %s (valid: auto, off, or a zone name such as intel-rapl:0)",
 			 dir);
 		return -ENODEV;
@@ -387,7 +361,7 @@ static int open_rapl(struct sysfs *s, const struct hal_dev_cfg *cfg, const char 
 	int rc = open_zone(&s->rapl[RAPL_PKG], dir, file, "rapl", diags);
 	if (rc)
 		return rc;
-	if (strcmp(opt(cfg, "rapl_dram", "auto"), "off") == 0)
+	if (strcmp(bopts_str(o, "rapl_dram", "auto"), "off") == 0)
 		return 0;
 	/* The dram subzone is intel-rapl:N:M with name "dram" (powercap.rst). */
 	DIR *d = opendir(dir);
@@ -421,13 +395,13 @@ static int open_devfreq(struct sysfs *s, const char *name, const char *file, str
 	snprintf(s->devfreq_name, sizeof(s->devfreq_name), "%s", name);
 	int rc = sysfs_read_str(p, buf, sizeof(buf));
 	if (rc) {
-		diag_add(diags, DIAG_ERROR, file, 0, 0, "devfreq", "devfreq-missing", "cannot read %s: %s",
+		diag_add(diags, DIAG_ERROR, file, 0, 0, "options.devfreq", "devfreq-missing", "cannot read %s: %s",
 			 p, strerror(-rc));
 		return rc;
 	}
 	rc = sysfs_parse_u64_list(buf, s->freqs_hz, MAX_FREQS);
 	if (rc <= 0) {
-		diag_add(diags, DIAG_ERROR, file, 0, 0, "devfreq", "devfreq-bad-table",
+		diag_add(diags, DIAG_ERROR, file, 0, 0, "options.devfreq", "devfreq-bad-table",
 			 "%s: expected space-separated frequencies in Hz, got '%s'", p, buf);
 		return -EBADMSG;
 	}
@@ -443,7 +417,7 @@ static int open_cpufreq(struct sysfs *s, const char *policy, const char *file,
 	    sysfs_path(p, sizeof(p), "%s/scaling_cur_freq", s->cpufreq))
 		return -ENAMETOOLONG;
 	if (!sysfs_exists(p)) {
-		diag_add(diags, DIAG_ERROR, file, 0, 0, "cpufreq_policy", "cpufreq-missing",
+		diag_add(diags, DIAG_ERROR, file, 0, 0, "options.cpufreq_policy", "cpufreq-missing",
 			 "%s does not exist", p);
 		s->cpufreq[0] = '\0';
 		return -ENODEV;
@@ -891,28 +865,25 @@ static void sysfs_close(struct hal_dev *dev)
 	dev->priv = NULL;
 }
 
-static int parse_rail(const char *v, enum hal_rail *out)
-{
-	static const char *const names[HAL_RAIL_N] = { "accel", "memory", "host" };
-	for (int i = 0; i < HAL_RAIL_N; i++)
-		if (strcmp(v, names[i]) == 0) {
-			*out = (enum hal_rail)i;
-			return 0;
-		}
-	return -EINVAL;
-}
-
 static int sysfs_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct diag_list *diags)
 {
 	const char *file = cfg->name ? cfg->name : "sysfs";
-	int rc = check_keys(cfg, file, diags);
-	if (rc)
-		return rc;
+	static const char *const rails[] = { "accel", "memory", "host", NULL };
+	struct bopts ob, *o = &ob;
+	bopts_init(o, cfg, diags, "sysfs");
+	bopts_check_keys(o, valid_keys);
+	int rail = HAL_RAIL_ACCEL;
+	uint64_t max_power_w = 2000;
+	bopts_enum(o, "power_rail", rails, HAL_RAIL_ACCEL, &rail);
+	bopts_u64(o, "max_power_w", 1, 1000000, 2000, &max_power_w);
+	if (o->errors)
+		return -EINVAL;
+	int rc;
 	struct sysfs *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	s->clock = cfg->clock;
-	const char *root = opt(cfg, "root", "/");
+	const char *root = bopts_str(o, "root", "/");
 	/* "/" + "/sys/..." would work, but "" + "/sys" reads better in messages. */
 	if (sysfs_path(s->root, sizeof(s->root), "%s", strcmp(root, "/") == 0 ? "" : root)) {
 		rc = -ENAMETOOLONG;
@@ -921,34 +892,20 @@ static int sysfs_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct
 	size_t rl = strlen(s->root);
 	while (rl > 0 && s->root[rl - 1] == '/')
 		s->root[--rl] = '\0';
-	if (parse_rail(opt(cfg, "power_rail", "accel"), &s->power_rail)) {
-		diag_add(diags, DIAG_ERROR, file, 0, 0, "power_rail", "bad-option",
-			 "power_rail '%s': valid: accel, memory, host", opt(cfg, "power_rail", ""));
-		rc = -EINVAL;
-		goto err_free;
-	}
-	const char *mp = opt(cfg, "max_power_w", "2000");
-	char *end;
-	unsigned long long w = strtoull(mp, &end, 10);
-	if (!*mp || *end || *mp == '-' || w == 0 || w > 1000000) {
-		diag_add(diags, DIAG_ERROR, file, 0, 0, "max_power_w", "bad-option",
-			 "max_power_w '%s': a whole number of watts in [1, 1000000]", mp);
-		rc = -EINVAL;
-		goto err_free;
-	}
-	s->rapl_max_power_mw = w * 1000u;
-	if (opt(cfg, "hwmon_name", NULL) || opt(cfg, "pci", NULL))
-		if ((rc = open_hwmon(s, cfg, file, diags)))
+	s->power_rail = (enum hal_rail)rail;
+	s->rapl_max_power_mw = max_power_w * 1000u;
+	if (bopts_str(o, "hwmon_name", NULL) || bopts_str(o, "pci", NULL))
+		if ((rc = open_hwmon(s, o, file, diags)))
 			goto err_free;
-	if ((rc = open_rapl(s, cfg, file, diags)))
+	if ((rc = open_rapl(s, o, file, diags)))
 		goto err_free;
 	if (s->rapl[RAPL_PKG].energy[0] && s->power[0] && s->power_rail == HAL_RAIL_HOST) {
-		diag_add(diags, DIAG_ERROR, file, 0, 0, "power_rail", "rail-conflict",
+		diag_add(diags, DIAG_ERROR, file, 0, 0, "options.power_rail", "rail-conflict",
 			 "power_rail host and the RAPL package both feed the host rail; set rapl: off");
 		rc = -EINVAL;
 		goto err_free;
 	}
-	const char *df = opt(cfg, "devfreq", NULL), *cf = opt(cfg, "cpufreq_policy", NULL);
+	const char *df = bopts_str(o, "devfreq", NULL), *cf = bopts_str(o, "cpufreq_policy", NULL);
 	if (df && (rc = open_devfreq(s, df, file, diags)))
 		goto err_free;
 	if (cf && (rc = open_cpufreq(s, cf, file, diags)))

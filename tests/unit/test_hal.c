@@ -106,8 +106,9 @@ static void test_open_errors(void **state)
 	assert_int_equal(hal_open(&dev, &bad, &d), -EINVAL);
 	assert_null(dev.ops);
 	assert_int_equal(d.n, 3);
-	assert_string_equal(d.v[0].msg, "unknown sim option 'scenarios'; valid: scenario, seed");
-	assert_string_equal(d.v[1].msg, "seed '12x' is not an unsigned integer");
+	assert_string_equal(d.v[0].msg, "unknown option 'scenarios'; allowed: scenario, seed");
+	assert_string_equal(d.v[0].path, "options.scenarios");
+	assert_string_equal(d.v[1].msg, "expected an unsigned integer, got '12x'");
 	assert_non_null(strstr(d.v[2].msg, "needs a scenario"));
 	diag_clear(&d);
 	hal_close(&dev); /* closing a device that never opened is harmless */

@@ -79,18 +79,18 @@ static void test_option_errors(void **state)
 	const char *const bad[] = { "format", "openai", "labels", "model_name", "timeout_ms", "5",
 				    "colour", "red", "precision", "file", NULL };
 	assert_int_equal(open_kv(&h, bad), -EINVAL);
-	assert_true(has_diag(&h.diags, "url", "missing-key"));
-	assert_true(has_diag(&h.diags, "format", "bad-enum"));
-	assert_true(has_diag(&h.diags, "labels", "bad-value"));
-	assert_true(has_diag(&h.diags, "timeout_ms", "bad-value"));
-	assert_true(has_diag(&h.diags, "colour", "unknown-key"));
-	assert_true(has_diag(&h.diags, "precision_target", "missing-key"));
-	assert_true(has_diag(&h.diags, "slices", "missing-key"));
+	assert_true(has_diag(&h.diags, "options.url", "missing-key"));
+	assert_true(has_diag(&h.diags, "options.format", "bad-enum"));
+	assert_true(has_diag(&h.diags, "options.labels", "bad-value"));
+	assert_true(has_diag(&h.diags, "options.timeout_ms", "range"));
+	assert_true(has_diag(&h.diags, "options.colour", "unknown-key"));
+	assert_true(has_diag(&h.diags, "options.precision_target", "missing-key"));
+	assert_true(has_diag(&h.diags, "options.slices", "missing-key"));
 	assert_null(h.dev.priv);
 	close_dev(&h);
 	const char *const dup[] = { "url", "%s/metrics", "slices", "code,chat,code", NULL };
 	assert_int_equal(open_kv(&h, dup), -EINVAL);
-	assert_true(has_diag(&h.diags, "slices", "duplicate-slice"));
+	assert_true(has_diag(&h.diags, "options.slices", "duplicate-slice"));
 	close_dev(&h);
 }
 

@@ -520,7 +520,7 @@ static void test_missing(void **state)
 	assert_true(diags_mention(&f->diags, "nothing to read"));
 	diag_clear(&f->diags);
 	assert_int_equal(fx_open(f, "hwmon", "amdgpu", NULL), -EINVAL);
-	assert_true(diags_mention(&f->diags, "unknown sysfs option 'hwmon'"));
+	assert_true(diags_mention(&f->diags, "unknown option 'hwmon'"));
 	diag_clear(&f->diags);
 
 	/* A file vanishing after open (GPU reset): invalid + fault naming it. */
