@@ -12,6 +12,7 @@
  * form they read as numbers (1000 or 1.0e+3, not 1e3; no leading zeros). */
 #include "governor/policy.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <math.h>
@@ -781,28 +782,19 @@ static void check_order(struct ctx *c, yaml_node_t *map, const char *sec, const 
 static void check_sla(struct ctx *c)
 {
 	const struct policy *p = c->p;
-	static const struct {
-		const char *metric, *p95, *p99;
-		size_t o95, o99;
-	} m[] = {
-		{ "TTFT", "ttft_p95_ms", "ttft_p99_ms", offsetof(struct policy, sla.ttft_p95_ms),
-		  offsetof(struct policy, sla.ttft_p99_ms) },
-		{ "TBT", "tbt_p95_ms", "tbt_p99_ms", offsetof(struct policy, sla.tbt_p95_ms),
-		  offsetof(struct policy, sla.tbt_p99_ms) },
-		{ "end-to-end", "e2e_p95_ms", "e2e_p99_ms", offsetof(struct policy, sla.e2e_p95_ms),
-		  offsetof(struct policy, sla.e2e_p99_ms) },
-	};
 	char a[64], b[64];
-	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
-		double v95 = *(const double *)((const char *)p + m[i].o95);
-		double v99 = *(const double *)((const char *)p + m[i].o99);
-		snprintf(a, sizeof(a), "sla.%s", m[i].p95);
-		snprintf(b, sizeof(b), "sla.%s", m[i].p99);
+	/* The table lists each metric's p95 row just before its p99 row. */
+	for (size_t i = 0; i + 1 < policy_n_sla_targets; i += 2) {
+		const struct sla_target *t95 = &policy_sla_targets[i], *t99 = &policy_sla_targets[i + 1];
+		assert(t95->metric == t99->metric && t95->q < t99->q);
+		double v95 = policy_sla_value(p, t95), v99 = policy_sla_value(p, t99);
+		snprintf(a, sizeof(a), "sla.%s", t95->key);
+		snprintf(b, sizeof(b), "sla.%s", t99->key);
 		if (v95 > 0 && v99 > 0 && v95 > v99 && !any_failed(c, a, b))
-			msg_at(c, DIAG_ERROR, where(c, c->sla, m[i].p95), a, "p95-above-p99",
+			msg_at(c, DIAG_ERROR, where(c, c->sla, t95->key), a, "p95-above-p99",
 			       "%s p95 target %g ms is above its p99 target %g ms; allowed <= %g ms "
 			       "(95 %% of requests cannot be slower than 99 %%)",
-			       m[i].metric, v95, v99, v99);
+			       t95->metric_name, v95, v99, v99);
 	}
 	/* End-to-end latency includes the time to the first token. */
 	if (p->sla.e2e_p99_ms > 0 && p->sla.ttft_p99_ms > 0 && p->sla.e2e_p99_ms < p->sla.ttft_p99_ms &&

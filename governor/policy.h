@@ -171,6 +171,22 @@ struct policy {
 	} telemetry;
 };
 
+/* The latency targets a policy can set, one row per key of `sla`. The loader
+ * checks them, the sim judges SLA windows with them and summaries list them,
+ * so a new target is one row here. */
+enum sla_metric { SLA_TTFT, SLA_TBT, SLA_E2E, SLA_N_METRICS };
+struct sla_target {
+	const char *key;     /* "ttft_p99_ms" */
+	const char *metric_name; /* "TTFT" */
+	enum sla_metric metric;
+	double q;            /* 0.95, 0.99 */
+	size_t offset;       /* of the double in struct policy */
+};
+extern const struct sla_target policy_sla_targets[];
+extern const size_t policy_n_sla_targets;
+/* The target in ms, 0 when the policy sets none. */
+double policy_sla_value(const struct policy *p, const struct sla_target *t);
+
 int policy_load(const char *path, struct policy **out, struct diag_list *diags);
 /* Same from memory (tests, fuzzing); name is used in diags and as path. */
 int policy_load_string(const char *name, const char *text, size_t len, struct policy **out,

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "governor/policy.h"
@@ -228,4 +229,20 @@ const char *policy_lkg_name(enum policy_lkg_fallback f)
 {
 	static const char *const n[] = { "safe_point", "firmware_default" };
 	return (unsigned)f < POLICY_LKG_N ? n[f] : "?";
+}
+
+#define SLA_ROW(k, name, m, quant) \
+	{ .key = #k, .metric_name = name, .metric = m, .q = quant, \
+	  .offset = offsetof(struct policy, sla.k) }
+const struct sla_target policy_sla_targets[] = {
+	SLA_ROW(ttft_p95_ms, "TTFT", SLA_TTFT, 0.95), SLA_ROW(ttft_p99_ms, "TTFT", SLA_TTFT, 0.99),
+	SLA_ROW(tbt_p95_ms, "TBT", SLA_TBT, 0.95),    SLA_ROW(tbt_p99_ms, "TBT", SLA_TBT, 0.99),
+	SLA_ROW(e2e_p95_ms, "end-to-end", SLA_E2E, 0.95),
+	SLA_ROW(e2e_p99_ms, "end-to-end", SLA_E2E, 0.99),
+};
+const size_t policy_n_sla_targets = sizeof(policy_sla_targets) / sizeof(policy_sla_targets[0]);
+
+double policy_sla_value(const struct policy *p, const struct sla_target *t)
+{
+	return *(const double *)((const char *)p + t->offset);
 }

@@ -44,8 +44,19 @@ int sim_mkdirs(const char *path)
 /* SLA targets of the policy checked on one window's histograms. */
 struct sla_win {
 	uint64_t start_ms;
-	struct hist ttft, tbt, e2e; /* cumulative snapshots at the window start */
+	uint64_t tokens;                  /* tokens generated at the window start */
+	struct hist at_start[SLA_N_METRICS]; /* cumulative snapshots at the window start */
+	struct hist delta[SLA_N_METRICS];    /* scratch for the window's own histograms */
 };
+
+static const struct hist *metric_hist(const struct server_stats *st, enum sla_metric m)
+{
+	switch (m) {
+	case SLA_TTFT: return &st->ttft;
+	case SLA_TBT: return &st->tbt;
+	default: return &st->e2e;
+	}
+}
 
 struct acc {
 	const struct policy *pol;
@@ -69,48 +80,47 @@ static void win_snapshot(struct acc *a, uint64_t t_ms)
 {
 	const struct server_stats *st = server_get_stats(a->plant->srv);
 	a->win->start_ms = t_ms;
-	a->win->ttft = st->ttft;
-	a->win->tbt = st->tbt;
-	a->win->e2e = st->e2e;
+	a->win->tokens = st->tokens_generated;
+	for (int m = 0; m < SLA_N_METRICS; m++)
+		a->win->at_start[m] = *metric_hist(st, (enum sla_metric)m);
 }
 
-/* Whether a window [start, now] met every target the policy sets. A window
- * with nothing completed is idle (not counted) when nothing waits, and
- * missed when requests are queued or running. */
-static void win_close(struct acc *a)
+/* Whether a window [start, now] met every target the policy sets
+ * (policy_sla_targets, and the throughput floor). A window with nothing
+ * completed is idle (not counted) when nothing waits, and missed when
+ * requests are queued or running. The throughput floor is judged only while
+ * requests wait: an open-loop server with little demand cannot make tokens
+ * nobody asked for. */
+static void win_close(struct acc *a, uint64_t t_ms)
 {
 	const struct server_stats *st = server_get_stats(a->plant->srv);
 	const struct policy *p = a->pol;
-	struct hist *d = malloc(3 * sizeof(*d));
-	if (!d) {
-		a->io_error = true;
-		return;
+	struct hist *d = a->win->delta;
+	bool empty = true;
+	for (int m = 0; m < SLA_N_METRICS; m++) {
+		hist_delta(&d[m], metric_hist(st, (enum sla_metric)m), &a->win->at_start[m]);
+		empty = empty && d[m].n == 0;
 	}
-	hist_delta(&d[0], &st->ttft, &a->win->ttft);
-	hist_delta(&d[1], &st->tbt, &a->win->tbt);
-	hist_delta(&d[2], &st->e2e, &a->win->e2e);
-	if (d[0].n == 0 && d[1].n == 0 && d[2].n == 0) {
+	if (empty) {
 		if (st->queue_len + st->running == 0)
 			a->windows_idle++;
 		else
 			a->windows++;
-		free(d);
 		return;
 	}
 	bool met = true;
-	if (p->sla.ttft_p99_ms > 0 && hist_quantile(&d[0], 0.99) > p->sla.ttft_p99_ms)
-		met = false;
-	if (p->sla.ttft_p95_ms > 0 && hist_quantile(&d[0], 0.95) > p->sla.ttft_p95_ms)
-		met = false;
-	if (p->sla.tbt_p99_ms > 0 && hist_quantile(&d[1], 0.99) > p->sla.tbt_p99_ms)
-		met = false;
-	if (p->sla.tbt_p95_ms > 0 && hist_quantile(&d[1], 0.95) > p->sla.tbt_p95_ms)
-		met = false;
-	if (p->sla.e2e_p99_ms > 0 && hist_quantile(&d[2], 0.99) > p->sla.e2e_p99_ms)
+	for (size_t i = 0; i < policy_n_sla_targets; i++) {
+		const struct sla_target *t = &policy_sla_targets[i];
+		double target_ms = policy_sla_value(p, t);
+		if (target_ms > 0 && hist_quantile(&d[t->metric], t->q) > target_ms)
+			met = false;
+	}
+	double dur_s = (double)(t_ms - a->win->start_ms) / 1000.0;
+	if (p->sla.min_tokens_per_s > 0 && st->queue_len > 0 && dur_s > 0 &&
+	    (double)(st->tokens_generated - a->win->tokens) / dur_s < p->sla.min_tokens_per_s)
 		met = false;
 	a->windows++;
 	a->windows_met += met;
-	free(d);
 }
 
 /* INT8 completions since the last call on a slice whose true drop is over
@@ -147,7 +157,7 @@ static int on_period(void *ctx, const struct gov_period *p)
 		a->fault_periods++;
 	count_breaches(a);
 	if (p->t_ms >= a->win->start_ms + (uint64_t)llround(a->pol->sla.window_s * 1000.0)) {
-		win_close(a);
+		win_close(a, p->t_ms);
 		win_snapshot(a, p->t_ms);
 	}
 	if (a->ts) {
@@ -234,11 +244,10 @@ static json_t *summary_json(const struct acc *a, const struct scenario *sc, cons
 	json_object_set_new(sla, "tbt_p99_ms", jreal(hist_quantile(&st->tbt, 0.99)));
 	json_object_set_new(sla, "e2e_p95_ms", jreal(hist_quantile(&st->e2e, 0.95)));
 	json_object_set_new(sla, "e2e_p99_ms", jreal(hist_quantile(&st->e2e, 0.99)));
-	json_object_set_new(tg, "ttft_p99_ms", jreal(pol->sla.ttft_p99_ms));
-	json_object_set_new(tg, "ttft_p95_ms", jreal(pol->sla.ttft_p95_ms));
-	json_object_set_new(tg, "tbt_p99_ms", jreal(pol->sla.tbt_p99_ms));
-	json_object_set_new(tg, "tbt_p95_ms", jreal(pol->sla.tbt_p95_ms));
-	json_object_set_new(tg, "e2e_p99_ms", jreal(pol->sla.e2e_p99_ms));
+	for (size_t i = 0; i < policy_n_sla_targets; i++)
+		json_object_set_new(tg, policy_sla_targets[i].key,
+				    jreal(policy_sla_value(pol, &policy_sla_targets[i])));
+	json_object_set_new(tg, "min_tokens_per_s", jreal(pol->sla.min_tokens_per_s));
 	json_object_set_new(tg, "attainment", jreal(pol->sla.attainment));
 	json_object_set_new(sla, "targets", tg);
 	json_object_set_new(o, "sla", sla);
@@ -386,7 +395,7 @@ int sim_run(const struct sim_opts *o, struct sim_result *res, struct diag_list *
 		a.max_tj_c = plant->dev.tj_c;
 	/* The last partial SLA window counts only when no full one closed. */
 	if (a.windows + a.windows_idle == 0)
-		win_close(&a);
+		win_close(&a, (uint64_t)llround(plant->t_s * 1000.0));
 	governor_restore(&g);
 	res->sim_s = plant->t_s;
 	res->periods = a.periods;
