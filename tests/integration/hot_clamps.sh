@@ -6,7 +6,7 @@ set -euo pipefail
 build=$1
 if [ ! -f "${GOVD_SHARED_DATA:-/nonexistent}/AzureLLMInferenceTrace2023_code.csv" ]; then
 	echo "SKIP: Azure code trace not found in GOVD_SHARED_DATA"
-	exit 0
+	exit 77
 fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

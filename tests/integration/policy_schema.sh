@@ -14,8 +14,7 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 if ! $py -c 'import jsonschema, yaml' 2>/dev/null; then
-	echo "SKIP: $py lacks jsonschema or yaml (tools/install-deps installs python3-jsonschema python3-yaml)"
-	exit 0
+	fail "$py lacks jsonschema or yaml: run tools/install-deps (python3-jsonschema python3-yaml)"
 fi
 helper=tests/integration/policy_schema.py
 

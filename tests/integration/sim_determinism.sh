@@ -11,11 +11,6 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-if [ ! -f "$scenario" ]; then
-	echo "SKIP: $scenario absent"
-	exit 0
-fi
-
 run() { "$govctl" sim --scenario "$scenario" --policy "$policy" --duration 120 "$@"; }
 run --seed 1 --out "$tmp/a" >/dev/null
 run --seed 1 --out "$tmp/b" >/dev/null
