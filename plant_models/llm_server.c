@@ -30,8 +30,6 @@
 #define COMM_ACTIVITY_FRAC 0.30 /* activity while all-reduce kernels run */
 #define KV_RESERVE_FRAC 0.10    /* HBM kept free for activations, allocator slack */
 #define MIN_KV_SHARE 0.20       /* BF16 weights are loaded only if this much HBM stays for KV */
-#define DEFAULT_MAX_BATCH 256
-#define DEFAULT_MAX_QUEUE 65536
 #define DEFAULT_PREFILL_TOKENS 8192
 /* vLLM V1 online-serving max_num_batched_tokens: 8192 on GPUs with >= 70 GiB
  * that are not A100, else 2048 (vllm/engine/arg_utils.py, _set_default_args). */
@@ -178,9 +176,9 @@ int llm_server_create(const struct server_cfg *cfg, const struct plant_preset *d
 		return -ENOMEM;
 	s->cfg = *cfg;
 	if (!s->cfg.max_batch)
-		s->cfg.max_batch = DEFAULT_MAX_BATCH;
+		s->cfg.max_batch = SERVER_DEFAULT_MAX_BATCH;
 	if (!s->cfg.max_queue)
-		s->cfg.max_queue = DEFAULT_MAX_QUEUE;
+		s->cfg.max_queue = SERVER_DEFAULT_MAX_QUEUE;
 	if (!s->cfg.max_prefill_tokens)
 		s->cfg.max_prefill_tokens =
 			!cfg->chunked_prefill ? DEFAULT_PREFILL_TOKENS
