@@ -297,7 +297,6 @@ void device_advance(struct device *d, double dt_s, const struct device_load *loa
 		d->host_power_w = p->power.host_idle_w;
 		d->host_energy_j += d->host_power_w * dt_s;
 		thermal_step(d, dt_s, 0, 0);
-		d->time_s += dt_s;
 		return;
 	}
 
@@ -320,7 +319,6 @@ void device_advance(struct device *d, double dt_s, const struct device_load *loa
 		d->clamp_time_s += dt_s;
 
 	thermal_step(d, dt_s, d->power_w, d->mem_power_w);
-	d->time_s += dt_s;
 
 	/* Hardware protection is a comparator, not part of the firmware loop. */
 	const struct firmware_params *fw = &p->fw;

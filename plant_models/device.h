@@ -111,7 +111,7 @@ struct device {
 	double power_w, mem_power_w, host_power_w;
 	double energy_j, mem_energy_j, host_energy_j;
 	uint64_t clamp_events;
-	double clamp_time_s, time_s;
+	double clamp_time_s;
 	/* Firmware and cache state, private to device.c (set by device_init). */
 	double sw_thermal_mhz;   /* software thermal boost ceiling */
 	double fw_power_avg_w;   /* accel power as the cap loop sees it (averaged) */

@@ -85,7 +85,6 @@ struct llm_server {
 	struct engine eng[ENG_N];
 	int pos; /* next phase in the cycle: 2*engine + (0 prefill, 1 decode) */
 	struct phase ph;
-	double t_s;
 	double prefill_flops; /* cumulative, finished prefill phases */
 	struct server_stats st;
 };
@@ -530,7 +529,6 @@ void llm_server_advance(struct llm_server *s, double t_s, double dt_s, uint32_t 
 			t = t_end;
 		}
 	}
-	s->t_s = t_end;
 	s->st.queue_len = s->n_queued;
 	s->st.running = s->n_running;
 	if (load) {
