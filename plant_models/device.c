@@ -155,7 +155,9 @@ static void thermal_step(struct device *d, double dt_s, double p_die_w, double p
 
 /* Precedence (as NVIDIA documents for locked clocks): the lock range bounds
  * the firmware's boost choice; software thermal, the power cap and the
- * hardware slowdown all override it, the last one hardest. */
+ * hardware slowdown all override it, the last one hardest. The boost choice
+ * is always the top of the range (no idle downclocking), and everything that
+ * goes lower overrides lock_min, so lock_min is never read here. */
 static void select_clock(struct device *d, bool idle)
 {
 	const struct dvfs_params *v = &d->p->dvfs;

@@ -96,6 +96,10 @@ struct device {
 	const struct plant_preset *p;
 	/* Control inputs (what a governor or nvidia-smi sets). */
 	uint32_t lock_min_mhz, lock_max_mhz; /* locked clock range; default min..max */
+	/* lock_min_mhz is kept for readback only: the modelled firmware always runs
+	 * at the highest clock it may (lock_max, or lower where the power cap or a
+	 * thermal limit force it, and those override a locked minimum), idle or not,
+	 * so the floor never binds (docs/plant-models.md, "Precedence"). */
 	double power_limit_w;
 	/* Environment. */
 	double inlet_c;
