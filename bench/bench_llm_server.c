@@ -2,21 +2,21 @@
  * trace (Splitwise, ISCA'24; $GOVD_SHARED_DATA/AzureLLMInferenceTrace2023_code.csv)
  * at 1x, 4x and 8x the recorded load (time compressed, trace looped), on
  * llama-3.1-8b / h100-sxm, server alone and server + device model, 10 ms
- * ticks as in the plant. Target: well under 0.3 s per simulated hour.
+ * ticks as in the plant. The trace is read and replayed by the plant's own
+ * trace_load and WORKLOAD_TRACE workload. Target: well under 0.3 s per
+ * simulated hour.
  * Usage: bench_llm_server [trace.csv] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "common/diag.h"
+#include "common/rng.h"
 #include "plant_models/device.h"
 #include "plant_models/plant.h"
 #include "plant_models/server.h"
-
-struct row {
-	double t_s;
-	unsigned ctx, gen;
-};
+#include "plant_models/workload.h"
 
 static double now_s(void)
 {
@@ -25,46 +25,7 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int load(const char *path, struct row **out, size_t *n_out, double *span_s)
-{
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return -1;
-	size_t n = 0, cap = 16384;
-	struct row *v = malloc(cap * sizeof(*v));
-	char line[256];
-	double t0 = -1;
-	if (!v || !fgets(line, sizeof(line), f)) { /* header */
-		free(v);
-		fclose(f);
-		return -1;
-	}
-	while (fgets(line, sizeof(line), f)) {
-		int y, mo, d, h, mi;
-		double sec;
-		unsigned c, g;
-		if (sscanf(line, "%d-%d-%d %d:%d:%lf,%u,%u", &y, &mo, &d, &h, &mi, &sec, &c, &g) != 8)
-			continue;
-		double t = ((d * 24.0 + h) * 60.0 + mi) * 60.0 + sec; /* one month in the trace */
-		if (t0 < 0)
-			t0 = t;
-		if (n == cap) {
-			cap *= 2;
-			struct row *nv = realloc(v, cap * sizeof(*v));
-			if (!nv)
-				break;
-			v = nv;
-		}
-		v[n++] = (struct row){ t - t0, c, g ? g : 1 };
-	}
-	fclose(f);
-	*out = v;
-	*n_out = n;
-	*span_s = n ? v[n - 1].t_s : 0;
-	return n ? 0 : -1;
-}
-
-static void run(const struct row *rows, size_t n, double span_s, double scale, bool with_device)
+static void run(const struct trace *tr, double scale, bool with_device)
 {
 	const struct plant_preset *p = plant_preset_find("h100-sxm");
 	struct server_cfg c;
@@ -73,29 +34,38 @@ static void run(const struct row *rows, size_t n, double span_s, double scale, b
 	c.max_batch = 256;
 	c.max_queue = 4096;
 	c.n_slices = 1;
+	struct workload_cfg wc;
+	memset(&wc, 0, sizeof(wc));
+	wc.kind = WORKLOAD_TRACE;
+	wc.time_scale = scale;
+	wc.loop = true;
+	wc.n_slices = 1;
+	wc.slice_fraction[0] = 1;
+	struct rng root;
+	rng_seed(&root, 1); /* a looping trace draws nothing; one slice needs no draw */
 	struct server *s;
+	struct workload *w;
 	if (!p || !c.model || server_create(&c, p, &s) < 0) {
-		fprintf(stderr, "setup failed\n");
+		fprintf(stderr, "bench_llm_server: server setup failed\n");
+		exit(1);
+	}
+	if (workload_open(&wc, tr, &root, &w) < 0) {
+		fprintf(stderr, "bench_llm_server: workload setup failed\n");
 		exit(1);
 	}
 	struct device d;
 	device_init(&d, p, 30.0);
 	const double hour = 3600.0, dt = PLANT_TICK_S;
-	size_t i = 0;
-	double loop_off = 0, t = 0;
+	struct request r;
+	bool have = workload_next(w, &r) == 0;
+	uint64_t k = 0;
+	double t = 0;
 	double t_start = now_s();
 	while (t < hour - 1e-9) {
-		for (;;) {
-			double ta = (rows[i].t_s + loop_off) / scale;
-			if (ta >= t + dt)
-				break;
-			struct request r = { .arrival_s = ta, .ctx_tokens = rows[i].ctx,
-					     .gen_tokens = rows[i].gen, .int8 = (i % 3) == 0 };
+		while (have && r.arrival_s < t + dt) {
+			r.int8 = (k++ % 3) == 0; /* a third in INT8, fixed so runs compare */
 			server_submit(s, &r);
-			if (++i == n) {
-				i = 0;
-				loop_off += span_s + 1.0;
-			}
+			have = workload_next(w, &r) == 0;
 		}
 		struct device_load l;
 		server_advance(s, t, dt, with_device ? d.clk_mhz : p->dvfs.max_mhz, &l, NULL, NULL);
@@ -111,6 +81,7 @@ static void run(const struct row *rows, size_t n, double span_s, double scale, b
 	       (unsigned long long)st->arrived, (unsigned long long)st->rejected,
 	       (unsigned long long)st->completed, hist_quantile(&st->ttft, 0.99),
 	       hist_quantile(&st->tbt, 0.99));
+	workload_close(w);
 	server_destroy(s);
 }
 
@@ -123,19 +94,21 @@ int main(int argc, char **argv)
 	else
 		snprintf(path, sizeof(path), "%s/AzureLLMInferenceTrace2023_code.csv",
 			 dir ? dir : GOVD_SOURCE_DIR "/../shared/data");
-	struct row *rows;
-	size_t n;
-	double span;
-	if (load(path, &rows, &n, &span) < 0) {
-		fprintf(stderr, "bench_llm_server: cannot read %s\n", path);
+	struct diag_list diags = { 0 };
+	struct trace *tr;
+	int rc = trace_load(path, &tr, &diags);
+	diag_print(&diags, stderr);
+	diag_clear(&diags);
+	if (rc < 0) {
+		fprintf(stderr, "bench_llm_server: cannot use %s\n", path);
 		return 1;
 	}
-	printf("%zu requests over %.0f s from %s\n", n, span, path);
+	printf("%zu requests over %.0f s from %s\n", tr->n, tr->span_s, path);
 	const double scales[] = { 1, 4, 8 };
 	for (size_t k = 0; k < 3; k++) {
-		run(rows, n, span, scales[k], false);
-		run(rows, n, span, scales[k], true);
+		run(tr, scales[k], false);
+		run(tr, scales[k], true);
 	}
-	free(rows);
+	trace_free(tr);
 	return 0;
 }

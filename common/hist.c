@@ -67,16 +67,6 @@ void hist_delta(struct hist *out, const struct hist *now, const struct hist *pre
 		out->count[i] = now->count[i] - prev->count[i];
 }
 
-void hist_merge(struct hist *into, const struct hist *from)
-{
-	into->n += from->n;
-	into->sum_ms += from->sum_ms;
-	if (from->max_ms > into->max_ms)
-		into->max_ms = from->max_ms;
-	for (int i = 0; i < HIST_NBUCKETS; i++)
-		into->count[i] += from->count[i];
-}
-
 double hist_fraction_le(const struct hist *h, double value_ms)
 {
 	if (h->n == 0)

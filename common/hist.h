@@ -24,7 +24,6 @@ void hist_add(struct hist *h, double value_ms, uint64_t weight);
 double hist_quantile(const struct hist *h, double q);
 /* out = now - prev (prev must be an earlier snapshot of now). */
 void hist_delta(struct hist *out, const struct hist *now, const struct hist *prev);
-void hist_merge(struct hist *into, const struct hist *from);
 double hist_bucket_upper_ms(int i);
 /* Share of observations at or below value_ms (bucket resolution). */
 double hist_fraction_le(const struct hist *h, double value_ms);

@@ -96,25 +96,3 @@ int rng_bernoulli(struct rng *r, double p)
 {
 	return rng_uniform(r) < p;
 }
-
-uint64_t rng_binomial(struct rng *r, uint64_t n, double p)
-{
-	if (p <= 0.0 || n == 0)
-		return 0;
-	if (p >= 1.0)
-		return n;
-	if (n < 64) {
-		uint64_t k = 0;
-		for (uint64_t i = 0; i < n; i++)
-			k += rng_uniform(r) < p;
-		return k;
-	}
-	/* Normal approximation, clamped; adequate for sampling noise in monitors. */
-	double mean = (double)n * p, sd = sqrt(mean * (1.0 - p));
-	double k = floor(mean + sd * rng_normal(r) + 0.5);
-	if (k < 0)
-		k = 0;
-	if (k > (double)n)
-		k = (double)n;
-	return (uint64_t)k;
-}

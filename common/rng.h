@@ -19,6 +19,5 @@ double rng_exp(struct rng *r, double mean);
 double rng_lognormal(struct rng *r, double mu, double sigma);
 double rng_gamma(struct rng *r, double shape, double scale);
 int rng_bernoulli(struct rng *r, double p);
-uint64_t rng_binomial(struct rng *r, uint64_t n, double p);
 
 #endif

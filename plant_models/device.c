@@ -155,7 +155,9 @@ static void thermal_step(struct device *d, double dt_s, double p_die_w, double p
 
 /* Precedence (as NVIDIA documents for locked clocks): the lock range bounds
  * the firmware's boost choice; software thermal, the power cap and the
- * hardware slowdown all override it, the last one hardest. */
+ * hardware slowdown all override it, the last one hardest. The boost choice
+ * is always the top of the range (no idle downclocking), and everything that
+ * goes lower overrides lock_min, so lock_min is never read here. */
 static void select_clock(struct device *d, bool idle)
 {
 	const struct dvfs_params *v = &d->p->dvfs;
@@ -297,7 +299,6 @@ void device_advance(struct device *d, double dt_s, const struct device_load *loa
 		d->host_power_w = p->power.host_idle_w;
 		d->host_energy_j += d->host_power_w * dt_s;
 		thermal_step(d, dt_s, 0, 0);
-		d->time_s += dt_s;
 		return;
 	}
 
@@ -320,7 +321,6 @@ void device_advance(struct device *d, double dt_s, const struct device_load *loa
 		d->clamp_time_s += dt_s;
 
 	thermal_step(d, dt_s, d->power_w, d->mem_power_w);
-	d->time_s += dt_s;
 
 	/* Hardware protection is a comparator, not part of the firmware loop. */
 	const struct firmware_params *fw = &p->fw;

@@ -96,6 +96,10 @@ struct device {
 	const struct plant_preset *p;
 	/* Control inputs (what a governor or nvidia-smi sets). */
 	uint32_t lock_min_mhz, lock_max_mhz; /* locked clock range; default min..max */
+	/* lock_min_mhz is kept for readback only: the modelled firmware always runs
+	 * at the highest clock it may (lock_max, or lower where the power cap or a
+	 * thermal limit force it, and those override a locked minimum), idle or not,
+	 * so the floor never binds (docs/plant-models.md, "Precedence"). */
 	double power_limit_w;
 	/* Environment. */
 	double inlet_c;
@@ -111,7 +115,7 @@ struct device {
 	double power_w, mem_power_w, host_power_w;
 	double energy_j, mem_energy_j, host_energy_j;
 	uint64_t clamp_events;
-	double clamp_time_s, time_s;
+	double clamp_time_s;
 	/* Firmware and cache state, private to device.c (set by device_init). */
 	double sw_thermal_mhz;   /* software thermal boost ceiling */
 	double fw_power_avg_w;   /* accel power as the cap loop sees it (averaged) */

@@ -21,9 +21,6 @@
  * assumed, see docs/plant-models.md. */
 #define DYNBATCH_MEM_ACTIVITY 0.35
 #define T_EPS 1e-9
-/* Defaults for zero fields, the same as the LLM server's (server.h). */
-#define DEFAULT_MAX_BATCH 256
-#define DEFAULT_MAX_QUEUE 65536
 
 /* ResNet-50 v1.5 at 224x224: 4.1 GMACs = 8.2 GFLOPs per image (He et al.,
  * CVPR 2016 table 1 gives 3.8e9 FLOPs counting multiply-adds for v1; the
@@ -114,9 +111,9 @@ int dynbatch_create(const struct server_cfg *cfg, const struct plant_preset *dev
 		return -ENOMEM;
 	b->cfg = *cfg;
 	if (b->cfg.max_batch == 0)
-		b->cfg.max_batch = DEFAULT_MAX_BATCH;
+		b->cfg.max_batch = SERVER_DEFAULT_MAX_BATCH;
 	if (b->cfg.max_queue == 0)
-		b->cfg.max_queue = DEFAULT_MAX_QUEUE;
+		b->cfg.max_queue = SERVER_DEFAULT_MAX_QUEUE;
 	b->m = m;
 	b->dev = dev;
 	b->q_cap = b->cfg.max_batch * 2u < 64 ? 64 : b->cfg.max_batch * 2u;

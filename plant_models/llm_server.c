@@ -30,8 +30,6 @@
 #define COMM_ACTIVITY_FRAC 0.30 /* activity while all-reduce kernels run */
 #define KV_RESERVE_FRAC 0.10    /* HBM kept free for activations, allocator slack */
 #define MIN_KV_SHARE 0.20       /* BF16 weights are loaded only if this much HBM stays for KV */
-#define DEFAULT_MAX_BATCH 256
-#define DEFAULT_MAX_QUEUE 65536
 #define DEFAULT_PREFILL_TOKENS 8192
 /* vLLM V1 online-serving max_num_batched_tokens: 8192 on GPUs with >= 70 GiB
  * that are not A100, else 2048 (vllm/engine/arg_utils.py, _set_default_args). */
@@ -87,7 +85,6 @@ struct llm_server {
 	struct engine eng[ENG_N];
 	int pos; /* next phase in the cycle: 2*engine + (0 prefill, 1 decode) */
 	struct phase ph;
-	double t_s;
 	double prefill_flops; /* cumulative, finished prefill phases */
 	struct server_stats st;
 };
@@ -178,9 +175,9 @@ int llm_server_create(const struct server_cfg *cfg, const struct plant_preset *d
 		return -ENOMEM;
 	s->cfg = *cfg;
 	if (!s->cfg.max_batch)
-		s->cfg.max_batch = DEFAULT_MAX_BATCH;
+		s->cfg.max_batch = SERVER_DEFAULT_MAX_BATCH;
 	if (!s->cfg.max_queue)
-		s->cfg.max_queue = DEFAULT_MAX_QUEUE;
+		s->cfg.max_queue = SERVER_DEFAULT_MAX_QUEUE;
 	if (!s->cfg.max_prefill_tokens)
 		s->cfg.max_prefill_tokens =
 			!cfg->chunked_prefill ? DEFAULT_PREFILL_TOKENS
@@ -532,7 +529,6 @@ void llm_server_advance(struct llm_server *s, double t_s, double dt_s, uint32_t 
 			t = t_end;
 		}
 	}
-	s->t_s = t_end;
 	s->st.queue_len = s->n_queued;
 	s->st.running = s->n_running;
 	if (load) {

@@ -169,10 +169,8 @@ static void submit_due(struct plant *p, double t_end_s)
 		 * stays aligned across policies (common random numbers). */
 		p->pending.int8 = rng_bernoulli(&p->rng_precision, p->int8_frac[p->pending.slice]);
 		server_submit(p->srv, &p->pending);
-		if (workload_next(p->wl, &p->pending) != 0) {
+		if (workload_next(p->wl, &p->pending) != 0)
 			p->have_pending = false;
-			p->workload_done = true;
-		}
 	}
 }
 
@@ -292,7 +290,6 @@ int plant_create(const struct scenario *sc, uint64_t seed, struct plant **out,
 		p->drift_end_s[i] = INFINITY;
 	p->next_expiry_s = INFINITY;
 	p->have_pending = workload_next(p->wl, &p->pending) == 0;
-	p->workload_done = !p->have_pending;
 	apply_due(p); /* events at t = 0 */
 	*out = p;
 	return 0;

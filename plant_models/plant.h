@@ -42,7 +42,7 @@ struct plant {
 	double t_s;
 	uint64_t tick;              /* t_s == tick * PLANT_TICK_S (no float drift) */
 	struct request pending;     /* next arrival not yet due */
-	bool have_pending, workload_done;
+	bool have_pending;
 	size_t next_event;
 	/* active faults and their end times per sensor */
 	bool fault_active[SENSOR_N];

@@ -3,6 +3,7 @@
  * docs/calibration.md. Datasheet values are as published; "fitted" values
  * were chosen to reproduce the MLPerf v4.1 MaxP/MaxQ ratios
  * (tests/unit/test_calib_mlperf.c) and the thermal targets in the docs. */
+#include <pthread.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -106,8 +107,15 @@ static const struct plant_preset presets[] = {
 
 #define N_PRESETS (sizeof(presets) / sizeof(presets[0]))
 
-static const char *const preset_names[N_PRESETS + 1] = { "h200-sxm", "h100-sxm", "a100-sxm",
-							  NULL };
+static const char *preset_names[N_PRESETS + 1];
+static pthread_once_t preset_names_once = PTHREAD_ONCE_INIT;
+
+static void preset_names_fill(void)
+{
+	for (size_t i = 0; i < N_PRESETS; i++)
+		preset_names[i] = presets[i].name;
+	preset_names[N_PRESETS] = NULL;
+}
 
 const struct plant_preset *plant_preset_find(const char *name)
 {
@@ -121,5 +129,6 @@ const struct plant_preset *plant_preset_find(const char *name)
 
 const char *const *plant_preset_names(void)
 {
+	pthread_once(&preset_names_once, preset_names_fill);
 	return preset_names;
 }

@@ -4,16 +4,13 @@
 #include <assert.h>
 #include <string.h>
 
-/* Stream id of the monitor's own random stream (ASCII "quality"). */
-#define QUALITY_RNG_STREAM 0x7175616c697479ULL
-
 static double clamp01(double x)
 {
 	return x < 0 ? 0 : x > 1 ? 1 : x;
 }
 
 void quality_init(struct quality_model *q, uint32_t n_slices, const double *true_drop,
-		  const double *shadow_rate, const struct rng *parent)
+		  const double *shadow_rate, const struct rng *stream)
 {
 	assert(n_slices <= PLANT_MAX_SLICES);
 	memset(q, 0, sizeof(*q));
@@ -22,7 +19,7 @@ void quality_init(struct quality_model *q, uint32_t n_slices, const double *true
 		q->true_drop[i] = true_drop ? clamp01(true_drop[i]) : 0.0;
 		q->shadow_rate[i] = shadow_rate ? clamp01(shadow_rate[i]) : 0.0;
 	}
-	q->rng = rng_fork(parent, QUALITY_RNG_STREAM);
+	q->rng = *stream;
 }
 
 void quality_set_drop(struct quality_model *q, uint32_t slice, double true_drop)

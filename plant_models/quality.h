@@ -19,8 +19,10 @@ struct quality_model {
 	struct rng rng;
 };
 
+/* stream: the monitor's own random stream, already forked for it by the
+ * caller (rng_fork); it is copied, the caller's is not advanced. */
 void quality_init(struct quality_model *q, uint32_t n_slices, const double *true_drop,
-		  const double *shadow_rate, const struct rng *parent);
+		  const double *shadow_rate, const struct rng *stream);
 void quality_set_drop(struct quality_model *q, uint32_t slice, double true_drop);
 /* Called for every completed request; samples it for shadow evaluation. */
 void quality_on_complete(struct quality_model *q, uint32_t slice);

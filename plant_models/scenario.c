@@ -37,18 +37,12 @@ const char *sensor_name(enum sensor_id s)
 	return (unsigned)s < SENSOR_N ? sensor_names[s] : "?";
 }
 
+/* Problems are counted where they are reported, in the diag list: the ycfg
+ * getters and err() add an error for every failure. */
 struct loader {
 	struct ycfg y;
 	struct scenario *s;
-	int errors;
 };
-
-/* Counts a failed getter (they already added the diag). */
-static void count(struct loader *ld, int rc)
-{
-	if (rc)
-		ld->errors++;
-}
 
 static void err(struct loader *ld, const yaml_node_t *n, const char *path, const char *code,
 		const char *fmt, ...) __attribute__((format(printf, 5, 6)));
@@ -62,7 +56,6 @@ static void err(struct loader *ld, const yaml_node_t *n, const char *path, const
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	ycfg_error(&ld->y, n, path, code, "%s", msg);
-	ld->errors++;
 }
 
 /* --------------------------------------------------------------- helpers */
@@ -183,7 +176,7 @@ static double get_d(struct loader *ld, yaml_node_t *m, const char *path, const c
 		    bool required, double min, double max, double def)
 {
 	double v = def;
-	count(ld, ycfg_double(&ld->y, m, path, key, required, min, max, &v));
+	ycfg_double(&ld->y, m, path, key, required, min, max, &v);
 	return v;
 }
 
@@ -191,7 +184,7 @@ static long long get_i(struct loader *ld, yaml_node_t *m, const char *path, cons
 		       long long min, long long max, long long def)
 {
 	long long v = def;
-	count(ld, ycfg_int(&ld->y, m, path, key, false, min, max, &v));
+	ycfg_int(&ld->y, m, path, key, false, min, max, &v);
 	return v;
 }
 
@@ -202,11 +195,9 @@ static yaml_node_t *section(struct loader *ld, yaml_node_t *parent, const char *
 	yaml_node_t *m = ycfg_get(&ld->y, parent, key);
 	if (!m)
 		return NULL;
-	if (!ycfg_is_map(&ld->y, m, key)) {
-		ld->errors++;
+	if (!ycfg_is_map(&ld->y, m, key))
 		return NULL;
-	}
-	ld->errors += ycfg_check_keys(&ld->y, m, key, keys);
+	ycfg_check_keys(&ld->y, m, key, keys);
 	return m;
 }
 
@@ -235,7 +226,7 @@ static void read_server(struct loader *ld, yaml_node_t *root)
 		(uint64_t)get_i(ld, m, "server", "kv_capacity_tokens", 0, 1000000000LL, 0);
 	c->batch_timeout_ms = get_d(ld, m, "server", "batch_timeout_ms", false, 0, 10000, 5.0);
 	c->chunked_prefill = true; /* vLLM V1's default scheduling */
-	count(ld, ycfg_bool(&ld->y, m, "server", "chunked_prefill", false, &c->chunked_prefill));
+	ycfg_bool(&ld->y, m, "server", "chunked_prefill", false, &c->chunked_prefill);
 	c->max_prefill_tokens =
 		(uint32_t)get_i(ld, m, "server", "max_prefill_tokens", 0, 1048576, 0);
 }
@@ -279,16 +270,14 @@ static void read_workload(struct loader *ld, yaml_node_t *root)
 		    "missing required key 'workload' (a mapping with kind: trace or generator)");
 		return;
 	}
-	if (!ycfg_is_map(&ld->y, m, "workload")) {
-		ld->errors++;
+	if (!ycfg_is_map(&ld->y, m, "workload"))
 		return;
-	}
-	ld->errors += ycfg_check_keys(&ld->y, m, "workload", keys);
+	ycfg_check_keys(&ld->y, m, "workload", keys);
 	int kind = -1;
-	count(ld, ycfg_enum(&ld->y, m, "workload", "kind", true, workload_kind_names, &kind));
+	ycfg_enum(&ld->y, m, "workload", "kind", true, workload_kind_names, &kind);
 	w->kind = kind == 1 ? WORKLOAD_GENERATOR : WORKLOAD_TRACE;
 	w->time_scale = get_d(ld, m, "workload", "time_scale", false, 0.001, 1000, 1.0);
-	count(ld, ycfg_bool(&ld->y, m, "workload", "loop", false, &w->loop));
+	ycfg_bool(&ld->y, m, "workload", "loop", false, &w->loop);
 	w->start_offset_s = get_d(ld, m, "workload", "start_offset_s", false, 0, 30 * DAY_S, 0);
 
 	yaml_node_t *tn = ycfg_get(&ld->y, m, "trace");
@@ -302,8 +291,6 @@ static void read_workload(struct loader *ld, yaml_node_t *root)
 			if (resolve_trace(ld, tn, "workload.trace", rel, w->trace_path,
 					  sizeof(w->trace_path)))
 				w->trace_path[0] = '\0';
-		} else {
-			ld->errors++;
 		}
 		if (gn)
 			err(ld, gn, "workload.generator", "not-for-kind",
@@ -321,11 +308,8 @@ static void read_workload(struct loader *ld, yaml_node_t *root)
 		}
 		if (gn) {
 			if (ycfg_is_map(&ld->y, gn, "workload.generator")) {
-				ld->errors += ycfg_check_keys(&ld->y, gn, "workload.generator",
-							      gen_keys);
+				ycfg_check_keys(&ld->y, gn, "workload.generator", gen_keys);
 				read_generator(ld, gn, &w->gen);
-			} else {
-				ld->errors++;
 			}
 		}
 	}
@@ -343,10 +327,8 @@ static void read_slices(struct loader *ld, yaml_node_t *root)
 		s->slices[0].fraction = 1;
 		return;
 	}
-	if (!ycfg_is_seq(&ld->y, seq, "slices")) {
-		ld->errors++;
+	if (!ycfg_is_seq(&ld->y, seq, "slices"))
 		return;
-	}
 	size_t n = ycfg_seq_len(seq);
 	if (n == 0 || n > PLANT_MAX_SLICES) {
 		err(ld, seq, "slices", "range", "%zu slices given; allowed 1..%d", n,
@@ -363,12 +345,11 @@ static void read_slices(struct loader *ld, yaml_node_t *root)
 		yaml_node_t *m = ycfg_seq_at(&ld->y, seq, i);
 		struct scenario_slice *sl = &s->slices[i];
 		if (!ycfg_is_map(&ld->y, m, p)) {
-			ld->errors++;
 			all_fractions = false;
 			continue;
 		}
-		ld->errors += ycfg_check_keys(&ld->y, m, p, keys);
-		count(ld, ycfg_string(&ld->y, m, p, "name", true, sl->name, sizeof(sl->name)));
+		ycfg_check_keys(&ld->y, m, p, keys);
+		ycfg_string(&ld->y, m, p, "name", true, sl->name, sizeof(sl->name));
 		if (sl->name[0]) {
 			for (size_t j = 0; j < i; j++) {
 				if (strcmp(s->slices[j].name, sl->name) == 0) {
@@ -383,12 +364,10 @@ static void read_slices(struct loader *ld, yaml_node_t *root)
 			}
 		}
 		sl->fraction = -1;
-		if (ycfg_double(&ld->y, m, p, "fraction", true, 0, 1, &sl->fraction)) {
-			ld->errors++;
+		if (ycfg_double(&ld->y, m, p, "fraction", true, 0, 1, &sl->fraction))
 			all_fractions = false;
-		} else {
+		else
 			sum += sl->fraction;
-		}
 		sl->int8_drop = get_d(ld, m, p, "int8_drop", false, 0, 1, 0.0);
 		sl->shadow_rate = get_d(ld, m, p, "shadow_rate", false, 0, 1, 0.0);
 	}
@@ -434,12 +413,12 @@ static void read_event(struct loader *ld, yaml_node_t *m, const char *p,
 	static const char *const keys[] = {"at_s",  "duration_s", "kind",  "value",
 					   "slice", "sensor",	  "fault", NULL};
 	struct scenario *s = ld->s;
-	ld->errors += ycfg_check_keys(&ld->y, m, p, keys);
+	ycfg_check_keys(&ld->y, m, p, keys);
 	e->line = (int)m->start_mark.line + 1;
 	e->at_s = get_d(ld, m, p, "at_s", true, 0, 365 * DAY_S, 0);
 	e->duration_s = get_d(ld, m, p, "duration_s", false, 0, 365 * DAY_S, 0);
 	int kind = -1;
-	count(ld, ycfg_enum(&ld->y, m, p, "kind", true, event_kind_names, &kind));
+	ycfg_enum(&ld->y, m, p, "kind", true, event_kind_names, &kind);
 	if (kind < 0)
 		return;
 	e->kind = (enum event_kind)kind;
@@ -472,20 +451,19 @@ static void read_event(struct loader *ld, yaml_node_t *m, const char *p,
 		if (!vn)
 			err(ld, m, kp, "missing-key", "missing required key 'value' (%s) for kind %s",
 			    what, event_kind_names[kind]);
-		else if (ycfg_node_double(&ld->y, vn, kp, -INFINITY, INFINITY, &v))
-			ld->errors++;
-		else if (v < min || v > max)
-			err(ld, vn, kp, "range", "%g is out of range for kind %s; allowed %g..%g%s", v,
-			    event_kind_names[kind], min, max, unit);
-		else
-			e->value = v;
+		else if (ycfg_node_double(&ld->y, vn, kp, -INFINITY, INFINITY, &v) == 0) {
+			if (v < min || v > max)
+				err(ld, vn, kp, "range",
+				    "%g is out of range for kind %s; allowed %g..%g%s", v,
+				    event_kind_names[kind], min, max, unit);
+			else
+				e->value = v;
+		}
 	}
 
 	if (kind == EV_QUALITY_DRIFT) {
 		char name[48];
-		if (ycfg_string(&ld->y, m, p, "slice", true, name, sizeof(name))) {
-			ld->errors++;
-		} else {
+		if (ycfg_string(&ld->y, m, p, "slice", true, name, sizeof(name)) == 0) {
 			int si = slice_index(s, name);
 			if (si < 0) {
 				char names[400] = "";
@@ -502,7 +480,7 @@ static void read_event(struct loader *ld, yaml_node_t *m, const char *p,
 	}
 	if (kind == EV_SENSOR_FAULT || kind == EV_METER_LOSS) {
 		int sensor = -1;
-		count(ld, ycfg_enum(&ld->y, m, p, "sensor", true, sensor_names, &sensor));
+		ycfg_enum(&ld->y, m, p, "sensor", true, sensor_names, &sensor);
 		if (sensor >= 0) {
 			e->sensor = (enum sensor_id)sensor;
 			if (kind == EV_METER_LOSS && sensor != SENSOR_POWER_ACCEL &&
@@ -515,7 +493,7 @@ static void read_event(struct loader *ld, yaml_node_t *m, const char *p,
 	}
 	if (kind == EV_SENSOR_FAULT) {
 		int fault = -1;
-		count(ld, ycfg_enum(&ld->y, m, p, "fault", true, fault_names, &fault));
+		ycfg_enum(&ld->y, m, p, "fault", true, fault_names, &fault);
 		if (fault >= 0)
 			e->fault = (enum fault_kind)fault;
 		yaml_node_t *vn = ycfg_get(&ld->y, m, "value");
@@ -526,8 +504,8 @@ static void read_event(struct loader *ld, yaml_node_t *m, const char *p,
 				err(ld, m, kp, "missing-key",
 				    "missing required key 'value' (the reading reported) for fault: "
 				    "value");
-			else if (ycfg_node_double(&ld->y, vn, kp, -INFINITY, INFINITY, &e->value))
-				ld->errors++;
+			else
+				ycfg_node_double(&ld->y, vn, kp, -INFINITY, INFINITY, &e->value);
 		} else if (vn && fault >= 0) {
 			err(ld, vn, kp, "not-for-kind", "'value' applies only to fault: value");
 		}
@@ -548,10 +526,8 @@ static void read_events(struct loader *ld, yaml_node_t *root)
 	yaml_node_t *seq = ycfg_get(&ld->y, root, "events");
 	if (!seq)
 		return;
-	if (!ycfg_is_seq(&ld->y, seq, "events")) {
-		ld->errors++;
+	if (!ycfg_is_seq(&ld->y, seq, "events"))
 		return;
-	}
 	size_t n = ycfg_seq_len(seq);
 	if (n > SCENARIO_MAX_EVENTS) {
 		err(ld, seq, "events", "range", "%zu events given; at most %d allowed", n,
@@ -569,10 +545,8 @@ static void read_events(struct loader *ld, yaml_node_t *root)
 		char p[64];
 		ycfg_index(p, sizeof(p), "events", i);
 		yaml_node_t *m = ycfg_seq_at(&ld->y, seq, i);
-		if (!ycfg_is_map(&ld->y, m, p)) {
-			ld->errors++;
+		if (!ycfg_is_map(&ld->y, m, p))
 			continue;
-		}
 		struct scenario_event *e = &s->events[s->n_events++];
 		read_event(ld, m, p, e);
 		if (e->at_s >= s->duration_s)
@@ -601,6 +575,7 @@ int scenario_load(const char *path, struct scenario **out, struct diag_list *dia
 					   "workload", "slices", "events", NULL};
 	*out = NULL;
 	struct loader ld = {0};
+	size_t before = diag_count(diags, DIAG_ERROR);
 	ld.s = calloc(1, sizeof(*ld.s));
 	if (!ld.s)
 		return -ENOMEM;
@@ -620,29 +595,24 @@ int scenario_load(const char *path, struct scenario **out, struct diag_list *dia
 		rc = -EINVAL;
 		goto fini_yaml;
 	}
-	ld.errors += ycfg_check_keys(&ld.y, root, "", keys);
+	ycfg_check_keys(&ld.y, root, "", keys);
 
 	basename_noext(path, s->name, sizeof(s->name));
-	count(&ld, ycfg_string(&ld.y, root, "", "name", false, s->name, sizeof(s->name)));
-	count(&ld, ycfg_string(&ld.y, root, "", "description", false, s->description,
-			       sizeof(s->description)));
+	ycfg_string(&ld.y, root, "", "name", false, s->name, sizeof(s->name));
+	ycfg_string(&ld.y, root, "", "description", false, s->description, sizeof(s->description));
 
 	const char *const *presets = plant_preset_names();
 	int pi = -1;
 	snprintf(s->preset, sizeof(s->preset), "h200-sxm");
 	if (ycfg_get(&ld.y, root, "preset")) {
-		if (ycfg_enum(&ld.y, root, "", "preset", false, presets, &pi))
-			ld.errors++;
-		else
+		if (ycfg_enum(&ld.y, root, "", "preset", false, presets, &pi) == 0)
 			snprintf(s->preset, sizeof(s->preset), "%s", presets[pi]);
 	}
 	const char *const *models = model_spec_names();
 	int mi = -1;
 	snprintf(s->model, sizeof(s->model), "llama-3.1-8b");
 	if (ycfg_get(&ld.y, root, "model")) {
-		if (ycfg_enum(&ld.y, root, "", "model", false, models, &mi))
-			ld.errors++;
-		else
+		if (ycfg_enum(&ld.y, root, "", "model", false, models, &mi) == 0)
 			snprintf(s->model, sizeof(s->model), "%s", models[mi]);
 	}
 
@@ -660,10 +630,7 @@ int scenario_load(const char *path, struct scenario **out, struct diag_list *dia
 		s->workload.slice_fraction[i] = s->slices[i].fraction;
 	read_events(&ld, root);
 
-	if (ld.errors) {
-		/* Getters that failed always added a diag; make sure one exists. */
-		if (!diag_count(diags, DIAG_ERROR))
-			ycfg_error(&ld.y, root, "", "invalid", "invalid scenario");
+	if (diag_count(diags, DIAG_ERROR) > before) {
 		rc = -EINVAL;
 		goto fini_yaml;
 	}

@@ -16,6 +16,9 @@
 #include "plant_models/device.h"
 
 #define PLANT_MAX_SLICES 8
+/* What a zero server_cfg.max_batch / max_queue means (both servers). */
+#define SERVER_DEFAULT_MAX_BATCH 256
+#define SERVER_DEFAULT_MAX_QUEUE 65536
 
 enum server_kind { SERVER_LLM, SERVER_DYNBATCH };
 
@@ -57,9 +60,10 @@ struct request {
 
 struct server_cfg {
 	const struct model_spec *model;
-	uint32_t max_batch;        /* max running sequences / batch size (0: 256) */
+	uint32_t max_batch;        /* max running sequences / batch size (0: SERVER_DEFAULT_MAX_BATCH) */
 	uint64_t kv_capacity_tokens; /* 0: derived from HBM left after weights */
-	uint32_t max_queue;        /* arrivals beyond are rejected (counted) (0: 65536) */
+	uint32_t max_queue;        /* arrivals beyond are rejected (counted)
+				    * (0: SERVER_DEFAULT_MAX_QUEUE) */
 	double batch_timeout_ms;   /* SERVER_DYNBATCH: wait to fill a batch */
 	uint32_t n_slices;
 	/* SERVER_LLM: prompt tokens prefilled per iteration (vLLM max_num_batched_tokens);

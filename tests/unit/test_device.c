@@ -224,6 +224,36 @@ static void test_power_cap_holds(void **state)
 	assert_true(d.throttle & DEV_THR_IDLE);
 }
 
+/* The modelled firmware never picks a clock below the ceiling on its own, and
+ * the power cap overrides a locked minimum: lock_min changes nothing (the
+ * documented simplification). Same load, 345 vs 1830 MHz floor: identical. */
+static void test_lock_min_never_binds(void **state)
+{
+	(void)state;
+	struct device a, b;
+	device_init(&a, h200(), 30);
+	device_init(&b, h200(), 30);
+	assert_int_equal(device_set_clock_range(&b, 1830, 1980), 0);
+	assert_int_equal(b.lock_min_mhz, 1830);
+	assert_int_equal(device_set_power_limit(&a, 300), 0);
+	assert_int_equal(device_set_power_limit(&b, 300), 0);
+	uint32_t lowest = UINT32_MAX;
+	for (int phase = 0; phase < 4; phase++) {
+		const struct device_load *l = phase % 2 ? &idle : &full;
+		for (int i = 0; i < (int)(5.0 / TICK); i++) {
+			device_advance(&a, TICK, l);
+			device_advance(&b, TICK, l);
+			assert_int_equal(a.clk_mhz, b.clk_mhz);
+			assert_true(a.power_w == b.power_w);
+			assert_int_equal(a.throttle, b.throttle);
+			if (b.clk_mhz < lowest)
+				lowest = b.clk_mhz;
+		}
+	}
+	assert_true(lowest < 1830); /* the cap did pull it under the locked minimum */
+	assert_int_equal(b.clk_mhz, 1980); /* idle: at the ceiling, not the floor */
+}
+
 static struct plant_preset no_leak(void)
 {
 	struct plant_preset p = *h200();
@@ -427,6 +457,7 @@ int main(void)
 		cmocka_unit_test(test_power_monotonic),
 		cmocka_unit_test(test_device_power_matches_helpers),
 		cmocka_unit_test(test_power_cap_holds),
+		cmocka_unit_test(test_lock_min_never_binds),
 		cmocka_unit_test(test_thermal_steady_state),
 		cmocka_unit_test(test_thermal_exact_any_dt),
 		cmocka_unit_test(test_slowdown_hot_case),

@@ -112,7 +112,7 @@ static void test_deterministic_and_own_stream(void **state)
 	assert_memory_equal(a.samples, b.samples, sizeof(a.samples));
 	assert_memory_equal(a.mismatches, b.mismatches, sizeof(a.mismatches));
 	assert_true(a.samples[0] != c.samples[0] || a.mismatches[0] != c.mismatches[0]);
-	/* The monitor forks its own stream: the parent is not advanced. */
+	/* The monitor copies the stream it is given: the caller's is not advanced. */
 	struct rng p1, p2;
 	rng_seed(&p1, 42);
 	rng_seed(&p2, 42);

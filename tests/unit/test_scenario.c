@@ -430,6 +430,23 @@ static void test_bad_fixtures_exact_messages(void **state)
 	globfree(&g);
 }
 
+/* Errors are judged by what this load added: earlier errors in the caller's
+ * list neither fail a good scenario nor hide a bad one. */
+static void test_errors_counted_per_load(void **state)
+{
+	(void)state;
+	struct diag_list dl = {0};
+	diag_add(&dl, DIAG_ERROR, "earlier.yaml", 1, 1, "", "x", "an earlier error");
+	struct scenario *s = load_ok(GOOD "minimal.yaml", &dl);
+	assert_int_equal(dl.n, 1);
+	scenario_free(s);
+	s = (struct scenario *)1;
+	assert_int_equal(scenario_load(BAD "bad-enum.yaml", &s, &dl), -EINVAL);
+	assert_null(s);
+	assert_true(diag_count(&dl, DIAG_ERROR) > 1);
+	diag_clear(&dl);
+}
+
 static void test_missing_file(void **state)
 {
 	(void)state;
@@ -455,6 +472,7 @@ int main(void)
 		cmocka_unit_test(test_azure_trace_found_via_shared_data),
 		cmocka_unit_test(test_events_sorted_stable_and_late_warned),
 		cmocka_unit_test(test_bad_fixtures_exact_messages),
+		cmocka_unit_test(test_errors_counted_per_load),
 		cmocka_unit_test(test_missing_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
