@@ -2,6 +2,7 @@
  * static and naive-int8 (sources: docs/baselines.md). */
 #include "governor/controller.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +53,14 @@ const struct ctl_param *controller_param(const struct controller_ops *c, const c
 		if (!strcmp(p->name, name))
 			return p;
 	return NULL;
+}
+
+double ctl_param_value(const struct policy *pol, const struct controller_ops *c, const char *name)
+{
+	const struct ctl_param *p = controller_param(c, name);
+
+	assert(p);
+	return policy_param(pol, name, p->def);
 }
 
 void ctl_default_op(const struct ctl_input *in, struct gov_opoint *op)

@@ -192,6 +192,38 @@ static void test_ondemand_step(void **state)
 	assert_int_equal(ctl_ondemand.init(&st, &f.pol, &f.lim), -EINVAL);
 }
 
+/* The parameter table is where defaults live: init reads them from there. */
+static void test_param_defaults(void **state)
+{
+	(void)state;
+	struct fixture f;
+	fx_init(&f);
+	assert_true(controller_param(&ctl_ondemand, "upthreshold")->def == 90);
+	assert_true(controller_param(&ctl_ondemand, "downdifferential")->def == 5);
+	assert_true(ctl_param_value(&f.pol, &ctl_ondemand, "upthreshold") == 90);
+	add_param(&f.pol, "upthreshold", 70);
+	assert_true(ctl_param_value(&f.pol, &ctl_ondemand, "upthreshold") == 70);
+	assert_true(ctl_param_value(&f.pol, &ctl_ondemand, "downdifferential") == 5);
+
+	void *st = NULL;
+	assert_int_equal(ctl_ondemand.init(&st, &f.pol, &f.lim), 0);
+	const struct ondemand_state *od = st;
+	assert_true(od->upthreshold == 70 && od->downdifferential == 5);
+	ctl_ondemand.fini(st);
+
+	/* ipa: fixed defaults from the table, NaN ones derived by init */
+	fx_init(&f);
+	assert_true(isnan(ctl_param_value(&f.pol, &ctl_ipa, "k_po")));
+	assert_int_equal(ctl_ipa.init(&st, &f.pol, &f.lim), 0);
+	const struct ipa_state *ipa = st;
+	assert_true(ipa->switch_on_c == controller_param(&ctl_ipa, "switch_on_c")->def);
+	assert_true(ipa->k_d == controller_param(&ctl_ipa, "k_d")->def);
+	assert_true(ipa->integral_cutoff_c == controller_param(&ctl_ipa, "integral_cutoff_c")->def);
+	assert_true(ipa->sustainable_power_w == 200);     /* device minimum limit */
+	assert_true(ipa->control_temp_c == f.pol.thermal.ceiling_c);
+	ctl_ipa.fini(st);
+}
+
 static void test_ipa_gains(void **state)
 {
 	(void)state;
@@ -281,6 +313,7 @@ int main(void)
 		cmocka_unit_test(test_static_and_naive_int8),
 		cmocka_unit_test(test_ondemand_maths),
 		cmocka_unit_test(test_ondemand_step),
+		cmocka_unit_test(test_param_defaults),
 		cmocka_unit_test(test_ipa_gains),
 		cmocka_unit_test(test_ipa_throttle),
 		cmocka_unit_test(test_ipa_step),
