@@ -132,22 +132,22 @@ delete_parser:
 	return rc;
 }
 
-int ycfg_load_file(struct ycfg *y, const char *path, struct diag_list *diags)
+int ycfg_read_file(const char *path, char **buf, size_t *len, struct diag_list *diags)
 {
-	memset(y, 0, sizeof(*y));
-	y->diags = diags;
+	*buf = NULL;
+	*len = 0;
 	FILE *f = fopen(path, "rb");
 	if (!f) {
 		int err = errno;
 		diag_add(diags, DIAG_ERROR, path, 0, 0, "", "file", "cannot open: %s", strerror(err));
-		y->file = strdup(path);
 		return -err;
 	}
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
+	char *b = NULL;
+	size_t n = 0, cap = 0;
 	int rc = 0;
 	for (;;) {
-		if (len == cap) {
+		/* One byte spare for the terminating NUL. */
+		if (cap - n < 2) {
 			if (cap >= YCFG_MAX_FILE_BYTES) {
 				diag_add(diags, DIAG_ERROR, path, 0, 0, "", "file",
 					 "file larger than %u bytes", YCFG_MAX_FILE_BYTES);
@@ -155,15 +155,15 @@ int ycfg_load_file(struct ycfg *y, const char *path, struct diag_list *diags)
 				goto free_buf;
 			}
 			cap = cap ? cap * 2 : 4096;
-			char *nb = realloc(buf, cap);
+			char *nb = realloc(b, cap);
 			if (!nb) {
 				rc = -ENOMEM;
 				goto free_buf;
 			}
-			buf = nb;
+			b = nb;
 		}
-		size_t got = fread(buf + len, 1, cap - len, f);
-		len += got;
+		size_t got = fread(b + n, 1, cap - n - 1, f);
+		n += got;
 		if (got == 0) {
 			if (ferror(f)) {
 				int err = errno ? errno : EIO;
@@ -176,16 +176,31 @@ int ycfg_load_file(struct ycfg *y, const char *path, struct diag_list *diags)
 		}
 	}
 	fclose(f);
-	f = NULL;
-	rc = ycfg_load_string(y, path, buf ? buf : "", len, diags);
-	free(buf);
-	return rc;
+	b[n] = '\0';
+	*buf = b;
+	*len = n;
+	return 0;
 
 free_buf:
+	free(b);
+	fclose(f);
+	return rc;
+}
+
+int ycfg_load_file(struct ycfg *y, const char *path, struct diag_list *diags)
+{
+	char *buf;
+	size_t len;
+	int rc = ycfg_read_file(path, &buf, &len, diags);
+
+	if (rc) {
+		memset(y, 0, sizeof(*y));
+		y->diags = diags;
+		y->file = strdup(path);
+		return rc;
+	}
+	rc = ycfg_load_string(y, path, buf, len, diags);
 	free(buf);
-	if (f)
-		fclose(f);
-	y->file = strdup(path);
 	return rc;
 }
 

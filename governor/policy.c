@@ -1225,52 +1225,16 @@ err_load:
 
 int policy_load(const char *path, struct policy **out, struct diag_list *diags)
 {
+	char *buf;
+	size_t len;
 	int rc;
 
 	*out = NULL;
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-
-	if (!f) {
-		rc = -errno;
-		diag_add(diags, DIAG_ERROR, path, 0, 0, "", "io", "cannot open policy: %s",
-			 strerror(-rc));
+	/* Read once: the same bytes are hashed and parsed. */
+	rc = ycfg_read_file(path, &buf, &len, diags);
+	if (rc)
 		return rc;
-	}
-	for (;;) {
-		if (cap - len < 4096) {
-			if (cap >= (16u << 20)) {
-				rc = -EFBIG;
-				diag_add(diags, DIAG_ERROR, path, 0, 0, "", "io",
-					 "policy larger than 16 MiB");
-				goto err_read;
-			}
-			cap = cap ? cap * 2 : 8192;
-			char *nb = realloc(buf, cap);
-			if (!nb) {
-				rc = -ENOMEM;
-				goto err_read;
-			}
-			buf = nb;
-		}
-		size_t n = fread(buf + len, 1, cap - len, f);
-		len += n;
-		if (n == 0)
-			break;
-	}
-	if (ferror(f)) {
-		rc = -EIO;
-		diag_add(diags, DIAG_ERROR, path, 0, 0, "", "io", "cannot read policy");
-		goto err_read;
-	}
-	fclose(f);
 	rc = policy_load_string(path, buf, len, out, diags);
-	free(buf);
-	return rc;
-
-err_read:
-	fclose(f);
 	free(buf);
 	return rc;
 }

@@ -297,6 +297,15 @@ static void test_unknown_controller_and_missing(void **state)
 	assert_null(p);
 	assert_non_null(strstr(printed(&d), "/nonexistent/p.yaml"));
 	diag_clear(&d);
+
+	/* from a file: the hash is of the file's bytes */
+	const char *bytes = slurp("policies/balanced.yaml");
+	assert_non_null(bytes);
+	assert_int_equal(policy_load("policies/balanced.yaml", &p, &d), 0);
+	assert_true(p->hash == fnv1a64(bytes, strlen(bytes)));
+	assert_string_equal(p->path, "policies/balanced.yaml");
+	policy_free(p);
+	diag_clear(&d);
 }
 
 /* The caller swaps only on success: a failed load leaves its pointer alone
