@@ -72,11 +72,7 @@ static const char *const trigger_keys[] = { "sla_violated_windows", "sla_of_wind
 static const char *const lkg_keys[] = { "min_clean_windows", "fallback", NULL };
 static const char *const telemetry_keys[] = { "ewma_tau_s", "stale_ms", "stuck_periods", NULL };
 
-static const char *const objective_names[] = { "perf_per_watt", "min_energy", "max_throughput",
-					       NULL };
 static const char *const rail_names[] = { "accel", "memory", "host", NULL };
-static const char *const prec_names[] = { "bf16", "int8", NULL };
-static const char *const lkg_names[] = { "safe_point", "firmware_default", NULL };
 
 struct ctx {
 	struct ycfg *y;
@@ -466,7 +462,7 @@ static void read_objective(struct ctx *c)
 	int k;
 	if (!o)
 		return;
-	if (enum_key(c, o, "objective", "kind", objective_names, &k))
+	if (enum_key(c, o, "objective", "kind", policy_objective_names, &k))
 		c->p->objective.kind = (enum policy_objective)k;
 	enum_set(c, o, "objective", "power_rails", rail_names, &c->p->objective.rails);
 }
@@ -695,8 +691,8 @@ static void read_precision_quality(struct ctx *c)
 	int k;
 
 	if ((n = c->prec = section(c, c->root, "", "precision", precision_keys))) {
-		enum_set(c, n, "precision", "modes", prec_names, &p->precision.modes);
-		if (enum_key(c, n, "precision", "fallback", prec_names, &k))
+		enum_set(c, n, "precision", "modes", policy_prec_names, &p->precision.modes);
+		if (enum_key(c, n, "precision", "fallback", policy_prec_names, &k))
 			p->precision.fallback = (enum policy_prec)k;
 		num(c, n, "precision", "int8_fraction", 0, 1, &p->precision.int8_fraction);
 		num(c, n, "precision", "int8_min_fraction", 0, 1, &p->precision.int8_min_fraction);
@@ -756,7 +752,7 @@ static void read_rollback(struct ctx *c)
 	if ((t = c->lkg = section(c, n, "rollback", "last_known_good", lkg_keys))) {
 		uint_key(c, t, "rollback.last_known_good", "min_clean_windows", 1, 10000,
 			 &p->rollback.lkg_min_clean_windows);
-		if (enum_key(c, t, "rollback.last_known_good", "fallback", lkg_names, &k))
+		if (enum_key(c, t, "rollback.last_known_good", "fallback", policy_lkg_names, &k))
 			p->rollback.lkg_fallback = (enum policy_lkg_fallback)k;
 	}
 }

@@ -208,9 +208,11 @@ void policy_slice_rule(const struct policy *p, const char *slice, struct policy_
  * "; "-joined (why may be NULL). */
 bool policy_envelope_check(const struct policy *p, const struct hal_limits *lim, double inlet_c,
 			   char *why, size_t len);
-const char *policy_objective_name(enum policy_objective k);
+/* The names policies use for the enums, indexed by value, NULL-terminated. */
+extern const char *const policy_objective_names[]; /* POLICY_OBJ_N + 1 */
+extern const char *const policy_prec_names[];      /* POLICY_PREC_N + 1 */
+extern const char *const policy_lkg_names[];       /* POLICY_LKG_N + 1 */
 const char *policy_prec_name(enum policy_prec m);
-const char *policy_lkg_name(enum policy_lkg_fallback f);
 uint64_t fnv1a64(const void *data, size_t len);
 
 #endif

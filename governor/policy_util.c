@@ -213,22 +213,23 @@ bool policy_envelope_check(const struct policy *p, const struct hal_limits *lim,
 	return in;
 }
 
-const char *policy_objective_name(enum policy_objective k)
-{
-	static const char *const n[] = { "perf_per_watt", "min_energy", "max_throughput" };
-	return (unsigned)k < POLICY_OBJ_N ? n[k] : "?";
-}
+/* One table per enum: the loader reads the keys with them and the name
+ * functions print them, so the spellings cannot drift apart. */
+const char *const policy_objective_names[] = { "perf_per_watt", "min_energy", "max_throughput",
+					       NULL };
+const char *const policy_prec_names[] = { "bf16", "int8", NULL };
+const char *const policy_lkg_names[] = { "safe_point", "firmware_default", NULL };
+_Static_assert(sizeof(policy_objective_names) / sizeof(policy_objective_names[0]) ==
+		       POLICY_OBJ_N + 1,
+	       "one name per objective");
+_Static_assert(sizeof(policy_prec_names) / sizeof(policy_prec_names[0]) == POLICY_PREC_N + 1,
+	       "one name per precision");
+_Static_assert(sizeof(policy_lkg_names) / sizeof(policy_lkg_names[0]) == POLICY_LKG_N + 1,
+	       "one name per fallback");
 
 const char *policy_prec_name(enum policy_prec m)
 {
-	static const char *const n[] = { "bf16", "int8" };
-	return (unsigned)m < POLICY_PREC_N ? n[m] : "?";
-}
-
-const char *policy_lkg_name(enum policy_lkg_fallback f)
-{
-	static const char *const n[] = { "safe_point", "firmware_default" };
-	return (unsigned)f < POLICY_LKG_N ? n[f] : "?";
+	return (unsigned)m < POLICY_PREC_N ? policy_prec_names[m] : "?";
 }
 
 #define SLA_ROW(k, name, m, quant) \
