@@ -95,11 +95,11 @@ static void static_step(void *state, const struct ctl_input *in, struct ctl_outp
 	ctl_default_op(in, &out->op);
 	out->op.clk_locked = true;
 	if (p->frequency.min_mhz > 0)
-		out->op.clk_min_khz = (uint32_t)(p->frequency.min_mhz * 1000.0);
+		out->op.clk_min_khz = gov_mhz_to_khz(p->frequency.min_mhz);
 	if (p->frequency.max_mhz > 0)
-		out->op.clk_max_khz = (uint32_t)(p->frequency.max_mhz * 1000.0);
+		out->op.clk_max_khz = gov_mhz_to_khz(p->frequency.max_mhz);
 	if (p->power.cap_w > 0)
-		out->op.power_limit_mw = (uint32_t)(p->power.cap_w * 1000.0);
+		out->op.power_limit_mw = gov_w_to_mw(p->power.cap_w);
 	for (size_t s = 0; s < in->n_slices; s++)
 		out->op.int8_frac[s] = in->policy_int8[s];
 	out->reasons = GOV_R_STATIC;

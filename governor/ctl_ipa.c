@@ -122,13 +122,13 @@ static void ipa_step(void *state, const struct ctl_input *in, struct ctl_output 
 	ctl_default_op(in, &out->op);
 	if (isnan(tj)) {
 		/* No temperature yet: nothing to control (the guard handles faults). */
-		out->op.power_limit_mw = (uint32_t)(s->max_power_w * 1000.0);
+		out->op.power_limit_mw = gov_w_to_mw(s->max_power_w);
 		out->reasons = GOV_R_IPA_IDLE;
 		out->binding = GOV_B_NONE;
 		return;
 	}
 	double granted = ipa_throttle(s, tj, in->period_s * 1000.0, &reason);
-	out->op.power_limit_mw = (uint32_t)lround(granted * 1000.0);
+	out->op.power_limit_mw = gov_w_to_mw(granted);
 	out->reasons = reason;
 	out->binding = reason == GOV_R_IPA_PID && granted < s->max_power_w ? GOV_B_THERMAL : GOV_B_NONE;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "governor/policy.h"
+#include "governor/opoint.h"
 
 void policy_defaults(struct policy *p)
 {
@@ -174,22 +175,22 @@ bool policy_envelope_check(const struct policy *p, const struct hal_limits *lim,
 		}
 	}
 	/* The device must accept every limit the policy was validated with. */
-	if (e->power_limit_min_w > 0 && lim->power_limit_min_mw > e->power_limit_min_w * 1000.0) {
+	if (e->power_limit_min_w > 0 && lim->power_limit_min_mw > gov_w_to_mw(e->power_limit_min_w)) {
 		in = false;
 		why_add(why, len, "device power limit minimum %.0f W above the envelope's %g W",
 			lim->power_limit_min_mw / 1000.0, e->power_limit_min_w);
 	}
-	if (e->power_limit_max_w > 0 && lim->power_limit_max_mw < e->power_limit_max_w * 1000.0) {
+	if (e->power_limit_max_w > 0 && lim->power_limit_max_mw < gov_w_to_mw(e->power_limit_max_w)) {
 		in = false;
 		why_add(why, len, "device power limit maximum %.0f W below the envelope's %g W",
 			lim->power_limit_max_mw / 1000.0, e->power_limit_max_w);
 	}
-	if (e->clk_min_mhz > 0 && lim->clk_min_khz > e->clk_min_mhz * 1000.0) {
+	if (e->clk_min_mhz > 0 && lim->clk_min_khz > gov_mhz_to_khz(e->clk_min_mhz)) {
 		in = false;
 		why_add(why, len, "device clock minimum %.0f MHz above the envelope's %g MHz",
 			lim->clk_min_khz / 1000.0, e->clk_min_mhz);
 	}
-	if (e->clk_max_mhz > 0 && lim->clk_max_khz < e->clk_max_mhz * 1000.0) {
+	if (e->clk_max_mhz > 0 && lim->clk_max_khz < gov_mhz_to_khz(e->clk_max_mhz)) {
 		in = false;
 		why_add(why, len, "device clock maximum %.0f MHz below the envelope's %g MHz",
 			lim->clk_max_khz / 1000.0, e->clk_max_mhz);

@@ -120,6 +120,20 @@ static void test_static_and_naive_int8(void **state)
 	assert_true(out.op.int8_frac[0] == 0.25 && out.op.int8_frac[1] == 1.0);
 	assert_int_equal(out.reasons, GOV_R_STATIC);
 
+	/* values just under a whole MHz/W (decimal policy numbers) round as the
+	 * guard rounds them, rather than truncating one kHz/mW below */
+	f.pol.frequency.min_mhz = 899.9999999;
+	f.pol.frequency.max_mhz = 1409.9999999;
+	f.pol.power.cap_w = 449.9999999;
+	run_step(&ctl_static, &f, &out);
+	assert_int_equal(out.op.clk_min_khz, 900000);
+	assert_int_equal(out.op.clk_max_khz, 1410000);
+	assert_int_equal(out.op.power_limit_mw, 450000);
+	assert_int_equal(gov_mhz_to_khz(1409.9995), 1410000);
+	assert_int_equal(gov_mhz_to_khz(1409.9994), 1409999);
+	assert_int_equal(gov_mhz_to_khz(0), 0);
+	assert_int_equal(gov_w_to_mw(-1), 0);
+
 	run_step(&ctl_naive_int8, &f, &out);
 	assert_false(out.op.clk_locked);
 	assert_int_equal(out.op.power_limit_mw, 700000);
