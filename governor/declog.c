@@ -123,6 +123,9 @@ int declog_decision(struct declog *d, const struct declog_record *r)
 	json_object_set_new(sla, "tbt_p99_ms", jreal(e->tbt_p99_ms));
 	json_object_set_new(sla, "e2e_p95_ms", jreal(e->e2e_p95_ms));
 	json_object_set_new(sla, "e2e_p99_ms", jreal(e->e2e_p99_ms));
+	/* Only when it happened: periods whose latency delta was not stored. */
+	if (e->window_errors)
+		json_object_set_new(sla, "window_errors", json_integer((json_int_t)e->window_errors));
 	json_object_set_new(in, "sla", sla);
 	json_object_set_new(in, "tokens_per_s", jreal(e->tokens_per_s));
 	json_object_set_new(in, "int8_token_share", jreal(e->int8_token_share));

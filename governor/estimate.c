@@ -166,16 +166,22 @@ static int window_update(struct estimator *e, uint64_t now_ms, const struct hal_
 		if (e->have_prev) {
 			for (int h = 0; h < 3 && !rc; h++)
 				rc = sparse_from_delta(p->h[h], now[h], &e->prev[h]);
-			p->requests = sv->requests_completed - e->prev_requests;
-			p->tokens = sv->tokens_generated - e->prev_tokens;
-			p->tokens_int8 = sv->tokens_int8 - e->prev_tokens_int8;
+			if (!rc) {
+				p->requests = sv->requests_completed - e->prev_requests;
+				p->tokens = sv->tokens_generated - e->prev_tokens;
+				p->tokens_int8 = sv->tokens_int8 - e->prev_tokens_int8;
+			}
 		}
-		for (int h = 0; h < 3; h++)
-			e->prev[h] = *now[h];
-		e->prev_requests = sv->requests_completed;
-		e->prev_tokens = sv->tokens_generated;
-		e->prev_tokens_int8 = sv->tokens_int8;
-		e->have_prev = true;
+		/* On failure keep the old snapshot: the next period's delta then
+		 * carries this period's requests instead of losing them. */
+		if (!rc) {
+			for (int h = 0; h < 3; h++)
+				e->prev[h] = *now[h];
+			e->prev_requests = sv->requests_completed;
+			e->prev_tokens = sv->tokens_generated;
+			e->prev_tokens_int8 = sv->tokens_int8;
+			e->have_prev = true;
+		}
 	}
 	if (q && q->valid) {
 		size_t n = q->n_slices < HAL_MAX_SLICES ? q->n_slices : HAL_MAX_SLICES;
@@ -268,7 +274,8 @@ const struct gov_estimates *estimate_step(struct estimator *e, uint64_t now_ms,
 		o->headroom_c = NAN;
 	}
 
-	window_update(e, now_ms, serving, quality);
+	if (window_update(e, now_ms, serving, quality))
+		o->window_errors++;
 	o->serving_ok = serving && serving->valid;
 	o->window_s = (double)e->ring_n * e->cfg.period_s;
 	o->window_requests = e->win_requests;

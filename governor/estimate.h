@@ -29,6 +29,9 @@ struct gov_estimates {
 	uint64_t window_requests, window_tokens, window_tokens_int8;
 	double ttft_p95_ms, ttft_p99_ms, tbt_p95_ms, tbt_p99_ms, e2e_p95_ms, e2e_p99_ms;
 	double tokens_per_s, requests_per_s, int8_token_share;
+	/* Periods whose serving delta could not be stored (out of memory); the
+	 * next successful period's delta carries their requests. Cumulative. */
+	uint64_t window_errors;
 	uint64_t queue_len, running;
 	/* Quality over the window, per slice. */
 	size_t n_slices;

@@ -1,0 +1,76 @@
+/* Decision log records: optional fields appear exactly when there is
+ * something to report, and parse back as documented in docs/decision-log.md. */
+#include <jansson.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "governor/declog.h"
+
+struct rec_fx {
+	struct gov_estimates est;
+	enum gov_fault faults[GOV_SIG_N];
+	struct gov_opoint op;
+	struct declog_record rec;
+};
+
+static void fx_init(struct rec_fx *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->est.util = NAN;
+	f->rec = (struct declog_record){ .t_ms = 500, .seq = 1, .est = &f->est, .faults = f->faults,
+					 .before = &f->op, .after = &f->op, .policy_name = "p",
+					 .policy_hash = "fnv1a64:0", .seed = 3 };
+}
+
+/* One decision record written and parsed back. */
+static json_t *written(const struct declog_record *r)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	struct declog d;
+	declog_init(&d, f);
+	assert_int_equal(declog_decision(&d, r), 0);
+	declog_fini(&d);
+	fclose(f);
+	json_error_t err;
+	json_t *o = json_loads(buf, 0, &err);
+	free(buf);
+	assert_non_null(o);
+	return o;
+}
+
+static void test_window_errors(void **state)
+{
+	(void)state;
+	struct rec_fx f;
+	fx_init(&f);
+	json_t *o = written(&f.rec);
+	json_t *sla = json_object_get(json_object_get(o, "inputs"), "sla");
+	assert_non_null(sla);
+	assert_null(json_object_get(sla, "window_errors"));
+	json_decref(o);
+
+	f.est.window_errors = 2;
+	o = written(&f.rec);
+	sla = json_object_get(json_object_get(o, "inputs"), "sla");
+	assert_int_equal(json_integer_value(json_object_get(sla, "window_errors")), 2);
+	json_decref(o);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_window_errors),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
