@@ -219,7 +219,8 @@ static bool good(const enum gov_fault f[GOV_SIG_N], const struct gov_reading in[
 
 const struct gov_estimates *estimate_step(struct estimator *e, uint64_t now_ms,
 					  const struct gov_reading in[GOV_SIG_N],
-					  const enum gov_fault faults[GOV_SIG_N], uint32_t throttle,
+					  const enum gov_fault faults[GOV_SIG_N], unsigned n_faults,
+					  uint32_t throttle,
 					  const struct hal_serving *serving,
 					  const struct hal_quality *quality)
 {
@@ -227,13 +228,11 @@ const struct gov_estimates *estimate_step(struct estimator *e, uint64_t now_ms,
 	double t_s = (double)now_ms / 1000.0;
 
 	o->t_s = t_s;
-	o->n_faults = 0;
+	o->n_faults = n_faults;
 	o->critical_fault = false;
 	for (int s = 0; s < GOV_SIG_N; s++)
-		if (faults[s] != GOV_FAULT_NONE) {
-			o->n_faults++;
+		if (faults[s] != GOV_FAULT_NONE)
 			o->critical_fault |= gov_signal_critical((enum gov_signal)s);
-		}
 
 	o->power_total_w = 0;
 	for (int r = 0; r < HAL_RAIL_N; r++) {

@@ -82,11 +82,13 @@ struct estimator {
 
 int estimate_init(struct estimator *e, const struct estimate_cfg *cfg);
 void estimate_fini(struct estimator *e);
-/* One period. serving / quality may be NULL (not offered). faults: the
- * validator's verdict for in[]; faulted readings are not used. */
+/* One period. serving / quality may be NULL (not offered). faults and
+ * n_faults: the validator's verdict for in[] and its count (validate_step's
+ * return); faulted readings are not used. */
 const struct gov_estimates *estimate_step(struct estimator *e, uint64_t now_ms,
 					  const struct gov_reading in[GOV_SIG_N],
-					  const enum gov_fault faults[GOV_SIG_N], uint32_t throttle,
+					  const enum gov_fault faults[GOV_SIG_N], unsigned n_faults,
+					  uint32_t throttle,
 					  const struct hal_serving *serving,
 					  const struct hal_quality *quality);
 /* Wilson score upper bound (z = 1.96) of a binomial share. */

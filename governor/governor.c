@@ -204,9 +204,9 @@ int governor_tick(struct governor *g)
 		q = &g->quality;
 
 	gov_readings_from_sample(&g->sample, rd);
-	validate_step(&g->val, now, rd, g->faults);
+	unsigned n_faults = validate_step(&g->val, now, rd, g->faults);
 	const struct gov_estimates *est =
-		estimate_step(&g->est, now, rd, g->faults, g->sample.throttle, sv, q);
+		estimate_step(&g->est, now, rd, g->faults, n_faults, g->sample.throttle, sv, q);
 
 	if (!g->started) {
 		adopt_device(g);

@@ -296,6 +296,9 @@ static void test_fault_goes_to_safe_point(void **state)
 	assert_int_equal(r->f.hi_khz, 1005000);
 	assert_int_equal(r->f.power_limit_mw, 400000);
 	assert_int_equal(r->g.faults[GOV_SIG_TEMP_JUNCTION], GOV_FAULT_NAN);
+	/* the validator's count reaches the estimates */
+	assert_int_equal(r->g.est.est.n_faults, 1);
+	assert_true(r->g.est.est.critical_fault);
 	/* NaN at 2500; clean 3000, 3500 held; 4000 back to firmware default */
 	assert_int_equal(governor_run(&r->g, 4000), 0);
 	assert_true(r->f.locked);
@@ -303,6 +306,7 @@ static void test_fault_goes_to_safe_point(void **state)
 	assert_false(r->f.locked);
 	assert_int_equal(r->f.power_limit_mw, 700000);
 	assert_int_equal(r->g.val.onsets, 1);
+	assert_int_equal(r->g.est.est.n_faults, 0);
 	governor_fini(&r->g);
 	assert_int_equal(r->f.power_limit_mw, 650000);
 	fclose(r->log);
