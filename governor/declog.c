@@ -4,6 +4,8 @@
 #include <jansson.h>
 #include <math.h>
 
+#include "hal/hal_serving.h"
+
 static json_t *jreal(double v)
 {
 	/* JSON has no NaN/inf: unknown values are null. */
@@ -87,6 +89,19 @@ int declog_header(struct declog *d, const struct declog_header *h)
 	return emit(d, o);
 }
 
+/* {"faults": [names], "msg": text or null} */
+static json_t *backend_faults_json(uint32_t bits, const char *msg)
+{
+	json_t *o = json_object(), *names = json_array();
+
+	for (int i = 0; i < 32; i++)
+		if (bits & (1u << i))
+			json_array_append_new(names, json_string(hal_serving_fault_name(1u << i)));
+	json_object_set_new(o, "faults", names);
+	json_object_set_new(o, "msg", msg ? json_string(msg) : json_null());
+	return o;
+}
+
 int declog_decision(struct declog *d, const struct declog_record *r)
 {
 	if (!d->f)
@@ -150,6 +165,12 @@ int declog_decision(struct declog *d, const struct declog_record *r)
 		json_array_append_new(faults, f);
 	}
 	json_object_set_new(o, "faults", faults);
+	if (r->serving_faults)
+		json_object_set_new(o, "serving_faults",
+				    backend_faults_json(r->serving_faults, r->serving_fault_msg));
+	if (r->quality_faults)
+		json_object_set_new(o, "quality_faults",
+				    backend_faults_json(r->quality_faults, r->quality_fault_msg));
 	json_object_set_new(o, "before", op_json(r->before));
 	json_object_set_new(o, "after", op_json(r->after));
 	for (int i = 0; i < GOV_R_COUNT; i++)

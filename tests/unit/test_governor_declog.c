@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "governor/declog.h"
+#include "hal/hal_serving.h"
 
 struct rec_fx {
 	struct gov_estimates est;
@@ -67,10 +68,41 @@ static void test_window_errors(void **state)
 	json_decref(o);
 }
 
+static void test_backend_faults(void **state)
+{
+	(void)state;
+	struct rec_fx f;
+	fx_init(&f);
+	f.rec.serving_fault_msg = "ignored without bits";
+	json_t *o = written(&f.rec);
+	assert_null(json_object_get(o, "serving_faults"));
+	assert_null(json_object_get(o, "quality_faults"));
+	json_decref(o);
+
+	f.rec.serving_faults = HAL_SVF_PARSE;
+	f.rec.serving_fault_msg = "line 3: bad sample";
+	f.rec.quality_faults = HAL_SVF_QUALITY_MSG | HAL_SVF_MISSING;
+	f.rec.quality_fault_msg = NULL;
+	o = written(&f.rec);
+	json_t *sf = json_object_get(o, "serving_faults");
+	assert_string_equal(json_string_value(json_array_get(json_object_get(sf, "faults"), 0)),
+			    "parse");
+	assert_int_equal(json_array_size(json_object_get(sf, "faults")), 1);
+	assert_string_equal(json_string_value(json_object_get(sf, "msg")), "line 3: bad sample");
+	json_t *qf = json_object_get(o, "quality_faults");
+	json_t *names = json_object_get(qf, "faults");
+	assert_int_equal(json_array_size(names), 2);
+	assert_string_equal(json_string_value(json_array_get(names, 0)), "missing-metric");
+	assert_string_equal(json_string_value(json_array_get(names, 1)), "quality-message");
+	assert_true(json_is_null(json_object_get(qf, "msg")));
+	json_decref(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_window_errors),
+		cmocka_unit_test(test_backend_faults),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
