@@ -4,8 +4,9 @@
 #include <math.h>
 #include <string.h>
 
-/* Validator defaults when the policy leaves telemetry unset are in policy.c;
- * the witness threshold is fixed: 5 W or 5 % utilisation. */
+/* Validator defaults when the policy leaves telemetry unset are in
+ * policy_util.c (policy_defaults); the witness threshold is fixed: 5 W or
+ * 5 % utilisation. */
 #define STUCK_WITNESS 5.0
 #define TREND_TAU_S 5.0
 
@@ -190,9 +191,10 @@ int governor_tick(struct governor *g)
 	uint32_t reasons = 0;
 	int rc;
 
-	memset(&g->sample, 0, sizeof(g->sample));
+	/* Backends fill the whole sample; a failed read counts as nothing valid
+	 * (every required signal a dropout), whatever it wrote before failing. */
 	rc = dev->ops->sample(dev, &g->sample);
-	if (rc) /* nothing valid: every required signal becomes a dropout */
+	if (rc)
 		memset(&g->sample, 0, sizeof(g->sample));
 	/* An invalid read still names its faults: they go to the log. */
 	const struct hal_serving *sv = NULL;

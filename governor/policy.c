@@ -580,9 +580,9 @@ static void read_limits(struct ctx *c)
 		uint_key(c, n, "telemetry", "stale_ms", 1, 600000, &p->telemetry.stale_ms);
 		uint_key(c, n, "telemetry", "stuck_periods", 2, 100000, &p->telemetry.stuck_periods);
 	}
-	/* A reading may be up to three periods old before it is called stale. */
+	/* The default follows the period the file sets. */
 	if (!given(c, c->tele, "stale_ms"))
-		p->telemetry.stale_ms = 3 * p->control.period_ms;
+		p->telemetry.stale_ms = policy_default_stale_ms(p->control.period_ms);
 }
 
 /* Slice index by name, adding it; -1 (with an error at key) when full or the

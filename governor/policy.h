@@ -194,6 +194,13 @@ int policy_load_string(const char *name, const char *text, size_t len, struct po
 void policy_free(struct policy *p);
 /* The values a policy has for every key it leaves out (no name, no controller). */
 void policy_defaults(struct policy *p);
+/* telemetry.stale_ms when the policy leaves it out: a reading may be this
+ * many control periods old before it is called stale. */
+#define POLICY_STALE_PERIODS 3
+static inline uint32_t policy_default_stale_ms(uint32_t period_ms)
+{
+	return POLICY_STALE_PERIODS * period_ms;
+}
 /* Controller parameter by name (validated at load), or def when absent. */
 double policy_param(const struct policy *p, const char *name, double def);
 /* Per device slice, by name: INT8 share and quality threshold. */

@@ -46,7 +46,7 @@ void policy_defaults(struct policy *p)
 	p->rollback.lkg_fallback = POLICY_LKG_SAFE_POINT;
 	p->telemetry.ewma_tau_s = 2.0;
 	p->telemetry.stuck_periods = 10;
-	p->telemetry.stale_ms = 3 * p->control.period_ms;
+	p->telemetry.stale_ms = policy_default_stale_ms(p->control.period_ms);
 }
 
 uint64_t fnv1a64(const void *data, size_t len)
