@@ -11,6 +11,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/strjoin.h"
+
 /* A scenario or policy file is a few KiB; refuse absurd inputs early. */
 #define YCFG_MAX_FILE_BYTES (16u * 1024u * 1024u)
 
@@ -338,23 +340,6 @@ static const char *closest(const char *word, const char *const *names)
 	return best_d <= limit ? best : NULL;
 }
 
-/* "a, b, c" into buf, truncated with "..." when long. */
-static const char *list_names(const char *const *names, char *buf, size_t len)
-{
-	size_t k = 0;
-	buf[0] = '\0';
-	for (size_t i = 0; names[i]; i++) {
-		int w = snprintf(buf + k, len - k, "%s%s", i ? ", " : "", names[i]);
-		if (w < 0 || (size_t)w >= len - k) {
-			if (len > 4)
-				memcpy(buf + len - 4, "...", 4);
-			break;
-		}
-		k += (size_t)w;
-	}
-	return buf;
-}
-
 int ycfg_check_keys(struct ycfg *y, yaml_node_t *map, const char *path,
 		    const char *const *allowed)
 {
@@ -383,11 +368,11 @@ int ycfg_check_keys(struct ycfg *y, yaml_node_t *map, const char *path,
 			if (sug)
 				ycfg_error(y, k, ycfg_join(kp, sizeof(kp), path, name), "unknown-key",
 					   "unknown key '%s' (did you mean '%s'?); allowed: %s", name,
-					   sug, list_names(allowed, names, sizeof(names)));
+					   sug, strjoin(names, sizeof(names), allowed, ", "));
 			else
 				ycfg_error(y, k, ycfg_join(kp, sizeof(kp), path, name), "unknown-key",
 					   "unknown key '%s'; allowed: %s", name,
-					   list_names(allowed, names, sizeof(names)));
+					   strjoin(names, sizeof(names), allowed, ", "));
 			problems++;
 		}
 		for (yaml_node_pair_t *q = map->data.mapping.pairs.start; q < p; q++) {
@@ -635,7 +620,7 @@ int ycfg_enum(struct ycfg *y, yaml_node_t *map, const char *path, const char *ke
 	ycfg_join(kp, sizeof(kp), path, key);
 	if (n->type != YAML_SCALAR_NODE) {
 		ycfg_error(y, n, kp, "type", "expected one of %s, got %s",
-			   list_names(names, list, sizeof(list)), describe(n, got, sizeof(got)));
+			   strjoin(list, sizeof(list), names, ", "), describe(n, got, sizeof(got)));
 		return -EINVAL;
 	}
 	const char *s = scalar(n);
@@ -648,10 +633,10 @@ int ycfg_enum(struct ycfg *y, yaml_node_t *map, const char *path, const char *ke
 	const char *sug = closest(s, names);
 	if (sug)
 		ycfg_error(y, n, kp, "enum", "unknown value %s (did you mean '%s'?); valid: %s",
-			   describe(n, got, sizeof(got)), sug, list_names(names, list, sizeof(list)));
+			   describe(n, got, sizeof(got)), sug, strjoin(list, sizeof(list), names, ", "));
 	else
 		ycfg_error(y, n, kp, "enum", "unknown value %s; valid: %s",
-			   describe(n, got, sizeof(got)), list_names(names, list, sizeof(list)));
+			   describe(n, got, sizeof(got)), strjoin(list, sizeof(list), names, ", "));
 	return -EINVAL;
 }
 

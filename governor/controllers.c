@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/strjoin.h"
+
 static const struct controller_ops *const registry[] = {
 	&ctl_firmware_default, &ctl_static, &ctl_naive_int8, &ctl_ondemand, &ctl_ipa,
 };
@@ -34,16 +36,10 @@ const struct controller_ops *controller_at(size_t i)
 
 const char *controller_names_joined(char *buf, size_t len)
 {
-	size_t off = 0;
-
 	if (len)
 		buf[0] = '\0';
-	for (size_t i = 0; i < N_CONTROLLERS && len; i++) {
-		int n = snprintf(buf + off, len - off, "%s%s", i ? ", " : "", registry[i]->name);
-		if (n < 0 || (size_t)n >= len - off)
-			break;
-		off += (size_t)n;
-	}
+	for (size_t i = 0; i < N_CONTROLLERS && strjoin_add(buf, len, ", ", registry[i]->name); i++)
+		;
 	return buf;
 }
 

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/strjoin.h"
 #include "common/ycfg.h"
 #include "governor/controller.h"
 
@@ -360,11 +361,8 @@ static bool enum_set(struct ctx *c, yaml_node_t *map, const char *path, const ch
 			if (!strcmp(names[j], s))
 				k = j;
 		if (k < 0) {
-			char list[128] = "";
-			for (int j = 0; names[j]; j++) {
-				strncat(list, j ? ", " : "", sizeof(list) - strlen(list) - 1);
-				strncat(list, names[j], sizeof(list) - strlen(list) - 1);
-			}
+			char list[128];
+			strjoin(list, sizeof(list), names, ", ");
 			msg_at(c, DIAG_ERROR, it, ip, "enum", "unknown value '%.60s'; valid: %s",
 			       s ? s : "(not a scalar)", list);
 			ok = false;

@@ -98,11 +98,27 @@ static void test_backend_faults(void **state)
 	json_decref(o);
 }
 
+/* Reason lists as the sim's time series writes them. */
+static void test_reasons_join(void **state)
+{
+	(void)state;
+	char buf[64];
+	assert_string_equal(gov_reasons_join(0, buf, sizeof(buf)), "");
+	assert_string_equal(gov_reasons_join(GOV_R_INIT | GOV_R_STATIC | GOV_R_RESTORE, buf,
+					     sizeof(buf)),
+			    "init|static|restore");
+	char small[12];
+	assert_string_equal(gov_reasons_join(GOV_R_INIT | GOV_R_FIRMWARE_DEFAULT, small,
+					     sizeof(small)),
+			    "init|fir...");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_window_errors),
 		cmocka_unit_test(test_backend_faults),
+		cmocka_unit_test(test_reasons_join),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "common/diag.h"
+#include "common/strjoin.h"
 #include "common/ycfg.h"
 
 static char fmt_buf[2048];
@@ -79,6 +80,31 @@ static void test_read_file(void **state)
 	assert_null(buf);
 	assert_string_equal(diag_str(&dl, 1), "tests: error: cannot read: Is a directory");
 	diag_clear(&dl);
+}
+
+/* The joiner behind every "valid: a, b, c" message. */
+static void test_strjoin(void **state)
+{
+	(void)state;
+	static const char *const names[] = { "alpha", "beta", "gamma", NULL };
+	static const char *const none[] = { NULL };
+	char buf[64];
+	assert_string_equal(strjoin(buf, sizeof(buf), names, ", "), "alpha, beta, gamma");
+	assert_string_equal(strjoin(buf, sizeof(buf), names, "|"), "alpha|beta|gamma");
+	assert_string_equal(strjoin(buf, sizeof(buf), none, ", "), "");
+	/* exactly fits: no marker */
+	char fit[19];
+	assert_string_equal(strjoin(fit, sizeof(fit), names, ", "), "alpha, beta, gamma");
+	/* one byte short: truncation shows, the buffer is full and stays so */
+	char small[18];
+	assert_string_equal(strjoin(small, sizeof(small), names, ", "), "alpha, beta, g...");
+	assert_false(strjoin_add(small, sizeof(small), ", ", "x"));
+	assert_string_equal(small, "alpha, beta, g...");
+	/* appending by hand */
+	buf[0] = '\0';
+	assert_true(strjoin_add(buf, sizeof(buf), "; ", "one"));
+	assert_true(strjoin_add(buf, sizeof(buf), "; ", "two"));
+	assert_string_equal(buf, "one; two");
 }
 
 static void test_directory_is_read_error(void **state)
@@ -530,6 +556,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_missing_file_names_path_and_strerror),
 		cmocka_unit_test(test_read_file),
+		cmocka_unit_test(test_strjoin),
 		cmocka_unit_test(test_directory_is_read_error),
 		cmocka_unit_test(test_syntax_error_has_problem_context_and_position),
 		cmocka_unit_test(test_undefined_alias_is_error),
