@@ -11,6 +11,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/strjoin.h"
+
 /* A scenario or policy file is a few KiB; refuse absurd inputs early. */
 #define YCFG_MAX_FILE_BYTES (16u * 1024u * 1024u)
 
@@ -132,22 +134,22 @@ delete_parser:
 	return rc;
 }
 
-int ycfg_load_file(struct ycfg *y, const char *path, struct diag_list *diags)
+int ycfg_read_file(const char *path, char **buf, size_t *len, struct diag_list *diags)
 {
-	memset(y, 0, sizeof(*y));
-	y->diags = diags;
+	*buf = NULL;
+	*len = 0;
 	FILE *f = fopen(path, "rb");
 	if (!f) {
 		int err = errno;
 		diag_add(diags, DIAG_ERROR, path, 0, 0, "", "file", "cannot open: %s", strerror(err));
-		y->file = strdup(path);
 		return -err;
 	}
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
+	char *b = NULL;
+	size_t n = 0, cap = 0;
 	int rc = 0;
 	for (;;) {
-		if (len == cap) {
+		/* One byte spare for the terminating NUL. */
+		if (cap - n < 2) {
 			if (cap >= YCFG_MAX_FILE_BYTES) {
 				diag_add(diags, DIAG_ERROR, path, 0, 0, "", "file",
 					 "file larger than %u bytes", YCFG_MAX_FILE_BYTES);
@@ -155,15 +157,15 @@ int ycfg_load_file(struct ycfg *y, const char *path, struct diag_list *diags)
 				goto free_buf;
 			}
 			cap = cap ? cap * 2 : 4096;
-			char *nb = realloc(buf, cap);
+			char *nb = realloc(b, cap);
 			if (!nb) {
 				rc = -ENOMEM;
 				goto free_buf;
 			}
-			buf = nb;
+			b = nb;
 		}
-		size_t got = fread(buf + len, 1, cap - len, f);
-		len += got;
+		size_t got = fread(b + n, 1, cap - n - 1, f);
+		n += got;
 		if (got == 0) {
 			if (ferror(f)) {
 				int err = errno ? errno : EIO;
@@ -176,16 +178,31 @@ int ycfg_load_file(struct ycfg *y, const char *path, struct diag_list *diags)
 		}
 	}
 	fclose(f);
-	f = NULL;
-	rc = ycfg_load_string(y, path, buf ? buf : "", len, diags);
-	free(buf);
-	return rc;
+	b[n] = '\0';
+	*buf = b;
+	*len = n;
+	return 0;
 
 free_buf:
+	free(b);
+	fclose(f);
+	return rc;
+}
+
+int ycfg_load_file(struct ycfg *y, const char *path, struct diag_list *diags)
+{
+	char *buf;
+	size_t len;
+	int rc = ycfg_read_file(path, &buf, &len, diags);
+
+	if (rc) {
+		memset(y, 0, sizeof(*y));
+		y->diags = diags;
+		y->file = strdup(path);
+		return rc;
+	}
+	rc = ycfg_load_string(y, path, buf, len, diags);
 	free(buf);
-	if (f)
-		fclose(f);
-	y->file = strdup(path);
 	return rc;
 }
 
@@ -323,23 +340,6 @@ static const char *closest(const char *word, const char *const *names)
 	return best_d <= limit ? best : NULL;
 }
 
-/* "a, b, c" into buf, truncated with "..." when long. */
-static const char *list_names(const char *const *names, char *buf, size_t len)
-{
-	size_t k = 0;
-	buf[0] = '\0';
-	for (size_t i = 0; names[i]; i++) {
-		int w = snprintf(buf + k, len - k, "%s%s", i ? ", " : "", names[i]);
-		if (w < 0 || (size_t)w >= len - k) {
-			if (len > 4)
-				memcpy(buf + len - 4, "...", 4);
-			break;
-		}
-		k += (size_t)w;
-	}
-	return buf;
-}
-
 int ycfg_check_keys(struct ycfg *y, yaml_node_t *map, const char *path,
 		    const char *const *allowed)
 {
@@ -368,11 +368,11 @@ int ycfg_check_keys(struct ycfg *y, yaml_node_t *map, const char *path,
 			if (sug)
 				ycfg_error(y, k, ycfg_join(kp, sizeof(kp), path, name), "unknown-key",
 					   "unknown key '%s' (did you mean '%s'?); allowed: %s", name,
-					   sug, list_names(allowed, names, sizeof(names)));
+					   sug, strjoin(names, sizeof(names), allowed, ", "));
 			else
 				ycfg_error(y, k, ycfg_join(kp, sizeof(kp), path, name), "unknown-key",
 					   "unknown key '%s'; allowed: %s", name,
-					   list_names(allowed, names, sizeof(names)));
+					   strjoin(names, sizeof(names), allowed, ", "));
 			problems++;
 		}
 		for (yaml_node_pair_t *q = map->data.mapping.pairs.start; q < p; q++) {
@@ -620,7 +620,7 @@ int ycfg_enum(struct ycfg *y, yaml_node_t *map, const char *path, const char *ke
 	ycfg_join(kp, sizeof(kp), path, key);
 	if (n->type != YAML_SCALAR_NODE) {
 		ycfg_error(y, n, kp, "type", "expected one of %s, got %s",
-			   list_names(names, list, sizeof(list)), describe(n, got, sizeof(got)));
+			   strjoin(list, sizeof(list), names, ", "), describe(n, got, sizeof(got)));
 		return -EINVAL;
 	}
 	const char *s = scalar(n);
@@ -633,10 +633,10 @@ int ycfg_enum(struct ycfg *y, yaml_node_t *map, const char *path, const char *ke
 	const char *sug = closest(s, names);
 	if (sug)
 		ycfg_error(y, n, kp, "enum", "unknown value %s (did you mean '%s'?); valid: %s",
-			   describe(n, got, sizeof(got)), sug, list_names(names, list, sizeof(list)));
+			   describe(n, got, sizeof(got)), sug, strjoin(list, sizeof(list), names, ", "));
 	else
 		ycfg_error(y, n, kp, "enum", "unknown value %s; valid: %s",
-			   describe(n, got, sizeof(got)), list_names(names, list, sizeof(list)));
+			   describe(n, got, sizeof(got)), strjoin(list, sizeof(list), names, ", "));
 	return -EINVAL;
 }
 

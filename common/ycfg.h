@@ -32,6 +32,10 @@ struct ycfg {
  * and strerror; a syntax error yields libyaml's problem with its line:col.
  * Call ycfg_fini afterwards whatever the result. */
 int ycfg_load_file(struct ycfg *y, const char *path, struct diag_list *diags);
+/* The whole file into *buf (malloc'd, NUL-terminated, *len without the NUL;
+ * caller frees), for callers that need the bytes too (hashing). Same limit
+ * (16 MiB) and diags as ycfg_load_file; on error *buf is NULL. */
+int ycfg_read_file(const char *path, char **buf, size_t *len, struct diag_list *diags);
 int ycfg_load_string(struct ycfg *y, const char *name, const char *text, size_t len,
 		     struct diag_list *diags);
 void ycfg_fini(struct ycfg *y);

@@ -13,7 +13,8 @@
 #include "governor/policy.h"
 #include "hal/hal.h"
 
-/* A numeric parameter a controller accepts under control.params. */
+/* A numeric parameter a controller accepts under control.params. def is the
+ * one place its default lives (NaN: none; the controller derives one). */
 struct ctl_param {
 	const char *name;
 	double min, max, def;
@@ -54,6 +55,9 @@ const struct controller_ops *controller_at(size_t i);
 /* "a, b, c" */
 const char *controller_names_joined(char *buf, size_t len);
 const struct ctl_param *controller_param(const struct controller_ops *c, const char *name);
+/* The policy's value of c's parameter name, else the table's default. name
+ * must be in c's table. */
+double ctl_param_value(const struct policy *pol, const struct controller_ops *c, const char *name);
 
 /* Helpers the controllers share. */
 void ctl_default_op(const struct ctl_input *in, struct gov_opoint *op);

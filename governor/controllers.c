@@ -2,10 +2,13 @@
  * static and naive-int8 (sources: docs/baselines.md). */
 #include "governor/controller.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "common/strjoin.h"
 
 static const struct controller_ops *const registry[] = {
 	&ctl_firmware_default, &ctl_static, &ctl_naive_int8, &ctl_ondemand, &ctl_ipa,
@@ -33,16 +36,10 @@ const struct controller_ops *controller_at(size_t i)
 
 const char *controller_names_joined(char *buf, size_t len)
 {
-	size_t off = 0;
-
 	if (len)
 		buf[0] = '\0';
-	for (size_t i = 0; i < N_CONTROLLERS && len; i++) {
-		int n = snprintf(buf + off, len - off, "%s%s", i ? ", " : "", registry[i]->name);
-		if (n < 0 || (size_t)n >= len - off)
-			break;
-		off += (size_t)n;
-	}
+	for (size_t i = 0; i < N_CONTROLLERS && strjoin_add(buf, len, ", ", registry[i]->name); i++)
+		;
 	return buf;
 }
 
@@ -52,6 +49,14 @@ const struct ctl_param *controller_param(const struct controller_ops *c, const c
 		if (!strcmp(p->name, name))
 			return p;
 	return NULL;
+}
+
+double ctl_param_value(const struct policy *pol, const struct controller_ops *c, const char *name)
+{
+	const struct ctl_param *p = controller_param(c, name);
+
+	assert(p);
+	return policy_param(pol, name, p->def);
 }
 
 void ctl_default_op(const struct ctl_input *in, struct gov_opoint *op)
@@ -86,11 +91,11 @@ static void static_step(void *state, const struct ctl_input *in, struct ctl_outp
 	ctl_default_op(in, &out->op);
 	out->op.clk_locked = true;
 	if (p->frequency.min_mhz > 0)
-		out->op.clk_min_khz = (uint32_t)(p->frequency.min_mhz * 1000.0);
+		out->op.clk_min_khz = gov_mhz_to_khz(p->frequency.min_mhz);
 	if (p->frequency.max_mhz > 0)
-		out->op.clk_max_khz = (uint32_t)(p->frequency.max_mhz * 1000.0);
+		out->op.clk_max_khz = gov_mhz_to_khz(p->frequency.max_mhz);
 	if (p->power.cap_w > 0)
-		out->op.power_limit_mw = (uint32_t)(p->power.cap_w * 1000.0);
+		out->op.power_limit_mw = gov_w_to_mw(p->power.cap_w);
 	for (size_t s = 0; s < in->n_slices; s++)
 		out->op.int8_frac[s] = in->policy_int8[s];
 	out->reasons = GOV_R_STATIC;

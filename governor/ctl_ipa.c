@@ -92,22 +92,23 @@ static int ipa_init(void **state, const struct policy *pol, const struct hal_lim
 
 	if (!s)
 		return -ENOMEM;
-	double sus = policy_param(pol, "sustainable_power_w", NAN);
+	double sus = ctl_param_value(pol, &ctl_ipa, "sustainable_power_w");
 	if (isnan(sus))
 		sus = lim->power_limit_min_mw / 1000.0; /* estimate_sustainable_power() analogue */
-	double ctl = policy_param(pol, "control_temp_c", NAN);
+	double ctl = ctl_param_value(pol, &ctl_ipa, "control_temp_c");
 	if (isnan(ctl))
 		ctl = pol->thermal.ceiling_c;
-	ipa_setup(s, sus, ctl, policy_param(pol, "switch_on_c", -1), lim->power_limit_max_mw / 1000.0);
+	ipa_setup(s, sus, ctl, ctl_param_value(pol, &ctl_ipa, "switch_on_c"),
+		  lim->power_limit_max_mw / 1000.0);
 	double v;
-	if (!isnan(v = policy_param(pol, "k_po", NAN)))
+	if (!isnan(v = ctl_param_value(pol, &ctl_ipa, "k_po")))
 		s->k_po = v;
-	if (!isnan(v = policy_param(pol, "k_pu", NAN)))
+	if (!isnan(v = ctl_param_value(pol, &ctl_ipa, "k_pu")))
 		s->k_pu = v;
-	if (!isnan(v = policy_param(pol, "k_i", NAN)))
+	if (!isnan(v = ctl_param_value(pol, &ctl_ipa, "k_i")))
 		s->k_i = v;
-	s->k_d = policy_param(pol, "k_d", 0);
-	s->integral_cutoff_c = policy_param(pol, "integral_cutoff_c", 0);
+	s->k_d = ctl_param_value(pol, &ctl_ipa, "k_d");
+	s->integral_cutoff_c = ctl_param_value(pol, &ctl_ipa, "integral_cutoff_c");
 	*state = s;
 	return 0;
 }
@@ -121,13 +122,13 @@ static void ipa_step(void *state, const struct ctl_input *in, struct ctl_output 
 	ctl_default_op(in, &out->op);
 	if (isnan(tj)) {
 		/* No temperature yet: nothing to control (the guard handles faults). */
-		out->op.power_limit_mw = (uint32_t)(s->max_power_w * 1000.0);
+		out->op.power_limit_mw = gov_w_to_mw(s->max_power_w);
 		out->reasons = GOV_R_IPA_IDLE;
 		out->binding = GOV_B_NONE;
 		return;
 	}
 	double granted = ipa_throttle(s, tj, in->period_s * 1000.0, &reason);
-	out->op.power_limit_mw = (uint32_t)lround(granted * 1000.0);
+	out->op.power_limit_mw = gov_w_to_mw(granted);
 	out->reasons = reason;
 	out->binding = reason == GOV_R_IPA_PID && granted < s->max_power_w ? GOV_B_THERMAL : GOV_B_NONE;
 }

@@ -51,8 +51,8 @@ static int od_init(void **state, const struct policy *pol, const struct hal_limi
 
 	if (!s)
 		return -ENOMEM;
-	s->upthreshold = policy_param(pol, "upthreshold", 90);
-	s->downdifferential = policy_param(pol, "downdifferential", 5);
+	s->upthreshold = ctl_param_value(pol, &ctl_ondemand, "upthreshold");
+	s->downdifferential = ctl_param_value(pol, &ctl_ondemand, "downdifferential");
 	/* The kernel's own sanity check. */
 	if (s->upthreshold < s->downdifferential) {
 		free(s);
@@ -102,7 +102,7 @@ static void od_fini(void *state)
 
 const struct controller_ops ctl_ondemand = {
 	.name = "ondemand",
-	.description = "devfreq simple_ondemand on utilisation (upthreshold 90, downdifferential 5), BF16",
+	.description = "devfreq simple_ondemand on utilisation, BF16",
 	.params = od_params,
 	.init = od_init,
 	.step = od_step,

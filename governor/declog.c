@@ -4,11 +4,8 @@
 #include <jansson.h>
 #include <math.h>
 
-static json_t *jreal(double v)
-{
-	/* JSON has no NaN/inf: unknown values are null. */
-	return isfinite(v) ? json_real(v) : json_null();
-}
+#include "governor/jsonx.h"
+#include "hal/hal_serving.h"
 
 static int emit(struct declog *d, json_t *o)
 {
@@ -44,7 +41,7 @@ static json_t *op_json(const struct gov_opoint *op)
 	json_object_set_new(o, "clk_max_khz", json_integer(op->clk_max_khz));
 	json_object_set_new(o, "power_limit_mw", json_integer(op->power_limit_mw));
 	for (size_t s = 0; s < op->n_slices; s++)
-		json_array_append_new(fr, jreal(op->int8_frac[s]));
+		json_array_append_new(fr, jsonx_real(op->int8_frac[s]));
 	json_object_set_new(o, "int8_frac", fr);
 	return o;
 }
@@ -87,6 +84,19 @@ int declog_header(struct declog *d, const struct declog_header *h)
 	return emit(d, o);
 }
 
+/* {"faults": [names], "msg": text or null} */
+static json_t *backend_faults_json(uint32_t bits, const char *msg)
+{
+	json_t *o = json_object(), *names = json_array();
+
+	for (int i = 0; i < 32; i++)
+		if (bits & (1u << i))
+			json_array_append_new(names, json_string(hal_serving_fault_name(1u << i)));
+	json_object_set_new(o, "faults", names);
+	json_object_set_new(o, "msg", msg ? json_string(msg) : json_null());
+	return o;
+}
+
 int declog_decision(struct declog *d, const struct declog_record *r)
 {
 	if (!d->f)
@@ -101,38 +111,41 @@ int declog_decision(struct declog *d, const struct declog_record *r)
 	json_object_set_new(o, "t_ms", json_integer((json_int_t)r->t_ms));
 	json_object_set_new(o, "seq", json_integer((json_int_t)r->seq));
 
-	json_object_set_new(pw, "accel", jreal(e->power_w[HAL_RAIL_ACCEL]));
-	json_object_set_new(pw, "memory", jreal(e->power_w[HAL_RAIL_MEMORY]));
-	json_object_set_new(pw, "host", jreal(e->power_w[HAL_RAIL_HOST]));
+	json_object_set_new(pw, "accel", jsonx_real(e->power_w[HAL_RAIL_ACCEL]));
+	json_object_set_new(pw, "memory", jsonx_real(e->power_w[HAL_RAIL_MEMORY]));
+	json_object_set_new(pw, "host", jsonx_real(e->power_w[HAL_RAIL_HOST]));
 	json_object_set_new(in, "power_w", pw);
-	json_object_set_new(tc, "junction", jreal(e->temp_c[HAL_TEMP_JUNCTION]));
-	json_object_set_new(tc, "memory", jreal(e->temp_c[HAL_TEMP_MEMORY]));
-	json_object_set_new(tc, "inlet", jreal(e->temp_c[HAL_TEMP_INLET]));
+	json_object_set_new(tc, "junction", jsonx_real(e->temp_c[HAL_TEMP_JUNCTION]));
+	json_object_set_new(tc, "memory", jsonx_real(e->temp_c[HAL_TEMP_MEMORY]));
+	json_object_set_new(tc, "inlet", jsonx_real(e->temp_c[HAL_TEMP_INLET]));
 	json_object_set_new(in, "temp_c", tc);
-	json_object_set_new(in, "headroom_c", jreal(e->headroom_c));
-	json_object_set_new(in, "headroom_trend_c_per_s", jreal(e->headroom_trend_c_per_s));
-	json_object_set_new(in, "clk_mhz", jreal(e->clk_mhz));
-	json_object_set_new(in, "util", jreal(e->util));
-	json_object_set_new(in, "power_limit_w", jreal(e->power_limit_w));
+	json_object_set_new(in, "headroom_c", jsonx_real(e->headroom_c));
+	json_object_set_new(in, "headroom_trend_c_per_s", jsonx_real(e->headroom_trend_c_per_s));
+	json_object_set_new(in, "clk_mhz", jsonx_real(e->clk_mhz));
+	json_object_set_new(in, "util", jsonx_real(e->util));
+	json_object_set_new(in, "power_limit_w", jsonx_real(e->power_limit_w));
 	json_object_set_new(in, "throttle", json_integer(e->throttle));
-	json_object_set_new(sla, "window_s", jreal(e->window_s));
+	json_object_set_new(sla, "window_s", jsonx_real(e->window_s));
 	json_object_set_new(sla, "requests", json_integer((json_int_t)e->window_requests));
-	json_object_set_new(sla, "ttft_p95_ms", jreal(e->ttft_p95_ms));
-	json_object_set_new(sla, "ttft_p99_ms", jreal(e->ttft_p99_ms));
-	json_object_set_new(sla, "tbt_p95_ms", jreal(e->tbt_p95_ms));
-	json_object_set_new(sla, "tbt_p99_ms", jreal(e->tbt_p99_ms));
-	json_object_set_new(sla, "e2e_p95_ms", jreal(e->e2e_p95_ms));
-	json_object_set_new(sla, "e2e_p99_ms", jreal(e->e2e_p99_ms));
+	json_object_set_new(sla, "ttft_p95_ms", jsonx_real(e->ttft_p95_ms));
+	json_object_set_new(sla, "ttft_p99_ms", jsonx_real(e->ttft_p99_ms));
+	json_object_set_new(sla, "tbt_p95_ms", jsonx_real(e->tbt_p95_ms));
+	json_object_set_new(sla, "tbt_p99_ms", jsonx_real(e->tbt_p99_ms));
+	json_object_set_new(sla, "e2e_p95_ms", jsonx_real(e->e2e_p95_ms));
+	json_object_set_new(sla, "e2e_p99_ms", jsonx_real(e->e2e_p99_ms));
+	/* Only when it happened: periods whose latency delta was not stored. */
+	if (e->window_errors)
+		json_object_set_new(sla, "window_errors", json_integer((json_int_t)e->window_errors));
 	json_object_set_new(in, "sla", sla);
-	json_object_set_new(in, "tokens_per_s", jreal(e->tokens_per_s));
-	json_object_set_new(in, "int8_token_share", jreal(e->int8_token_share));
+	json_object_set_new(in, "tokens_per_s", jsonx_real(e->tokens_per_s));
+	json_object_set_new(in, "int8_token_share", jsonx_real(e->int8_token_share));
 	json_object_set_new(in, "queue_len", json_integer((json_int_t)e->queue_len));
 	json_object_set_new(in, "running", json_integer((json_int_t)e->running));
 	for (size_t s = 0; s < e->n_slices; s++) {
 		json_t *qs = json_object();
 		json_object_set_new(qs, "samples", json_integer((json_int_t)e->q_samples[s]));
 		json_object_set_new(qs, "mismatches", json_integer((json_int_t)e->q_mismatches[s]));
-		json_object_set_new(qs, "drop_upper", jreal(e->q_drop_upper[s]));
+		json_object_set_new(qs, "drop_upper", jsonx_real(e->q_drop_upper[s]));
 		json_array_append_new(q, qs);
 	}
 	json_object_set_new(in, "quality", q);
@@ -147,6 +160,12 @@ int declog_decision(struct declog *d, const struct declog_record *r)
 		json_array_append_new(faults, f);
 	}
 	json_object_set_new(o, "faults", faults);
+	if (r->serving_faults)
+		json_object_set_new(o, "serving_faults",
+				    backend_faults_json(r->serving_faults, r->serving_fault_msg));
+	if (r->quality_faults)
+		json_object_set_new(o, "quality_faults",
+				    backend_faults_json(r->quality_faults, r->quality_fault_msg));
 	json_object_set_new(o, "before", op_json(r->before));
 	json_object_set_new(o, "after", op_json(r->after));
 	for (int i = 0; i < GOV_R_COUNT; i++)

@@ -36,6 +36,10 @@ struct declog_record {
 	enum gov_binding binding;
 	const char *policy_name, *policy_hash;
 	uint64_t seed;
+	/* The serving backend's enum hal_serving_fault bits of this period's
+	 * reads and their messages (may be NULL); logged when bits are set. */
+	uint32_t serving_faults, quality_faults;
+	const char *serving_fault_msg, *quality_fault_msg;
 };
 
 struct declog {

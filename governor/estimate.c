@@ -166,16 +166,22 @@ static int window_update(struct estimator *e, uint64_t now_ms, const struct hal_
 		if (e->have_prev) {
 			for (int h = 0; h < 3 && !rc; h++)
 				rc = sparse_from_delta(p->h[h], now[h], &e->prev[h]);
-			p->requests = sv->requests_completed - e->prev_requests;
-			p->tokens = sv->tokens_generated - e->prev_tokens;
-			p->tokens_int8 = sv->tokens_int8 - e->prev_tokens_int8;
+			if (!rc) {
+				p->requests = sv->requests_completed - e->prev_requests;
+				p->tokens = sv->tokens_generated - e->prev_tokens;
+				p->tokens_int8 = sv->tokens_int8 - e->prev_tokens_int8;
+			}
 		}
-		for (int h = 0; h < 3; h++)
-			e->prev[h] = *now[h];
-		e->prev_requests = sv->requests_completed;
-		e->prev_tokens = sv->tokens_generated;
-		e->prev_tokens_int8 = sv->tokens_int8;
-		e->have_prev = true;
+		/* On failure keep the old snapshot: the next period's delta then
+		 * carries this period's requests instead of losing them. */
+		if (!rc) {
+			for (int h = 0; h < 3; h++)
+				e->prev[h] = *now[h];
+			e->prev_requests = sv->requests_completed;
+			e->prev_tokens = sv->tokens_generated;
+			e->prev_tokens_int8 = sv->tokens_int8;
+			e->have_prev = true;
+		}
 	}
 	if (q && q->valid) {
 		size_t n = q->n_slices < HAL_MAX_SLICES ? q->n_slices : HAL_MAX_SLICES;
@@ -213,7 +219,8 @@ static bool good(const enum gov_fault f[GOV_SIG_N], const struct gov_reading in[
 
 const struct gov_estimates *estimate_step(struct estimator *e, uint64_t now_ms,
 					  const struct gov_reading in[GOV_SIG_N],
-					  const enum gov_fault faults[GOV_SIG_N], uint32_t throttle,
+					  const enum gov_fault faults[GOV_SIG_N], unsigned n_faults,
+					  uint32_t throttle,
 					  const struct hal_serving *serving,
 					  const struct hal_quality *quality)
 {
@@ -221,13 +228,11 @@ const struct gov_estimates *estimate_step(struct estimator *e, uint64_t now_ms,
 	double t_s = (double)now_ms / 1000.0;
 
 	o->t_s = t_s;
-	o->n_faults = 0;
+	o->n_faults = n_faults;
 	o->critical_fault = false;
 	for (int s = 0; s < GOV_SIG_N; s++)
-		if (faults[s] != GOV_FAULT_NONE) {
-			o->n_faults++;
+		if (faults[s] != GOV_FAULT_NONE)
 			o->critical_fault |= gov_signal_critical((enum gov_signal)s);
-		}
 
 	o->power_total_w = 0;
 	for (int r = 0; r < HAL_RAIL_N; r++) {
@@ -268,7 +273,8 @@ const struct gov_estimates *estimate_step(struct estimator *e, uint64_t now_ms,
 		o->headroom_c = NAN;
 	}
 
-	window_update(e, now_ms, serving, quality);
+	if (window_update(e, now_ms, serving, quality))
+		o->window_errors++;
 	o->serving_ok = serving && serving->valid;
 	o->window_s = (double)e->ring_n * e->cfg.period_s;
 	o->window_requests = e->win_requests;

@@ -29,6 +29,9 @@ struct gov_estimates {
 	uint64_t window_requests, window_tokens, window_tokens_int8;
 	double ttft_p95_ms, ttft_p99_ms, tbt_p95_ms, tbt_p99_ms, e2e_p95_ms, e2e_p99_ms;
 	double tokens_per_s, requests_per_s, int8_token_share;
+	/* Periods whose serving delta could not be stored (out of memory); the
+	 * next successful period's delta carries their requests. Cumulative. */
+	uint64_t window_errors;
 	uint64_t queue_len, running;
 	/* Quality over the window, per slice. */
 	size_t n_slices;
@@ -79,11 +82,13 @@ struct estimator {
 
 int estimate_init(struct estimator *e, const struct estimate_cfg *cfg);
 void estimate_fini(struct estimator *e);
-/* One period. serving / quality may be NULL (not offered). faults: the
- * validator's verdict for in[]; faulted readings are not used. */
+/* One period. serving / quality may be NULL (not offered). faults and
+ * n_faults: the validator's verdict for in[] and its count (validate_step's
+ * return); faulted readings are not used. */
 const struct gov_estimates *estimate_step(struct estimator *e, uint64_t now_ms,
 					  const struct gov_reading in[GOV_SIG_N],
-					  const enum gov_fault faults[GOV_SIG_N], uint32_t throttle,
+					  const enum gov_fault faults[GOV_SIG_N], unsigned n_faults,
+					  uint32_t throttle,
 					  const struct hal_serving *serving,
 					  const struct hal_quality *quality);
 /* Wilson score upper bound (z = 1.96) of a binomial share. */

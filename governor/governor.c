@@ -4,8 +4,9 @@
 #include <math.h>
 #include <string.h>
 
-/* Validator defaults when the policy leaves telemetry unset are in policy.c;
- * the witness threshold is fixed: 5 W or 5 % utilisation. */
+/* Validator defaults when the policy leaves telemetry unset are in
+ * policy_util.c (policy_defaults); the witness threshold is fixed: 5 W or
+ * 5 % utilisation. */
 #define STUCK_WITNESS 5.0
 #define TREND_TAU_S 5.0
 
@@ -190,23 +191,30 @@ int governor_tick(struct governor *g)
 	uint32_t reasons = 0;
 	int rc;
 
-	memset(&g->sample, 0, sizeof(g->sample));
+	/* Backends fill the whole sample; a failed read counts as nothing valid
+	 * (every required signal a dropout), whatever it wrote before failing. */
 	rc = dev->ops->sample(dev, &g->sample);
-	if (rc) /* nothing valid: every required signal becomes a dropout */
+	if (rc)
 		memset(&g->sample, 0, sizeof(g->sample));
+	/* An invalid read still names its faults: they go to the log. */
 	const struct hal_serving *sv = NULL;
-	if (hal_can_read_serving(dev) && dev->ops->read_serving(dev, &g->serving) == 0 &&
-	    g->serving.valid)
-		sv = &g->serving;
+	uint32_t sv_faults = 0, q_faults = 0;
+	if (hal_can_read_serving(dev) && dev->ops->read_serving(dev, &g->serving) == 0) {
+		sv_faults = g->serving.faults;
+		if (g->serving.valid)
+			sv = &g->serving;
+	}
 	const struct hal_quality *q = NULL;
-	if (hal_can_read_quality(dev) && dev->ops->read_quality(dev, &g->quality) == 0 &&
-	    g->quality.valid)
-		q = &g->quality;
+	if (hal_can_read_quality(dev) && dev->ops->read_quality(dev, &g->quality) == 0) {
+		q_faults = g->quality.faults;
+		if (g->quality.valid)
+			q = &g->quality;
+	}
 
 	gov_readings_from_sample(&g->sample, rd);
-	validate_step(&g->val, now, rd, g->faults);
+	unsigned n_faults = validate_step(&g->val, now, rd, g->faults);
 	const struct gov_estimates *est =
-		estimate_step(&g->est, now, rd, g->faults, g->sample.throttle, sv, q);
+		estimate_step(&g->est, now, rd, g->faults, n_faults, g->sample.throttle, sv, q);
 
 	if (!g->started) {
 		adopt_device(g);
@@ -247,6 +255,10 @@ int governor_tick(struct governor *g)
 		.policy_name = g->cfg.pol->name,
 		.policy_hash = g->cfg.pol->hash_hex,
 		.seed = g->cfg.seed,
+		.serving_faults = sv_faults,
+		.serving_fault_msg = sv_faults ? g->serving.fault_msg : NULL,
+		.quality_faults = q_faults,
+		.quality_fault_msg = q_faults ? g->quality.fault_msg : NULL,
 	};
 	rc = declog_decision(&g->log, &rec);
 	if (rc)

@@ -4,11 +4,6 @@
 #include <math.h>
 #include <string.h>
 
-static uint32_t mhz_to_khz(double mhz)
-{
-	return (uint32_t)llround(mhz * 1000.0);
-}
-
 int guard_init(struct guard *g, const struct policy *pol, const struct hal_limits *lim)
 {
 	if (lim->clk_min_khz > lim->clk_max_khz || lim->power_limit_min_mw > lim->power_limit_max_mw)
@@ -18,16 +13,16 @@ int guard_init(struct guard *g, const struct policy *pol, const struct hal_limit
 	g->lim = *lim;
 	g->fmin_khz = lim->clk_min_khz;
 	g->fmax_khz = lim->clk_max_khz;
-	if (pol->frequency.min_mhz > 0 && mhz_to_khz(pol->frequency.min_mhz) > g->fmin_khz)
-		g->fmin_khz = mhz_to_khz(pol->frequency.min_mhz);
-	if (pol->frequency.max_mhz > 0 && mhz_to_khz(pol->frequency.max_mhz) < g->fmax_khz)
-		g->fmax_khz = mhz_to_khz(pol->frequency.max_mhz);
+	if (pol->frequency.min_mhz > 0 && gov_mhz_to_khz(pol->frequency.min_mhz) > g->fmin_khz)
+		g->fmin_khz = gov_mhz_to_khz(pol->frequency.min_mhz);
+	if (pol->frequency.max_mhz > 0 && gov_mhz_to_khz(pol->frequency.max_mhz) < g->fmax_khz)
+		g->fmax_khz = gov_mhz_to_khz(pol->frequency.max_mhz);
 	if (g->fmin_khz > g->fmax_khz)
 		g->fmin_khz = g->fmax_khz; /* policy range outside the device: its nearest edge */
-	g->step_khz = pol->frequency.max_step_mhz > 0 ? mhz_to_khz(pol->frequency.max_step_mhz) : 0;
+	g->step_khz = pol->frequency.max_step_mhz > 0 ? gov_mhz_to_khz(pol->frequency.max_step_mhz) : 0;
 	g->cap_mw = lim->power_limit_max_mw;
-	if (pol->power.cap_w > 0 && (double)g->cap_mw > pol->power.cap_w * 1000.0)
-		g->cap_mw = (uint32_t)llround(pol->power.cap_w * 1000.0);
+	if (pol->power.cap_w > 0 && gov_w_to_mw(pol->power.cap_w) < g->cap_mw)
+		g->cap_mw = gov_w_to_mw(pol->power.cap_w);
 	if (g->cap_mw < lim->power_limit_min_mw)
 		g->cap_mw = lim->power_limit_min_mw;
 	return 0;
@@ -47,12 +42,12 @@ void guard_safe_point(const struct guard *g, size_t n_slices, struct gov_opoint 
 	out->clk_min_khz = g->lim.clk_min_khz;
 	out->clk_max_khz = g->lim.clk_default_max_khz;
 	if (p->safe_point.clk_max_mhz > 0) {
-		uint32_t f = mhz_to_khz(p->safe_point.clk_max_mhz);
+		uint32_t f = gov_mhz_to_khz(p->safe_point.clk_max_mhz);
 		out->clk_locked = true;
 		out->clk_max_khz = f < g->lim.clk_min_khz ? g->lim.clk_min_khz
 			       : f > g->lim.clk_max_khz ? g->lim.clk_max_khz : f;
 	}
-	uint32_t pw = p->safe_point.power_cap_w > 0 ? (uint32_t)llround(p->safe_point.power_cap_w * 1000.0)
+	uint32_t pw = p->safe_point.power_cap_w > 0 ? gov_w_to_mw(p->safe_point.power_cap_w)
 						    : g->lim.power_limit_default_mw;
 	if (pw < g->lim.power_limit_min_mw)
 		pw = g->lim.power_limit_min_mw;

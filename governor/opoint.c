@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/strjoin.h"
+
 static const char *const reason_names[GOV_R_COUNT] = {
 	"init",          "firmware_default", "static",       "int8_all",
 	"util_high",     "util_keep",        "util_scale",   "util_unknown",
@@ -31,18 +33,11 @@ const char *gov_binding_name(enum gov_binding b)
 
 const char *gov_reasons_join(uint32_t reasons, char *buf, size_t len)
 {
-	size_t off = 0;
-
 	if (len)
 		buf[0] = '\0';
-	for (int i = 0; i < GOV_R_COUNT && len; i++) {
-		if (!(reasons & (1u << i)))
-			continue;
-		int n = snprintf(buf + off, len - off, "%s%s", off ? "|" : "", reason_names[i]);
-		if (n < 0 || (size_t)n >= len - off)
+	for (int i = 0; i < GOV_R_COUNT; i++)
+		if ((reasons & (1u << i)) && !strjoin_add(buf, len, "|", reason_names[i]))
 			break;
-		off += (size_t)n;
-	}
 	return buf;
 }
 

@@ -4,6 +4,7 @@
  * period can carry several (e.g. util_scale + step_limit). */
 #ifndef GOVD_GOVERNOR_OPOINT_H
 #define GOVD_GOVERNOR_OPOINT_H
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -52,6 +53,18 @@ enum gov_binding {
 	GOV_B_SAFE_POINT,   /* telemetry fault */
 	GOV_B_N
 };
+
+/* Policy values (double MHz, W) to device units, rounded to nearest: one
+ * conversion everywhere, so a controller's wish and the guard's clamp of the
+ * same policy value agree (truncation turned 1799.9999 MHz into 1799999 kHz). */
+static inline uint32_t gov_mhz_to_khz(double mhz)
+{
+	return mhz > 0 ? (uint32_t)llround(mhz * 1000.0) : 0;
+}
+static inline uint32_t gov_w_to_mw(double w)
+{
+	return w > 0 ? (uint32_t)llround(w * 1000.0) : 0;
+}
 
 const char *gov_reason_name(uint32_t bit); /* one bit; NULL if unknown */
 const char *gov_binding_name(enum gov_binding b);

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/strjoin.h"
 #include "common/ycfg.h"
 #include "governor/controller.h"
 
@@ -72,11 +73,7 @@ static const char *const trigger_keys[] = { "sla_violated_windows", "sla_of_wind
 static const char *const lkg_keys[] = { "min_clean_windows", "fallback", NULL };
 static const char *const telemetry_keys[] = { "ewma_tau_s", "stale_ms", "stuck_periods", NULL };
 
-static const char *const objective_names[] = { "perf_per_watt", "min_energy", "max_throughput",
-					       NULL };
 static const char *const rail_names[] = { "accel", "memory", "host", NULL };
-static const char *const prec_names[] = { "bf16", "int8", NULL };
-static const char *const lkg_names[] = { "safe_point", "firmware_default", NULL };
 
 struct ctx {
 	struct ycfg *y;
@@ -364,11 +361,8 @@ static bool enum_set(struct ctx *c, yaml_node_t *map, const char *path, const ch
 			if (!strcmp(names[j], s))
 				k = j;
 		if (k < 0) {
-			char list[128] = "";
-			for (int j = 0; names[j]; j++) {
-				strncat(list, j ? ", " : "", sizeof(list) - strlen(list) - 1);
-				strncat(list, names[j], sizeof(list) - strlen(list) - 1);
-			}
+			char list[128];
+			strjoin(list, sizeof(list), names, ", ");
 			msg_at(c, DIAG_ERROR, it, ip, "enum", "unknown value '%.60s'; valid: %s",
 			       s ? s : "(not a scalar)", list);
 			ok = false;
@@ -466,7 +460,7 @@ static void read_objective(struct ctx *c)
 	int k;
 	if (!o)
 		return;
-	if (enum_key(c, o, "objective", "kind", objective_names, &k))
+	if (enum_key(c, o, "objective", "kind", policy_objective_names, &k))
 		c->p->objective.kind = (enum policy_objective)k;
 	enum_set(c, o, "objective", "power_rails", rail_names, &c->p->objective.rails);
 }
@@ -584,9 +578,9 @@ static void read_limits(struct ctx *c)
 		uint_key(c, n, "telemetry", "stale_ms", 1, 600000, &p->telemetry.stale_ms);
 		uint_key(c, n, "telemetry", "stuck_periods", 2, 100000, &p->telemetry.stuck_periods);
 	}
-	/* A reading may be up to three periods old before it is called stale. */
+	/* The default follows the period the file sets. */
 	if (!given(c, c->tele, "stale_ms"))
-		p->telemetry.stale_ms = 3 * p->control.period_ms;
+		p->telemetry.stale_ms = policy_default_stale_ms(p->control.period_ms);
 }
 
 /* Slice index by name, adding it; -1 (with an error at key) when full or the
@@ -695,8 +689,8 @@ static void read_precision_quality(struct ctx *c)
 	int k;
 
 	if ((n = c->prec = section(c, c->root, "", "precision", precision_keys))) {
-		enum_set(c, n, "precision", "modes", prec_names, &p->precision.modes);
-		if (enum_key(c, n, "precision", "fallback", prec_names, &k))
+		enum_set(c, n, "precision", "modes", policy_prec_names, &p->precision.modes);
+		if (enum_key(c, n, "precision", "fallback", policy_prec_names, &k))
 			p->precision.fallback = (enum policy_prec)k;
 		num(c, n, "precision", "int8_fraction", 0, 1, &p->precision.int8_fraction);
 		num(c, n, "precision", "int8_min_fraction", 0, 1, &p->precision.int8_min_fraction);
@@ -756,7 +750,7 @@ static void read_rollback(struct ctx *c)
 	if ((t = c->lkg = section(c, n, "rollback", "last_known_good", lkg_keys))) {
 		uint_key(c, t, "rollback.last_known_good", "min_clean_windows", 1, 10000,
 			 &p->rollback.lkg_min_clean_windows);
-		if (enum_key(c, t, "rollback.last_known_good", "fallback", lkg_names, &k))
+		if (enum_key(c, t, "rollback.last_known_good", "fallback", policy_lkg_names, &k))
 			p->rollback.lkg_fallback = (enum policy_lkg_fallback)k;
 	}
 }
@@ -1225,52 +1219,16 @@ err_load:
 
 int policy_load(const char *path, struct policy **out, struct diag_list *diags)
 {
+	char *buf;
+	size_t len;
 	int rc;
 
 	*out = NULL;
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-
-	if (!f) {
-		rc = -errno;
-		diag_add(diags, DIAG_ERROR, path, 0, 0, "", "io", "cannot open policy: %s",
-			 strerror(-rc));
+	/* Read once: the same bytes are hashed and parsed. */
+	rc = ycfg_read_file(path, &buf, &len, diags);
+	if (rc)
 		return rc;
-	}
-	for (;;) {
-		if (cap - len < 4096) {
-			if (cap >= (16u << 20)) {
-				rc = -EFBIG;
-				diag_add(diags, DIAG_ERROR, path, 0, 0, "", "io",
-					 "policy larger than 16 MiB");
-				goto err_read;
-			}
-			cap = cap ? cap * 2 : 8192;
-			char *nb = realloc(buf, cap);
-			if (!nb) {
-				rc = -ENOMEM;
-				goto err_read;
-			}
-			buf = nb;
-		}
-		size_t n = fread(buf + len, 1, cap - len, f);
-		len += n;
-		if (n == 0)
-			break;
-	}
-	if (ferror(f)) {
-		rc = -EIO;
-		diag_add(diags, DIAG_ERROR, path, 0, 0, "", "io", "cannot read policy");
-		goto err_read;
-	}
-	fclose(f);
 	rc = policy_load_string(path, buf, len, out, diags);
-	free(buf);
-	return rc;
-
-err_read:
-	fclose(f);
 	free(buf);
 	return rc;
 }

@@ -194,6 +194,13 @@ int policy_load_string(const char *name, const char *text, size_t len, struct po
 void policy_free(struct policy *p);
 /* The values a policy has for every key it leaves out (no name, no controller). */
 void policy_defaults(struct policy *p);
+/* telemetry.stale_ms when the policy leaves it out: a reading may be this
+ * many control periods old before it is called stale. */
+#define POLICY_STALE_PERIODS 3
+static inline uint32_t policy_default_stale_ms(uint32_t period_ms)
+{
+	return POLICY_STALE_PERIODS * period_ms;
+}
 /* Controller parameter by name (validated at load), or def when absent. */
 double policy_param(const struct policy *p, const char *name, double def);
 /* Per device slice, by name: INT8 share and quality threshold. */
@@ -208,9 +215,11 @@ void policy_slice_rule(const struct policy *p, const char *slice, struct policy_
  * "; "-joined (why may be NULL). */
 bool policy_envelope_check(const struct policy *p, const struct hal_limits *lim, double inlet_c,
 			   char *why, size_t len);
-const char *policy_objective_name(enum policy_objective k);
+/* The names policies use for the enums, indexed by value, NULL-terminated. */
+extern const char *const policy_objective_names[]; /* POLICY_OBJ_N + 1 */
+extern const char *const policy_prec_names[];      /* POLICY_PREC_N + 1 */
+extern const char *const policy_lkg_names[];       /* POLICY_LKG_N + 1 */
 const char *policy_prec_name(enum policy_prec m);
-const char *policy_lkg_name(enum policy_lkg_fallback f);
 uint64_t fnv1a64(const void *data, size_t len);
 
 #endif

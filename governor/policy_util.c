@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "governor/policy.h"
+#include "governor/opoint.h"
 
 void policy_defaults(struct policy *p)
 {
@@ -45,7 +46,7 @@ void policy_defaults(struct policy *p)
 	p->rollback.lkg_fallback = POLICY_LKG_SAFE_POINT;
 	p->telemetry.ewma_tau_s = 2.0;
 	p->telemetry.stuck_periods = 10;
-	p->telemetry.stale_ms = 3 * p->control.period_ms;
+	p->telemetry.stale_ms = policy_default_stale_ms(p->control.period_ms);
 }
 
 uint64_t fnv1a64(const void *data, size_t len)
@@ -174,22 +175,22 @@ bool policy_envelope_check(const struct policy *p, const struct hal_limits *lim,
 		}
 	}
 	/* The device must accept every limit the policy was validated with. */
-	if (e->power_limit_min_w > 0 && lim->power_limit_min_mw > e->power_limit_min_w * 1000.0) {
+	if (e->power_limit_min_w > 0 && lim->power_limit_min_mw > gov_w_to_mw(e->power_limit_min_w)) {
 		in = false;
 		why_add(why, len, "device power limit minimum %.0f W above the envelope's %g W",
 			lim->power_limit_min_mw / 1000.0, e->power_limit_min_w);
 	}
-	if (e->power_limit_max_w > 0 && lim->power_limit_max_mw < e->power_limit_max_w * 1000.0) {
+	if (e->power_limit_max_w > 0 && lim->power_limit_max_mw < gov_w_to_mw(e->power_limit_max_w)) {
 		in = false;
 		why_add(why, len, "device power limit maximum %.0f W below the envelope's %g W",
 			lim->power_limit_max_mw / 1000.0, e->power_limit_max_w);
 	}
-	if (e->clk_min_mhz > 0 && lim->clk_min_khz > e->clk_min_mhz * 1000.0) {
+	if (e->clk_min_mhz > 0 && lim->clk_min_khz > gov_mhz_to_khz(e->clk_min_mhz)) {
 		in = false;
 		why_add(why, len, "device clock minimum %.0f MHz above the envelope's %g MHz",
 			lim->clk_min_khz / 1000.0, e->clk_min_mhz);
 	}
-	if (e->clk_max_mhz > 0 && lim->clk_max_khz < e->clk_max_mhz * 1000.0) {
+	if (e->clk_max_mhz > 0 && lim->clk_max_khz < gov_mhz_to_khz(e->clk_max_mhz)) {
 		in = false;
 		why_add(why, len, "device clock maximum %.0f MHz below the envelope's %g MHz",
 			lim->clk_max_khz / 1000.0, e->clk_max_mhz);
@@ -213,22 +214,23 @@ bool policy_envelope_check(const struct policy *p, const struct hal_limits *lim,
 	return in;
 }
 
-const char *policy_objective_name(enum policy_objective k)
-{
-	static const char *const n[] = { "perf_per_watt", "min_energy", "max_throughput" };
-	return (unsigned)k < POLICY_OBJ_N ? n[k] : "?";
-}
+/* One table per enum: the loader reads the keys with them and the name
+ * functions print them, so the spellings cannot drift apart. */
+const char *const policy_objective_names[] = { "perf_per_watt", "min_energy", "max_throughput",
+					       NULL };
+const char *const policy_prec_names[] = { "bf16", "int8", NULL };
+const char *const policy_lkg_names[] = { "safe_point", "firmware_default", NULL };
+_Static_assert(sizeof(policy_objective_names) / sizeof(policy_objective_names[0]) ==
+		       POLICY_OBJ_N + 1,
+	       "one name per objective");
+_Static_assert(sizeof(policy_prec_names) / sizeof(policy_prec_names[0]) == POLICY_PREC_N + 1,
+	       "one name per precision");
+_Static_assert(sizeof(policy_lkg_names) / sizeof(policy_lkg_names[0]) == POLICY_LKG_N + 1,
+	       "one name per fallback");
 
 const char *policy_prec_name(enum policy_prec m)
 {
-	static const char *const n[] = { "bf16", "int8" };
-	return (unsigned)m < POLICY_PREC_N ? n[m] : "?";
-}
-
-const char *policy_lkg_name(enum policy_lkg_fallback f)
-{
-	static const char *const n[] = { "safe_point", "firmware_default" };
-	return (unsigned)f < POLICY_LKG_N ? n[f] : "?";
+	return (unsigned)m < POLICY_PREC_N ? policy_prec_names[m] : "?";
 }
 
 #define SLA_ROW(k, name, m, quant) \

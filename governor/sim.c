@@ -14,6 +14,7 @@
 
 #include "common/hist.h"
 #include "governor/governor.h"
+#include "governor/jsonx.h"
 #include "hal/hal.h"
 #include "hal/hal_sim.h"
 #include "plant_models/plant.h"
@@ -189,11 +190,6 @@ static const char ts_header[] =
 	"ttft_p99_ms,tbt_p99_ms,e2e_p99_ms,int8_token_share,int8_request_share_set,throttle,"
 	"faults,binding,reason\n";
 
-static json_t *jreal(double v)
-{
-	return isfinite(v) ? json_real(v) : json_null();
-}
-
 static json_t *summary_json(const struct acc *a, const struct scenario *sc, const struct policy *pol,
 			    uint64_t seed, const struct governor *g, double sim_s)
 {
@@ -209,7 +205,7 @@ static json_t *summary_json(const struct acc *a, const struct scenario *sc, cons
 	json_object_set_new(o, "controller", json_string(pol->control.controller));
 	json_object_set_new(o, "seed", json_integer((json_int_t)seed));
 	json_object_set_new(o, "govd_version", json_string(GOVD_VERSION));
-	json_object_set_new(o, "duration_s", jreal(sim_s));
+	json_object_set_new(o, "duration_s", jsonx_real(sim_s));
 	json_object_set_new(o, "periods", json_integer((json_int_t)a->periods));
 	json_object_set_new(o, "requests_arrived", json_integer((json_int_t)st->arrived));
 	json_object_set_new(o, "requests_rejected", json_integer((json_int_t)st->rejected));
@@ -217,69 +213,69 @@ static json_t *summary_json(const struct acc *a, const struct scenario *sc, cons
 	json_object_set_new(o, "tokens_generated", json_integer((json_int_t)st->tokens_generated));
 
 	json_t *en = json_object();
-	json_object_set_new(en, "accel", jreal(ea));
-	json_object_set_new(en, "memory", jreal(em));
-	json_object_set_new(en, "host", jreal(eh));
-	json_object_set_new(en, "total", jreal(total));
+	json_object_set_new(en, "accel", jsonx_real(ea));
+	json_object_set_new(en, "memory", jsonx_real(em));
+	json_object_set_new(en, "host", jsonx_real(eh));
+	json_object_set_new(en, "total", jsonx_real(total));
 	json_object_set_new(o, "energy_j", en);
 	json_object_set_new(o, "tokens_per_joule",
-			    jreal(total > 0 ? (double)st->tokens_generated / total : 0));
+			    jsonx_real(total > 0 ? (double)st->tokens_generated / total : 0));
 	json_t *pw = json_object();
-	json_object_set_new(pw, "accel", jreal(sim_s > 0 ? ea / sim_s : 0));
-	json_object_set_new(pw, "memory", jreal(sim_s > 0 ? em / sim_s : 0));
-	json_object_set_new(pw, "host", jreal(sim_s > 0 ? eh / sim_s : 0));
+	json_object_set_new(pw, "accel", jsonx_real(sim_s > 0 ? ea / sim_s : 0));
+	json_object_set_new(pw, "memory", jsonx_real(sim_s > 0 ? em / sim_s : 0));
+	json_object_set_new(pw, "host", jsonx_real(sim_s > 0 ? eh / sim_s : 0));
 	json_object_set_new(o, "mean_power_w", pw);
 
 	json_t *sla = json_object();
 	json_t *tg = json_object();
-	json_object_set_new(sla, "window_s", jreal(pol->sla.window_s));
+	json_object_set_new(sla, "window_s", jsonx_real(pol->sla.window_s));
 	json_object_set_new(sla, "windows", json_integer((json_int_t)a->windows));
 	json_object_set_new(sla, "windows_met", json_integer((json_int_t)a->windows_met));
 	json_object_set_new(sla, "windows_idle", json_integer((json_int_t)a->windows_idle));
 	json_object_set_new(sla, "attainment",
-			    jreal(a->windows ? (double)a->windows_met / (double)a->windows : 1.0));
-	json_object_set_new(sla, "ttft_p95_ms", jreal(hist_quantile(&st->ttft, 0.95)));
-	json_object_set_new(sla, "ttft_p99_ms", jreal(hist_quantile(&st->ttft, 0.99)));
-	json_object_set_new(sla, "tbt_p95_ms", jreal(hist_quantile(&st->tbt, 0.95)));
-	json_object_set_new(sla, "tbt_p99_ms", jreal(hist_quantile(&st->tbt, 0.99)));
-	json_object_set_new(sla, "e2e_p95_ms", jreal(hist_quantile(&st->e2e, 0.95)));
-	json_object_set_new(sla, "e2e_p99_ms", jreal(hist_quantile(&st->e2e, 0.99)));
+			    jsonx_real(a->windows ? (double)a->windows_met / (double)a->windows : 1.0));
+	json_object_set_new(sla, "ttft_p95_ms", jsonx_real(hist_quantile(&st->ttft, 0.95)));
+	json_object_set_new(sla, "ttft_p99_ms", jsonx_real(hist_quantile(&st->ttft, 0.99)));
+	json_object_set_new(sla, "tbt_p95_ms", jsonx_real(hist_quantile(&st->tbt, 0.95)));
+	json_object_set_new(sla, "tbt_p99_ms", jsonx_real(hist_quantile(&st->tbt, 0.99)));
+	json_object_set_new(sla, "e2e_p95_ms", jsonx_real(hist_quantile(&st->e2e, 0.95)));
+	json_object_set_new(sla, "e2e_p99_ms", jsonx_real(hist_quantile(&st->e2e, 0.99)));
 	for (size_t i = 0; i < policy_n_sla_targets; i++)
 		json_object_set_new(tg, policy_sla_targets[i].key,
-				    jreal(policy_sla_value(pol, &policy_sla_targets[i])));
-	json_object_set_new(tg, "min_tokens_per_s", jreal(pol->sla.min_tokens_per_s));
-	json_object_set_new(tg, "attainment", jreal(pol->sla.attainment));
+				    jsonx_real(policy_sla_value(pol, &policy_sla_targets[i])));
+	json_object_set_new(tg, "min_tokens_per_s", jsonx_real(pol->sla.min_tokens_per_s));
+	json_object_set_new(tg, "attainment", jsonx_real(pol->sla.attainment));
 	json_object_set_new(sla, "targets", tg);
 	json_object_set_new(o, "sla", sla);
 
 	json_t *th = json_object();
-	json_object_set_new(th, "ceiling_c", jreal(pol->thermal.ceiling_c));
-	json_object_set_new(th, "max_junction_c", jreal(a->max_tj_c));
+	json_object_set_new(th, "ceiling_c", jsonx_real(pol->thermal.ceiling_c));
+	json_object_set_new(th, "max_junction_c", jsonx_real(a->max_tj_c));
 	json_object_set_new(th, "clamp_events", json_integer((json_int_t)pl->dev.clamp_events));
-	json_object_set_new(th, "clamp_time_s", jreal(pl->dev.clamp_time_s));
-	json_object_set_new(th, "time_above_ceiling_s", jreal(a->above_ceiling_s));
+	json_object_set_new(th, "clamp_time_s", jsonx_real(pl->dev.clamp_time_s));
+	json_object_set_new(th, "time_above_ceiling_s", jsonx_real(a->above_ceiling_s));
 	json_object_set_new(o, "thermal", th);
 
 	json_t *pr = json_object(), *prs = json_object();
 	json_t *q = json_object(), *qs = json_object();
 	uint64_t breach = 0;
 	json_object_set_new(pr, "int8_token_fraction",
-			    jreal(st->tokens_generated ? (double)st->tokens_int8 / (double)st->tokens_generated
+			    jsonx_real(st->tokens_generated ? (double)st->tokens_int8 / (double)st->tokens_generated
 						       : 0));
 	for (size_t s = 0; s < a->n_slices; s++) {
 		json_t *ps = json_object(), *qq = json_object();
 		uint64_t c = st->slice_completed[s], c8 = st->slice_int8_completed[s];
 		json_object_set_new(ps, "requests_completed", json_integer((json_int_t)c));
 		json_object_set_new(ps, "int8_requests", json_integer((json_int_t)c8));
-		json_object_set_new(ps, "int8_request_fraction", jreal(c ? (double)c8 / (double)c : 0));
+		json_object_set_new(ps, "int8_request_fraction", jsonx_real(c ? (double)c8 / (double)c : 0));
 		json_object_set_new(ps, "int8_tokens", json_integer((json_int_t)st->slice_tokens_int8[s]));
 		json_object_set_new(ps, "int8_token_share_of_all",
-				    jreal(st->tokens_generated ? (double)st->slice_tokens_int8[s] /
+				    jsonx_real(st->tokens_generated ? (double)st->slice_tokens_int8[s] /
 								 (double)st->tokens_generated
 							       : 0));
 		json_object_set_new(prs, sc->slices[s].name, ps);
-		json_object_set_new(qq, "max_drop", jreal(a->max_drop[s]));
-		json_object_set_new(qq, "true_drop_end", jreal(plant_true_drop(pl, (uint32_t)s)));
+		json_object_set_new(qq, "max_drop", jsonx_real(a->max_drop[s]));
+		json_object_set_new(qq, "true_drop_end", jsonx_real(plant_true_drop(pl, (uint32_t)s)));
 		json_object_set_new(qq, "breach_requests", json_integer((json_int_t)a->breach[s]));
 		json_object_set_new(qs, sc->slices[s].name, qq);
 		breach += a->breach[s];

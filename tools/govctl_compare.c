@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "governor/jsonx.h"
 #include "governor/policy.h"
 #include "governor/sim.h"
 #include "plant_models/scenario.h"
@@ -94,11 +95,6 @@ static void row_mean(struct row *r)
 	r->clamps /= n;
 	r->breach /= n;
 	r->int8 /= n;
-}
-
-static json_t *jr(double v)
-{
-	return isfinite(v) ? json_real(v) : json_null();
 }
 
 static int run_worker(const struct job *jobs, size_t njobs, size_t w, size_t nw,
@@ -377,15 +373,15 @@ int govctl_compare(int argc, char **argv)
 			json_object_set_new(o, "scenario", json_string(sname[si]));
 			json_object_set_new(o, "policy", json_string(pname[pi]));
 			json_object_set_new(o, "seeds", json_integer((json_int_t)r->n));
-			json_object_set_new(o, "tokens_per_joule", jr(r->tpj));
-			json_object_set_new(o, "ratio_vs_baseline", jr(ratio));
-			json_object_set_new(o, "sla_attainment", jr(r->att));
-			json_object_set_new(o, "ttft_p99_ms", jr(r->ttft));
-			json_object_set_new(o, "tbt_p99_ms", jr(r->tbt));
-			json_object_set_new(o, "e2e_p99_ms", jr(r->e2e));
-			json_object_set_new(o, "clamp_events", jr(r->clamps));
-			json_object_set_new(o, "quality_breaches", jr(r->breach));
-			json_object_set_new(o, "int8_token_fraction", jr(r->int8));
+			json_object_set_new(o, "tokens_per_joule", jsonx_real(r->tpj));
+			json_object_set_new(o, "ratio_vs_baseline", jsonx_real(ratio));
+			json_object_set_new(o, "sla_attainment", jsonx_real(r->att));
+			json_object_set_new(o, "ttft_p99_ms", jsonx_real(r->ttft));
+			json_object_set_new(o, "tbt_p99_ms", jsonx_real(r->tbt));
+			json_object_set_new(o, "e2e_p99_ms", jsonx_real(r->e2e));
+			json_object_set_new(o, "clamp_events", jsonx_real(r->clamps));
+			json_object_set_new(o, "quality_breaches", jsonx_real(r->breach));
+			json_object_set_new(o, "int8_token_fraction", jsonx_real(r->int8));
 			json_object_set_new(o, "failed", json_boolean(r->failed));
 			json_array_append_new(jrows, o);
 		}

@@ -4,6 +4,7 @@
  * Exit: 0 no errors (warnings allowed unless --strict), 1 any error, 2 usage. */
 #include <getopt.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,7 +18,8 @@ static void lint_usage(FILE *f)
 		   "       govctl lint --controllers\n"
 		   "  checks policy files; exit 0 valid, 1 any error (or warning with --strict),\n"
 		   "  2 usage. --controllers prints the controller registry and its parameters\n"
-		   "  as JSON (what control.controller and control.params accept).\n");
+		   "  (range, default: null when the controller derives it) as JSON (what\n"
+		   "  control.controller and control.params accept).\n");
 }
 
 static json_t *finding_json(const struct diag *d)
@@ -43,6 +45,8 @@ static int print_controllers(void)
 			json_t *o = json_object();
 			json_object_set_new(o, "min", json_real(p->min));
 			json_object_set_new(o, "max", json_real(p->max));
+			/* NaN: no fixed default, the controller derives one (doc says how). */
+			json_object_set_new(o, "default", isnan(p->def) ? json_null() : json_real(p->def));
 			json_object_set_new(o, "doc", json_string(p->doc ? p->doc : ""));
 			json_object_set_new(params, p->name, o);
 		}

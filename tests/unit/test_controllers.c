@@ -120,6 +120,20 @@ static void test_static_and_naive_int8(void **state)
 	assert_true(out.op.int8_frac[0] == 0.25 && out.op.int8_frac[1] == 1.0);
 	assert_int_equal(out.reasons, GOV_R_STATIC);
 
+	/* values just under a whole MHz/W (decimal policy numbers) round as the
+	 * guard rounds them, rather than truncating one kHz/mW below */
+	f.pol.frequency.min_mhz = 899.9999999;
+	f.pol.frequency.max_mhz = 1409.9999999;
+	f.pol.power.cap_w = 449.9999999;
+	run_step(&ctl_static, &f, &out);
+	assert_int_equal(out.op.clk_min_khz, 900000);
+	assert_int_equal(out.op.clk_max_khz, 1410000);
+	assert_int_equal(out.op.power_limit_mw, 450000);
+	assert_int_equal(gov_mhz_to_khz(1409.9995), 1410000);
+	assert_int_equal(gov_mhz_to_khz(1409.9994), 1409999);
+	assert_int_equal(gov_mhz_to_khz(0), 0);
+	assert_int_equal(gov_w_to_mw(-1), 0);
+
 	run_step(&ctl_naive_int8, &f, &out);
 	assert_false(out.op.clk_locked);
 	assert_int_equal(out.op.power_limit_mw, 700000);
@@ -190,6 +204,38 @@ static void test_ondemand_step(void **state)
 	add_param(&f.pol, "downdifferential", 10);
 	void *st = NULL;
 	assert_int_equal(ctl_ondemand.init(&st, &f.pol, &f.lim), -EINVAL);
+}
+
+/* The parameter table is where defaults live: init reads them from there. */
+static void test_param_defaults(void **state)
+{
+	(void)state;
+	struct fixture f;
+	fx_init(&f);
+	assert_true(controller_param(&ctl_ondemand, "upthreshold")->def == 90);
+	assert_true(controller_param(&ctl_ondemand, "downdifferential")->def == 5);
+	assert_true(ctl_param_value(&f.pol, &ctl_ondemand, "upthreshold") == 90);
+	add_param(&f.pol, "upthreshold", 70);
+	assert_true(ctl_param_value(&f.pol, &ctl_ondemand, "upthreshold") == 70);
+	assert_true(ctl_param_value(&f.pol, &ctl_ondemand, "downdifferential") == 5);
+
+	void *st = NULL;
+	assert_int_equal(ctl_ondemand.init(&st, &f.pol, &f.lim), 0);
+	const struct ondemand_state *od = st;
+	assert_true(od->upthreshold == 70 && od->downdifferential == 5);
+	ctl_ondemand.fini(st);
+
+	/* ipa: fixed defaults from the table, NaN ones derived by init */
+	fx_init(&f);
+	assert_true(isnan(ctl_param_value(&f.pol, &ctl_ipa, "k_po")));
+	assert_int_equal(ctl_ipa.init(&st, &f.pol, &f.lim), 0);
+	const struct ipa_state *ipa = st;
+	assert_true(ipa->switch_on_c == controller_param(&ctl_ipa, "switch_on_c")->def);
+	assert_true(ipa->k_d == controller_param(&ctl_ipa, "k_d")->def);
+	assert_true(ipa->integral_cutoff_c == controller_param(&ctl_ipa, "integral_cutoff_c")->def);
+	assert_true(ipa->sustainable_power_w == 200);     /* device minimum limit */
+	assert_true(ipa->control_temp_c == f.pol.thermal.ceiling_c);
+	ctl_ipa.fini(st);
 }
 
 static void test_ipa_gains(void **state)
@@ -281,6 +327,7 @@ int main(void)
 		cmocka_unit_test(test_static_and_naive_int8),
 		cmocka_unit_test(test_ondemand_maths),
 		cmocka_unit_test(test_ondemand_step),
+		cmocka_unit_test(test_param_defaults),
 		cmocka_unit_test(test_ipa_gains),
 		cmocka_unit_test(test_ipa_throttle),
 		cmocka_unit_test(test_ipa_step),

@@ -48,16 +48,16 @@ static void test_ewma_power(void **state)
 	assert_int_equal(estimate_init(&e, &c), 0);
 	double alpha = 1 - exp(-0.25);
 	w->rd[GOV_SIG_POWER_ACCEL].v = 100;
-	const struct gov_estimates *o = estimate_step(&e, 0, w->rd, w->f, 0, &w->sv, NULL);
+	const struct gov_estimates *o = estimate_step(&e, 0, w->rd, w->f, 0, 0, &w->sv, NULL);
 	assert_true(o->power_w[HAL_RAIL_ACCEL] == 100); /* first value initialises */
 	w->rd[GOV_SIG_POWER_ACCEL].v = 500;
-	o = estimate_step(&e, 500, w->rd, w->f, 0, &w->sv, NULL);
+	o = estimate_step(&e, 500, w->rd, w->f, 0, 0, &w->sv, NULL);
 	assert_true(fabs(o->power_w[HAL_RAIL_ACCEL] - (100 + alpha * 400)) < 1e-9);
 	/* a faulted reading is not used: the estimate holds */
 	double held = o->power_w[HAL_RAIL_ACCEL];
 	w->rd[GOV_SIG_POWER_ACCEL].v = 5000;
 	w->f[GOV_SIG_POWER_ACCEL] = GOV_FAULT_RANGE;
-	o = estimate_step(&e, 1000, w->rd, w->f, 0, &w->sv, NULL);
+	o = estimate_step(&e, 1000, w->rd, w->f, 1, 0, &w->sv, NULL);
 	assert_true(o->power_w[HAL_RAIL_ACCEL] == held);
 	assert_true(o->critical_fault);
 	assert_int_equal(o->n_faults, 1);
@@ -65,7 +65,7 @@ static void test_ewma_power(void **state)
 	w->f[GOV_SIG_POWER_ACCEL] = GOV_FAULT_NONE;
 	w->rd[GOV_SIG_POWER_ACCEL].v = 500;
 	for (int i = 0; i < 40; i++)
-		o = estimate_step(&e, 1500 + (uint64_t)i * 500, w->rd, w->f, 0, &w->sv, NULL);
+		o = estimate_step(&e, 1500 + (uint64_t)i * 500, w->rd, w->f, 0, 0, &w->sv, NULL);
 	assert_true(fabs(o->power_w[HAL_RAIL_ACCEL] - 500) < 5);
 	estimate_fini(&e);
 	free(w);
@@ -79,7 +79,7 @@ static void test_window_quantiles(void **state)
 				  .window_s = 5, .ceiling_c = 83 };
 	struct world *w = world_new();
 	assert_int_equal(estimate_init(&e, &c), 0);
-	const struct gov_estimates *o = estimate_step(&e, 0, w->rd, w->f, 0, &w->sv, NULL);
+	const struct gov_estimates *o = estimate_step(&e, 0, w->rd, w->f, 0, 0, &w->sv, NULL);
 	/* 10 s of fast requests (20 ms TTFT), 100 per second */
 	uint64_t t = 0;
 	for (int i = 0; i < 10; i++) {
@@ -87,7 +87,7 @@ static void test_window_quantiles(void **state)
 		w->sv.requests_completed += 100;
 		w->sv.tokens_generated += 1000;
 		t += 1000;
-		o = estimate_step(&e, t, w->rd, w->f, 0, &w->sv, NULL);
+		o = estimate_step(&e, t, w->rd, w->f, 0, 0, &w->sv, NULL);
 	}
 	assert_true(fabs(o->ttft_p99_ms - 20.0) < 0.5);
 	assert_true(fabs(o->tokens_per_s - 1000) < 1e-9);
@@ -97,7 +97,7 @@ static void test_window_quantiles(void **state)
 		hist_add(&w->ttft, 400.0, 100);
 		w->sv.requests_completed += 100;
 		t += 1000;
-		o = estimate_step(&e, t, w->rd, w->f, 0, &w->sv, NULL);
+		o = estimate_step(&e, t, w->rd, w->f, 0, 0, &w->sv, NULL);
 	}
 	assert_true(fabs(o->ttft_p99_ms - 400.0) < 8);
 	/* the window equals a histogram built from its own observations */
@@ -112,7 +112,7 @@ static void test_window_quantiles(void **state)
 		hist_add(&w->ttft, 20.0, 100);
 		w->sv.requests_completed += 100;
 		t += 1000;
-		o = estimate_step(&e, t, w->rd, w->f, 0, &w->sv, NULL);
+		o = estimate_step(&e, t, w->rd, w->f, 0, 0, &w->sv, NULL);
 	}
 	assert_true(fabs(o->ttft_p99_ms - 20.0) < 0.5);
 	assert_true(o->window_s == 5.0);
@@ -135,7 +135,7 @@ static void test_headroom_trend_quality(void **state)
 		w->rd[GOV_SIG_TEMP_JUNCTION].v = 60 + 0.5 * i;
 		w->q.samples[1] += 10;
 		w->q.mismatches[1] += (i % 5 == 0);
-		o = estimate_step(&e, (uint64_t)i * 500, w->rd, w->f, 0, &w->sv, &w->q);
+		o = estimate_step(&e, (uint64_t)i * 500, w->rd, w->f, 0, 0, &w->sv, &w->q);
 	}
 	assert_true(fabs(o->headroom_c - (83 - 79.5)) < 1e-9);
 	assert_true(fabs(o->headroom_trend_c_per_s + 1.0) < 0.01);

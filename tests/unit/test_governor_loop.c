@@ -27,6 +27,8 @@ struct fake {
 	int n_set_clock, n_reset, n_set_power, n_set_prec;
 	struct hist ttft, tbt, e2e;
 	uint64_t tokens;
+	uint32_t sv_faults; /* enum hal_serving_fault bits the serving read reports */
+	const char *sv_msg;
 };
 
 static struct hal_value hv(int64_t v, uint64_t t_ms)
@@ -107,7 +109,9 @@ static int f_serving(struct hal_dev *d, struct hal_serving *o)
 	struct fake *f = F(d);
 	memset(o, 0, sizeof(*o));
 	o->t_ms = f->now_ms;
-	o->valid = true;
+	o->valid = !(f->sv_faults & ~HAL_SVF_RESET);
+	o->faults = f->sv_faults;
+	o->fault_msg = f->sv_msg;
 	o->ttft = &f->ttft;
 	o->tbt = &f->tbt;
 	o->e2e = &f->e2e;
@@ -296,6 +300,9 @@ static void test_fault_goes_to_safe_point(void **state)
 	assert_int_equal(r->f.hi_khz, 1005000);
 	assert_int_equal(r->f.power_limit_mw, 400000);
 	assert_int_equal(r->g.faults[GOV_SIG_TEMP_JUNCTION], GOV_FAULT_NAN);
+	/* the validator's count reaches the estimates */
+	assert_int_equal(r->g.est.est.n_faults, 1);
+	assert_true(r->g.est.est.critical_fault);
 	/* NaN at 2500; clean 3000, 3500 held; 4000 back to firmware default */
 	assert_int_equal(governor_run(&r->g, 4000), 0);
 	assert_true(r->f.locked);
@@ -303,6 +310,7 @@ static void test_fault_goes_to_safe_point(void **state)
 	assert_false(r->f.locked);
 	assert_int_equal(r->f.power_limit_mw, 700000);
 	assert_int_equal(r->g.val.onsets, 1);
+	assert_int_equal(r->g.est.est.n_faults, 0);
 	governor_fini(&r->g);
 	assert_int_equal(r->f.power_limit_mw, 650000);
 	fclose(r->log);
@@ -310,6 +318,49 @@ static void test_fault_goes_to_safe_point(void **state)
 	assert_non_null(strstr(r->logbuf, "\"reasons\":[\"firmware_default\",\"safe_point\"]"));
 	assert_non_null(strstr(r->logbuf, "\"safe_hold\""));
 	assert_null(strstr(r->logbuf, "NaN"));
+	rig_free(r);
+}
+
+/* Serving faults reach the decision log, only in the periods that had them. */
+static void test_serving_faults_logged(void **state)
+{
+	(void)state;
+	struct rig *r = rig_new("firmware-default");
+	rig_start(r);
+	assert_int_equal(governor_run(&r->g, 1000), 0); /* periods 0, 500: clean */
+	r->f.sv_faults = HAL_SVF_CONNECT | HAL_SVF_TIMEOUT;
+	r->f.sv_msg = "connect to 127.0.0.1:8000: refused";
+	assert_int_equal(governor_run(&r->g, 1500), 0); /* period 1000 */
+	r->f.sv_faults = 0;
+	r->f.sv_msg = NULL;
+	assert_int_equal(governor_run(&r->g, 2000), 0); /* period 1500: clean */
+	governor_fini(&r->g);
+	fclose(r->log);
+
+	int n = 0, with = 0;
+	for (char *line = r->logbuf; line && *line; n++) {
+		char *nl = strchr(line, '\n');
+		assert_non_null(nl);
+		json_error_t err;
+		json_t *j = json_loadb(line, (size_t)(nl - line), 0, &err);
+		assert_non_null(j);
+		json_t *sf = json_object_get(j, "serving_faults");
+		if (sf) {
+			with++;
+			assert_int_equal(json_integer_value(json_object_get(j, "t_ms")), 1000);
+			json_t *names = json_object_get(sf, "faults");
+			assert_int_equal(json_array_size(names), 2);
+			assert_string_equal(json_string_value(json_array_get(names, 0)), "connect");
+			assert_string_equal(json_string_value(json_array_get(names, 1)), "timeout");
+			assert_string_equal(json_string_value(json_object_get(sf, "msg")),
+					    "connect to 127.0.0.1:8000: refused");
+		}
+		assert_null(json_object_get(j, "quality_faults"));
+		json_decref(j);
+		line = nl + 1;
+	}
+	assert_int_equal(n, 6); /* header, 4 decisions, restore */
+	assert_int_equal(with, 1);
 	rig_free(r);
 }
 
@@ -336,6 +387,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_static_actuates_once_and_restores),
 		cmocka_unit_test(test_fault_goes_to_safe_point),
+		cmocka_unit_test(test_serving_faults_logged),
 		cmocka_unit_test(test_unknown_controller),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

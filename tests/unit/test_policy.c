@@ -297,6 +297,15 @@ static void test_unknown_controller_and_missing(void **state)
 	assert_null(p);
 	assert_non_null(strstr(printed(&d), "/nonexistent/p.yaml"));
 	diag_clear(&d);
+
+	/* from a file: the hash is of the file's bytes */
+	const char *bytes = slurp("policies/balanced.yaml");
+	assert_non_null(bytes);
+	assert_int_equal(policy_load("policies/balanced.yaml", &p, &d), 0);
+	assert_true(p->hash == fnv1a64(bytes, strlen(bytes)));
+	assert_string_equal(p->path, "policies/balanced.yaml");
+	policy_free(p);
+	diag_clear(&d);
 }
 
 /* The caller swaps only on success: a failed load leaves its pointer alone
@@ -579,6 +588,48 @@ static void test_envelope_outside(void **state)
 	policy_free(p);
 }
 
+/* Every name of each enum table loads as its index (loader and names share the table). */
+static void test_enum_names(void **state)
+{
+	(void)state;
+	char text[512];
+	struct diag_list d = { 0 };
+	for (int k = 0; k < POLICY_OBJ_N; k++) {
+		snprintf(text, sizeof(text),
+			 "name: e\ncontrol: {controller: static}\nobjective: {kind: %s}\n",
+			 policy_objective_names[k]);
+		struct policy *p = load(text, &d);
+		assert_non_null(p);
+		assert_int_equal(p->objective.kind, k);
+		policy_free(p);
+	}
+	assert_null(policy_objective_names[POLICY_OBJ_N]);
+	for (int k = 0; k < POLICY_PREC_N; k++) {
+		snprintf(text, sizeof(text),
+			 "name: e\ncontrol: {controller: static}\nprecision: {modes: [%s], fallback: %s}\n",
+			 policy_prec_names[k], policy_prec_names[k]);
+		struct policy *p = load(text, &d);
+		assert_non_null(p);
+		assert_int_equal(p->precision.fallback, k);
+		assert_int_equal(p->precision.modes, POLICY_PREC_BIT(k));
+		assert_string_equal(policy_prec_name(p->precision.fallback), policy_prec_names[k]);
+		policy_free(p);
+	}
+	assert_string_equal(policy_prec_name(POLICY_PREC_INT8), "int8");
+	assert_string_equal(policy_prec_name(POLICY_PREC_N), "?");
+	for (int k = 0; k < POLICY_LKG_N; k++) {
+		snprintf(text, sizeof(text),
+			 "name: e\ncontrol: {controller: static}\n"
+			 "rollback: {last_known_good: {fallback: %s}}\n",
+			 policy_lkg_names[k]);
+		struct policy *p = load(text, &d);
+		assert_non_null(p);
+		assert_int_equal(p->rollback.lkg_fallback, k);
+		policy_free(p);
+	}
+	diag_clear(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -591,6 +642,7 @@ int main(void)
 		cmocka_unit_test(test_bad_corpus),
 		cmocka_unit_test(test_good_corpus),
 		cmocka_unit_test(test_shipped_policies_load),
+		cmocka_unit_test(test_enum_names),
 		cmocka_unit_test(test_envelope_inside),
 		cmocka_unit_test(test_envelope_outside),
 	};

@@ -8,11 +8,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "common/diag.h"
+#include "common/strjoin.h"
 #include "common/ycfg.h"
 
 static char fmt_buf[2048];
@@ -42,6 +45,66 @@ static void test_missing_file_names_path_and_strerror(void **state)
 	assert_null(ycfg_root(&y));
 	ycfg_fini(&y);
 	diag_clear(&dl);
+}
+
+/* The bytes as they are in the file, NUL-terminated; errors as ycfg_load_file. */
+static void test_read_file(void **state)
+{
+	(void)state;
+	struct diag_list dl = {0};
+	char path[] = "/tmp/govd-ycfg-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	FILE *f = fdopen(fd, "wb");
+	assert_non_null(f);
+	/* Past the first 4 KiB buffer, so the growth path runs. */
+	for (int i = 0; i < 5000; i++)
+		fputc('a' + i % 26, f);
+	fclose(f);
+
+	char *buf = NULL;
+	size_t len = 0;
+	assert_int_equal(ycfg_read_file(path, &buf, &len, &dl), 0);
+	assert_int_equal(len, 5000);
+	assert_int_equal(strlen(buf), 5000);
+	assert_true(buf[0] == 'a' && buf[4999] == 'a' + 4999 % 26);
+	assert_int_equal(dl.n, 0);
+	free(buf);
+	unlink(path);
+
+	assert_int_equal(ycfg_read_file(path, &buf, &len, &dl), -ENOENT);
+	assert_null(buf);
+	assert_int_equal(len, 0);
+	assert_int_equal(dl.n, 1);
+	assert_int_equal(ycfg_read_file("tests", &buf, &len, &dl), -EISDIR);
+	assert_null(buf);
+	assert_string_equal(diag_str(&dl, 1), "tests: error: cannot read: Is a directory");
+	diag_clear(&dl);
+}
+
+/* The joiner behind every "valid: a, b, c" message. */
+static void test_strjoin(void **state)
+{
+	(void)state;
+	static const char *const names[] = { "alpha", "beta", "gamma", NULL };
+	static const char *const none[] = { NULL };
+	char buf[64];
+	assert_string_equal(strjoin(buf, sizeof(buf), names, ", "), "alpha, beta, gamma");
+	assert_string_equal(strjoin(buf, sizeof(buf), names, "|"), "alpha|beta|gamma");
+	assert_string_equal(strjoin(buf, sizeof(buf), none, ", "), "");
+	/* exactly fits: no marker */
+	char fit[19];
+	assert_string_equal(strjoin(fit, sizeof(fit), names, ", "), "alpha, beta, gamma");
+	/* one byte short: truncation shows, the buffer is full and stays so */
+	char small[18];
+	assert_string_equal(strjoin(small, sizeof(small), names, ", "), "alpha, beta, g...");
+	assert_false(strjoin_add(small, sizeof(small), ", ", "x"));
+	assert_string_equal(small, "alpha, beta, g...");
+	/* appending by hand */
+	buf[0] = '\0';
+	assert_true(strjoin_add(buf, sizeof(buf), "; ", "one"));
+	assert_true(strjoin_add(buf, sizeof(buf), "; ", "two"));
+	assert_string_equal(buf, "one; two");
 }
 
 static void test_directory_is_read_error(void **state)
@@ -492,6 +555,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_missing_file_names_path_and_strerror),
+		cmocka_unit_test(test_read_file),
+		cmocka_unit_test(test_strjoin),
 		cmocka_unit_test(test_directory_is_read_error),
 		cmocka_unit_test(test_syntax_error_has_problem_context_and_position),
 		cmocka_unit_test(test_undefined_alias_is_error),

@@ -1,0 +1,124 @@
+/* Decision log records: optional fields appear exactly when there is
+ * something to report, and parse back as documented in docs/decision-log.md. */
+#include <jansson.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "governor/declog.h"
+#include "hal/hal_serving.h"
+
+struct rec_fx {
+	struct gov_estimates est;
+	enum gov_fault faults[GOV_SIG_N];
+	struct gov_opoint op;
+	struct declog_record rec;
+};
+
+static void fx_init(struct rec_fx *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->est.util = NAN;
+	f->rec = (struct declog_record){ .t_ms = 500, .seq = 1, .est = &f->est, .faults = f->faults,
+					 .before = &f->op, .after = &f->op, .policy_name = "p",
+					 .policy_hash = "fnv1a64:0", .seed = 3 };
+}
+
+/* One decision record written and parsed back. */
+static json_t *written(const struct declog_record *r)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	struct declog d;
+	declog_init(&d, f);
+	assert_int_equal(declog_decision(&d, r), 0);
+	declog_fini(&d);
+	fclose(f);
+	json_error_t err;
+	json_t *o = json_loads(buf, 0, &err);
+	free(buf);
+	assert_non_null(o);
+	return o;
+}
+
+static void test_window_errors(void **state)
+{
+	(void)state;
+	struct rec_fx f;
+	fx_init(&f);
+	json_t *o = written(&f.rec);
+	json_t *sla = json_object_get(json_object_get(o, "inputs"), "sla");
+	assert_non_null(sla);
+	assert_null(json_object_get(sla, "window_errors"));
+	json_decref(o);
+
+	f.est.window_errors = 2;
+	o = written(&f.rec);
+	sla = json_object_get(json_object_get(o, "inputs"), "sla");
+	assert_int_equal(json_integer_value(json_object_get(sla, "window_errors")), 2);
+	json_decref(o);
+}
+
+static void test_backend_faults(void **state)
+{
+	(void)state;
+	struct rec_fx f;
+	fx_init(&f);
+	f.rec.serving_fault_msg = "ignored without bits";
+	json_t *o = written(&f.rec);
+	assert_null(json_object_get(o, "serving_faults"));
+	assert_null(json_object_get(o, "quality_faults"));
+	json_decref(o);
+
+	f.rec.serving_faults = HAL_SVF_PARSE;
+	f.rec.serving_fault_msg = "line 3: bad sample";
+	f.rec.quality_faults = HAL_SVF_QUALITY_MSG | HAL_SVF_MISSING;
+	f.rec.quality_fault_msg = NULL;
+	o = written(&f.rec);
+	json_t *sf = json_object_get(o, "serving_faults");
+	assert_string_equal(json_string_value(json_array_get(json_object_get(sf, "faults"), 0)),
+			    "parse");
+	assert_int_equal(json_array_size(json_object_get(sf, "faults")), 1);
+	assert_string_equal(json_string_value(json_object_get(sf, "msg")), "line 3: bad sample");
+	json_t *qf = json_object_get(o, "quality_faults");
+	json_t *names = json_object_get(qf, "faults");
+	assert_int_equal(json_array_size(names), 2);
+	assert_string_equal(json_string_value(json_array_get(names, 0)), "missing-metric");
+	assert_string_equal(json_string_value(json_array_get(names, 1)), "quality-message");
+	assert_true(json_is_null(json_object_get(qf, "msg")));
+	json_decref(o);
+}
+
+/* Reason lists as the sim's time series writes them. */
+static void test_reasons_join(void **state)
+{
+	(void)state;
+	char buf[64];
+	assert_string_equal(gov_reasons_join(0, buf, sizeof(buf)), "");
+	assert_string_equal(gov_reasons_join(GOV_R_INIT | GOV_R_STATIC | GOV_R_RESTORE, buf,
+					     sizeof(buf)),
+			    "init|static|restore");
+	char small[12];
+	assert_string_equal(gov_reasons_join(GOV_R_INIT | GOV_R_FIRMWARE_DEFAULT, small,
+					     sizeof(small)),
+			    "init|fir...");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_window_errors),
+		cmocka_unit_test(test_backend_faults),
+		cmocka_unit_test(test_reasons_join),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
