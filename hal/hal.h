@@ -93,14 +93,8 @@ struct hal_serving {
 	uint64_t slice_int8_completed[HAL_MAX_SLICES];
 	uint64_t slice_tokens_int8[HAL_MAX_SLICES];
 	/* Added for the serving backend (a scraped server); the sim leaves them
-	 * zero (quantiles_valid false, faults 0). Window quantiles computed by
-	 * the backend from the server's own buckets with histogram_quantile
-	 * semantics over quantile_window_ms; NaN where the server offers no such
-	 * histogram or the window holds no observation. */
-	bool quantiles_valid;
-	uint64_t quantile_window_ms;
-	double ttft_p95_ms, ttft_p99_ms, tbt_p95_ms, tbt_p99_ms, e2e_p95_ms, e2e_p99_ms;
-	double e2e_mean_ms, queue_mean_ms; /* window means (_sum/_count, Triton duration counters) */
+	 * zero. Latency quantiles are not here: the governor takes them from
+	 * the cumulative ttft/tbt/e2e histograms (hist_delta + hist_quantile). */
 	uint32_t faults;                   /* enum hal_serving_fault bits of this read */
 	const char *fault_msg;             /* owned by the backend, valid until the next call; NULL if none */
 	uint64_t precision_gen_set;        /* generation of the last precision document sent */

@@ -131,11 +131,11 @@ static void test_connection_refused(void **state)
 	struct hal_serving sv;
 	assert_int_equal(h.dev.ops->read_serving(&h.dev, &sv), 0);
 	assert_false(sv.valid);
-	assert_false(sv.quantiles_valid);
 	assert_true(sv.faults & HAL_SVF_CONNECT);
 	assert_non_null(sv.fault_msg);
 	assert_non_null(strstr(sv.fault_msg, "127.0.0.1:1"));
-	assert_true(isnan(sv.ttft_p99_ms));
+	assert_int_equal(sv.ttft->n, 0); /* nothing entered the histograms */
+	assert_int_equal(sv.e2e->n, 0);
 	/* slice names are known even when the server is down */
 	assert_int_equal(sv.n_slices, 2);
 	assert_string_equal(sv.slice_name[1], "chat");
@@ -235,13 +235,44 @@ static void read_ok(struct devh *h, struct hal_serving *sv)
 	assert_true(sv->valid);
 }
 
+/* The governor's path: hist_quantile of the delta of two cumulative
+ * snapshots. The log buckets are 2 % wide, so the hand-computed
+ * histogram_quantile values hold within 2 %. */
+static void assert_window_q(const struct hist *now, const struct hist *prev, double q, double want_ms)
+{
+	struct hist *d = malloc(sizeof(*d));
+	assert_non_null(d);
+	hist_delta(d, now, prev);
+	double got = hist_quantile(d, q);
+	free(d);
+	if (!(fabs(got - want_ms) <= 0.02 * want_ms))
+		print_error("q%.2f: %.3f ms, want %.3f ms\n", q, got, want_ms);
+	assert_true(fabs(got - want_ms) <= 0.02 * want_ms);
+}
+
+/* Snapshots of the three cumulative histograms (read_serving's are valid
+ * only until the next call). */
+struct snap {
+	struct hist h[3];
+};
+
+static struct snap *snap_take(const struct hal_serving *sv)
+{
+	struct snap *p = malloc(sizeof(*p));
+	assert_non_null(p);
+	p->h[0] = *sv->ttft;
+	p->h[1] = *sv->tbt;
+	p->h[2] = *sv->e2e;
+	return p;
+}
+
 static void test_vllm_windows_and_reset(void **state)
 {
 	(void)state;
 	NEED_SERVER();
 	struct devh h;
 	const char *const kv[] = { "url", "%s/vllm/metrics?seq=llama", "labels", "model_name=llama",
-				   "window_ms", "600000", "timeout_ms", "2000", NULL };
+				   "timeout_ms", "2000", NULL };
 	assert_int_equal(open_kv(&h, kv), 0);
 	struct hal_serving sv;
 	read_ok(&h, &sv);
@@ -250,58 +281,51 @@ static void test_vllm_windows_and_reset(void **state)
 	assert_int_equal(sv.tokens_generated, 27453);
 	assert_int_equal(sv.running, 8);
 	assert_int_equal(sv.queue_len, 3);
-	assert_true(sv.quantiles_valid);
-	assert_true(isnan(sv.ttft_p95_ms)); /* one scrape: an empty window */
-	assert_int_equal(sv.ttft->n, 140);
-	struct hist *prev = malloc(sizeof(*prev)), *d = malloc(sizeof(*d));
-	assert_non_null(prev);
-	assert_non_null(d);
-	*prev = *sv.ttft;
+	assert_int_equal(sv.ttft->n, 140); /* first scrape: everything so far */
+	struct snap *s1 = snap_take(&sv);
 
 	read_ok(&h, &sv);
 	assert_int_equal(sv.faults, 0);
-	assert_float_equal(sv.ttft_p95_ms, 250.0, 1e-9);
-	assert_float_equal(sv.ttft_p99_ms, 450.0, 1e-9);
-	assert_float_equal(sv.tbt_p95_ms, 150.0, 1e-9);
-	assert_float_equal(sv.tbt_p99_ms, 200.0 + 100.0 * 10.0 / 15.0, 1e-9);
-	assert_float_equal(sv.e2e_p95_ms, 5000.0, 1e-9);
-	assert_float_equal(sv.e2e_p99_ms, 9000.0, 1e-9);
-	assert_float_equal(sv.e2e_mean_ms, 2100.0, 1e-9);
 	assert_int_equal(sv.requests_completed, 240);
 	assert_int_equal(sv.tokens_generated, 30453);
 	assert_int_equal(sv.running, 5);
 	assert_int_equal(sv.queue_len, 0);
-	/* the governor's path: delta of the cumulative log-bucket histograms */
-	hist_delta(d, sv.ttft, prev);
-	assert_int_equal(d->n, 100);
-	assert_true(fabs(hist_quantile(d, 0.95) - 250.0) <= 0.021 * 250.0);
-	assert_true(fabs(hist_quantile(d, 0.99) - 450.0) <= 0.021 * 450.0);
-	*prev = *sv.ttft;
+	assert_int_equal(sv.ttft->n - s1->h[0].n, 100);
+	assert_window_q(sv.ttft, &s1->h[0], 0.95, 250.0);
+	assert_window_q(sv.ttft, &s1->h[0], 0.99, 450.0);
+	assert_window_q(sv.tbt, &s1->h[1], 0.95, 150.0);
+	assert_window_q(sv.tbt, &s1->h[1], 0.99, 200.0 + 100.0 * 10.0 / 15.0);
+	assert_window_q(sv.e2e, &s1->h[2], 0.95, 5000.0);
+	assert_window_q(sv.e2e, &s1->h[2], 0.99, 9000.0);
+	/* _sum carried over: the window mean */
+	assert_float_equal((sv.e2e->sum_ms - s1->h[2].sum_ms) / 100.0, 2100.0, 1e-6);
+	struct snap *s2 = snap_take(&sv);
 
 	/* the server restarted: counters went down */
 	read_ok(&h, &sv);
 	assert_true(sv.faults & HAL_SVF_RESET);
 	assert_int_equal(sv.requests_completed, 250); /* 240 + 10 after the restart */
 	assert_int_equal(sv.tokens_generated, 30953);
-	assert_int_equal(sv.ttft->n, 250);
-	hist_delta(d, sv.ttft, prev); /* still monotone: no wrap-around */
-	assert_int_equal(d->n, 10);
+	assert_int_equal(sv.ttft->n, 250); /* still monotone: no wrap-around */
+	assert_int_equal(sv.ttft->n - s2->h[0].n, 10);
 	/* window since scrape 1: the 100 of scrape 2 plus the 10 new ones,
 	 * rank 104.5 in (0.1,0.25] = 0.1 + 0.15 * 14.5/15 */
-	assert_float_equal(sv.ttft_p95_ms, 245.0, 1e-9);
-	free(prev);
-	free(d);
+	assert_window_q(sv.ttft, &s1->h[0], 0.95, 245.0);
+	free(s1);
+	free(s2);
 	close_dev(&h);
 
 	/* the other model on the same endpoint is kept apart */
 	const char *const km[] = { "url", "%s/vllm/metrics?seq=mistral", "labels", "model_name=mistral",
-				   "window_ms", "600000", "timeout_ms", "2000", NULL };
+				   "timeout_ms", "2000", NULL };
 	assert_int_equal(open_kv(&h, km), 0);
 	read_ok(&h, &sv);
 	assert_int_equal(sv.requests_completed, 50);
+	s1 = snap_take(&sv);
 	read_ok(&h, &sv);
-	assert_float_equal(sv.ttft_p95_ms, 2425.0, 1e-9);
+	assert_window_q(sv.ttft, &s1->h[0], 0.95, 2425.0);
 	assert_int_equal(sv.requests_completed, 100);
+	free(s1);
 	close_dev(&h);
 }
 
@@ -311,25 +335,26 @@ static void test_triton(void **state)
 	NEED_SERVER();
 	struct devh h;
 	const char *const kv[] = { "url", "%s/triton/metrics?seq=t", "format", "triton", "labels",
-				   "model=llama", "window_ms", "600000", "timeout_ms", "2000", NULL };
+				   "model=llama", "timeout_ms", "2000", NULL };
 	assert_int_equal(open_kv(&h, kv), 0);
 	struct hal_serving sv;
 	read_ok(&h, &sv);
 	assert_int_equal(sv.requests_completed, 100);
 	assert_int_equal(sv.tokens_generated, 100);
 	assert_int_equal(sv.queue_len, 4);
+	struct snap *s1 = snap_take(&sv);
 	read_ok(&h, &sv);
 	assert_int_equal(sv.faults, 0);
-	assert_float_equal(sv.e2e_mean_ms, 80.0, 1e-9);
-	assert_float_equal(sv.queue_mean_ms, 20.0, 1e-9);
-	assert_float_equal(sv.ttft_p95_ms, 100.0 + 400.0 * 28.0 / 30.0, 1e-9);
-	assert_float_equal(sv.ttft_p99_ms, 100.0 + 400.0 * 29.6 / 30.0, 1e-9);
-	assert_true(isnan(sv.tbt_p95_ms));
-	assert_true(isnan(sv.e2e_p99_ms)); /* counters give means, not quantiles */
+	assert_window_q(sv.ttft, &s1->h[0], 0.95, 100.0 + 400.0 * 28.0 / 30.0);
+	assert_window_q(sv.ttft, &s1->h[0], 0.99, 100.0 + 400.0 * 29.6 / 30.0);
+	assert_int_equal(sv.tbt->n, 0); /* Triton offers no inter-token histogram */
 	assert_int_equal(sv.queue_len, 2);
 	/* each interval's requests enter the e2e histogram at the interval mean */
 	assert_int_equal(sv.e2e->n, 200);
 	assert_true(fabs(sv.e2e->sum_ms - (100 * 50.0 + 100 * 80.0)) < 1e-6);
+	assert_window_q(sv.e2e, &s1->h[2], 0.5, 80.0);
+	assert_window_q(sv.e2e, &s1->h[2], 0.99, 80.0);
+	free(s1);
 	close_dev(&h);
 }
 
@@ -364,7 +389,7 @@ static void test_scrape_faults(void **state)
 			print_error("case %zu: valid %d faults 0x%x msg '%s'\n", i, sv.valid, sv.faults,
 				    sv.fault_msg ? sv.fault_msg : "(null)");
 		assert_false(sv.valid);
-		assert_false(sv.quantiles_valid);
+		assert_int_equal(sv.ttft->n, 0);
 		assert_true(sv.faults & cases[i].fault);
 		assert_non_null(strstr(sv.fault_msg, cases[i].msg));
 		assert_int_equal(sv.requests_completed, 0); /* nothing stale passed as fresh */
