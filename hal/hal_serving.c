@@ -1,5 +1,5 @@
-/* The `serving` backend. One scrape per read_serving, bounded by timeout_ms
- * so it fits the control period; everything a scrape yields is committed
+/* The `serving` backend. One scrape per read_serving, bounded (with the
+ * confirmation GET) by timeout_ms so it fits the control period; everything a scrape yields is committed
  * only when the whole scrape is good, so a failed one never leaves half
  * fresh state behind. */
 #include "hal/backend_opts.h"
@@ -349,7 +349,7 @@ static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 		bad = 1;
 	}
 	uint64_t timeout_ms = 500, max_bytes = 8u << 20, ptimeout = 0,
-		 pretries = 2, grace = 5000;
+		 pretries = 0, grace = 5000;
 	bad |= bopts_u64(o, "timeout_ms", 10, 600000, timeout_ms, &timeout_ms) != 0;
 	bad |= bopts_u64(o, "max_bytes", 1024, UINT64_C(1) << 30, max_bytes, &max_bytes) != 0;
 	bad |= bopts_u64(o, "precision_timeout_ms", 10, 600000, ptimeout, &ptimeout) != 0;
@@ -488,18 +488,26 @@ static size_t body_cb(char *ptr, size_t size, size_t nmemb, void *ud)
 	return n;
 }
 
-/* GET url into s->body. 0 or a fault bit with s->fault_msg. */
-static uint32_t http_get(struct sv *s, const char *url)
+/* GET url into s->body by deadline_ms (CLOCK_MONOTONIC). 0 or a fault bit
+ * with s->fault_msg. */
+static uint32_t http_get(struct sv *s, const char *url, uint64_t deadline_ms)
 {
 	CURL *c = s->curl;
+	uint64_t now = mono_ms();
+	if (now >= deadline_ms) {
+		snprintf(s->fault_msg, sizeof(s->fault_msg), "GET %s: timeout_ms (%u) spent before it",
+			 url, s->timeout_ms);
+		return HAL_SVF_TIMEOUT;
+	}
+	long left = (long)(deadline_ms - now);
 	s->body_len = 0;
 	s->body_over = false;
 	curl_easy_reset(c);
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)s->timeout_ms);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)s->timeout_ms);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, left);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, left);
 	curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, ""); /* gzip is optional in the spec */
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, body_cb);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, s);
@@ -698,13 +706,13 @@ static uint32_t commit(struct sv *s, const struct scrape *sc)
 }
 
 /* One scrape; returns the fault bits (0: good, state committed). */
-static uint32_t scrape(struct sv *s)
+static uint32_t scrape(struct sv *s, uint64_t deadline_ms)
 {
 	s->fault_msg[0] = '\0';
 	s->have_scrape = true;
 	s->scraped_since_quality = true;
 	s->last_ok = false;
-	uint32_t f = http_get(s, s->url);
+	uint32_t f = http_get(s, s->url, deadline_ms);
 	if (f)
 		return f;
 	struct prom_doc doc;
@@ -732,13 +740,13 @@ static uint32_t scrape(struct sv *s)
 }
 
 /* Applied generation from confirm_url / confirm_file (the metric comes with the scrape). */
-static void confirm_read(struct sv *s)
+static void confirm_read(struct sv *s, uint64_t deadline_ms)
 {
 	uint64_t g;
 	if (s->confirm_url) {
 		char keep[sizeof(s->fault_msg)];
 		memcpy(keep, s->fault_msg, sizeof(keep));
-		if (!http_get(s, s->confirm_url) &&
+		if (!http_get(s, s->confirm_url, deadline_ms) &&
 		    !pact_parse_applied(s->body, s->body_len, s->confirm_field, &g))
 			s->gen_applied = g;
 		memcpy(s->fault_msg, keep, sizeof(keep));
@@ -760,11 +768,11 @@ static bool confirm_configured(const struct sv *s)
 	return s->mname[M_CONFIRM] || s->confirm_url || s->confirm_file;
 }
 
-static uint32_t confirm_check(struct sv *s, uint64_t now, char *msg, size_t len)
+static uint32_t confirm_check(struct sv *s, uint64_t now, uint64_t deadline_ms, char *msg, size_t len)
 {
 	if (!s->act_on || !confirm_configured(s))
 		return 0;
-	confirm_read(s);
+	confirm_read(s, deadline_ms);
 	if (s->gen_set == 0) {
 		/* nothing sent by this run yet: continue the server's sequence */
 		if (s->gen_applied > s->act.generation)
@@ -793,7 +801,9 @@ static int sv_read_serving(struct hal_dev *dev, struct hal_serving *out)
 	if (!s || !out)
 		return -EINVAL;
 	memset(out, 0, sizeof(*out));
-	uint32_t f = scrape(s);
+	/* scrape and confirmation GET share one timeout_ms: the read fits the period */
+	uint64_t deadline = mono_ms() + s->timeout_ms;
+	uint32_t f = scrape(s, deadline);
 	uint64_t now = mono_ms();
 	out->t_ms = now;
 	out->valid = s->last_ok;
@@ -814,7 +824,7 @@ static int sv_read_serving(struct hal_dev *dev, struct hal_serving *out)
 		out->slice_tokens_int8[i] = (uint64_t)llround(s->c_slice[2][i].total);
 	}
 	char cmsg[200] = "";
-	uint32_t cf = confirm_check(s, now, cmsg, sizeof(cmsg));
+	uint32_t cf = confirm_check(s, now, deadline, cmsg, sizeof(cmsg));
 	if (cf) {
 		out->faults |= cf;
 		if (!s->fault_msg[0])
@@ -935,7 +945,7 @@ static int sv_read_quality(struct hal_dev *dev, struct hal_quality *out)
 	if (quality_from_scrape(s)) {
 		/* read_serving usually scraped this period already */
 		if (!s->scraped_since_quality)
-			f |= scrape(s) & ~HAL_SVF_RESET;
+			f |= scrape(s, mono_ms() + s->timeout_ms) & ~HAL_SVF_RESET;
 		valid = s->last_ok;
 		if (!valid)
 			snprintf(s->qfault_msg, sizeof(s->qfault_msg), "%.180s", s->fault_msg);

@@ -250,8 +250,18 @@ static size_t discard_cb(char *ptr, size_t size, size_t nmemb, void *ud)
 	return size * nmemb;
 }
 
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The tries share one deadline: a failed hand-over costs at most
+ * timeout_ms of the control tick (the governor tries again next tick). */
 static int apply_http(struct pact *a, const char *doc)
 {
+	uint64_t deadline = mono_ms() + a->timeout_ms;
 	CURL *c = a->curl;
 	struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
 	if (!hdr)
@@ -263,11 +273,15 @@ static int apply_http(struct pact *a, const char *doc)
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, doc);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(doc));
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)a->timeout_ms);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)a->timeout_ms);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard_cb);
 	int rc = -EIO;
 	for (unsigned t = 0; t <= a->retries; t++) {
+		uint64_t now = mono_ms();
+		if (t > 0 && now >= deadline)
+			break; /* rc and err of the last try stand */
+		long left = now < deadline ? (long)(deadline - now) : 1;
+		curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, left);
+		curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, left);
 		CURLcode cc = curl_easy_perform(c);
 		long status = 0;
 		if (cc == CURLE_OK) {
@@ -289,13 +303,6 @@ static int apply_http(struct pact *a, const char *doc)
 	}
 	curl_slist_free_all(hdr);
 	return rc;
-}
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* Wait for pid until deadline; true if it exited (status filled). */

@@ -15,8 +15,8 @@ enum pact_kind { PACT_NONE, PACT_FILE, PACT_HTTP, PACT_EXEC };
 struct pact_cfg {
 	enum pact_kind kind;
 	const char *target;  /* file path, URL, or shell command (run with /bin/sh -c) */
-	uint32_t timeout_ms; /* http: per try; exec: the whole run */
-	unsigned retries;    /* http: extra tries after a failed first one */
+	uint32_t timeout_ms; /* http: all tries together; exec: the whole run */
+	unsigned retries;    /* http: extra tries after a failed first one, within timeout_ms */
 };
 
 struct pact {

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <curl/curl.h>
 
 #include "common/diag.h"
 #include "common/hist.h"
@@ -397,6 +398,24 @@ static void test_scrape_faults(void **state)
 	}
 }
 
+/* Requests of method to path the stand-in server has seen (its /hits). */
+static long server_hits(const char *method, const char *path)
+{
+	char url[512], body[32] = "";
+	snprintf(url, sizeof(url), "%s/hits?m=%s&p=%s", base_url(), method, path);
+	FILE *f = fmemopen(body, sizeof(body) - 1, "w");
+	assert_non_null(f);
+	CURL *c = curl_easy_init();
+	assert_non_null(c);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, f); /* default callback: fwrite */
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 2000L);
+	assert_int_equal(curl_easy_perform(c), CURLE_OK);
+	curl_easy_cleanup(c);
+	fclose(f);
+	return strtol(body, NULL, 10);
+}
+
 static json_t *latest_record(void)
 {
 	const char *dir = getenv("SERVING_TEST_RECORD");
@@ -475,12 +494,25 @@ static void test_precision_http(void **state)
 	assert_int_equal(open_kv(&h, k0), 0);
 	assert_int_equal(h.dev.ops->set_precision(&h.dev, f, 2), -EIO);
 	close_dev(&h);
-	/* a server that never answers: the POST gives up after the timeout */
+	/* a server that never answers: the POST gives up after the timeout,
+	 * which all tries share, so no retry is left after a hung first try */
 	const char *const kh[] = { "url", "%s/generic/metrics", "format", "generic", "slices", "code,chat",
 				   "precision", "http", "precision_target", "%s/hang",
-				   "precision_timeout_ms", "300", "precision_retries", "0", NULL };
+				   "precision_timeout_ms", "300", "precision_retries", "3", NULL };
 	assert_int_equal(open_kv(&h, kh), 0);
+	long before = server_hits("POST", "/hang");
 	assert_int_equal(h.dev.ops->set_precision(&h.dev, f, 2), -ETIMEDOUT);
+	assert_int_equal(server_hits("POST", "/hang") - before, 1);
+	close_dev(&h);
+	/* no retry unless asked for: the governor tries again next tick */
+	const char *const kd[] = { "url", "%s/generic/metrics", "format", "generic", "slices", "code,chat",
+				   "precision", "http", "precision_target", "%s/precision-flaky", NULL };
+	assert_int_equal(open_kv(&h, kd), 0);
+	before = server_hits("POST", "/precision-flaky");
+	int rc1 = h.dev.ops->set_precision(&h.dev, f, 2);
+	int rc2 = h.dev.ops->set_precision(&h.dev, f, 2);
+	assert_true((rc1 == -EIO) != (rc2 == -EIO)); /* every other POST fails */
+	assert_int_equal(server_hits("POST", "/precision-flaky") - before, 2);
 	close_dev(&h);
 }
 
