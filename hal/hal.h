@@ -151,9 +151,10 @@ struct hal_dev_cfg {
 	const char *const *keys;
 	const char *const *values;
 	void *plant;           /* sim only: an already created struct plant (optional) */
-	/* Timestamps of real backends (sysfs, nvml); NULL: CLOCK_MONOTONIC. The
-	 * daemon passes its own clock so every t_ms shares one time base, tests
-	 * pass a scripted one. */
+	/* Timestamps of real backends (sysfs, nvml, modbus, gpio, serving);
+	 * NULL: CLOCK_MONOTONIC (govd_clock_now_or_mono_ms). The daemon passes
+	 * its own clock so every t_ms shares one time base, tests pass a
+	 * scripted one. Timeouts stay real time (govd_mono_ms). */
 	const struct govd_clock *clock;
 };
 

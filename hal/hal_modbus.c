@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "hal/backend_opts.h"
 
@@ -40,18 +39,11 @@ struct mb_priv {
 	char fault[64];
 };
 
-/* Real elapsed time: timeouts and the per-sample budget. */
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-/* The daemon's time base: timestamps, ageing, backoff. */
+/* The daemon's time base: timestamps, ageing, backoff (the per-sample
+ * budget is real elapsed time: govd_mono_ms). */
 static uint64_t now_ms(const struct mb_priv *p)
 {
-	return p->clock ? govd_clock_now_ms(p->clock) : mono_ms();
+	return govd_clock_now_or_mono_ms(p->clock);
 }
 
 static void add_fault(struct mb_priv *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -154,13 +146,13 @@ static void read_one(struct mb_priv *p, size_t i)
 
 static void poll_meter(struct mb_priv *p)
 {
-	uint64_t start = mono_ms();
+	uint64_t start = govd_mono_ms();
 	if (!try_connect(p, now_ms(p)))
 		return;
 	size_t n = p->map.n;
 	for (size_t k = 0; k < n && p->connected; k++) {
 		size_t i = (p->next_reg + k) % n;
-		if (mono_ms() - start >= p->budget_ms) {
+		if (govd_mono_ms() - start >= p->budget_ms) {
 			p->stats.budget_skips += n - k;
 			p->next_reg = i;
 			return;

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "hal/hal.h"
 #include "hal/backend_opts.h"
@@ -188,11 +187,7 @@ static struct nvml *nvml_of(struct hal_dev *dev)
 
 static uint64_t now_ms(const struct nvml *n)
 {
-	if (n->clock)
-		return govd_clock_now_ms(n->clock);
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return govd_clock_now_or_mono_ms(n->clock);
 }
 
 static const char *estr(const struct nvml *n, nvml_ret r)

@@ -143,16 +143,13 @@ struct sv {
 	char *confirm_url, *confirm_file, *confirm_field;
 	uint64_t confirm_grace_ms;
 
+	/* timestamps and the confirmation grace on the daemon's clock (NULL:
+	 * CLOCK_MONOTONIC); HTTP deadlines are real time (govd_mono_ms) */
+	const struct govd_clock *clock;
+
 	char fault_msg[320];
 	char qfault_msg[192];
 };
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static uint64_t wall_ms(void)
 {
@@ -311,6 +308,7 @@ static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 	if (!s)
 		return -ENOMEM;
 	s->qfd = -1;
+	s->clock = cfg->clock;
 	int bad = 0, oom = 0;
 	/* Allowed: the plain keys and one <name>_metric key per metric. */
 	const char *allowed[sizeof(plain_keys) / sizeof(plain_keys[0]) + M_N];
@@ -493,7 +491,7 @@ static size_t body_cb(char *ptr, size_t size, size_t nmemb, void *ud)
 static uint32_t http_get(struct sv *s, const char *url, uint64_t deadline_ms)
 {
 	CURL *c = s->curl;
-	uint64_t now = mono_ms();
+	uint64_t now = govd_mono_ms();
 	if (now >= deadline_ms) {
 		snprintf(s->fault_msg, sizeof(s->fault_msg), "GET %s: timeout_ms (%u) spent before it",
 			 url, s->timeout_ms);
@@ -802,9 +800,9 @@ static int sv_read_serving(struct hal_dev *dev, struct hal_serving *out)
 		return -EINVAL;
 	memset(out, 0, sizeof(*out));
 	/* scrape and confirmation GET share one timeout_ms: the read fits the period */
-	uint64_t deadline = mono_ms() + s->timeout_ms;
+	uint64_t deadline = govd_mono_ms() + s->timeout_ms;
 	uint32_t f = scrape(s, deadline);
-	uint64_t now = mono_ms();
+	uint64_t now = govd_clock_now_or_mono_ms(s->clock);
 	out->t_ms = now;
 	out->valid = s->last_ok;
 	out->faults = f;
@@ -945,7 +943,7 @@ static int sv_read_quality(struct hal_dev *dev, struct hal_quality *out)
 	if (quality_from_scrape(s)) {
 		/* read_serving usually scraped this period already */
 		if (!s->scraped_since_quality)
-			f |= scrape(s, mono_ms() + s->timeout_ms) & ~HAL_SVF_RESET;
+			f |= scrape(s, govd_mono_ms() + s->timeout_ms) & ~HAL_SVF_RESET;
 		valid = s->last_ok;
 		if (!valid)
 			snprintf(s->qfault_msg, sizeof(s->qfault_msg), "%.180s", s->fault_msg);
@@ -956,7 +954,7 @@ static int sv_read_quality(struct hal_dev *dev, struct hal_quality *out)
 			 "no quality source (quality_socket or quality_*_metric)");
 	}
 	f |= quality_drain(s);
-	out->t_ms = mono_ms();
+	out->t_ms = govd_clock_now_or_mono_ms(s->clock);
 	out->valid = valid;
 	out->n_slices = s->n_slices;
 	for (size_t i = 0; i < s->n_slices; i++) {
@@ -993,7 +991,7 @@ static int sv_set_precision(struct hal_dev *dev, const double *int8_frac, size_t
 		names[i] = s->slice_name[i];
 	int rc = pact_apply(&s->act, names, int8_frac, n_slices, wall_ms());
 	s->gen_set = s->act.generation;
-	s->t_set_ms = mono_ms();
+	s->t_set_ms = govd_clock_now_or_mono_ms(s->clock);
 	if (rc)
 		snprintf(s->fault_msg, sizeof(s->fault_msg), "%s", s->act.err);
 	return rc;

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #include "hal/hal.h"
 #include "hal/hal_backends.h"
@@ -82,11 +81,7 @@ static struct sysfs *sysfs_of(struct hal_dev *dev)
 
 static uint64_t now_ms(const struct sysfs *s)
 {
-	if (s->clock)
-		return govd_clock_now_ms(s->clock);
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return govd_clock_now_or_mono_ms(s->clock);
 }
 
 static void set_err(struct sysfs *s, int rc, const char *what, const char *path)

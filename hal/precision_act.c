@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
+
 int pact_kind_parse(const char *s, enum pact_kind *out)
 {
 	static const char *const names[] = { "none", "file", "http", "exec" };
@@ -250,18 +252,11 @@ static size_t discard_cb(char *ptr, size_t size, size_t nmemb, void *ud)
 	return size * nmemb;
 }
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* The tries share one deadline: a failed hand-over costs at most
  * timeout_ms of the control tick (the governor tries again next tick). */
 static int apply_http(struct pact *a, const char *doc)
 {
-	uint64_t deadline = mono_ms() + a->timeout_ms;
+	uint64_t deadline = govd_mono_ms() + a->timeout_ms;
 	CURL *c = a->curl;
 	struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
 	if (!hdr)
@@ -276,7 +271,7 @@ static int apply_http(struct pact *a, const char *doc)
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard_cb);
 	int rc = -EIO;
 	for (unsigned t = 0; t <= a->retries; t++) {
-		uint64_t now = mono_ms();
+		uint64_t now = govd_mono_ms();
 		if (t > 0 && now >= deadline)
 			break; /* rc and err of the last try stand */
 		long left = now < deadline ? (long)(deadline - now) : 1;
@@ -320,7 +315,7 @@ static bool wait_deadline(pid_t pid, uint64_t deadline_ms, int *status)
 				close(pfd);
 			return r == pid;
 		}
-		uint64_t now = mono_ms();
+		uint64_t now = govd_mono_ms();
 		if (now >= deadline_ms)
 			break;
 		uint64_t left = deadline_ms - now;
@@ -348,7 +343,7 @@ static int pipe_write(int fd, const char *doc, size_t n, uint64_t deadline_ms)
 	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
 	int rc = 0;
 	while (n) {
-		uint64_t now = mono_ms();
+		uint64_t now = govd_mono_ms();
 		if (now >= deadline_ms) {
 			rc = -ETIMEDOUT;
 			break;
@@ -386,7 +381,7 @@ static int apply_exec(struct pact *a, const char *doc)
 		return -errno;
 	fcntl(fds[0], F_SETFD, FD_CLOEXEC);
 	fcntl(fds[1], F_SETFD, FD_CLOEXEC);
-	uint64_t deadline = mono_ms() + a->timeout_ms;
+	uint64_t deadline = govd_mono_ms() + a->timeout_ms;
 	pid_t pid = fork();
 	if (pid < 0) {
 		int e = errno;

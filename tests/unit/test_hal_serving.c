@@ -36,7 +36,7 @@ struct devh {
 };
 
 /* kv: NULL-terminated key, value, key, value ... ("%s" in a value is the base URL) */
-static int open_kv(struct devh *h, const char *const *kv)
+static int open_kv_clock(struct devh *h, const char *const *kv, const struct govd_clock *clock)
 {
 	memset(h, 0, sizeof(*h));
 	const char *base = getenv("SERVING_TEST_URL");
@@ -53,9 +53,14 @@ static int open_kv(struct devh *h, const char *const *kv)
 		h->vals[n] = h->bufs[n];
 	}
 	struct hal_dev_cfg cfg = { .name = "srv0", .backend = "serving", .n_opts = n, .keys = h->keys,
-				   .values = h->vals };
+				   .values = h->vals, .clock = clock };
 	h->dev.ops = &hal_serving_ops;
 	return hal_serving_ops.open(&h->dev, &cfg, &h->diags);
+}
+
+static int open_kv(struct devh *h, const char *const *kv)
+{
+	return open_kv_clock(h, kv, NULL);
 }
 
 static void close_dev(struct devh *h)
@@ -142,6 +147,44 @@ static void test_connection_refused(void **state)
 	assert_string_equal(sv.slice_name[1], "chat");
 	assert_string_equal(hal_serving_fault_name(HAL_SVF_CONNECT), "connect");
 	close_dev(&h);
+}
+
+static uint64_t fixed_now(void *ctx)
+{
+	return *(const uint64_t *)ctx;
+}
+
+static int fixed_wait(void *ctx, uint64_t t_ms)
+{
+	*(uint64_t *)ctx = t_ms;
+	return 0;
+}
+
+/* Timestamps on the clock the daemon hands in (one time base with the
+ * other backends), not the backend's own CLOCK_MONOTONIC. */
+static void test_clock(void **state)
+{
+	(void)state;
+	static const struct govd_clock_ops ops = { fixed_now, fixed_wait };
+	uint64_t t = 987654321;
+	struct govd_clock clk = { &ops, &t };
+	char dir[] = "/tmp/govd-qc-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[128];
+	snprintf(path, sizeof(path), "%s/quality.sock", dir);
+	struct devh h;
+	const char *const kv[] = { "url", "http://127.0.0.1:1/metrics", "slices", "code",
+				   "quality_socket", path, NULL };
+	assert_int_equal(open_kv_clock(&h, kv, &clk), 0);
+	struct hal_serving sv;
+	assert_int_equal(h.dev.ops->read_serving(&h.dev, &sv), 0);
+	assert_int_equal(sv.t_ms, 987654321);
+	struct hal_quality q;
+	t = 987655321;
+	assert_int_equal(h.dev.ops->read_quality(&h.dev, &q), 0);
+	assert_int_equal(q.t_ms, 987655321);
+	close_dev(&h);
+	rmdir(dir);
 }
 
 static void send_dgram(const char *path, const char *msg)
@@ -574,6 +617,7 @@ int main(void)
 		cmocka_unit_test(test_option_errors),
 		cmocka_unit_test(test_capabilities),
 		cmocka_unit_test(test_connection_refused),
+		cmocka_unit_test(test_clock),
 		cmocka_unit_test(test_quality_socket),
 		cmocka_unit_test(test_vllm_windows_and_reset),
 		cmocka_unit_test(test_triton),
