@@ -33,6 +33,23 @@ enum hal_throttle {
 	HAL_THR_IDLE = 1u << 4,
 };
 
+/* Physical plausibility: what no sensor of a working device can report
+ * (below absolute zero, negative power) or what lies far beyond any
+ * accelerator. The one table of these limits: backends reject a reading
+ * outside (valid = false, a fault), the governor's validator calls it
+ * out_of_range; the same reading must not pass one and fail the other. */
+#define HAL_TEMP_MIN_MC (-273150)       /* absolute zero */
+#define HAL_TEMP_MAX_MC 250000          /* junction, memory */
+#define HAL_TEMP_INLET_MAX_MC 100000    /* inlet air or coolant */
+#define HAL_POWER_MAX_MW 5000000        /* any rail, and the power limit */
+#define HAL_CLK_MAX_KHZ 10000000
+#define HAL_UTIL_MAX_PCT 100
+
+static inline int64_t hal_temp_max_mc(enum hal_temp t)
+{
+	return t == HAL_TEMP_INLET ? HAL_TEMP_INLET_MAX_MC : HAL_TEMP_MAX_MC;
+}
+
 /* One reading: value in the unit of the field that holds it. */
 struct hal_value {
 	int64_t v;
@@ -57,8 +74,9 @@ struct hal_sample {
 	uint64_t clamp_time_ms;
 	/* Readings the backend could not read (file gone, NVML error) or
 	 * rejected as absurd (negative power, below absolute zero, counter
-	 * backwards): cumulative count and the latest reason, e.g.
-	 * "hwmon3/temp2_input: -274000 mC out of [-273.15, 200] C". The value
+	 * backwards; limits HAL_*_MIN/MAX above): cumulative count and the
+	 * latest reason, e.g.
+	 * "hwmon3/temp2_input: -274000 mC out of [-273.15, 250] C". The value
 	 * itself has valid=false. sim leaves both zero. */
 	uint32_t faults;
 	char fault[64];

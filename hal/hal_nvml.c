@@ -300,10 +300,14 @@ static bool field_i64(const nvml_field_value *f, int64_t *out)
 	}
 }
 
-static void put_temp(struct nvml *n, struct hal_value *hv, int64_t c, const char *what, uint64_t t)
+static void put_temp(struct nvml *n, struct hal_value *hv, enum hal_temp which, int64_t c,
+		     const char *what, uint64_t t)
 {
-	if (c < -273 || c > 200)
-		add_fault(n, "nvml %s: %lld C out of [-273, 200]", what, (long long)c);
+	int64_t max_mc = hal_temp_max_mc(which);
+	/* compare in C: a huge c must not overflow c * 1000 */
+	if (c < HAL_TEMP_MIN_MC / 1000 || c > max_mc / 1000)
+		add_fault(n, "nvml %s: %lld C out of [%g, %g]", what, (long long)c, HAL_TEMP_MIN_MC / 1e3,
+			  max_mc / 1e3);
 	else
 		put(hv, c * 1000, t);
 }
@@ -335,7 +339,7 @@ static void sample_fields(struct nvml *n, struct hal_sample *out, uint64_t t)
 			else
 				put(&out->power_mw[HAL_RAIL_ACCEL], v, t);
 		} else if (ok) {
-			put_temp(n, &out->temp_mc[HAL_TEMP_MEMORY], v, "memory temp", t);
+			put_temp(n, &out->temp_mc[HAL_TEMP_MEMORY], HAL_TEMP_MEMORY, v, "memory temp", t);
 		} else if (fv[i].ret == NVML_ERROR_NOT_SUPPORTED) {
 			n->unsupported |= U_MEM_TEMP;
 		}
@@ -387,7 +391,7 @@ static int nvml_sample(struct hal_dev *dev, struct hal_sample *out)
 	}
 	r = n->fn.temperature(n->dev, NVML_TEMPERATURE_GPU, &u);
 	if (read_ok(n, r, 0, "nvmlDeviceGetTemperature"))
-		put_temp(n, &out->temp_mc[HAL_TEMP_JUNCTION], u, "gpu temp", t);
+		put_temp(n, &out->temp_mc[HAL_TEMP_JUNCTION], HAL_TEMP_JUNCTION, u, "gpu temp", t);
 	if (n->fn.clock_info && !(n->unsupported & U_CLOCK)) {
 		r = n->fn.clock_info(n->dev, NVML_CLOCK_SM, &u);
 		if (read_ok(n, r, U_CLOCK, "nvmlDeviceGetClockInfo"))

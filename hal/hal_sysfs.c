@@ -23,8 +23,6 @@
 #define MAX_FREQS 64
 #define MAX_DPM 16
 #define MAX_ORIG 8
-#define TEMP_MIN_MC (-273150)
-#define TEMP_MAX_MC 200000
 
 /* Energy counters: hwmon energy1_input, RAPL package, RAPL dram. */
 enum { Z_HWMON, RAPL_PKG, RAPL_DRAM, Z_N };
@@ -738,9 +736,9 @@ static int sysfs_sample(struct hal_dev *dev, struct hal_sample *out)
 		int rc = sysfs_read_i64(s->temp[i], &v);
 		if (rc) {
 			add_fault(s, "%.40s: %s", sysfs_short(s->temp[i]), strerror(-rc));
-		} else if (v < TEMP_MIN_MC || v > TEMP_MAX_MC) {
-			add_fault(s, "%.32s: %lld mC out of [-273.15, 200] C", sysfs_short(s->temp[i]),
-				  (long long)v);
+		} else if (v < HAL_TEMP_MIN_MC || v > hal_temp_max_mc(i)) {
+			add_fault(s, "%.32s: %lld mC out of [%g, %g] C", sysfs_short(s->temp[i]),
+				  (long long)v, HAL_TEMP_MIN_MC / 1e3, hal_temp_max_mc(i) / 1e3);
 		} else {
 			put(&out->temp_mc[i], v, t);
 		}
@@ -767,7 +765,7 @@ static int sysfs_sample(struct hal_dev *dev, struct hal_sample *out)
 	if (s->cap[0] && read_nonneg(s, s->cap, &v))
 		put(&out->power_limit_mw, v / 1000, t);
 	if (s->busy[0] && read_nonneg(s, s->busy, &v)) {
-		if (v > 100)
+		if (v > HAL_UTIL_MAX_PCT)
 			add_fault(s, "%.40s: %lld%% above 100", sysfs_short(s->busy), (long long)v);
 		else
 			put(&out->util_pct, v, t);

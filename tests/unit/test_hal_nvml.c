@@ -321,9 +321,16 @@ static void test_absurd_and_lost(void **state)
 	struct hal_sample s;
 	f->dev.ops->sample(&f->dev, &s);
 	assert_int_equal(s.faults, 0);
-	script(f, "temp_c 0 250\nenergy_mj 0 999000\n");
+	/* within the limits the governor's validator uses (hal.h): a reading */
+	script(f, "temp_c 0 220\n");
+	f->dev.ops->sample(&f->dev, &s);
+	assert_true(s.temp_mc[HAL_TEMP_JUNCTION].valid);
+	assert_int_equal(s.temp_mc[HAL_TEMP_JUNCTION].v, 220000);
+	assert_int_equal(s.faults, 0);
+	script(f, "temp_c 0 251\nenergy_mj 0 999000\n");
 	f->dev.ops->sample(&f->dev, &s);
 	assert_false(s.temp_mc[HAL_TEMP_JUNCTION].valid);
+	assert_non_null(strstr(s.fault, "out of [-273.15, 250]"));
 	assert_false(s.energy_mj[HAL_RAIL_ACCEL].valid);
 	assert_int_equal(s.faults, 2);
 	script(f, "lost 0 1\n");

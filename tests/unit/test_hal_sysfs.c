@@ -321,11 +321,18 @@ static void test_amdgpu_absurd_values(void **state)
 	assert_int_equal(s.faults, 1);
 	assert_non_null(strstr(s.fault, "temp2_input"));
 
-	fx_write(f, HW3 "/temp2_input", "201000");
+	/* the limits of hal.h, which the governor's validator shares */
+	fx_write(f, HW3 "/temp2_input", "220000");
+	f->t_ms = 2500;
+	f->dev.ops->sample(&f->dev, &s);
+	assert_true(s.temp_mc[HAL_TEMP_JUNCTION].valid);
+	assert_int_equal(s.faults, 1);
+	fx_write(f, HW3 "/temp2_input", "250001");
 	f->t_ms = 3000;
 	f->dev.ops->sample(&f->dev, &s);
 	assert_false(s.temp_mc[HAL_TEMP_JUNCTION].valid);
 	assert_int_equal(s.faults, 2);
+	assert_non_null(strstr(s.fault, "250001 mC out of [-273.15, 250] C"));
 
 	fx_write(f, HW3 "/temp2_input", "50000");
 	fx_write(f, HW3 "/power1_average", "-5000000");
