@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -589,22 +590,11 @@ static int nvml_get_original(struct hal_dev *dev, char *json, size_t len)
 	take_original(n);
 	char name[96] = "";
 	n->fn.get_name(n->dev, name, sizeof(name));
-	for (char *p = name; *p; p++)
-		if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
-			*p = '_';
-	char limit[32] = "null";
-	if (n->orig_limit_ok)
-		snprintf(limit, sizeof(limit), "%u", n->orig_limit_mw);
-	int w = snprintf(json, len,
-			 "{\"backend\":\"nvml\",\"index\":%u,\"name\":\"%s\","
-			 "\"power_limit_mw\":%s,\"locked_clocks\":\"reset\"}",
-			 n->index, name, limit);
-	if (w < 0 || (size_t)w >= len) {
-		if (len)
-			json[0] = '\0';
-		return -ENOSPC;
-	}
-	return 0;
+	json_t *limit = n->orig_limit_ok ? json_integer((json_int_t)n->orig_limit_mw) : json_null();
+	return hal_json_out(json_pack("{s:s, s:I, s:s, s:o, s:s}", "backend", "nvml", "index",
+				      (json_int_t)n->index, "name", name, "power_limit_mw", limit,
+				      "locked_clocks", "reset"),
+			    json, len);
 }
 
 static const char *nvml_last_error(struct hal_dev *dev)

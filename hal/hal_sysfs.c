@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -600,61 +601,22 @@ static int sysfs_set_power_limit(struct hal_dev *dev, uint32_t limit_mw)
 	return rc;
 }
 
-/* ---- JSON of the originals ------------------------------------------ */
-
-static size_t json_str(char *out, size_t len, size_t used, const char *str)
-{
-	if (used < len)
-		out[used] = '"';
-	used++;
-	for (const unsigned char *p = (const unsigned char *)str; *p; p++) {
-		char tmp[8];
-		size_t n;
-		if (*p == '"' || *p == '\\')
-			n = (size_t)snprintf(tmp, sizeof(tmp), "\\%c", *p);
-		else if (*p < 0x20)
-			n = (size_t)snprintf(tmp, sizeof(tmp), "\\u%04x", *p);
-		else
-			n = (size_t)snprintf(tmp, sizeof(tmp), "%c", *p);
-		for (size_t i = 0; i < n; i++, used++)
-			if (used < len)
-				out[used] = tmp[i];
-	}
-	if (used < len)
-		out[used] = '"';
-	return used + 1;
-}
-
-static size_t json_raw(char *out, size_t len, size_t used, const char *raw)
-{
-	for (; *raw; raw++, used++)
-		if (used < len)
-			out[used] = *raw;
-	return used;
-}
-
 static int sysfs_get_original(struct hal_dev *dev, char *json, size_t len)
 {
 	struct sysfs *s = sysfs_of(dev);
 	take_original(s);
-	size_t u = json_raw(json, len, 0, "{\"backend\":\"sysfs\",\"device\":");
-	u = json_str(json, len, u, dev->name);
-	u = json_raw(json, len, u, ",\"restore\":[");
-	for (size_t i = 0; i < s->n_orig; i++) {
-		u = json_raw(json, len, u, i ? ",{\"path\":" : "{\"path\":");
-		u = json_str(json, len, u, s->orig[i].path);
-		u = json_raw(json, len, u, ",\"value\":");
-		u = json_str(json, len, u, s->orig[i].value);
-		u = json_raw(json, len, u, "}");
-	}
-	u = json_raw(json, len, u, "]}");
-	if (u >= len) {
-		if (len)
-			json[0] = '\0';
-		return -ENOSPC;
-	}
-	json[u] = '\0';
-	return 0;
+	json_t *restore = json_array();
+	for (size_t i = 0; restore && i < s->n_orig; i++)
+		if (json_array_append_new(restore, json_pack("{s:s, s:s}", "path", s->orig[i].path,
+							     "value", s->orig[i].value))) {
+			json_decref(restore);
+			restore = NULL;
+		}
+	if (!restore)
+		return hal_json_out(NULL, json, len);
+	return hal_json_out(json_pack("{s:s, s:s, s:o}", "backend", "sysfs", "device", dev->name,
+				      "restore", restore),
+			    json, len);
 }
 
 static const char *sysfs_last_error(struct hal_dev *dev)

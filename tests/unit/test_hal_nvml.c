@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "common/clock.h"
 #include "hal/hal.h"
@@ -265,6 +266,10 @@ static void test_writes_and_restore(void **state)
 	assert_non_null(strstr(json, "\"backend\":\"nvml\""));
 	assert_non_null(strstr(json, "\"power_limit_mw\":700000"));
 	assert_non_null(strstr(json, "\"locked_clocks\":\"reset\""));
+	json_t *j = json_loads(json, 0, NULL);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(j, "name")), "NVIDIA H200 (fake 0)");
+	json_decref(j);
 	assert_int_equal(f->dev.ops->get_original(&f->dev, json, 10), -ENOSPC);
 
 	fx_close(f);
