@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -125,4 +126,19 @@ int hal_json_out(json_t *obj, char *out, size_t len)
 	}
 	out[n] = '\0';
 	return 0;
+}
+
+void hal_fault(struct hal_faults *f, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(f->msg, sizeof(f->msg), fmt, ap);
+	va_end(ap);
+	f->n++;
+}
+
+void hal_faults_put(const struct hal_faults *f, struct hal_sample *out)
+{
+	out->faults = f->n;
+	memcpy(out->fault, f->msg, sizeof(out->fault));
 }

@@ -20,6 +20,7 @@
 
 #define HAL_MAX_SLICES 8
 #define HAL_NAME_LEN 48
+#define HAL_FAULT_LEN 64
 
 enum hal_rail { HAL_RAIL_ACCEL, HAL_RAIL_MEMORY, HAL_RAIL_HOST, HAL_RAIL_N };
 enum hal_temp { HAL_TEMP_JUNCTION, HAL_TEMP_MEMORY, HAL_TEMP_INLET, HAL_TEMP_N };
@@ -79,8 +80,17 @@ struct hal_sample {
 	 * "hwmon3/temp2_input: -274000 mC out of [-273.15, 250] C". The value
 	 * itself has valid=false. sim leaves both zero. */
 	uint32_t faults;
-	char fault[64];
+	char fault[HAL_FAULT_LEN];
 };
+
+/* A real backend's readings it could not take or rejected, kept across
+ * samples (hal_fault) and copied into each sample (hal_faults_put). */
+struct hal_faults {
+	uint32_t n;
+	char msg[HAL_FAULT_LEN];
+};
+void hal_fault(struct hal_faults *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void hal_faults_put(const struct hal_faults *f, struct hal_sample *out);
 
 /* What the device accepts: the governor's envelope comes from here. */
 struct hal_limits {

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <math.h>
 #include <modbus.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,8 +34,7 @@ struct mb_priv {
 	size_t next_reg; /* round robin start, so a short budget starves no register */
 	char desc[160];
 	const struct govd_clock *clock; /* NULL: CLOCK_MONOTONIC */
-	uint32_t faults;
-	char fault[64];
+	struct hal_faults flt;
 };
 
 /* The daemon's time base: timestamps, ageing, backoff (the per-sample
@@ -44,16 +42,6 @@ struct mb_priv {
 static uint64_t now_ms(const struct mb_priv *p)
 {
 	return govd_clock_now_or_mono_ms(p->clock);
-}
-
-static void add_fault(struct mb_priv *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add_fault(struct mb_priv *p, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(p->fault, sizeof(p->fault), fmt, ap);
-	va_end(ap);
-	p->faults++;
 }
 
 static const char *reg_name(const struct mb_reg *r)
@@ -90,7 +78,7 @@ static bool try_connect(struct mb_priv *p, uint64_t now)
 		int err = errno;
 		p->stats.connect_failures++;
 		p->stats.last_errno = err;
-		add_fault(p, "modbus connect: %s", modbus_strerror(err));
+		hal_fault(&p->flt, "modbus connect: %s", modbus_strerror(err));
 		mb_backoff_failed(&p->backoff, now);
 		return false;
 	}
@@ -120,7 +108,7 @@ static void read_one(struct mb_priv *p, size_t i)
 		int err = rc == -1 ? errno : EMBMDATA;
 		p->stats.reads_failed++;
 		p->stats.last_errno = err;
-		add_fault(p, "0x%04x %s: %s", r->address, reg_name(r), modbus_strerror(err));
+		hal_fault(&p->flt, "0x%04x %s: %s", r->address, reg_name(r), modbus_strerror(err));
 		if (link_error(err))
 			link_down(p, err, t);
 		else if (err == EMBBADCRC || err == EMBBADDATA || err == EMBBADSLAVE)
@@ -137,9 +125,9 @@ static void read_one(struct mb_priv *p, size_t i)
 		p->stats.rejected++;
 		mb_held_reject(&p->held[i]);
 		if (crc == -EDOM)
-			add_fault(p, "0x%04x %s: %g rejected", r->address, reg_name(r), v);
+			hal_fault(&p->flt, "0x%04x %s: %g rejected", r->address, reg_name(r), v);
 		else
-			add_fault(p, "0x%04x %s: %g out of [%g, %g]", r->address, reg_name(r), v,
+			hal_fault(&p->flt, "0x%04x %s: %g out of [%g, %g]", r->address, reg_name(r), v,
 				  r->min, r->max);
 	}
 }
@@ -181,8 +169,7 @@ static int mb_sample(struct hal_dev *dev, struct hal_sample *out)
 	}
 	now = now_ms(p);
 	out->t_ms = now;
-	out->faults = p->faults;
-	snprintf(out->fault, sizeof(out->fault), "%s", p->fault);
+	hal_faults_put(&p->flt, out);
 	for (size_t i = 0; i < p->map.n; i++) {
 		const struct mb_reg *r = &p->map.reg[i];
 		const struct mb_held *h = &p->held[i];

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,8 +175,7 @@ struct nvml {
 	/* originals, taken before the first write */
 	bool orig_taken, orig_limit_ok, wrote_limit, wrote_clocks;
 	unsigned orig_limit_mw;
-	uint32_t faults;
-	char fault[64];
+	struct hal_faults flt;
 	char err[256];
 };
 
@@ -217,16 +215,6 @@ static int to_errno(nvml_ret r)
 	}
 }
 
-static void add_fault(struct nvml *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add_fault(struct nvml *n, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	n->faults++;
-	vsnprintf(n->fault, sizeof(n->fault), fmt, ap);
-	va_end(ap);
-}
-
 /* A read's outcome: true on success; NOT_SUPPORTED marks the reading
  * unsupported (invalid from now on, not a fault); anything else is a fault. */
 static bool read_ok(struct nvml *n, nvml_ret r, uint32_t bit, const char *sym)
@@ -236,7 +224,7 @@ static bool read_ok(struct nvml *n, nvml_ret r, uint32_t bit, const char *sym)
 	if (r == NVML_ERROR_NOT_SUPPORTED)
 		n->unsupported |= bit;
 	else
-		add_fault(n, "%.40s: %s", sym, estr(n, r));
+		hal_fault(&n->flt, "%.40s: %s", sym, estr(n, r));
 	return false;
 }
 
@@ -307,7 +295,7 @@ static void put_temp(struct nvml *n, struct hal_value *hv, enum hal_temp which, 
 	int64_t max_mc = hal_temp_max_mc(which);
 	/* compare in C: a huge c must not overflow c * 1000 */
 	if (c < HAL_TEMP_MIN_MC / 1000 || c > max_mc / 1000)
-		add_fault(n, "nvml %s: %lld C out of [%g, %g]", what, (long long)c, HAL_TEMP_MIN_MC / 1e3,
+		hal_fault(&n->flt, "nvml %s: %lld C out of [%g, %g]", what, (long long)c, HAL_TEMP_MIN_MC / 1e3,
 			  max_mc / 1e3);
 	else
 		put(hv, c * 1000, t);
@@ -336,7 +324,7 @@ static void sample_fields(struct nvml *n, struct hal_sample *out, uint64_t t)
 			if (!ok)
 				n->unsupported |= U_INSTANT; /* fall back to the 1 s average */
 			else if (v < 0)
-				add_fault(n, "nvml power instant: negative %lld mW", (long long)v);
+				hal_fault(&n->flt, "nvml power instant: negative %lld mW", (long long)v);
 			else
 				put(&out->power_mw[HAL_RAIL_ACCEL], v, t);
 		} else if (ok) {
@@ -383,7 +371,7 @@ static int nvml_sample(struct hal_dev *dev, struct hal_sample *out)
 		r = n->fn.total_energy(n->dev, &ull);
 		if (read_ok(n, r, U_ENERGY, "nvmlDeviceGetTotalEnergyConsumption")) {
 			if (n->energy_have_prev && ull < n->energy_prev_mj)
-				add_fault(n, "nvml energy: counter backwards to %llu mJ", ull);
+				hal_fault(&n->flt, "nvml energy: counter backwards to %llu mJ", ull);
 			else
 				put(&out->energy_mj[HAL_RAIL_ACCEL], (int64_t)ull, t);
 			n->energy_prev_mj = ull;
@@ -427,8 +415,7 @@ static int nvml_sample(struct hal_dev *dev, struct hal_sample *out)
 		if (read_ok(n, r, U_VIOLATION, "nvmlDeviceGetViolationStatus"))
 			out->clamp_time_ms = v.violation_time_ns / 1000000u;
 	}
-	out->faults = n->faults;
-	snprintf(out->fault, sizeof(out->fault), "%s", n->fault);
+	hal_faults_put(&n->flt, out);
 	return 0;
 }
 

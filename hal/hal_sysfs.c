@@ -9,7 +9,6 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,8 +67,7 @@ struct sysfs {
 	bool orig_taken, wrote;
 	struct orig_entry orig[MAX_ORIG];
 	size_t n_orig;
-	uint32_t faults;
-	char fault[64];
+	struct hal_faults flt;
 	char err[SP + 128];
 };
 
@@ -86,16 +84,6 @@ static uint64_t now_ms(const struct sysfs *s)
 static void set_err(struct sysfs *s, int rc, const char *what, const char *path)
 {
 	snprintf(s->err, sizeof(s->err), "sysfs: %s %s: %s", what, path, strerror(-rc));
-}
-
-static void add_fault(struct sysfs *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add_fault(struct sysfs *s, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	s->faults++;
-	vsnprintf(s->fault, sizeof(s->fault), fmt, ap);
-	va_end(ap);
 }
 
 /* ---- options -------------------------------------------------------- */
@@ -631,11 +619,11 @@ static bool read_nonneg(struct sysfs *s, const char *path, int64_t *v)
 {
 	int rc = sysfs_read_i64(path, v);
 	if (rc) {
-		add_fault(s, "%.40s: %s", sysfs_short(path), strerror(-rc));
+		hal_fault(&s->flt, "%.40s: %s", sysfs_short(path), strerror(-rc));
 		return false;
 	}
 	if (*v < 0) {
-		add_fault(s, "%.40s: negative %lld", sysfs_short(path), (long long)*v);
+		hal_fault(&s->flt, "%.40s: negative %lld", sysfs_short(path), (long long)*v);
 		return false;
 	}
 	return true;
@@ -667,7 +655,7 @@ static void sample_zone(struct sysfs *s, int z, enum hal_rail rail, uint64_t t,
 	}
 	uint64_t dt = t - zn->prev_t_ms;
 	if (sysfs_energy_delta(zn->prev_uj, now, zn->range_uj, dt, s->rapl_max_power_mw, &d)) {
-		add_fault(s, "%.32s: counter backwards or jumped to %lld", sysfs_short(zn->energy),
+		hal_fault(&s->flt, "%.32s: counter backwards or jumped to %lld", sysfs_short(zn->energy),
 			  (long long)now);
 		/* Re-baseline: a reset counter must not be rejected forever. */
 		zn->prev_uj = now;
@@ -697,9 +685,9 @@ static int sysfs_sample(struct hal_dev *dev, struct hal_sample *out)
 			continue;
 		int rc = sysfs_read_i64(s->temp[i], &v);
 		if (rc) {
-			add_fault(s, "%.40s: %s", sysfs_short(s->temp[i]), strerror(-rc));
+			hal_fault(&s->flt, "%.40s: %s", sysfs_short(s->temp[i]), strerror(-rc));
 		} else if (v < HAL_TEMP_MIN_MC || v > hal_temp_max_mc(i)) {
-			add_fault(s, "%.32s: %lld mC out of [%g, %g] C", sysfs_short(s->temp[i]),
+			hal_fault(&s->flt, "%.32s: %lld mC out of [%g, %g] C", sysfs_short(s->temp[i]),
 				  (long long)v, HAL_TEMP_MIN_MC / 1e3, hal_temp_max_mc(i) / 1e3);
 		} else {
 			put(&out->temp_mc[i], v, t);
@@ -717,7 +705,7 @@ static int sysfs_sample(struct hal_dev *dev, struct hal_sample *out)
 		if (n > 0 && cur >= 0) {
 			put(&out->clk_khz, (int64_t)lv[cur].mhz * 1000, t);
 		} else {
-			add_fault(s, "%.40s: no current level", sysfs_short(s->sclk));
+			hal_fault(&s->flt, "%.40s: no current level", sysfs_short(s->sclk));
 		}
 	} else if (s->cpufreq[0]) {
 		if (sysfs_path(p, sizeof(p), "%s/scaling_cur_freq", s->cpufreq) == 0 &&
@@ -728,12 +716,11 @@ static int sysfs_sample(struct hal_dev *dev, struct hal_sample *out)
 		put(&out->power_limit_mw, v / 1000, t);
 	if (s->busy[0] && read_nonneg(s, s->busy, &v)) {
 		if (v > HAL_UTIL_MAX_PCT)
-			add_fault(s, "%.40s: %lld%% above 100", sysfs_short(s->busy), (long long)v);
+			hal_fault(&s->flt, "%.40s: %lld%% above 100", sysfs_short(s->busy), (long long)v);
 		else
 			put(&out->util_pct, v, t);
 	}
-	out->faults = s->faults;
-	snprintf(out->fault, sizeof(out->fault), "%s", s->fault);
+	hal_faults_put(&s->flt, out);
 	return 0;
 }
 
