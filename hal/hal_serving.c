@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hal/curl_util.h"
 #include "hal/precision_act.h"
 #include "hal/promtext.h"
 
@@ -500,12 +501,7 @@ static uint32_t http_get(struct sv *s, const char *url, uint64_t deadline_ms)
 	long left = (long)(deadline_ms - now);
 	s->body_len = 0;
 	s->body_over = false;
-	curl_easy_reset(c);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, left);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, left);
+	hal_curl_reset(c, url, left);
 	curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, ""); /* gzip is optional in the spec */
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, body_cb);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, s);
@@ -749,16 +745,8 @@ static void confirm_read(struct sv *s, uint64_t deadline_ms)
 			s->gen_applied = g;
 		memcpy(s->fault_msg, keep, sizeof(keep));
 	}
-	if (s->confirm_file) {
-		FILE *fp = fopen(s->confirm_file, "rb");
-		if (fp) {
-			char buf[4096];
-			size_t n = fread(buf, 1, sizeof(buf), fp);
-			fclose(fp);
-			if (!pact_parse_applied(buf, n, s->confirm_field, &g))
-				s->gen_applied = g;
-		}
-	}
+	if (s->confirm_file && !pact_read_applied_file(s->confirm_file, s->confirm_field, &g))
+		s->gen_applied = g;
 }
 
 static bool confirm_configured(const struct sv *s)

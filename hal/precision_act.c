@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "hal/curl_util.h"
 
 int pact_kind_parse(const char *s, enum pact_kind *out)
 {
@@ -89,6 +90,7 @@ out_free:
 	return rc;
 }
 
+/* The whole of a small file (at most 1 MiB: -EFBIG beyond), malloc'd. */
 static int read_small_file(const char *path, char **buf, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
@@ -133,6 +135,17 @@ out_close:
 	return rc;
 }
 
+int pact_read_applied_file(const char *path, const char *field, uint64_t *gen)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int rc = read_small_file(path, &buf, &len);
+	if (!rc)
+		rc = pact_parse_applied(buf, len, field, gen);
+	free(buf);
+	return rc;
+}
+
 int pact_init(struct pact *a, const struct pact_cfg *cfg)
 {
 	memset(a, 0, sizeof(*a));
@@ -156,14 +169,9 @@ int pact_init(struct pact *a, const struct pact_cfg *cfg)
 	}
 	if (a->kind == PACT_FILE) {
 		/* continue the sequence of a document left by an earlier run */
-		char *buf = NULL;
-		size_t len = 0;
 		uint64_t g;
-		if (!read_small_file(a->target, &buf, &len)) {
-			if (!pact_parse_applied(buf, len, "generation", &g))
-				a->generation = g;
-			free(buf);
-		}
+		if (!pact_read_applied_file(a->target, "generation", &g))
+			a->generation = g;
 	}
 	return 0;
 }
@@ -261,22 +269,20 @@ static int apply_http(struct pact *a, const char *doc)
 	struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
 	if (!hdr)
 		return -ENOMEM;
-	curl_easy_reset(c);
-	curl_easy_setopt(c, CURLOPT_URL, a->target);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	hal_curl_reset(c, a->target, (long)a->timeout_ms);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, doc);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(doc));
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard_cb);
 	int rc = -EIO;
 	for (unsigned t = 0; t <= a->retries; t++) {
-		uint64_t now = govd_mono_ms();
-		if (t > 0 && now >= deadline)
-			break; /* rc and err of the last try stand */
-		long left = now < deadline ? (long)(deadline - now) : 1;
-		curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, left);
-		curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, left);
+		if (t > 0) {
+			uint64_t now = govd_mono_ms();
+			if (now >= deadline)
+				break; /* rc and err of the last try stand */
+			curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(deadline - now));
+			curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(deadline - now));
+		}
 		CURLcode cc = curl_easy_perform(c);
 		long status = 0;
 		if (cc == CURLE_OK) {

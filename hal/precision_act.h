@@ -45,5 +45,7 @@ int pact_apply(struct pact *a, const char *const *names, const double *frac, siz
 /* Reads an applied generation from a JSON document: field is a dotted path
  * ("generation", "precision.generation"). 0, -EBADMSG, -ENOENT. */
 int pact_parse_applied(const char *buf, size_t len, const char *field, uint64_t *gen);
+/* The same from a file of at most 1 MiB: also the file's -errno, -EFBIG. */
+int pact_read_applied_file(const char *path, const char *field, uint64_t *gen);
 
 #endif

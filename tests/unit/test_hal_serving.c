@@ -149,6 +149,39 @@ static void test_connection_refused(void **state)
 	close_dev(&h);
 }
 
+/* confirm_file of any size (up to 1 MiB) is read whole, the same way the
+ * file actuator reads its own document; this run continues its generation. */
+static void test_confirm_file_large(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/govd-cf-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[128];
+	snprintf(path, sizeof(path), "%s/applied.json", dir);
+	FILE *fp = fopen(path, "w");
+	assert_non_null(fp);
+	fputs("{\"note\":\"", fp);
+	for (int i = 0; i < 10000; i++)
+		fputc('x', fp);
+	fputs("\",\"precision\":{\"generation\":41}}\n", fp);
+	fclose(fp);
+	struct devh h;
+	const char *const kv[] = { "url", "http://127.0.0.1:1/metrics", "slices", "code", "precision", "exec",
+				   "precision_target", "cat >/dev/null", "confirm_file", path,
+				   "confirm_field", "precision.generation", NULL };
+	assert_int_equal(open_kv(&h, kv), 0);
+	struct hal_serving sv;
+	assert_int_equal(h.dev.ops->read_serving(&h.dev, &sv), 0);
+	assert_int_equal(sv.precision_gen_applied, 41);
+	double f = 0.5;
+	assert_int_equal(h.dev.ops->set_precision(&h.dev, &f, 1), 0);
+	assert_int_equal(h.dev.ops->read_serving(&h.dev, &sv), 0);
+	assert_int_equal(sv.precision_gen_set, 42);
+	close_dev(&h);
+	unlink(path);
+	rmdir(dir);
+}
+
 static uint64_t fixed_now(void *ctx)
 {
 	return *(const uint64_t *)ctx;
@@ -618,6 +651,7 @@ int main(void)
 		cmocka_unit_test(test_capabilities),
 		cmocka_unit_test(test_connection_refused),
 		cmocka_unit_test(test_clock),
+		cmocka_unit_test(test_confirm_file_large),
 		cmocka_unit_test(test_quality_socket),
 		cmocka_unit_test(test_vllm_windows_and_reset),
 		cmocka_unit_test(test_triton),
