@@ -4,6 +4,8 @@
 #include "hal/hal.h"
 
 #include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -107,4 +109,36 @@ void hal_close(struct hal_dev *dev)
 		dev->ops->close(dev);
 	dev->ops = NULL;
 	dev->priv = NULL;
+}
+
+int hal_json_out(json_t *obj, char *out, size_t len)
+{
+	if (len)
+		out[0] = '\0';
+	if (!obj)
+		return -EINVAL;
+	size_t n = json_dumpb(obj, out, len, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(obj);
+	if (n == 0 || n >= len) { /* json_dumpb wrote a cut prefix, or nothing */
+		if (len)
+			out[0] = '\0';
+		return n == 0 ? -EINVAL : -ENOSPC;
+	}
+	out[n] = '\0';
+	return 0;
+}
+
+void hal_fault(struct hal_faults *f, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(f->msg, sizeof(f->msg), fmt, ap);
+	va_end(ap);
+	f->n++;
+}
+
+void hal_faults_put(const struct hal_faults *f, struct hal_sample *out)
+{
+	out->faults = f->n;
+	memcpy(out->fault, f->msg, sizeof(out->fault));
 }

@@ -20,6 +20,7 @@
 
 #define HAL_MAX_SLICES 8
 #define HAL_NAME_LEN 48
+#define HAL_FAULT_LEN 64
 
 enum hal_rail { HAL_RAIL_ACCEL, HAL_RAIL_MEMORY, HAL_RAIL_HOST, HAL_RAIL_N };
 enum hal_temp { HAL_TEMP_JUNCTION, HAL_TEMP_MEMORY, HAL_TEMP_INLET, HAL_TEMP_N };
@@ -32,6 +33,23 @@ enum hal_throttle {
 	HAL_THR_APP_CLOCKS = 1u << 3,  /* clocks locked below max by software */
 	HAL_THR_IDLE = 1u << 4,
 };
+
+/* Physical plausibility: what no sensor of a working device can report
+ * (below absolute zero, negative power) or what lies far beyond any
+ * accelerator. The one table of these limits: backends reject a reading
+ * outside (valid = false, a fault), the governor's validator calls it
+ * out_of_range; the same reading must not pass one and fail the other. */
+#define HAL_TEMP_MIN_MC (-273150)       /* absolute zero */
+#define HAL_TEMP_MAX_MC 250000          /* junction, memory */
+#define HAL_TEMP_INLET_MAX_MC 100000    /* inlet air or coolant */
+#define HAL_POWER_MAX_MW 5000000        /* any rail, and the power limit */
+#define HAL_CLK_MAX_KHZ 10000000
+#define HAL_UTIL_MAX_PCT 100
+
+static inline int64_t hal_temp_max_mc(enum hal_temp t)
+{
+	return t == HAL_TEMP_INLET ? HAL_TEMP_INLET_MAX_MC : HAL_TEMP_MAX_MC;
+}
 
 /* One reading: value in the unit of the field that holds it. */
 struct hal_value {
@@ -57,12 +75,22 @@ struct hal_sample {
 	uint64_t clamp_time_ms;
 	/* Readings the backend could not read (file gone, NVML error) or
 	 * rejected as absurd (negative power, below absolute zero, counter
-	 * backwards): cumulative count and the latest reason, e.g.
-	 * "hwmon3/temp2_input: -274000 mC out of [-273.15, 200] C". The value
+	 * backwards; limits HAL_*_MIN/MAX above): cumulative count and the
+	 * latest reason, e.g.
+	 * "hwmon3/temp2_input: -274000 mC out of [-273.15, 250] C". The value
 	 * itself has valid=false. sim leaves both zero. */
 	uint32_t faults;
-	char fault[64];
+	char fault[HAL_FAULT_LEN];
 };
+
+/* A real backend's readings it could not take or rejected, kept across
+ * samples (hal_fault) and copied into each sample (hal_faults_put). */
+struct hal_faults {
+	uint32_t n;
+	char msg[HAL_FAULT_LEN];
+};
+void hal_fault(struct hal_faults *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void hal_faults_put(const struct hal_faults *f, struct hal_sample *out);
 
 /* What the device accepts: the governor's envelope comes from here. */
 struct hal_limits {
@@ -93,14 +121,8 @@ struct hal_serving {
 	uint64_t slice_int8_completed[HAL_MAX_SLICES];
 	uint64_t slice_tokens_int8[HAL_MAX_SLICES];
 	/* Added for the serving backend (a scraped server); the sim leaves them
-	 * zero (quantiles_valid false, faults 0). Window quantiles computed by
-	 * the backend from the server's own buckets with histogram_quantile
-	 * semantics over quantile_window_ms; NaN where the server offers no such
-	 * histogram or the window holds no observation. */
-	bool quantiles_valid;
-	uint64_t quantile_window_ms;
-	double ttft_p95_ms, ttft_p99_ms, tbt_p95_ms, tbt_p99_ms, e2e_p95_ms, e2e_p99_ms;
-	double e2e_mean_ms, queue_mean_ms; /* window means (_sum/_count, Triton duration counters) */
+	 * zero. Latency quantiles are not here: the governor takes them from
+	 * the cumulative ttft/tbt/e2e histograms (hist_delta + hist_quantile). */
 	uint32_t faults;                   /* enum hal_serving_fault bits of this read */
 	const char *fault_msg;             /* owned by the backend, valid until the next call; NULL if none */
 	uint64_t precision_gen_set;        /* generation of the last precision document sent */
@@ -157,9 +179,10 @@ struct hal_dev_cfg {
 	const char *const *keys;
 	const char *const *values;
 	void *plant;           /* sim only: an already created struct plant (optional) */
-	/* Timestamps of real backends (sysfs, nvml); NULL: CLOCK_MONOTONIC. The
-	 * daemon passes its own clock so every t_ms shares one time base, tests
-	 * pass a scripted one. */
+	/* Timestamps of real backends (sysfs, nvml, modbus, gpio, serving);
+	 * NULL: CLOCK_MONOTONIC (govd_clock_now_or_mono_ms). The daemon passes
+	 * its own clock so every t_ms shares one time base, tests pass a
+	 * scripted one. Timeouts stay real time (govd_mono_ms). */
 	const struct govd_clock *clock;
 };
 

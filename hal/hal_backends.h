@@ -19,4 +19,11 @@ extern const struct hal_ops hal_modbus_ops;
 extern const struct hal_ops hal_gpio_ops;
 #endif
 
+struct json_t;
+/* get_original's output: obj (a jansson value, its reference taken; NULL
+ * when building it failed) as compact JSON into out[len], NUL terminated.
+ * 0, -ENOSPC (out short: out = ""), -EINVAL (obj NULL: json_pack refused a
+ * string that is not UTF-8, or no memory). */
+int hal_json_out(struct json_t *obj, char *out, size_t len);
+
 #endif

@@ -185,13 +185,6 @@ struct gpio_priv {
 	bool out_active_low, brake_safe, brake_on;
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Kernels before 5.7 stamp line events with CLOCK_REALTIME: fall back to the
  * time we read them rather than report a date as a monotonic time. */
 static uint64_t edge_time(uint64_t ts_ns, uint64_t now_ns)
@@ -286,11 +279,11 @@ static int gpio_alert_read(struct hal_dev *dev, struct hal_alert *ev)
 		n = p->prov->read_edges(p->in, edges, 16);
 		if (n < 0)
 			return n;
-		uint64_t now = mono_ns();
+		uint64_t now = govd_mono_ns();
 		for (int i = 0; i < n; i++)
 			take_edge(p, &edges[i], now);
 	} while (n == 16);
-	uint64_t now = mono_ns();
+	uint64_t now = govd_mono_ns();
 	if (p->recheck && now >= p->accept_ns + p->debounce_ns) {
 		p->recheck = false;
 		bool lvl;
@@ -329,7 +322,7 @@ static int gpio_sample(struct hal_dev *dev, struct hal_sample *out)
 	struct gpio_priv *p = dev->priv;
 	/* Lines only: no telemetry, every value says so. */
 	memset(out, 0, sizeof(*out));
-	out->t_ms = p->clock ? govd_clock_now_ms(p->clock) : mono_ns() / 1000000u;
+	out->t_ms = govd_clock_now_or_mono_ms(p->clock);
 	return 0;
 }
 
@@ -412,7 +405,7 @@ static int setup_alert(struct gpio_priv *p, struct bopts *o, const char *chip, u
 		goto fail;
 	p->asserted = false;
 	if (lvl)
-		push(p, true, mono_ns());
+		push(p, true, govd_mono_ns());
 	rc = signal_queue(p);
 	if (rc)
 		goto fail;

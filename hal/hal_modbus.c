@@ -9,11 +9,9 @@
 #include <errno.h>
 #include <math.h>
 #include <modbus.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "hal/backend_opts.h"
 
@@ -36,32 +34,14 @@ struct mb_priv {
 	size_t next_reg; /* round robin start, so a short budget starves no register */
 	char desc[160];
 	const struct govd_clock *clock; /* NULL: CLOCK_MONOTONIC */
-	uint32_t faults;
-	char fault[64];
+	struct hal_faults flt;
 };
 
-/* Real elapsed time: timeouts and the per-sample budget. */
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-/* The daemon's time base: timestamps, ageing, backoff. */
+/* The daemon's time base: timestamps, ageing, backoff (the per-sample
+ * budget is real elapsed time: govd_mono_ms). */
 static uint64_t now_ms(const struct mb_priv *p)
 {
-	return p->clock ? govd_clock_now_ms(p->clock) : mono_ms();
-}
-
-static void add_fault(struct mb_priv *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add_fault(struct mb_priv *p, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(p->fault, sizeof(p->fault), fmt, ap);
-	va_end(ap);
-	p->faults++;
+	return govd_clock_now_or_mono_ms(p->clock);
 }
 
 static const char *reg_name(const struct mb_reg *r)
@@ -98,7 +78,7 @@ static bool try_connect(struct mb_priv *p, uint64_t now)
 		int err = errno;
 		p->stats.connect_failures++;
 		p->stats.last_errno = err;
-		add_fault(p, "modbus connect: %s", modbus_strerror(err));
+		hal_fault(&p->flt, "modbus connect: %s", modbus_strerror(err));
 		mb_backoff_failed(&p->backoff, now);
 		return false;
 	}
@@ -128,7 +108,7 @@ static void read_one(struct mb_priv *p, size_t i)
 		int err = rc == -1 ? errno : EMBMDATA;
 		p->stats.reads_failed++;
 		p->stats.last_errno = err;
-		add_fault(p, "0x%04x %s: %s", r->address, reg_name(r), modbus_strerror(err));
+		hal_fault(&p->flt, "0x%04x %s: %s", r->address, reg_name(r), modbus_strerror(err));
 		if (link_error(err))
 			link_down(p, err, t);
 		else if (err == EMBBADCRC || err == EMBBADDATA || err == EMBBADSLAVE)
@@ -145,22 +125,22 @@ static void read_one(struct mb_priv *p, size_t i)
 		p->stats.rejected++;
 		mb_held_reject(&p->held[i]);
 		if (crc == -EDOM)
-			add_fault(p, "0x%04x %s: %g rejected", r->address, reg_name(r), v);
+			hal_fault(&p->flt, "0x%04x %s: %g rejected", r->address, reg_name(r), v);
 		else
-			add_fault(p, "0x%04x %s: %g out of [%g, %g]", r->address, reg_name(r), v,
+			hal_fault(&p->flt, "0x%04x %s: %g out of [%g, %g]", r->address, reg_name(r), v,
 				  r->min, r->max);
 	}
 }
 
 static void poll_meter(struct mb_priv *p)
 {
-	uint64_t start = mono_ms();
+	uint64_t start = govd_mono_ms();
 	if (!try_connect(p, now_ms(p)))
 		return;
 	size_t n = p->map.n;
 	for (size_t k = 0; k < n && p->connected; k++) {
 		size_t i = (p->next_reg + k) % n;
-		if (mono_ms() - start >= p->budget_ms) {
+		if (govd_mono_ms() - start >= p->budget_ms) {
 			p->stats.budget_skips += n - k;
 			p->next_reg = i;
 			return;
@@ -189,8 +169,7 @@ static int mb_sample(struct hal_dev *dev, struct hal_sample *out)
 	}
 	now = now_ms(p);
 	out->t_ms = now;
-	out->faults = p->faults;
-	snprintf(out->fault, sizeof(out->fault), "%s", p->fault);
+	hal_faults_put(&p->flt, out);
 	for (size_t i = 0; i < p->map.n; i++) {
 		const struct mb_reg *r = &p->map.reg[i];
 		const struct mb_held *h = &p->held[i];

@@ -8,11 +8,10 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "hal/hal.h"
 #include "hal/backend_opts.h"
@@ -176,8 +175,7 @@ struct nvml {
 	/* originals, taken before the first write */
 	bool orig_taken, orig_limit_ok, wrote_limit, wrote_clocks;
 	unsigned orig_limit_mw;
-	uint32_t faults;
-	char fault[64];
+	struct hal_faults flt;
 	char err[256];
 };
 
@@ -188,11 +186,7 @@ static struct nvml *nvml_of(struct hal_dev *dev)
 
 static uint64_t now_ms(const struct nvml *n)
 {
-	if (n->clock)
-		return govd_clock_now_ms(n->clock);
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return govd_clock_now_or_mono_ms(n->clock);
 }
 
 static const char *estr(const struct nvml *n, nvml_ret r)
@@ -221,16 +215,6 @@ static int to_errno(nvml_ret r)
 	}
 }
 
-static void add_fault(struct nvml *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add_fault(struct nvml *n, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	n->faults++;
-	vsnprintf(n->fault, sizeof(n->fault), fmt, ap);
-	va_end(ap);
-}
-
 /* A read's outcome: true on success; NOT_SUPPORTED marks the reading
  * unsupported (invalid from now on, not a fault); anything else is a fault. */
 static bool read_ok(struct nvml *n, nvml_ret r, uint32_t bit, const char *sym)
@@ -240,7 +224,7 @@ static bool read_ok(struct nvml *n, nvml_ret r, uint32_t bit, const char *sym)
 	if (r == NVML_ERROR_NOT_SUPPORTED)
 		n->unsupported |= bit;
 	else
-		add_fault(n, "%.40s: %s", sym, estr(n, r));
+		hal_fault(&n->flt, "%.40s: %s", sym, estr(n, r));
 	return false;
 }
 
@@ -305,10 +289,14 @@ static bool field_i64(const nvml_field_value *f, int64_t *out)
 	}
 }
 
-static void put_temp(struct nvml *n, struct hal_value *hv, int64_t c, const char *what, uint64_t t)
+static void put_temp(struct nvml *n, struct hal_value *hv, enum hal_temp which, int64_t c,
+		     const char *what, uint64_t t)
 {
-	if (c < -273 || c > 200)
-		add_fault(n, "nvml %s: %lld C out of [-273, 200]", what, (long long)c);
+	int64_t max_mc = hal_temp_max_mc(which);
+	/* compare in C: a huge c must not overflow c * 1000 */
+	if (c < HAL_TEMP_MIN_MC / 1000 || c > max_mc / 1000)
+		hal_fault(&n->flt, "nvml %s: %lld C out of [%g, %g]", what, (long long)c, HAL_TEMP_MIN_MC / 1e3,
+			  max_mc / 1e3);
 	else
 		put(hv, c * 1000, t);
 }
@@ -336,11 +324,11 @@ static void sample_fields(struct nvml *n, struct hal_sample *out, uint64_t t)
 			if (!ok)
 				n->unsupported |= U_INSTANT; /* fall back to the 1 s average */
 			else if (v < 0)
-				add_fault(n, "nvml power instant: negative %lld mW", (long long)v);
+				hal_fault(&n->flt, "nvml power instant: negative %lld mW", (long long)v);
 			else
 				put(&out->power_mw[HAL_RAIL_ACCEL], v, t);
 		} else if (ok) {
-			put_temp(n, &out->temp_mc[HAL_TEMP_MEMORY], v, "memory temp", t);
+			put_temp(n, &out->temp_mc[HAL_TEMP_MEMORY], HAL_TEMP_MEMORY, v, "memory temp", t);
 		} else if (fv[i].ret == NVML_ERROR_NOT_SUPPORTED) {
 			n->unsupported |= U_MEM_TEMP;
 		}
@@ -383,7 +371,7 @@ static int nvml_sample(struct hal_dev *dev, struct hal_sample *out)
 		r = n->fn.total_energy(n->dev, &ull);
 		if (read_ok(n, r, U_ENERGY, "nvmlDeviceGetTotalEnergyConsumption")) {
 			if (n->energy_have_prev && ull < n->energy_prev_mj)
-				add_fault(n, "nvml energy: counter backwards to %llu mJ", ull);
+				hal_fault(&n->flt, "nvml energy: counter backwards to %llu mJ", ull);
 			else
 				put(&out->energy_mj[HAL_RAIL_ACCEL], (int64_t)ull, t);
 			n->energy_prev_mj = ull;
@@ -392,7 +380,7 @@ static int nvml_sample(struct hal_dev *dev, struct hal_sample *out)
 	}
 	r = n->fn.temperature(n->dev, NVML_TEMPERATURE_GPU, &u);
 	if (read_ok(n, r, 0, "nvmlDeviceGetTemperature"))
-		put_temp(n, &out->temp_mc[HAL_TEMP_JUNCTION], u, "gpu temp", t);
+		put_temp(n, &out->temp_mc[HAL_TEMP_JUNCTION], HAL_TEMP_JUNCTION, u, "gpu temp", t);
 	if (n->fn.clock_info && !(n->unsupported & U_CLOCK)) {
 		r = n->fn.clock_info(n->dev, NVML_CLOCK_SM, &u);
 		if (read_ok(n, r, U_CLOCK, "nvmlDeviceGetClockInfo"))
@@ -427,8 +415,7 @@ static int nvml_sample(struct hal_dev *dev, struct hal_sample *out)
 		if (read_ok(n, r, U_VIOLATION, "nvmlDeviceGetViolationStatus"))
 			out->clamp_time_ms = v.violation_time_ns / 1000000u;
 	}
-	out->faults = n->faults;
-	snprintf(out->fault, sizeof(out->fault), "%s", n->fault);
+	hal_faults_put(&n->flt, out);
 	return 0;
 }
 
@@ -590,22 +577,11 @@ static int nvml_get_original(struct hal_dev *dev, char *json, size_t len)
 	take_original(n);
 	char name[96] = "";
 	n->fn.get_name(n->dev, name, sizeof(name));
-	for (char *p = name; *p; p++)
-		if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
-			*p = '_';
-	char limit[32] = "null";
-	if (n->orig_limit_ok)
-		snprintf(limit, sizeof(limit), "%u", n->orig_limit_mw);
-	int w = snprintf(json, len,
-			 "{\"backend\":\"nvml\",\"index\":%u,\"name\":\"%s\","
-			 "\"power_limit_mw\":%s,\"locked_clocks\":\"reset\"}",
-			 n->index, name, limit);
-	if (w < 0 || (size_t)w >= len) {
-		if (len)
-			json[0] = '\0';
-		return -ENOSPC;
-	}
-	return 0;
+	json_t *limit = n->orig_limit_ok ? json_integer((json_int_t)n->orig_limit_mw) : json_null();
+	return hal_json_out(json_pack("{s:s, s:I, s:s, s:o, s:s}", "backend", "nvml", "index",
+				      (json_int_t)n->index, "name", name, "power_limit_mw", limit,
+				      "locked_clocks", "reset"),
+			    json, len);
 }
 
 static const char *nvml_last_error(struct hal_dev *dev)

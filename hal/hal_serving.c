@@ -1,5 +1,5 @@
-/* The `serving` backend. One scrape per read_serving, bounded by timeout_ms
- * so it fits the control period; everything a scrape yields is committed
+/* The `serving` backend. One scrape per read_serving, bounded (with the
+ * confirmation GET) by timeout_ms so it fits the control period; everything a scrape yields is committed
  * only when the whole scrape is good, so a failed one never leaves half
  * fresh state behind. */
 #include "hal/backend_opts.h"
@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hal/curl_util.h"
 #include "hal/precision_act.h"
 #include "hal/promtext.h"
 
@@ -34,7 +35,6 @@ enum metric {
 	M_RUN,
 	M_WAIT,
 	M_DUR,   /* cumulative request time counter (Triton, us) */
-	M_QUEUE, /* cumulative queue time counter (Triton, us) */
 	M_INT8_TOK,
 	M_SLICE_REQ,
 	M_SLICE_INT8_REQ,
@@ -48,7 +48,7 @@ enum metric {
 static const char *const metric_key[M_N] = {
 	"ttft_metric",	   "tbt_metric",	   "e2e_metric",		"requests_metric",
 	"tokens_metric",   "running_metric",	   "waiting_metric",		"duration_metric",
-	"queue_duration_metric", "int8_tokens_metric", "slice_requests_metric",
+	"int8_tokens_metric", "slice_requests_metric",
 	"slice_int8_requests_metric", "slice_int8_tokens_metric", "quality_samples_metric",
 	"quality_mismatches_metric", "confirm_metric",
 };
@@ -57,7 +57,7 @@ struct fmt_defaults {
 	const char *name[M_N]; /* "a|b": the first family present wins */
 	bool required[M_N];
 	double hist_unit_ms;
-	double counter_unit_ms; /* M_DUR, M_QUEUE */
+	double counter_unit_ms; /* M_DUR */
 };
 
 /* vLLM: docs/design/metrics.md and docs/usage/metrics.md of vllm-project/vllm;
@@ -85,7 +85,6 @@ static const struct fmt_defaults defaults[] = {
 			[M_TOK] = "nv_inference_count",
 			[M_WAIT] = "nv_inference_pending_request_count",
 			[M_DUR] = "nv_inference_request_duration_us",
-			[M_QUEUE] = "nv_inference_queue_duration_us",
 		},
 		.required = { [M_REQ] = true, [M_DUR] = true },
 		.hist_unit_ms = 1.0,
@@ -120,17 +119,16 @@ struct sv {
 
 	/* cumulative state, committed per good scrape */
 	bool have_scrape, last_ok, scraped_since_quality;
-	struct prom_window win[3];   /* ttft, tbt, e2e */
-	struct prom_window win_dur;  /* Triton: count = requests, sum = request time */
-	struct prom_window win_queue;
+	/* The previous scrape's histograms as served (n == 0: none yet); each
+	 * scrape's increase goes into the cumulative h[], whose windows the
+	 * governor takes (hist_delta + hist_quantile). */
+	struct prom_buckets last[3]; /* ttft, tbt, e2e */
+	struct prom_buckets last_dur; /* Triton: count = requests, sum = request time */
 	struct hist *h[3];
 	struct prom_counter c_req, c_tok, c_int8_tok;
 	struct prom_counter c_slice[3][HAL_MAX_SLICES]; /* req, int8 req, int8 tok */
 	struct prom_counter c_qs[HAL_MAX_SLICES], c_qm[HAL_MAX_SLICES];
 	uint64_t queue_len, running;
-	double q[6];       /* ttft p95 p99, tbt p95 p99, e2e p95 p99 */
-	double e2e_mean_ms, queue_mean_ms;
-	uint64_t span_ms;
 
 	/* quality datagrams */
 	int qfd;
@@ -146,16 +144,13 @@ struct sv {
 	char *confirm_url, *confirm_file, *confirm_field;
 	uint64_t confirm_grace_ms;
 
+	/* timestamps and the confirmation grace on the daemon's clock (NULL:
+	 * CLOCK_MONOTONIC); HTTP deadlines are real time (govd_mono_ms) */
+	const struct govd_clock *clock;
+
 	char fault_msg[320];
 	char qfault_msg[192];
 };
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static uint64_t wall_ms(void)
 {
@@ -182,7 +177,7 @@ const char *hal_serving_fault_name(uint32_t bit)
 /* ---- options ---- */
 
 static const char *const plain_keys[] = {
-	"url", "format", "labels", "timeout_ms", "window_ms", "max_bytes", "latency_unit",
+	"url", "format", "labels", "timeout_ms", "max_bytes", "latency_unit",
 	"slices", "slice_label", "quality_socket", "precision", "precision_target",
 	"precision_timeout_ms", "precision_retries", "confirm_url", "confirm_file",
 	"confirm_field", "confirm_grace_ms", NULL,
@@ -314,6 +309,7 @@ static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 	if (!s)
 		return -ENOMEM;
 	s->qfd = -1;
+	s->clock = cfg->clock;
 	int bad = 0, oom = 0;
 	/* Allowed: the plain keys and one <name>_metric key per metric. */
 	const char *allowed[sizeof(plain_keys) / sizeof(plain_keys[0]) + M_N];
@@ -351,10 +347,9 @@ static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.labels", "bad-value", "%s", err);
 		bad = 1;
 	}
-	uint64_t timeout_ms = 500, window_ms = 30000, max_bytes = 8u << 20, ptimeout = 0,
-		 pretries = 2, grace = 5000;
+	uint64_t timeout_ms = 500, max_bytes = 8u << 20, ptimeout = 0,
+		 pretries = 0, grace = 5000;
 	bad |= bopts_u64(o, "timeout_ms", 10, 600000, timeout_ms, &timeout_ms) != 0;
-	bad |= bopts_u64(o, "window_ms", 1, UINT64_C(86400000), window_ms, &window_ms) != 0;
 	bad |= bopts_u64(o, "max_bytes", 1024, UINT64_C(1) << 30, max_bytes, &max_bytes) != 0;
 	bad |= bopts_u64(o, "precision_timeout_ms", 10, 600000, ptimeout, &ptimeout) != 0;
 	bad |= bopts_u64(o, "precision_retries", 0, 10, pretries, &pretries) != 0;
@@ -428,10 +423,7 @@ static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 		s->h[i] = calloc(1, sizeof(struct hist));
 		if (!s->h[i])
 			goto out_free;
-		prom_window_init(&s->win[i], window_ms);
 	}
-	prom_window_init(&s->win_dur, window_ms);
-	prom_window_init(&s->win_queue, window_ms);
 	for (size_t i = 0; i < HAL_MAX_SLICES; i++)
 		s->qdelta[i] = NAN;
 	s->curl = curl_easy_init();
@@ -495,18 +487,21 @@ static size_t body_cb(char *ptr, size_t size, size_t nmemb, void *ud)
 	return n;
 }
 
-/* GET url into s->body. 0 or a fault bit with s->fault_msg. */
-static uint32_t http_get(struct sv *s, const char *url)
+/* GET url into s->body by deadline_ms (CLOCK_MONOTONIC). 0 or a fault bit
+ * with s->fault_msg. */
+static uint32_t http_get(struct sv *s, const char *url, uint64_t deadline_ms)
 {
 	CURL *c = s->curl;
+	uint64_t now = govd_mono_ms();
+	if (now >= deadline_ms) {
+		snprintf(s->fault_msg, sizeof(s->fault_msg), "GET %s: timeout_ms (%u) spent before it",
+			 url, s->timeout_ms);
+		return HAL_SVF_TIMEOUT;
+	}
+	long left = (long)(deadline_ms - now);
 	s->body_len = 0;
 	s->body_over = false;
-	curl_easy_reset(c);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)s->timeout_ms);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)s->timeout_ms);
+	hal_curl_reset(c, url, left);
 	curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, ""); /* gzip is optional in the spec */
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, body_cb);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, s);
@@ -539,8 +534,6 @@ struct scrape {
 	double slice[3][HAL_MAX_SLICES];
 	bool has_q[2][HAL_MAX_SLICES];
 	double qv[2][HAL_MAX_SLICES];
-	bool has_dur_count; /* Triton: request count paired with M_DUR */
-	double confirm;
 };
 
 /* Tries each '|' alternative; 0 and the name used, or the last error. */
@@ -618,7 +611,7 @@ static uint32_t extract(struct sv *s, const struct prom_doc *doc, struct scrape 
 			return HAL_SVF_MISSING;
 		}
 	}
-	static const int scalar[] = { M_REQ, M_TOK, M_RUN, M_WAIT, M_DUR, M_QUEUE, M_INT8_TOK, M_CONFIRM };
+	static const int scalar[] = { M_REQ, M_TOK, M_RUN, M_WAIT, M_DUR, M_INT8_TOK, M_CONFIRM };
 	for (size_t k = 0; k < sizeof(scalar) / sizeof(scalar[0]); k++) {
 		int m = scalar[k];
 		if (!s->mname[m])
@@ -648,56 +641,41 @@ static uint32_t extract(struct sv *s, const struct prom_doc *doc, struct scrape 
 	return 0;
 }
 
-static void window_means(const struct prom_window *w, double unit_ms, double *mean)
+/* This scrape's increase of a served cumulative histogram into iv; last
+ * keeps the scrape for the next one. True on a counter reset (PromQL rate():
+ * the increase is then the new content itself). */
+static bool buckets_interval(struct prom_buckets *last, const struct prom_buckets *now,
+			     struct prom_buckets *iv)
 {
-	struct prom_buckets d;
-	*mean = NAN;
-	if (prom_window_delta(w, &d, NULL) == 0 && d.count > 0)
-		*mean = d.sum / d.count * unit_ms;
+	bool reset = false;
+	if (last->n)
+		reset = prom_buckets_delta(iv, now, last);
+	else
+		*iv = *now; /* first scrape: everything so far */
+	*last = *now;
+	return reset;
 }
 
-static uint32_t commit(struct sv *s, const struct scrape *sc, uint64_t now)
+static uint32_t commit(struct sv *s, const struct scrape *sc)
 {
 	uint32_t faults = 0;
 	struct prom_buckets iv;
 	for (int i = 0; i < 3; i++) {
-		s->q[2 * i] = s->q[2 * i + 1] = NAN;
 		if (!sc->has_h[i])
 			continue;
-		if (prom_window_push(&s->win[i], now, &sc->h[i], &iv))
+		if (buckets_interval(&s->last[i], &sc->h[i], &iv))
 			faults |= HAL_SVF_RESET;
 		prom_buckets_to_hist(s->h[i], &iv, s->hist_unit_ms);
-		struct prom_buckets d;
-		uint64_t span;
-		if (prom_window_delta(&s->win[i], &d, &span) == 0) {
-			s->q[2 * i] = prom_bucket_quantile(0.95, &d) * s->hist_unit_ms;
-			s->q[2 * i + 1] = prom_bucket_quantile(0.99, &d) * s->hist_unit_ms;
-			s->span_ms = span;
-		}
 	}
-	s->e2e_mean_ms = s->queue_mean_ms = NAN;
-	if (sc->has_h[2])
-		window_means(&s->win[2], s->hist_unit_ms, &s->e2e_mean_ms);
 	/* Triton: counters of microseconds over the request counter; each
 	 * request of the interval enters the e2e histogram at the interval mean */
 	if (sc->has[M_DUR] && sc->has[M_REQ] && !sc->has_h[2]) {
 		struct prom_buckets b = { .n = 1, .le = { INFINITY }, .cum = { sc->val[M_REQ] },
 					  .count = sc->val[M_REQ], .sum = sc->val[M_DUR] };
-		if (prom_window_push(&s->win_dur, now, &b, &iv))
+		if (buckets_interval(&s->last_dur, &b, &iv))
 			faults |= HAL_SVF_RESET;
 		if (iv.count >= 1 && iv.count < 1e15 && iv.sum >= 0)
 			hist_add(s->h[2], iv.sum / iv.count * s->counter_unit_ms, (uint64_t)llround(iv.count));
-		window_means(&s->win_dur, s->counter_unit_ms, &s->e2e_mean_ms);
-		s->span_ms = 0;
-		struct prom_buckets d;
-		prom_window_delta(&s->win_dur, &d, &s->span_ms);
-	}
-	if (sc->has[M_QUEUE] && sc->has[M_REQ]) {
-		struct prom_buckets b = { .n = 1, .le = { INFINITY }, .cum = { sc->val[M_REQ] },
-					  .count = sc->val[M_REQ], .sum = sc->val[M_QUEUE] };
-		if (prom_window_push(&s->win_queue, now, &b, NULL))
-			faults |= HAL_SVF_RESET;
-		window_means(&s->win_queue, s->counter_unit_ms, &s->queue_mean_ms);
 	}
 	if (sc->has[M_REQ] && prom_counter_update(&s->c_req, sc->val[M_REQ]))
 		faults |= HAL_SVF_RESET;
@@ -722,13 +700,13 @@ static uint32_t commit(struct sv *s, const struct scrape *sc, uint64_t now)
 }
 
 /* One scrape; returns the fault bits (0: good, state committed). */
-static uint32_t scrape(struct sv *s, uint64_t now)
+static uint32_t scrape(struct sv *s, uint64_t deadline_ms)
 {
 	s->fault_msg[0] = '\0';
 	s->have_scrape = true;
 	s->scraped_since_quality = true;
 	s->last_ok = false;
-	uint32_t f = http_get(s, s->url);
+	uint32_t f = http_get(s, s->url, deadline_ms);
 	if (f)
 		return f;
 	struct prom_doc doc;
@@ -748,7 +726,7 @@ static uint32_t scrape(struct sv *s, uint64_t now)
 	f = extract(s, &doc, sc);
 	prom_doc_free(&doc);
 	if (!f) {
-		f = commit(s, sc, now);
+		f = commit(s, sc);
 		s->last_ok = true;
 	}
 	free(sc);
@@ -756,27 +734,19 @@ static uint32_t scrape(struct sv *s, uint64_t now)
 }
 
 /* Applied generation from confirm_url / confirm_file (the metric comes with the scrape). */
-static void confirm_read(struct sv *s)
+static void confirm_read(struct sv *s, uint64_t deadline_ms)
 {
 	uint64_t g;
 	if (s->confirm_url) {
 		char keep[sizeof(s->fault_msg)];
 		memcpy(keep, s->fault_msg, sizeof(keep));
-		if (!http_get(s, s->confirm_url) &&
+		if (!http_get(s, s->confirm_url, deadline_ms) &&
 		    !pact_parse_applied(s->body, s->body_len, s->confirm_field, &g))
 			s->gen_applied = g;
 		memcpy(s->fault_msg, keep, sizeof(keep));
 	}
-	if (s->confirm_file) {
-		FILE *fp = fopen(s->confirm_file, "rb");
-		if (fp) {
-			char buf[4096];
-			size_t n = fread(buf, 1, sizeof(buf), fp);
-			fclose(fp);
-			if (!pact_parse_applied(buf, n, s->confirm_field, &g))
-				s->gen_applied = g;
-		}
-	}
+	if (s->confirm_file && !pact_read_applied_file(s->confirm_file, s->confirm_field, &g))
+		s->gen_applied = g;
 }
 
 static bool confirm_configured(const struct sv *s)
@@ -784,11 +754,11 @@ static bool confirm_configured(const struct sv *s)
 	return s->mname[M_CONFIRM] || s->confirm_url || s->confirm_file;
 }
 
-static uint32_t confirm_check(struct sv *s, uint64_t now, char *msg, size_t len)
+static uint32_t confirm_check(struct sv *s, uint64_t now, uint64_t deadline_ms, char *msg, size_t len)
 {
 	if (!s->act_on || !confirm_configured(s))
 		return 0;
-	confirm_read(s);
+	confirm_read(s, deadline_ms);
 	if (s->gen_set == 0) {
 		/* nothing sent by this run yet: continue the server's sequence */
 		if (s->gen_applied > s->act.generation)
@@ -817,8 +787,10 @@ static int sv_read_serving(struct hal_dev *dev, struct hal_serving *out)
 	if (!s || !out)
 		return -EINVAL;
 	memset(out, 0, sizeof(*out));
-	uint32_t f = scrape(s, mono_ms());
-	uint64_t now = mono_ms();
+	/* scrape and confirmation GET share one timeout_ms: the read fits the period */
+	uint64_t deadline = govd_mono_ms() + s->timeout_ms;
+	uint32_t f = scrape(s, deadline);
+	uint64_t now = govd_clock_now_or_mono_ms(s->clock);
 	out->t_ms = now;
 	out->valid = s->last_ok;
 	out->faults = f;
@@ -837,16 +809,8 @@ static int sv_read_serving(struct hal_dev *dev, struct hal_serving *out)
 		out->slice_int8_completed[i] = (uint64_t)llround(s->c_slice[1][i].total);
 		out->slice_tokens_int8[i] = (uint64_t)llround(s->c_slice[2][i].total);
 	}
-	out->quantiles_valid = s->last_ok;
-	out->quantile_window_ms = s->span_ms;
-	double *q[6] = { &out->ttft_p95_ms, &out->ttft_p99_ms, &out->tbt_p95_ms,
-			 &out->tbt_p99_ms,  &out->e2e_p95_ms,  &out->e2e_p99_ms };
-	for (int i = 0; i < 6; i++)
-		*q[i] = s->last_ok ? s->q[i] : NAN;
-	out->e2e_mean_ms = s->last_ok ? s->e2e_mean_ms : NAN;
-	out->queue_mean_ms = s->last_ok ? s->queue_mean_ms : NAN;
 	char cmsg[200] = "";
-	uint32_t cf = confirm_check(s, now, cmsg, sizeof(cmsg));
+	uint32_t cf = confirm_check(s, now, deadline, cmsg, sizeof(cmsg));
 	if (cf) {
 		out->faults |= cf;
 		if (!s->fault_msg[0])
@@ -967,7 +931,7 @@ static int sv_read_quality(struct hal_dev *dev, struct hal_quality *out)
 	if (quality_from_scrape(s)) {
 		/* read_serving usually scraped this period already */
 		if (!s->scraped_since_quality)
-			f |= scrape(s, mono_ms()) & ~HAL_SVF_RESET;
+			f |= scrape(s, govd_mono_ms() + s->timeout_ms) & ~HAL_SVF_RESET;
 		valid = s->last_ok;
 		if (!valid)
 			snprintf(s->qfault_msg, sizeof(s->qfault_msg), "%.180s", s->fault_msg);
@@ -978,7 +942,7 @@ static int sv_read_quality(struct hal_dev *dev, struct hal_quality *out)
 			 "no quality source (quality_socket or quality_*_metric)");
 	}
 	f |= quality_drain(s);
-	out->t_ms = mono_ms();
+	out->t_ms = govd_clock_now_or_mono_ms(s->clock);
 	out->valid = valid;
 	out->n_slices = s->n_slices;
 	for (size_t i = 0; i < s->n_slices; i++) {
@@ -1015,7 +979,7 @@ static int sv_set_precision(struct hal_dev *dev, const double *int8_frac, size_t
 		names[i] = s->slice_name[i];
 	int rc = pact_apply(&s->act, names, int8_frac, n_slices, wall_ms());
 	s->gen_set = s->act.generation;
-	s->t_set_ms = mono_ms();
+	s->t_set_ms = govd_clock_now_or_mono_ms(s->clock);
 	if (rc)
 		snprintf(s->fault_msg, sizeof(s->fault_msg), "%s", s->act.err);
 	return rc;

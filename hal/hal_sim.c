@@ -108,18 +108,27 @@ static int sim_get_limits(struct hal_dev *dev, struct hal_limits *out)
 }
 
 /* One sensor reading in milli-units (kilo for the clock: MHz -> kHz is x1000 too). */
-static struct hal_value sensor_value(const struct plant_readings *r, enum sensor_id s)
+/* Fields set one by one into the zeroed sample: a struct copy may carry
+ * indeterminate padding, and callers compare samples bytewise. */
+static void sensor_value(const struct plant_readings *r, enum sensor_id s, struct hal_value *hv)
 {
-	struct hal_value hv = { .t_ms = to_ms(r->t_meas_s[s]), .valid = r->valid[s] };
+	hv->t_ms = to_ms(r->t_meas_s[s]);
+	hv->valid = r->valid[s];
 	if (!r->valid[s])
-		return hv; /* v = 0, t_ms = when it last gave data */
+		return; /* v = 0, t_ms = when it last gave data */
 	if (!isfinite(r->value[s])) {
-		hv.nan = true;
-		hv.v = HAL_V_NAN;
-		return hv;
+		hv->nan = true;
+		hv->v = HAL_V_NAN;
+		return;
 	}
-	hv.v = milli(r->value[s]);
-	return hv;
+	hv->v = milli(r->value[s]);
+}
+
+static void put_value(struct hal_value *hv, int64_t v, uint64_t t_ms, bool valid)
+{
+	hv->v = v;
+	hv->t_ms = t_ms;
+	hv->valid = valid;
 }
 
 static const enum sensor_id rail_sensor[HAL_RAIL_N] = {
@@ -141,22 +150,17 @@ static int sim_sample(struct hal_dev *dev, struct hal_sample *out)
 	memset(out, 0, sizeof(*out));
 	out->t_ms = now;
 	for (int i = 0; i < HAL_RAIL_N; i++) {
-		out->power_mw[i] = sensor_value(&r, rail_sensor[i]);
+		sensor_value(&r, rail_sensor[i], &out->power_mw[i]);
 		/* The energy counter is read from the same meter: lost with it,
 		 * and it keeps its last count time while lost. */
-		out->energy_mj[i] = (struct hal_value){
-			.v = r.valid[rail_sensor[i]] ? milli(r.energy_j[i]) : 0,
-			.t_ms = out->power_mw[i].t_ms,
-			.valid = r.valid[rail_sensor[i]],
-		};
+		bool ok = r.valid[rail_sensor[i]];
+		put_value(&out->energy_mj[i], ok ? milli(r.energy_j[i]) : 0, out->power_mw[i].t_ms, ok);
 	}
 	for (int i = 0; i < HAL_TEMP_N; i++)
-		out->temp_mc[i] = sensor_value(&r, temp_sensor[i]);
-	out->clk_khz = sensor_value(&r, SENSOR_CLOCK);
-	out->power_limit_mw = (struct hal_value){ .v = milli(r.power_limit_w), .t_ms = now,
-						  .valid = true };
-	out->util_pct = (struct hal_value){ .v = llround(r.util * 100.0), .t_ms = now,
-					    .valid = true };
+		sensor_value(&r, temp_sensor[i], &out->temp_mc[i]);
+	sensor_value(&r, SENSOR_CLOCK, &out->clk_khz);
+	put_value(&out->power_limit_mw, milli(r.power_limit_w), now, true);
+	put_value(&out->util_pct, llround(r.util * 100.0), now, true);
 	out->throttle = r.throttle;
 	out->clamp_events = r.clamp_events;
 	out->clamp_time_ms = to_ms(r.clamp_time_s);

@@ -7,13 +7,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #include "hal/hal.h"
 #include "hal/hal_backends.h"
@@ -24,8 +23,6 @@
 #define MAX_FREQS 64
 #define MAX_DPM 16
 #define MAX_ORIG 8
-#define TEMP_MIN_MC (-273150)
-#define TEMP_MAX_MC 200000
 
 /* Energy counters: hwmon energy1_input, RAPL package, RAPL dram. */
 enum { Z_HWMON, RAPL_PKG, RAPL_DRAM, Z_N };
@@ -70,8 +67,7 @@ struct sysfs {
 	bool orig_taken, wrote;
 	struct orig_entry orig[MAX_ORIG];
 	size_t n_orig;
-	uint32_t faults;
-	char fault[64];
+	struct hal_faults flt;
 	char err[SP + 128];
 };
 
@@ -82,26 +78,12 @@ static struct sysfs *sysfs_of(struct hal_dev *dev)
 
 static uint64_t now_ms(const struct sysfs *s)
 {
-	if (s->clock)
-		return govd_clock_now_ms(s->clock);
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return govd_clock_now_or_mono_ms(s->clock);
 }
 
 static void set_err(struct sysfs *s, int rc, const char *what, const char *path)
 {
 	snprintf(s->err, sizeof(s->err), "sysfs: %s %s: %s", what, path, strerror(-rc));
-}
-
-static void add_fault(struct sysfs *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add_fault(struct sysfs *s, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	s->faults++;
-	vsnprintf(s->fault, sizeof(s->fault), fmt, ap);
-	va_end(ap);
 }
 
 /* ---- options -------------------------------------------------------- */
@@ -607,61 +589,22 @@ static int sysfs_set_power_limit(struct hal_dev *dev, uint32_t limit_mw)
 	return rc;
 }
 
-/* ---- JSON of the originals ------------------------------------------ */
-
-static size_t json_str(char *out, size_t len, size_t used, const char *str)
-{
-	if (used < len)
-		out[used] = '"';
-	used++;
-	for (const unsigned char *p = (const unsigned char *)str; *p; p++) {
-		char tmp[8];
-		size_t n;
-		if (*p == '"' || *p == '\\')
-			n = (size_t)snprintf(tmp, sizeof(tmp), "\\%c", *p);
-		else if (*p < 0x20)
-			n = (size_t)snprintf(tmp, sizeof(tmp), "\\u%04x", *p);
-		else
-			n = (size_t)snprintf(tmp, sizeof(tmp), "%c", *p);
-		for (size_t i = 0; i < n; i++, used++)
-			if (used < len)
-				out[used] = tmp[i];
-	}
-	if (used < len)
-		out[used] = '"';
-	return used + 1;
-}
-
-static size_t json_raw(char *out, size_t len, size_t used, const char *raw)
-{
-	for (; *raw; raw++, used++)
-		if (used < len)
-			out[used] = *raw;
-	return used;
-}
-
 static int sysfs_get_original(struct hal_dev *dev, char *json, size_t len)
 {
 	struct sysfs *s = sysfs_of(dev);
 	take_original(s);
-	size_t u = json_raw(json, len, 0, "{\"backend\":\"sysfs\",\"device\":");
-	u = json_str(json, len, u, dev->name);
-	u = json_raw(json, len, u, ",\"restore\":[");
-	for (size_t i = 0; i < s->n_orig; i++) {
-		u = json_raw(json, len, u, i ? ",{\"path\":" : "{\"path\":");
-		u = json_str(json, len, u, s->orig[i].path);
-		u = json_raw(json, len, u, ",\"value\":");
-		u = json_str(json, len, u, s->orig[i].value);
-		u = json_raw(json, len, u, "}");
-	}
-	u = json_raw(json, len, u, "]}");
-	if (u >= len) {
-		if (len)
-			json[0] = '\0';
-		return -ENOSPC;
-	}
-	json[u] = '\0';
-	return 0;
+	json_t *restore = json_array();
+	for (size_t i = 0; restore && i < s->n_orig; i++)
+		if (json_array_append_new(restore, json_pack("{s:s, s:s}", "path", s->orig[i].path,
+							     "value", s->orig[i].value))) {
+			json_decref(restore);
+			restore = NULL;
+		}
+	if (!restore)
+		return hal_json_out(NULL, json, len);
+	return hal_json_out(json_pack("{s:s, s:s, s:o}", "backend", "sysfs", "device", dev->name,
+				      "restore", restore),
+			    json, len);
 }
 
 static const char *sysfs_last_error(struct hal_dev *dev)
@@ -676,11 +619,11 @@ static bool read_nonneg(struct sysfs *s, const char *path, int64_t *v)
 {
 	int rc = sysfs_read_i64(path, v);
 	if (rc) {
-		add_fault(s, "%.40s: %s", sysfs_short(path), strerror(-rc));
+		hal_fault(&s->flt, "%.40s: %s", sysfs_short(path), strerror(-rc));
 		return false;
 	}
 	if (*v < 0) {
-		add_fault(s, "%.40s: negative %lld", sysfs_short(path), (long long)*v);
+		hal_fault(&s->flt, "%.40s: negative %lld", sysfs_short(path), (long long)*v);
 		return false;
 	}
 	return true;
@@ -712,7 +655,7 @@ static void sample_zone(struct sysfs *s, int z, enum hal_rail rail, uint64_t t,
 	}
 	uint64_t dt = t - zn->prev_t_ms;
 	if (sysfs_energy_delta(zn->prev_uj, now, zn->range_uj, dt, s->rapl_max_power_mw, &d)) {
-		add_fault(s, "%.32s: counter backwards or jumped to %lld", sysfs_short(zn->energy),
+		hal_fault(&s->flt, "%.32s: counter backwards or jumped to %lld", sysfs_short(zn->energy),
 			  (long long)now);
 		/* Re-baseline: a reset counter must not be rejected forever. */
 		zn->prev_uj = now;
@@ -742,10 +685,10 @@ static int sysfs_sample(struct hal_dev *dev, struct hal_sample *out)
 			continue;
 		int rc = sysfs_read_i64(s->temp[i], &v);
 		if (rc) {
-			add_fault(s, "%.40s: %s", sysfs_short(s->temp[i]), strerror(-rc));
-		} else if (v < TEMP_MIN_MC || v > TEMP_MAX_MC) {
-			add_fault(s, "%.32s: %lld mC out of [-273.15, 200] C", sysfs_short(s->temp[i]),
-				  (long long)v);
+			hal_fault(&s->flt, "%.40s: %s", sysfs_short(s->temp[i]), strerror(-rc));
+		} else if (v < HAL_TEMP_MIN_MC || v > hal_temp_max_mc(i)) {
+			hal_fault(&s->flt, "%.32s: %lld mC out of [%g, %g] C", sysfs_short(s->temp[i]),
+				  (long long)v, HAL_TEMP_MIN_MC / 1e3, hal_temp_max_mc(i) / 1e3);
 		} else {
 			put(&out->temp_mc[i], v, t);
 		}
@@ -762,7 +705,7 @@ static int sysfs_sample(struct hal_dev *dev, struct hal_sample *out)
 		if (n > 0 && cur >= 0) {
 			put(&out->clk_khz, (int64_t)lv[cur].mhz * 1000, t);
 		} else {
-			add_fault(s, "%.40s: no current level", sysfs_short(s->sclk));
+			hal_fault(&s->flt, "%.40s: no current level", sysfs_short(s->sclk));
 		}
 	} else if (s->cpufreq[0]) {
 		if (sysfs_path(p, sizeof(p), "%s/scaling_cur_freq", s->cpufreq) == 0 &&
@@ -772,13 +715,12 @@ static int sysfs_sample(struct hal_dev *dev, struct hal_sample *out)
 	if (s->cap[0] && read_nonneg(s, s->cap, &v))
 		put(&out->power_limit_mw, v / 1000, t);
 	if (s->busy[0] && read_nonneg(s, s->busy, &v)) {
-		if (v > 100)
-			add_fault(s, "%.40s: %lld%% above 100", sysfs_short(s->busy), (long long)v);
+		if (v > HAL_UTIL_MAX_PCT)
+			hal_fault(&s->flt, "%.40s: %lld%% above 100", sysfs_short(s->busy), (long long)v);
 		else
 			put(&out->util_pct, v, t);
 	}
-	out->faults = s->faults;
-	snprintf(out->fault, sizeof(out->fault), "%s", s->fault);
+	hal_faults_put(&s->flt, out);
 	return 0;
 }
 

@@ -19,6 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
+#include "hal/curl_util.h"
+
 int pact_kind_parse(const char *s, enum pact_kind *out)
 {
 	static const char *const names[] = { "none", "file", "http", "exec" };
@@ -87,6 +90,7 @@ out_free:
 	return rc;
 }
 
+/* The whole of a small file (at most 1 MiB: -EFBIG beyond), malloc'd. */
 static int read_small_file(const char *path, char **buf, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
@@ -131,6 +135,17 @@ out_close:
 	return rc;
 }
 
+int pact_read_applied_file(const char *path, const char *field, uint64_t *gen)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int rc = read_small_file(path, &buf, &len);
+	if (!rc)
+		rc = pact_parse_applied(buf, len, field, gen);
+	free(buf);
+	return rc;
+}
+
 int pact_init(struct pact *a, const struct pact_cfg *cfg)
 {
 	memset(a, 0, sizeof(*a));
@@ -154,14 +169,9 @@ int pact_init(struct pact *a, const struct pact_cfg *cfg)
 	}
 	if (a->kind == PACT_FILE) {
 		/* continue the sequence of a document left by an earlier run */
-		char *buf = NULL;
-		size_t len = 0;
 		uint64_t g;
-		if (!read_small_file(a->target, &buf, &len)) {
-			if (!pact_parse_applied(buf, len, "generation", &g))
-				a->generation = g;
-			free(buf);
-		}
+		if (!pact_read_applied_file(a->target, "generation", &g))
+			a->generation = g;
 	}
 	return 0;
 }
@@ -250,24 +260,29 @@ static size_t discard_cb(char *ptr, size_t size, size_t nmemb, void *ud)
 	return size * nmemb;
 }
 
+/* The tries share one deadline: a failed hand-over costs at most
+ * timeout_ms of the control tick (the governor tries again next tick). */
 static int apply_http(struct pact *a, const char *doc)
 {
+	uint64_t deadline = govd_mono_ms() + a->timeout_ms;
 	CURL *c = a->curl;
 	struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
 	if (!hdr)
 		return -ENOMEM;
-	curl_easy_reset(c);
-	curl_easy_setopt(c, CURLOPT_URL, a->target);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	hal_curl_reset(c, a->target, (long)a->timeout_ms);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, doc);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(doc));
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)a->timeout_ms);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)a->timeout_ms);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard_cb);
 	int rc = -EIO;
 	for (unsigned t = 0; t <= a->retries; t++) {
+		if (t > 0) {
+			uint64_t now = govd_mono_ms();
+			if (now >= deadline)
+				break; /* rc and err of the last try stand */
+			curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(deadline - now));
+			curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(deadline - now));
+		}
 		CURLcode cc = curl_easy_perform(c);
 		long status = 0;
 		if (cc == CURLE_OK) {
@@ -291,13 +306,6 @@ static int apply_http(struct pact *a, const char *doc)
 	return rc;
 }
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Wait for pid until deadline; true if it exited (status filled). */
 static bool wait_deadline(pid_t pid, uint64_t deadline_ms, int *status)
 {
@@ -313,7 +321,7 @@ static bool wait_deadline(pid_t pid, uint64_t deadline_ms, int *status)
 				close(pfd);
 			return r == pid;
 		}
-		uint64_t now = mono_ms();
+		uint64_t now = govd_mono_ms();
 		if (now >= deadline_ms)
 			break;
 		uint64_t left = deadline_ms - now;
@@ -341,7 +349,7 @@ static int pipe_write(int fd, const char *doc, size_t n, uint64_t deadline_ms)
 	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
 	int rc = 0;
 	while (n) {
-		uint64_t now = mono_ms();
+		uint64_t now = govd_mono_ms();
 		if (now >= deadline_ms) {
 			rc = -ETIMEDOUT;
 			break;
@@ -379,7 +387,7 @@ static int apply_exec(struct pact *a, const char *doc)
 		return -errno;
 	fcntl(fds[0], F_SETFD, FD_CLOEXEC);
 	fcntl(fds[1], F_SETFD, FD_CLOEXEC);
-	uint64_t deadline = mono_ms() + a->timeout_ms;
+	uint64_t deadline = govd_mono_ms() + a->timeout_ms;
 	pid_t pid = fork();
 	if (pid < 0) {
 		int e = errno;

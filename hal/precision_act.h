@@ -15,8 +15,8 @@ enum pact_kind { PACT_NONE, PACT_FILE, PACT_HTTP, PACT_EXEC };
 struct pact_cfg {
 	enum pact_kind kind;
 	const char *target;  /* file path, URL, or shell command (run with /bin/sh -c) */
-	uint32_t timeout_ms; /* http: per try; exec: the whole run */
-	unsigned retries;    /* http: extra tries after a failed first one */
+	uint32_t timeout_ms; /* http: all tries together; exec: the whole run */
+	unsigned retries;    /* http: extra tries after a failed first one, within timeout_ms */
 };
 
 struct pact {
@@ -45,5 +45,7 @@ int pact_apply(struct pact *a, const char *const *names, const double *frac, siz
 /* Reads an applied generation from a JSON document: field is a dotted path
  * ("generation", "precision.generation"). 0, -EBADMSG, -ENOENT. */
 int pact_parse_applied(const char *buf, size_t len, const char *field, uint64_t *gen);
+/* The same from a file of at most 1 MiB: also the file's -errno, -EFBIG. */
+int pact_read_applied_file(const char *path, const char *field, uint64_t *gen);
 
 #endif

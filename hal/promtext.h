@@ -100,7 +100,9 @@ int prom_histogram_get(const struct prom_doc *doc, const char *family, const str
  * set, is a counter reset: delta = now (PromQL rate()). Returns true on reset. */
 bool prom_buckets_delta(struct prom_buckets *delta, const struct prom_buckets *now,
 			const struct prom_buckets *prev);
-/* PromQL histogram_quantile(q, b): NaN if empty or malformed. */
+/* PromQL histogram_quantile(q, b): NaN if empty or malformed. The backend
+ * answers no quantiles itself; this is the reference the tests hold
+ * prom_buckets_to_hist + hist_quantile (the governor's path) to. */
 double prom_bucket_quantile(double q, const struct prom_buckets *b);
 /* Adds the (non-cumulative) content of b to h, values scaled by unit_ms
  * (1000 for seconds): the j-th of c counts of a bucket goes where the
@@ -118,28 +120,5 @@ struct prom_counter {
 };
 /* Returns true if a reset was seen. */
 bool prom_counter_update(struct prom_counter *c, double raw);
-
-/* Windowed quantiles: a ring of snapshots of a monotone accumulated
- * histogram; the window delta runs from the newest snapshot at least
- * window_ms old (the oldest one while the history is shorter). */
-#define PROM_WIN_SLOTS 72
-struct prom_window {
-	uint64_t window_ms;
-	bool have_last;
-	uint64_t t_last;
-	struct prom_buckets last_raw; /* the previous scrape as served */
-	struct prom_buckets acc;      /* accumulated over resets */
-	size_t head, n;
-	uint64_t t_ms[PROM_WIN_SLOTS];
-	struct prom_buckets snap[PROM_WIN_SLOTS];
-};
-void prom_window_init(struct prom_window *w, uint64_t window_ms);
-/* Feeds one scrape. interval (out, may be NULL): this scrape's delta;
- * returns true if a reset was seen. */
-bool prom_window_push(struct prom_window *w, uint64_t t_ms, const struct prom_buckets *now,
-		      struct prom_buckets *interval);
-/* Delta over the window ending at the newest push; span_ms its length.
- * -ENODATA before the first push. */
-int prom_window_delta(const struct prom_window *w, struct prom_buckets *out, uint64_t *span_ms);
 
 #endif

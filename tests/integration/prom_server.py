@@ -15,6 +15,7 @@ GET  /applied-behind         one generation less than /applied
 POST /precision              records the document (record dir: precision-<n>.json), 200
 POST /precision-flaky        503 on every other request, 200 (recorded) otherwise
 POST /hang                   like GET /hang
+GET  /hits?m=POST&p=/hang    how many requests of that method reached that path so far
 """
 import argparse
 import json
@@ -44,6 +45,11 @@ class State:
         self.applied = 0
         self.n_posted = 0
         self.flaky = 0
+        self.hits = {}
+
+    def hit(self, method, path):
+        with self.lock:
+            self.hits[(method, path)] = self.hits.get((method, path), 0) + 1
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -69,7 +75,14 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         st = self.server.state
         u = urlparse(self.path)
-        if u.path in SEQUENCES:
+        st.hit("GET", u.path)
+        if u.path == "/hits":
+            q = parse_qs(u.query)
+            key = (q.get("m", ["GET"])[0], q.get("p", [""])[0])
+            with st.lock:
+                n = st.hits.get(key, 0)
+            self.reply(200, b"%d\n" % n)
+        elif u.path in SEQUENCES:
             key = (u.path, parse_qs(u.query).get("seq", [""])[0])
             files = SEQUENCES[u.path]
             with st.lock:
@@ -108,6 +121,7 @@ class Handler(BaseHTTPRequestHandler):
         st = self.server.state
         n = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(n)
+        st.hit("POST", self.path)
         if self.path == "/hang":
             self.hang()
             return

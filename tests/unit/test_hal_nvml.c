@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "common/clock.h"
 #include "hal/hal.h"
@@ -265,6 +266,10 @@ static void test_writes_and_restore(void **state)
 	assert_non_null(strstr(json, "\"backend\":\"nvml\""));
 	assert_non_null(strstr(json, "\"power_limit_mw\":700000"));
 	assert_non_null(strstr(json, "\"locked_clocks\":\"reset\""));
+	json_t *j = json_loads(json, 0, NULL);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(j, "name")), "NVIDIA H200 (fake 0)");
+	json_decref(j);
 	assert_int_equal(f->dev.ops->get_original(&f->dev, json, 10), -ENOSPC);
 
 	fx_close(f);
@@ -321,9 +326,16 @@ static void test_absurd_and_lost(void **state)
 	struct hal_sample s;
 	f->dev.ops->sample(&f->dev, &s);
 	assert_int_equal(s.faults, 0);
-	script(f, "temp_c 0 250\nenergy_mj 0 999000\n");
+	/* within the limits the governor's validator uses (hal.h): a reading */
+	script(f, "temp_c 0 220\n");
+	f->dev.ops->sample(&f->dev, &s);
+	assert_true(s.temp_mc[HAL_TEMP_JUNCTION].valid);
+	assert_int_equal(s.temp_mc[HAL_TEMP_JUNCTION].v, 220000);
+	assert_int_equal(s.faults, 0);
+	script(f, "temp_c 0 251\nenergy_mj 0 999000\n");
 	f->dev.ops->sample(&f->dev, &s);
 	assert_false(s.temp_mc[HAL_TEMP_JUNCTION].valid);
+	assert_non_null(strstr(s.fault, "out of [-273.15, 250]"));
 	assert_false(s.energy_mj[HAL_RAIL_ACCEL].valid);
 	assert_int_equal(s.faults, 2);
 	script(f, "lost 0 1\n");

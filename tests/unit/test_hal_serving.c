@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <curl/curl.h>
 
 #include "common/diag.h"
 #include "common/hist.h"
@@ -35,7 +36,7 @@ struct devh {
 };
 
 /* kv: NULL-terminated key, value, key, value ... ("%s" in a value is the base URL) */
-static int open_kv(struct devh *h, const char *const *kv)
+static int open_kv_clock(struct devh *h, const char *const *kv, const struct govd_clock *clock)
 {
 	memset(h, 0, sizeof(*h));
 	const char *base = getenv("SERVING_TEST_URL");
@@ -52,9 +53,14 @@ static int open_kv(struct devh *h, const char *const *kv)
 		h->vals[n] = h->bufs[n];
 	}
 	struct hal_dev_cfg cfg = { .name = "srv0", .backend = "serving", .n_opts = n, .keys = h->keys,
-				   .values = h->vals };
+				   .values = h->vals, .clock = clock };
 	h->dev.ops = &hal_serving_ops;
 	return hal_serving_ops.open(&h->dev, &cfg, &h->diags);
+}
+
+static int open_kv(struct devh *h, const char *const *kv)
+{
+	return open_kv_clock(h, kv, NULL);
 }
 
 static void close_dev(struct devh *h)
@@ -131,16 +137,87 @@ static void test_connection_refused(void **state)
 	struct hal_serving sv;
 	assert_int_equal(h.dev.ops->read_serving(&h.dev, &sv), 0);
 	assert_false(sv.valid);
-	assert_false(sv.quantiles_valid);
 	assert_true(sv.faults & HAL_SVF_CONNECT);
 	assert_non_null(sv.fault_msg);
 	assert_non_null(strstr(sv.fault_msg, "127.0.0.1:1"));
-	assert_true(isnan(sv.ttft_p99_ms));
+	assert_int_equal(sv.ttft->n, 0); /* nothing entered the histograms */
+	assert_int_equal(sv.e2e->n, 0);
 	/* slice names are known even when the server is down */
 	assert_int_equal(sv.n_slices, 2);
 	assert_string_equal(sv.slice_name[1], "chat");
 	assert_string_equal(hal_serving_fault_name(HAL_SVF_CONNECT), "connect");
 	close_dev(&h);
+}
+
+/* confirm_file of any size (up to 1 MiB) is read whole, the same way the
+ * file actuator reads its own document; this run continues its generation. */
+static void test_confirm_file_large(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/govd-cf-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[128];
+	snprintf(path, sizeof(path), "%s/applied.json", dir);
+	FILE *fp = fopen(path, "w");
+	assert_non_null(fp);
+	fputs("{\"note\":\"", fp);
+	for (int i = 0; i < 10000; i++)
+		fputc('x', fp);
+	fputs("\",\"precision\":{\"generation\":41}}\n", fp);
+	fclose(fp);
+	struct devh h;
+	const char *const kv[] = { "url", "http://127.0.0.1:1/metrics", "slices", "code", "precision", "exec",
+				   "precision_target", "cat >/dev/null", "confirm_file", path,
+				   "confirm_field", "precision.generation", NULL };
+	assert_int_equal(open_kv(&h, kv), 0);
+	struct hal_serving sv;
+	assert_int_equal(h.dev.ops->read_serving(&h.dev, &sv), 0);
+	assert_int_equal(sv.precision_gen_applied, 41);
+	double f = 0.5;
+	assert_int_equal(h.dev.ops->set_precision(&h.dev, &f, 1), 0);
+	assert_int_equal(h.dev.ops->read_serving(&h.dev, &sv), 0);
+	assert_int_equal(sv.precision_gen_set, 42);
+	close_dev(&h);
+	unlink(path);
+	rmdir(dir);
+}
+
+static uint64_t fixed_now(void *ctx)
+{
+	return *(const uint64_t *)ctx;
+}
+
+static int fixed_wait(void *ctx, uint64_t t_ms)
+{
+	*(uint64_t *)ctx = t_ms;
+	return 0;
+}
+
+/* Timestamps on the clock the daemon hands in (one time base with the
+ * other backends), not the backend's own CLOCK_MONOTONIC. */
+static void test_clock(void **state)
+{
+	(void)state;
+	static const struct govd_clock_ops ops = { fixed_now, fixed_wait };
+	uint64_t t = 987654321;
+	struct govd_clock clk = { &ops, &t };
+	char dir[] = "/tmp/govd-qc-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[128];
+	snprintf(path, sizeof(path), "%s/quality.sock", dir);
+	struct devh h;
+	const char *const kv[] = { "url", "http://127.0.0.1:1/metrics", "slices", "code",
+				   "quality_socket", path, NULL };
+	assert_int_equal(open_kv_clock(&h, kv, &clk), 0);
+	struct hal_serving sv;
+	assert_int_equal(h.dev.ops->read_serving(&h.dev, &sv), 0);
+	assert_int_equal(sv.t_ms, 987654321);
+	struct hal_quality q;
+	t = 987655321;
+	assert_int_equal(h.dev.ops->read_quality(&h.dev, &q), 0);
+	assert_int_equal(q.t_ms, 987655321);
+	close_dev(&h);
+	rmdir(dir);
 }
 
 static void send_dgram(const char *path, const char *msg)
@@ -235,13 +312,44 @@ static void read_ok(struct devh *h, struct hal_serving *sv)
 	assert_true(sv->valid);
 }
 
+/* The governor's path: hist_quantile of the delta of two cumulative
+ * snapshots. The log buckets are 2 % wide, so the hand-computed
+ * histogram_quantile values hold within 2 %. */
+static void assert_window_q(const struct hist *now, const struct hist *prev, double q, double want_ms)
+{
+	struct hist *d = malloc(sizeof(*d));
+	assert_non_null(d);
+	hist_delta(d, now, prev);
+	double got = hist_quantile(d, q);
+	free(d);
+	if (!(fabs(got - want_ms) <= 0.02 * want_ms))
+		print_error("q%.2f: %.3f ms, want %.3f ms\n", q, got, want_ms);
+	assert_true(fabs(got - want_ms) <= 0.02 * want_ms);
+}
+
+/* Snapshots of the three cumulative histograms (read_serving's are valid
+ * only until the next call). */
+struct snap {
+	struct hist h[3];
+};
+
+static struct snap *snap_take(const struct hal_serving *sv)
+{
+	struct snap *p = malloc(sizeof(*p));
+	assert_non_null(p);
+	p->h[0] = *sv->ttft;
+	p->h[1] = *sv->tbt;
+	p->h[2] = *sv->e2e;
+	return p;
+}
+
 static void test_vllm_windows_and_reset(void **state)
 {
 	(void)state;
 	NEED_SERVER();
 	struct devh h;
 	const char *const kv[] = { "url", "%s/vllm/metrics?seq=llama", "labels", "model_name=llama",
-				   "window_ms", "600000", "timeout_ms", "2000", NULL };
+				   "timeout_ms", "2000", NULL };
 	assert_int_equal(open_kv(&h, kv), 0);
 	struct hal_serving sv;
 	read_ok(&h, &sv);
@@ -250,58 +358,51 @@ static void test_vllm_windows_and_reset(void **state)
 	assert_int_equal(sv.tokens_generated, 27453);
 	assert_int_equal(sv.running, 8);
 	assert_int_equal(sv.queue_len, 3);
-	assert_true(sv.quantiles_valid);
-	assert_true(isnan(sv.ttft_p95_ms)); /* one scrape: an empty window */
-	assert_int_equal(sv.ttft->n, 140);
-	struct hist *prev = malloc(sizeof(*prev)), *d = malloc(sizeof(*d));
-	assert_non_null(prev);
-	assert_non_null(d);
-	*prev = *sv.ttft;
+	assert_int_equal(sv.ttft->n, 140); /* first scrape: everything so far */
+	struct snap *s1 = snap_take(&sv);
 
 	read_ok(&h, &sv);
 	assert_int_equal(sv.faults, 0);
-	assert_float_equal(sv.ttft_p95_ms, 250.0, 1e-9);
-	assert_float_equal(sv.ttft_p99_ms, 450.0, 1e-9);
-	assert_float_equal(sv.tbt_p95_ms, 150.0, 1e-9);
-	assert_float_equal(sv.tbt_p99_ms, 200.0 + 100.0 * 10.0 / 15.0, 1e-9);
-	assert_float_equal(sv.e2e_p95_ms, 5000.0, 1e-9);
-	assert_float_equal(sv.e2e_p99_ms, 9000.0, 1e-9);
-	assert_float_equal(sv.e2e_mean_ms, 2100.0, 1e-9);
 	assert_int_equal(sv.requests_completed, 240);
 	assert_int_equal(sv.tokens_generated, 30453);
 	assert_int_equal(sv.running, 5);
 	assert_int_equal(sv.queue_len, 0);
-	/* the governor's path: delta of the cumulative log-bucket histograms */
-	hist_delta(d, sv.ttft, prev);
-	assert_int_equal(d->n, 100);
-	assert_true(fabs(hist_quantile(d, 0.95) - 250.0) <= 0.021 * 250.0);
-	assert_true(fabs(hist_quantile(d, 0.99) - 450.0) <= 0.021 * 450.0);
-	*prev = *sv.ttft;
+	assert_int_equal(sv.ttft->n - s1->h[0].n, 100);
+	assert_window_q(sv.ttft, &s1->h[0], 0.95, 250.0);
+	assert_window_q(sv.ttft, &s1->h[0], 0.99, 450.0);
+	assert_window_q(sv.tbt, &s1->h[1], 0.95, 150.0);
+	assert_window_q(sv.tbt, &s1->h[1], 0.99, 200.0 + 100.0 * 10.0 / 15.0);
+	assert_window_q(sv.e2e, &s1->h[2], 0.95, 5000.0);
+	assert_window_q(sv.e2e, &s1->h[2], 0.99, 9000.0);
+	/* _sum carried over: the window mean */
+	assert_float_equal((sv.e2e->sum_ms - s1->h[2].sum_ms) / 100.0, 2100.0, 1e-6);
+	struct snap *s2 = snap_take(&sv);
 
 	/* the server restarted: counters went down */
 	read_ok(&h, &sv);
 	assert_true(sv.faults & HAL_SVF_RESET);
 	assert_int_equal(sv.requests_completed, 250); /* 240 + 10 after the restart */
 	assert_int_equal(sv.tokens_generated, 30953);
-	assert_int_equal(sv.ttft->n, 250);
-	hist_delta(d, sv.ttft, prev); /* still monotone: no wrap-around */
-	assert_int_equal(d->n, 10);
+	assert_int_equal(sv.ttft->n, 250); /* still monotone: no wrap-around */
+	assert_int_equal(sv.ttft->n - s2->h[0].n, 10);
 	/* window since scrape 1: the 100 of scrape 2 plus the 10 new ones,
 	 * rank 104.5 in (0.1,0.25] = 0.1 + 0.15 * 14.5/15 */
-	assert_float_equal(sv.ttft_p95_ms, 245.0, 1e-9);
-	free(prev);
-	free(d);
+	assert_window_q(sv.ttft, &s1->h[0], 0.95, 245.0);
+	free(s1);
+	free(s2);
 	close_dev(&h);
 
 	/* the other model on the same endpoint is kept apart */
 	const char *const km[] = { "url", "%s/vllm/metrics?seq=mistral", "labels", "model_name=mistral",
-				   "window_ms", "600000", "timeout_ms", "2000", NULL };
+				   "timeout_ms", "2000", NULL };
 	assert_int_equal(open_kv(&h, km), 0);
 	read_ok(&h, &sv);
 	assert_int_equal(sv.requests_completed, 50);
+	s1 = snap_take(&sv);
 	read_ok(&h, &sv);
-	assert_float_equal(sv.ttft_p95_ms, 2425.0, 1e-9);
+	assert_window_q(sv.ttft, &s1->h[0], 0.95, 2425.0);
 	assert_int_equal(sv.requests_completed, 100);
+	free(s1);
 	close_dev(&h);
 }
 
@@ -311,25 +412,26 @@ static void test_triton(void **state)
 	NEED_SERVER();
 	struct devh h;
 	const char *const kv[] = { "url", "%s/triton/metrics?seq=t", "format", "triton", "labels",
-				   "model=llama", "window_ms", "600000", "timeout_ms", "2000", NULL };
+				   "model=llama", "timeout_ms", "2000", NULL };
 	assert_int_equal(open_kv(&h, kv), 0);
 	struct hal_serving sv;
 	read_ok(&h, &sv);
 	assert_int_equal(sv.requests_completed, 100);
 	assert_int_equal(sv.tokens_generated, 100);
 	assert_int_equal(sv.queue_len, 4);
+	struct snap *s1 = snap_take(&sv);
 	read_ok(&h, &sv);
 	assert_int_equal(sv.faults, 0);
-	assert_float_equal(sv.e2e_mean_ms, 80.0, 1e-9);
-	assert_float_equal(sv.queue_mean_ms, 20.0, 1e-9);
-	assert_float_equal(sv.ttft_p95_ms, 100.0 + 400.0 * 28.0 / 30.0, 1e-9);
-	assert_float_equal(sv.ttft_p99_ms, 100.0 + 400.0 * 29.6 / 30.0, 1e-9);
-	assert_true(isnan(sv.tbt_p95_ms));
-	assert_true(isnan(sv.e2e_p99_ms)); /* counters give means, not quantiles */
+	assert_window_q(sv.ttft, &s1->h[0], 0.95, 100.0 + 400.0 * 28.0 / 30.0);
+	assert_window_q(sv.ttft, &s1->h[0], 0.99, 100.0 + 400.0 * 29.6 / 30.0);
+	assert_int_equal(sv.tbt->n, 0); /* Triton offers no inter-token histogram */
 	assert_int_equal(sv.queue_len, 2);
 	/* each interval's requests enter the e2e histogram at the interval mean */
 	assert_int_equal(sv.e2e->n, 200);
 	assert_true(fabs(sv.e2e->sum_ms - (100 * 50.0 + 100 * 80.0)) < 1e-6);
+	assert_window_q(sv.e2e, &s1->h[2], 0.5, 80.0);
+	assert_window_q(sv.e2e, &s1->h[2], 0.99, 80.0);
+	free(s1);
 	close_dev(&h);
 }
 
@@ -364,12 +466,30 @@ static void test_scrape_faults(void **state)
 			print_error("case %zu: valid %d faults 0x%x msg '%s'\n", i, sv.valid, sv.faults,
 				    sv.fault_msg ? sv.fault_msg : "(null)");
 		assert_false(sv.valid);
-		assert_false(sv.quantiles_valid);
+		assert_int_equal(sv.ttft->n, 0);
 		assert_true(sv.faults & cases[i].fault);
 		assert_non_null(strstr(sv.fault_msg, cases[i].msg));
 		assert_int_equal(sv.requests_completed, 0); /* nothing stale passed as fresh */
 		close_dev(&h);
 	}
+}
+
+/* Requests of method to path the stand-in server has seen (its /hits). */
+static long server_hits(const char *method, const char *path)
+{
+	char url[512], body[32] = "";
+	snprintf(url, sizeof(url), "%s/hits?m=%s&p=%s", base_url(), method, path);
+	FILE *f = fmemopen(body, sizeof(body) - 1, "w");
+	assert_non_null(f);
+	CURL *c = curl_easy_init();
+	assert_non_null(c);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, f); /* default callback: fwrite */
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 2000L);
+	assert_int_equal(curl_easy_perform(c), CURLE_OK);
+	curl_easy_cleanup(c);
+	fclose(f);
+	return strtol(body, NULL, 10);
 }
 
 static json_t *latest_record(void)
@@ -450,12 +570,25 @@ static void test_precision_http(void **state)
 	assert_int_equal(open_kv(&h, k0), 0);
 	assert_int_equal(h.dev.ops->set_precision(&h.dev, f, 2), -EIO);
 	close_dev(&h);
-	/* a server that never answers: the POST gives up after the timeout */
+	/* a server that never answers: the POST gives up after the timeout,
+	 * which all tries share, so no retry is left after a hung first try */
 	const char *const kh[] = { "url", "%s/generic/metrics", "format", "generic", "slices", "code,chat",
 				   "precision", "http", "precision_target", "%s/hang",
-				   "precision_timeout_ms", "300", "precision_retries", "0", NULL };
+				   "precision_timeout_ms", "300", "precision_retries", "3", NULL };
 	assert_int_equal(open_kv(&h, kh), 0);
+	long before = server_hits("POST", "/hang");
 	assert_int_equal(h.dev.ops->set_precision(&h.dev, f, 2), -ETIMEDOUT);
+	assert_int_equal(server_hits("POST", "/hang") - before, 1);
+	close_dev(&h);
+	/* no retry unless asked for: the governor tries again next tick */
+	const char *const kd[] = { "url", "%s/generic/metrics", "format", "generic", "slices", "code,chat",
+				   "precision", "http", "precision_target", "%s/precision-flaky", NULL };
+	assert_int_equal(open_kv(&h, kd), 0);
+	before = server_hits("POST", "/precision-flaky");
+	int rc1 = h.dev.ops->set_precision(&h.dev, f, 2);
+	int rc2 = h.dev.ops->set_precision(&h.dev, f, 2);
+	assert_true((rc1 == -EIO) != (rc2 == -EIO)); /* every other POST fails */
+	assert_int_equal(server_hits("POST", "/precision-flaky") - before, 2);
 	close_dev(&h);
 }
 
@@ -517,6 +650,8 @@ int main(void)
 		cmocka_unit_test(test_option_errors),
 		cmocka_unit_test(test_capabilities),
 		cmocka_unit_test(test_connection_refused),
+		cmocka_unit_test(test_clock),
+		cmocka_unit_test(test_confirm_file_large),
 		cmocka_unit_test(test_quality_socket),
 		cmocka_unit_test(test_vllm_windows_and_reset),
 		cmocka_unit_test(test_triton),

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "common/clock.h"
 #include "hal/hal.h"
@@ -321,11 +322,18 @@ static void test_amdgpu_absurd_values(void **state)
 	assert_int_equal(s.faults, 1);
 	assert_non_null(strstr(s.fault, "temp2_input"));
 
-	fx_write(f, HW3 "/temp2_input", "201000");
+	/* the limits of hal.h, which the governor's validator shares */
+	fx_write(f, HW3 "/temp2_input", "220000");
+	f->t_ms = 2500;
+	f->dev.ops->sample(&f->dev, &s);
+	assert_true(s.temp_mc[HAL_TEMP_JUNCTION].valid);
+	assert_int_equal(s.faults, 1);
+	fx_write(f, HW3 "/temp2_input", "250001");
 	f->t_ms = 3000;
 	f->dev.ops->sample(&f->dev, &s);
 	assert_false(s.temp_mc[HAL_TEMP_JUNCTION].valid);
 	assert_int_equal(s.faults, 2);
+	assert_non_null(strstr(s.fault, "250001 mC out of [-273.15, 250] C"));
 
 	fx_write(f, HW3 "/temp2_input", "50000");
 	fx_write(f, HW3 "/power1_average", "-5000000");
@@ -378,11 +386,20 @@ static void test_amdgpu_writes_and_restore(void **state)
 	assert_int_equal(f->dev.ops->set_clock_range(&f->dev, 900000, 1000000), -EINVAL);
 
 	char json[1024];
+	snprintf(f->dev.name, sizeof(f->dev.name), "gpu\"0\\\n"); /* escaped, not cut */
 	assert_int_equal(f->dev.ops->get_original(&f->dev, json, sizeof(json)), 0);
 	assert_non_null(strstr(json, "\"backend\":\"sysfs\""));
 	assert_non_null(strstr(json, "hwmon3/power1_cap\",\"value\":\"300000000\""));
 	assert_non_null(strstr(json, "power_dpm_force_performance_level\",\"value\":\"auto\""));
+	json_error_t jerr;
+	json_t *j = json_loads(json, 0, &jerr);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(j, "device")), "gpu\"0\\\n");
+	assert_true(json_array_size(json_object_get(j, "restore")) >= 2);
+	json_decref(j);
+	snprintf(f->dev.name, sizeof(f->dev.name), "gpu0");
 	assert_int_equal(f->dev.ops->get_original(&f->dev, json, 16), -ENOSPC);
+	assert_string_equal(json, "");
 
 	fx_close(f);
 	fx_read(f, HW3 "/power1_cap", buf, sizeof(buf));

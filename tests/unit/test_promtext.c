@@ -416,56 +416,6 @@ static void test_counter_reset(void **state)
 	assert_float_equal(c.total, 175, 0);
 }
 
-/* Window of 10 s over scrapes every 5 s; a reset at 20 s. */
-static void test_window(void **state)
-{
-	(void)state;
-	struct prom_window *w = malloc(sizeof(*w));
-	assert_non_null(w);
-	prom_window_init(w, 10000);
-	struct prom_buckets d, iv;
-	uint64_t span;
-	assert_int_equal(prom_window_delta(w, &d, &span), -ENODATA);
-	const double s0[] = { 10, 60, 90, 100 }, s1[] = { 10, 70, 100, 110 }, s2[] = { 20, 80, 110, 120 },
-		     s3[] = { 2, 2, 4, 4 }, s4[] = { 4, 4, 8, 8 };
-	struct prom_buckets b0 = mk(4, LE4, s0), b1 = mk(4, LE4, s1), b2 = mk(4, LE4, s2),
-			    b3 = mk(4, LE4, s3), b4 = mk(4, LE4, s4);
-	assert_false(prom_window_push(w, 0, &b0, &iv));
-	assert_float_equal(iv.count, 100, 0); /* first scrape: everything so far */
-	assert_int_equal(prom_window_delta(w, &d, &span), 0);
-	assert_int_equal(span, 0);
-	assert_float_equal(d.count, 0, 0);
-	assert_true(isnan(prom_bucket_quantile(0.5, &d)));
-	assert_false(prom_window_push(w, 5000, &b1, &iv));
-	assert_float_equal(iv.cum[1], 10, 0);
-	assert_int_equal(prom_window_delta(w, &d, &span), 0);
-	assert_int_equal(span, 5000); /* shorter than the window at the start */
-	assert_float_equal(d.count, 10, 0);
-	assert_false(prom_window_push(w, 10000, &b2, &iv));
-	prom_window_delta(w, &d, &span);
-	assert_int_equal(span, 10000);
-	/* s2 - s0: 10, 20, 20, 20 -> p50 rank 10 in (0,0.1] = 0.1 */
-	assert_float_equal(d.count, 20, 0);
-	assert_float_equal(prom_bucket_quantile(0.5, &d), 0.1, 1e-12);
-	assert_false(prom_window_push(w, 15000, &b2, &iv)); /* nothing new */
-	prom_window_delta(w, &d, &span);
-	assert_int_equal(span, 10000);
-	assert_float_equal(d.count, 10, 0); /* s2 - s1 */
-	/* reset at 20 s: the interval is the new values themselves */
-	assert_true(prom_window_push(w, 20000, &b3, &iv));
-	assert_float_equal(iv.count, 4, 0);
-	prom_window_delta(w, &d, &span);
-	/* window base at 10 s (s2): nothing between 10 and 15 s, then 4 new */
-	assert_float_equal(d.count, 4, 0);
-	assert_float_equal(d.cum[0], 2, 0);
-	/* 4 observations: 2 in (0,0.1], 2 in (0.5,1]; rank 3 -> 0.5 + 0.5 * 1/2 */
-	assert_float_equal(prom_bucket_quantile(0.75, &d), 0.75, 1e-12);
-	assert_false(prom_window_push(w, 25000, &b4, &iv));
-	prom_window_delta(w, &d, &span);
-	assert_float_equal(d.count, 8, 0); /* base 15 s: 4 (reset) + 4 */
-	free(w);
-}
-
 /* The conversion into common/hist log buckets keeps the quantile within
  * one hist bucket (2 %) of histogram_quantile. */
 static void test_buckets_to_hist(void **state)
@@ -593,7 +543,6 @@ int main(void)
 		cmocka_unit_test(test_label_separation),
 		cmocka_unit_test(test_histogram_malformed),
 		cmocka_unit_test(test_counter_reset),
-		cmocka_unit_test(test_window),
 		cmocka_unit_test(test_buckets_to_hist),
 		cmocka_unit_test(test_recorded_vllm),
 		cmocka_unit_test(test_recorded_triton),
