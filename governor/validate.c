@@ -18,9 +18,13 @@ static const char *const fault_names[GOV_FAULT_N] = {
 /* Physically possible range per signal (W, C, MHz, %, J). Below absolute zero
  * or negative power cannot be measured; the upper bounds are far beyond any
  * accelerator so a plausible-but-wrong value is not called a fault here. */
-static const double range_min[GOV_SIG_N] = { 0, 0, 0, -273.15, -273.15, -273.15, 0, 0, 0, 0, 0, 0 };
-static const double range_max[GOV_SIG_N] = { 5000, 5000, 5000, 250, 250, 100, 10000, 5000, 100,
-					     INFINITY, INFINITY, INFINITY };
+static const double range_min[GOV_SIG_N] = { 0, 0, 0, HAL_TEMP_MIN_MC / 1e3, HAL_TEMP_MIN_MC / 1e3,
+					     HAL_TEMP_MIN_MC / 1e3, 0, 0, 0, 0, 0, 0 };
+static const double range_max[GOV_SIG_N] = {
+	HAL_POWER_MAX_MW / 1e3, HAL_POWER_MAX_MW / 1e3, HAL_POWER_MAX_MW / 1e3, HAL_TEMP_MAX_MC / 1e3,
+	HAL_TEMP_MAX_MC / 1e3,	HAL_TEMP_INLET_MAX_MC / 1e3, HAL_CLK_MAX_KHZ / 1e3, HAL_POWER_MAX_MW / 1e3,
+	HAL_UTIL_MAX_PCT,	INFINITY, INFINITY, INFINITY
+};
 
 /* Stuck needs a witness: a signal that must move when this one is alive.
  * Signals without one (inlet, clock, limit, counters) are never called stuck:

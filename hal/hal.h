@@ -191,6 +191,7 @@ struct hal_ops {
 	int (*open)(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct diag_list *diags);
 	void (*close)(struct hal_dev *dev);
 	int (*get_limits)(struct hal_dev *dev, struct hal_limits *out);
+	/* Fills every field of *out (clear it first): the governor does not. */
 	int (*sample)(struct hal_dev *dev, struct hal_sample *out);
 	/* Optional capabilities. */
 	int (*set_clock_range)(struct hal_dev *dev, uint32_t min_khz, uint32_t max_khz);
