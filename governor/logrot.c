@@ -1,0 +1,264 @@
+#define _GNU_SOURCE /* fopencookie */
+#include "governor/logrot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct logrot {
+	char *path;
+	uint64_t max_bytes;
+	unsigned keep;
+	char *header_prefix;
+	size_t prefix_len;
+	int fd;
+	uint64_t size;
+	bool at_line_start, collecting;
+	char *header;     /* last header line seen, with its newline */
+	size_t header_len;
+	char *line_start; /* bytes of the current line so far, for header detection */
+	size_t ls_len;
+	uint64_t rotations, errors;
+	int first_err;
+	FILE *f;
+	char *buf;
+};
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int open_fd(struct logrot *l)
+{
+	int fd = open(l->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st)) {
+		int rc = -errno;
+		close(fd);
+		return rc;
+	}
+	l->fd = fd;
+	l->size = (uint64_t)st.st_size;
+	return 0;
+}
+
+int logrot_shift(const char *path, unsigned keep)
+{
+	size_t n = strlen(path) + 16;
+	char *from = malloc(n), *to = malloc(n);
+	int rc = 0;
+
+	if (!from || !to) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (keep == 0) {
+		if (unlink(path) && errno != ENOENT)
+			rc = -errno;
+		goto out;
+	}
+	for (unsigned i = keep; i >= 1; i--) {
+		if (i == 1)
+			snprintf(from, n, "%s", path);
+		else
+			snprintf(from, n, "%s.%u", path, i - 1);
+		snprintf(to, n, "%s.%u", path, i);
+		if (rename(from, to) && errno != ENOENT && !rc)
+			rc = -errno;
+	}
+out:
+	free(from);
+	free(to);
+	return rc;
+}
+
+static void note_err(struct logrot *l, int rc)
+{
+	l->errors++;
+	if (!l->first_err)
+		l->first_err = rc;
+}
+
+static int rotate(struct logrot *l)
+{
+	close(l->fd);
+	l->fd = -1;
+	int rc = logrot_shift(l->path, l->keep);
+	if (rc)
+		note_err(l, rc); /* keep logging into whatever path now holds */
+	rc = open_fd(l);
+	if (rc)
+		return rc;
+	l->rotations++;
+	if (l->header && (rc = write_all(l->fd, l->header, l->header_len)) == 0)
+		l->size += l->header_len;
+	return rc;
+}
+
+/* Remembers header lines (a copy of the latest) as they pass: a line is
+ * collected while it still starts like the prefix. */
+static void track_header(struct logrot *l, const char *p, size_t n)
+{
+	if (!l->header_prefix)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		char c = p[i];
+		if (l->at_line_start) {
+			l->ls_len = 0;
+			l->collecting = true;
+			l->at_line_start = false;
+		}
+		if (l->collecting) {
+			if (l->ls_len == LOGROT_LINE_MAX ||
+			    (l->ls_len < l->prefix_len && c != l->header_prefix[l->ls_len]))
+				l->collecting = false;
+			else
+				l->line_start[l->ls_len++] = c;
+		}
+		if (c != '\n')
+			continue;
+		l->at_line_start = true;
+		if (!l->collecting || l->ls_len <= l->prefix_len)
+			continue;
+		char *h = malloc(l->ls_len);
+		if (!h)
+			continue; /* the older header stays */
+		memcpy(h, l->line_start, l->ls_len);
+		free(l->header);
+		l->header = h;
+		l->header_len = l->ls_len;
+	}
+}
+
+static ssize_t cookie_write(void *cookie, const char *p, size_t n)
+{
+	struct logrot *l = cookie;
+	if (l->fd < 0) {
+		errno = EBADF;
+		return -1;
+	}
+	int rc = write_all(l->fd, p, n);
+	if (rc) {
+		note_err(l, rc);
+		errno = -rc;
+		return -1;
+	}
+	l->size += n;
+	track_header(l, p, n);
+	/* Only between lines: every file holds whole lines. */
+	if (l->max_bytes && l->size >= l->max_bytes && n > 0 && p[n - 1] == '\n') {
+		rc = rotate(l);
+		if (rc)
+			note_err(l, rc);
+	}
+	return (ssize_t)n;
+}
+
+static int cookie_close(void *cookie)
+{
+	struct logrot *l = cookie;
+	if (l->fd >= 0 && close(l->fd))
+		note_err(l, -errno);
+	l->fd = -1;
+	return 0;
+}
+
+int logrot_open(struct logrot **out, const struct logrot_cfg *cfg)
+{
+	struct logrot *l = calloc(1, sizeof(*l));
+	int rc = -ENOMEM;
+
+	*out = NULL;
+	if (!l)
+		return -ENOMEM;
+	l->fd = -1;
+	l->at_line_start = true;
+	l->max_bytes = cfg->max_bytes;
+	l->keep = cfg->keep;
+	if (!(l->path = strdup(cfg->path)))
+		goto err_path;
+	if (cfg->header_prefix) {
+		l->prefix_len = strlen(cfg->header_prefix);
+		if (!(l->header_prefix = strdup(cfg->header_prefix)) ||
+		    !(l->line_start = malloc(LOGROT_LINE_MAX)))
+			goto err_prefix;
+	}
+	if ((rc = open_fd(l)))
+		goto err_prefix;
+	cookie_io_functions_t io = { .write = cookie_write, .close = cookie_close };
+	l->f = fopencookie(l, "w", io);
+	if (!l->f) {
+		rc = -errno;
+		goto err_fd;
+	}
+	/* Line buffered with room for a whole record: one write(2) per line. */
+	if (!(l->buf = malloc(LOGROT_LINE_MAX)) || setvbuf(l->f, l->buf, _IOLBF, LOGROT_LINE_MAX)) {
+		rc = -ENOMEM;
+		fclose(l->f);
+		free(l->buf);
+		goto err_prefix; /* fclose closed the fd */
+	}
+	*out = l;
+	return 0;
+
+err_fd:
+	close(l->fd);
+err_prefix:
+	free(l->line_start);
+	free(l->header_prefix);
+err_path:
+	free(l->path);
+	free(l);
+	return rc;
+}
+
+FILE *logrot_file(struct logrot *l)
+{
+	return l->f;
+}
+
+uint64_t logrot_rotations(const struct logrot *l)
+{
+	return l->rotations;
+}
+
+uint64_t logrot_errors(const struct logrot *l)
+{
+	return l->errors;
+}
+
+int logrot_close(struct logrot *l)
+{
+	if (!l)
+		return 0;
+	int rc = 0;
+	if (fclose(l->f) && !l->first_err)
+		rc = -EIO;
+	if (l->first_err)
+		rc = l->first_err;
+	free(l->buf);
+	free(l->header);
+	free(l->line_start);
+	free(l->header_prefix);
+	free(l->path);
+	free(l);
+	return rc;
+}
