@@ -1,0 +1,92 @@
+/* govd's deployment config (configs/sim.yaml, docs/daemon.md, the language of
+ * configs/schema/govd-config.schema.json): devices and their backends, the
+ * policy each runs, the node power budget, where the state file and the
+ * decision logs go, the metrics endpoint and the control socket.
+ *
+ * Loading is strict and a transaction like the policy loader: unknown keys,
+ * wrong types and out-of-range values are errors with file:line:col and the
+ * key path; every problem of the file is reported in one pass; on error
+ * nothing is returned. Relative paths of `policy`, `state_file` and
+ * `decision_log.dir` are resolved against the config file's directory;
+ * backend `options` are handed to the backend verbatim. */
+#ifndef GOVD_GOVERNOR_CONFIG_H
+#define GOVD_GOVERNOR_CONFIG_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/diag.h"
+#include "common/log.h"
+#include "hal/hal.h"
+
+#define CONFIG_MAX_DEVICES 64 /* BUDGET_MAX_DEVICES */
+#define CONFIG_MAX_OPTS 32
+#define CONFIG_PATH_LEN 4096
+#define CONFIG_MAX_PRINCIPALS 16
+#define CONFIG_PRINCIPAL_LEN 64
+
+struct config_device {
+	char name[HAL_NAME_LEN];
+	char backend[32];
+	char policy_path[CONFIG_PATH_LEN]; /* resolved; the node's policy unless overridden */
+	double weight;                     /* share of the node budget, by request x weight */
+	double time_scale;                 /* sim only: plant seconds per real second */
+	size_t n_opts;
+	char *keys[CONFIG_MAX_OPTS], *values[CONFIG_MAX_OPTS];
+	int line, col;                     /* of the entry, for messages about it */
+	int policy_line, policy_col;       /* of the policy key that names its policy */
+};
+
+/* Who may use the control socket: "user:NAME", "group:NAME", "uid:N", "gid:N". */
+struct config_principals {
+	size_t n;
+	char v[CONFIG_MAX_PRINCIPALS][CONFIG_PRINCIPAL_LEN];
+};
+
+struct config {
+	char path[CONFIG_PATH_LEN];
+	char node[HAL_NAME_LEN];
+	char policy_path[CONFIG_PATH_LEN]; /* resolved; "" when every device names its own */
+	double budget_w; /* node power budget over all devices' power limits; 0: none */
+	bool dry_run;
+	enum log_level log_level;
+	char state_file[CONFIG_PATH_LEN];
+	struct {
+		char dir[CONFIG_PATH_LEN]; /* "": no decision log */
+		uint64_t max_bytes;
+		unsigned keep;
+	} declog;
+	struct {
+		bool enabled;
+		char address[64];
+		uint16_t port;
+	} metrics;
+	struct {
+		bool enabled;
+		char socket[CONFIG_PATH_LEN];
+		uint32_t mode;
+		struct config_principals readers, operators;
+	} control;
+	size_t n_devices;
+	struct config_device dev[CONFIG_MAX_DEVICES];
+};
+
+#define CONFIG_DEFAULT_STATE_FILE "/var/lib/govd/state.json"
+#define CONFIG_DEFAULT_LOG_DIR "/var/log/govd"
+#define CONFIG_DEFAULT_LOG_MAX_BYTES (64ull * 1024 * 1024)
+#define CONFIG_DEFAULT_LOG_KEEP 4
+#define CONFIG_DEFAULT_METRICS_PORT 9464
+#define CONFIG_DEFAULT_SOCKET "/run/govd/govd.sock"
+
+int config_load(const char *path, struct config **out, struct diag_list *diags);
+int config_load_string(const char *name, const char *text, size_t len, struct config **out,
+		       struct diag_list *diags);
+void config_free(struct config *c);
+/* A reload may change policies, budget, weights, logging; not the devices
+ * (name, backend, options, order) nor the state file. false + why when it
+ * would. */
+bool config_reloadable(const struct config *old, const struct config *neu, char *why, size_t len);
+/* The device's options as hal_dev_cfg wants them. */
+void config_dev_cfg(const struct config_device *d, struct hal_dev_cfg *out);
+
+#endif

@@ -1,0 +1,122 @@
+/* govd's loop (docs/daemon.md): several devices, one governor each, ticked
+ * together on a CLOCK_MONOTONIC timerfd; the node power budget re-divided
+ * among them every period; SIGHUP (reload), SIGTERM/SIGINT (restore and
+ * stop) through a signalfd; overruns counted; the original settings in a
+ * state file before the first write. The daemon prints through common/log;
+ * systemd notification goes through hooks so this library needs no
+ * libsystemd (govd_main.c has it). */
+#ifndef GOVD_GOVERNOR_DAEMON_H
+#define GOVD_GOVERNOR_DAEMON_H
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/clock.h"
+#include "common/diag.h"
+#include "common/hist.h"
+#include "governor/budget.h"
+#include "governor/config.h"
+#include "governor/governor.h"
+#include "governor/logrot.h"
+#include "governor/policy.h"
+#include "governor/statefile.h"
+
+#define DAEMON_MAX_FDS 16
+
+struct daemon_hooks {
+	void *ctx;
+	/* sd_notify(0, state): "READY=1", "WATCHDOG=1", "RELOADING=1",
+	 * "STOPPING=1", "STATUS=..."; may be NULL. */
+	void (*notify)(void *ctx, const char *state);
+};
+
+/* Extra pollable input (metrics, control socket): cb runs when fd is
+ * readable. */
+typedef void (*daemon_fd_cb)(void *ctx, int fd);
+
+struct daemon_dev {
+	struct hal_dev hw;          /* the open device */
+	struct hal_dev dry;         /* dry run: hw with the write ops made no-ops */
+	struct hal_ops dry_ops;
+	struct hal_dev *dev;        /* what the governor drives: &hw or &dry */
+	struct govd_clock sim_clk;  /* sim: plant time, advanced to real time x time_scale */
+	bool is_sim;
+	struct governor *g;         /* NULL until initialised */
+	const struct config_device *cfg; /* in d->plan.cfg */
+	struct logrot *log;
+	uint32_t grant_mw;          /* node budget share in force; 0: none */
+};
+
+struct daemon_stats {
+	uint64_t periods;        /* timer expirations handled */
+	uint64_t overruns;       /* expirations missed while a period ran late */
+	uint64_t ticks, tick_errors;
+	uint64_t reloads, reload_failures;
+	uint64_t budget_infeasible; /* periods the budget was below the floors */
+	struct hist tick_ms;     /* governor_tick duration over all devices of a period */
+	struct hist advance_ms;  /* sim plant advance per period (not part of the tick) */
+};
+
+/* A config with its policies, loaded and checked as one (the SIGHUP
+ * transaction and --check): every file's problems in diags. */
+struct daemon_plan {
+	struct config *cfg;
+	struct policy *pol[CONFIG_MAX_DEVICES]; /* per device (a file named twice is loaded once) */
+	uint32_t period_ms;                      /* common to every policy */
+};
+
+struct daemon {
+	struct daemon_plan plan;
+	bool dry_run;               /* --dry-run or config dry_run */
+	bool dry_run_cli;           /* --dry-run given */
+	bool budget_was_infeasible;
+	struct daemon_hooks hooks;
+	size_t n;
+	struct daemon_dev *dev;     /* n */
+	struct govd_clock clock;    /* CLOCK_MONOTONIC, ms */
+	uint64_t start_ms;
+	int tfd, sfd;
+	bool state_written;
+	bool stop;
+	int exit_code;
+	struct daemon_stats st;
+	size_t n_fds;
+	struct {
+		int fd;
+		daemon_fd_cb cb;
+		void *ctx;
+	} fds[DAEMON_MAX_FDS];
+};
+
+int daemon_plan_load(const char *config_path, struct daemon_plan *out, struct diag_list *diags);
+void daemon_plan_free(struct daemon_plan *p);
+
+/* Blocks SIGHUP/SIGTERM/SIGINT (signalfd takes them) and ignores SIGPIPE:
+ * call before any thread starts. 0 or -errno. */
+int daemon_block_signals(void);
+/* Loads, restores what a previous run left in the state file, opens the
+ * devices, records their originals (not in dry run), arms the timer. */
+int daemon_init(struct daemon *d, const char *config_path, bool dry_run,
+		const struct daemon_hooks *hooks, struct diag_list *diags);
+/* Until SIGTERM/SIGINT (or d->stop); then restores every device. Returns
+ * the process exit code: 0 after a clean restore, 1 when a device could not
+ * be restored (the state file stays for `govctl restore`). */
+int daemon_run(struct daemon *d);
+/* One period over all devices (the loop calls it on each expiration;
+ * tests and benchmarks call it directly). */
+int daemon_tick(struct daemon *d);
+/* SIGHUP: config + policies as a transaction; the old stay on any error
+ * (diags say why). 0 or -errno. */
+int daemon_reload(struct daemon *d, struct diag_list *diags);
+/* Restores every device, removes the state file when all were restored.
+ * 0 or -EIO. Idempotent. */
+int daemon_restore_all(struct daemon *d);
+void daemon_fini(struct daemon *d);
+int daemon_add_fd(struct daemon *d, int fd, daemon_fd_cb cb, void *ctx);
+
+/* govctl restore and govd's start: restore from a state file if there is
+ * one, then remove it. 0 when nothing was there or all was restored; *found
+ * says whether there was a file. Diags name what failed. */
+int daemon_restore_state(const char *state_file, bool *found, struct statefile_result *res,
+			 struct diag_list *diags);
+
+#endif
