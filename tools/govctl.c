@@ -18,6 +18,7 @@ static const struct govctl_cmd cmds[] = {
 		      "[--out DIR]",
 	  .run = govctl_compare },
 	{ .name = "lint", .synopsis = "lint [--format text|json] [--strict] FILE...", .run = govctl_lint },
+	{ .name = "restore", .synopsis = "restore [--state FILE | --config FILE]", .run = govctl_restore },
 	{ .name = "help", .synopsis = "help", .run = cmd_help },
 };
 

@@ -20,6 +20,7 @@ struct govctl_cmd {
 int govctl_sim(int argc, char **argv);
 int govctl_compare(int argc, char **argv);
 int govctl_lint(int argc, char **argv);
+int govctl_restore(int argc, char **argv);
 
 /* Strict number parsing for flags; false on junk. */
 bool govctl_parse_u64(const char *s, uint64_t *out);
