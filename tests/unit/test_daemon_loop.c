@@ -1,0 +1,260 @@
+/* The daemon on sim devices, ticked directly (no timer): state file before
+ * the first write and gone after the restore, the node budget honoured,
+ * dry run writes nothing, SIGHUP's reload is a transaction, a state file
+ * left by a crash is restored at start. */
+#include <errno.h>
+#include <jansson.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/log.h"
+#include "governor/daemon.h"
+#include "hal/hal_sim.h"
+#include "plant_models/plant.h"
+
+#define POLICY GOVD_SOURCE_DIR "/policies/thermal-conservative.yaml"
+#define SCENARIO GOVD_SOURCE_DIR "/configs/scenarios/default.yaml"
+
+static char dir[] = "/tmp/test_daemon_XXXXXX";
+static char cfg_path[256], state_path[256], log_dir[256], pol_path[256];
+
+static int setup(void **st)
+{
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(cfg_path, sizeof(cfg_path), "%s/govd.yaml", dir);
+	snprintf(state_path, sizeof(state_path), "%s/state.json", dir);
+	snprintf(log_dir, sizeof(log_dir), "%s/log", dir);
+	snprintf(pol_path, sizeof(pol_path), "%s/p.yaml", dir);
+	log_init(LOG_ERR, NULL);
+	return 0;
+}
+
+static int teardown(void **st)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void write_cfg(const char *policy, double budget_w, bool dry, const char *extra)
+{
+	FILE *f = fopen(cfg_path, "w");
+	assert_non_null(f);
+	fprintf(f,
+		"policy: %s\nbudget_w: %g\ndry_run: %s\nstate_file: %s\n"
+		"decision_log: {dir: %s, max_bytes: 0}\n"
+		"devices:\n"
+		"  - {name: gpu0, backend: sim, time_scale: 100, options: {scenario: %s, seed: 1}}\n"
+		"  - {name: gpu1, backend: sim, time_scale: 100, weight: 2, options: {scenario: %s, seed: %s}}\n",
+		policy, budget_w, dry ? "true" : "false", state_path, log_dir, SCENARIO, SCENARIO,
+		extra ? extra : "2");
+	fclose(f);
+}
+
+static void copy_policy(const char *from, const char *sed_from, const char *sed_to)
+{
+	FILE *in = fopen(from, "r"), *out = fopen(pol_path, "w");
+	assert_non_null(in);
+	assert_non_null(out);
+	char line[512];
+	while (fgets(line, sizeof(line), in)) {
+		char *p = sed_from ? strstr(line, sed_from) : NULL;
+		if (p)
+			fprintf(out, "%.*s%s\n", (int)(p - line), line, sed_to);
+		else
+			fputs(line, out);
+	}
+	fclose(in);
+	fclose(out);
+}
+
+static void run_ticks(struct daemon *d, int n)
+{
+	for (int i = 0; i < n; i++) {
+		usleep(2000); /* pacing only: x100 time scale -> ~0.2 s of plant per tick */
+		assert_int_equal(daemon_tick(d), 0);
+	}
+}
+
+static void test_budget_state_restore(void **st)
+{
+	struct daemon d;
+	struct diag_list dl = { 0 };
+	write_cfg(POLICY, 700, false, NULL);
+	assert_int_equal(daemon_init(&d, cfg_path, false, NULL, &dl), 0);
+	assert_int_equal(diag_count(&dl, DIAG_ERROR), 0);
+	assert_int_equal(d.n, 2);
+	assert_int_equal(d.plan.period_ms, 100);
+	assert_int_equal(access(state_path, F_OK), 0); /* before the first write */
+	uint32_t floors = d.dev[0].g->lim.power_limit_min_mw + d.dev[1].g->lim.power_limit_min_mw;
+	assert_true(floors <= 700000);
+	run_ticks(&d, 20);
+	uint64_t sum = 0;
+	for (size_t i = 0; i < d.n; i++) {
+		sum += d.dev[i].g->cur.power_limit_mw;
+		/* the plant really runs at what the governor set */
+		struct plant *pl = hal_sim_plant(&d.dev[i].hw);
+		assert_int_equal((uint32_t)(pl->dev.power_limit_w * 1000.0 + 0.5),
+				 d.dev[i].g->cur.power_limit_mw);
+		assert_true(d.dev[i].grant_mw > 0);
+	}
+	assert_true(sum <= 700000);
+	assert_true((uint64_t)d.dev[0].grant_mw + d.dev[1].grant_mw <= 700000);
+	assert_int_equal(d.st.ticks, 20);
+	assert_int_equal(d.st.tick_ms.n, 20);
+
+	assert_int_equal(daemon_restore_all(&d), 0);
+	assert_true(access(state_path, F_OK) != 0);
+	for (size_t i = 0; i < d.n; i++) {
+		struct plant *pl = hal_sim_plant(&d.dev[i].hw);
+		assert_true(pl->dev.power_limit_w == 700.0); /* the original */
+	}
+	daemon_fini(&d);
+	char lp[300];
+	snprintf(lp, sizeof(lp), "%s/gpu1.jsonl", log_dir);
+	FILE *f = fopen(lp, "r");
+	assert_non_null(f);
+	char line[8192], last[8192] = "";
+	int n = 0;
+	while (fgets(line, sizeof(line), f)) {
+		snprintf(last, sizeof(last), "%s", line);
+		n++;
+	}
+	fclose(f);
+	assert_int_equal(n, 22); /* header, 20 decisions, restore */
+	assert_non_null(strstr(last, "\"type\":\"restore\""));
+	diag_clear(&dl);
+}
+
+static void test_dry_run_writes_nothing(void **st)
+{
+	struct daemon d;
+	struct diag_list dl = { 0 };
+	write_cfg(POLICY, 0, false, NULL);
+	assert_int_equal(daemon_init(&d, cfg_path, true, NULL, &dl), 0);
+	assert_true(d.dry_run);
+	assert_true(access(state_path, F_OK) != 0); /* nothing to protect */
+	run_ticks(&d, 5);
+	/* the policy caps the limit at 550 W: decided, not applied */
+	assert_int_equal(d.dev[0].g->cur.power_limit_mw, 550000);
+	assert_true(hal_sim_plant(&d.dev[0].hw)->dev.power_limit_w == 700.0);
+	assert_true(d.dev[0].g->cur.clk_locked);
+	assert_int_equal(daemon_restore_all(&d), 0);
+	daemon_fini(&d);
+	diag_clear(&dl);
+}
+
+static void test_reload_transaction(void **st)
+{
+	struct daemon d;
+	struct diag_list dl = { 0 };
+	copy_policy(POLICY, NULL, NULL);
+	write_cfg(pol_path, 0, false, NULL);
+	assert_int_equal(daemon_init(&d, cfg_path, false, NULL, &dl), 0);
+	run_ticks(&d, 3);
+	char hash0[32];
+	snprintf(hash0, sizeof(hash0), "%s", d.dev[0].g->cfg.pol->hash_hex);
+	uint32_t orig = d.dev[0].g->orig_power_limit_mw;
+
+	/* good: a lower cap; the device's originals carry over */
+	copy_policy(POLICY, "cap_w:", "cap_w: 500");
+	assert_int_equal(daemon_reload(&d, &dl), 0);
+	assert_string_not_equal(d.dev[0].g->cfg.pol->hash_hex, hash0);
+	assert_int_equal(d.dev[0].g->orig_power_limit_mw, orig);
+	assert_true(d.dev[0].g->started);
+	run_ticks(&d, 3);
+	assert_true(d.dev[0].g->cur.power_limit_mw <= 500000);
+	char hash1[32];
+	snprintf(hash1, sizeof(hash1), "%s", d.dev[0].g->cfg.pol->hash_hex);
+	const struct governor *g1 = d.dev[0].g;
+
+	/* bad policy: refused, located, old one kept */
+	FILE *f = fopen(pol_path, "w");
+	fputs("name: broken\ncontrol:\n  controller: turbo\n", f);
+	fclose(f);
+	assert_int_equal(daemon_reload(&d, &dl), -EINVAL);
+	assert_true(diag_count(&dl, DIAG_ERROR) >= 1);
+	bool located = false;
+	for (size_t i = 0; i < dl.n; i++)
+		located |= dl.v[i].sev == DIAG_ERROR && !strcmp(dl.v[i].file, pol_path) &&
+			   dl.v[i].line == 3;
+	assert_true(located);
+	assert_ptr_equal(d.dev[0].g, g1);
+	assert_string_equal(d.dev[0].g->cfg.pol->hash_hex, hash1);
+	diag_clear(&dl);
+	run_ticks(&d, 2);
+
+	/* a device change cannot be reloaded */
+	copy_policy(POLICY, NULL, NULL);
+	write_cfg(pol_path, 0, false, "9");
+	assert_int_equal(daemon_reload(&d, &dl), -EINVAL);
+	assert_ptr_equal(d.dev[0].g, g1);
+	diag_clear(&dl);
+	/* periods differ between devices: refused */
+	FILE *c = fopen(cfg_path, "a");
+	fprintf(c, "  - {name: gpu2, backend: sim, policy: %s/policies/balanced.yaml, options: {scenario: %s}}\n",
+		GOVD_SOURCE_DIR, SCENARIO);
+	fclose(c);
+	assert_int_equal(daemon_reload(&d, &dl), -EINVAL);
+	located = false;
+	for (size_t i = 0; i < dl.n; i++)
+		located |= !strcmp(dl.v[i].code, "period-mismatch") && dl.v[i].line == 9;
+	assert_true(located);
+	diag_clear(&dl);
+	assert_int_equal(daemon_restore_all(&d), 0);
+	daemon_fini(&d);
+}
+
+static void test_start_restores_leftover(void **st)
+{
+	struct daemon d;
+	struct diag_list dl = { 0 };
+	write_cfg(POLICY, 0, false, NULL);
+	/* a run that "crashed": its state file stays */
+	assert_int_equal(daemon_init(&d, cfg_path, false, NULL, &dl), 0);
+	run_ticks(&d, 2);
+	d.state_written = false; /* what a kill -9 leaves: the file, not its removal */
+	for (size_t i = 0; i < d.n; i++)
+		d.dev[i].g->restored = true;
+	daemon_fini(&d);
+	assert_int_equal(access(state_path, F_OK), 0);
+	/* the next start restores it and writes its own */
+	assert_int_equal(daemon_init(&d, cfg_path, false, NULL, &dl), 0);
+	assert_int_equal(access(state_path, F_OK), 0);
+	json_t *doc = json_load_file(state_path, 0, NULL);
+	assert_int_equal(json_integer_value(json_object_get(doc, "pid")), getpid());
+	json_decref(doc);
+	assert_int_equal(daemon_restore_all(&d), 0);
+	daemon_fini(&d);
+
+	/* a leftover that cannot be restored stops the start and stays */
+	FILE *f = fopen(state_path, "w");
+	fputs("{\"format\":\"govd-state/1\",\"devices\":[{\"name\":\"gpu0\",\"backend\":\"sim\","
+	      "\"options\":{\"scenario\":\"/nonexistent.yaml\"},\"original\":{\"generic\":true}}]}",
+	      f);
+	fclose(f);
+	assert_int_equal(daemon_init(&d, cfg_path, false, NULL, &dl), -EIO);
+	assert_int_equal(access(state_path, F_OK), 0);
+	diag_clear(&dl);
+	unlink(state_path);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_budget_state_restore),
+		cmocka_unit_test(test_dry_run_writes_nothing),
+		cmocka_unit_test(test_reload_transaction),
+		cmocka_unit_test(test_start_restores_leftover),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
