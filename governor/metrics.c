@@ -686,6 +686,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	return ret;
 }
 
+__attribute__((format(printf, 2, 0)))
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char buf[256];
