@@ -1,6 +1,6 @@
 /* govd's loop in real time on the sim backend: one device, 100 ms period,
  * the timerfd/signalfd loop of govd itself (daemon_run), for N seconds
- * (default 60). Reports resident memory, CPU share of one core, tick time
+ * (default 60), metrics endpoint and control socket open. Reports resident memory, CPU share of one core, tick time
  * (sample to actuate, governor_tick over all devices, the plant's own
  * advance excluded and shown apart) and overruns. Targets (issue 5): RSS
  * < 4 MiB, CPU < 0.2 %, p99 tick < 1 ms.
@@ -57,8 +57,9 @@ int main(int argc, char **argv)
 	if (!f)
 		return 1;
 	fprintf(f, "policy: %s/policies/thermal-conservative.yaml\nstate_file: %s/state.json\n"
-		   "decision_log: {dir: %s/log}\nbudget_w: %d\ndevices:\n",
-		GOVD_SOURCE_DIR, dir, dir, 600 * ndev);
+		   "decision_log: {dir: %s/log}\nbudget_w: %d\nmetrics: {listen: \"127.0.0.1:0\"}\n"
+		   "control: {socket: %s/ctl.sock}\ndevices:\n",
+		GOVD_SOURCE_DIR, dir, dir, 600 * ndev, dir);
 	for (int i = 0; i < ndev; i++)
 		fprintf(f, "  - {name: gpu%d, backend: sim, options: {scenario: %s/configs/scenarios/default.yaml, seed: %d}}\n",
 			i, GOVD_SOURCE_DIR, i + 1);

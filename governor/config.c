@@ -1,12 +1,15 @@
 #include "governor/config.h"
 
 #include <errno.h>
+#include <grp.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/ycfg.h"
 #include "governor/budget.h"
+#include "governor/metrics.h"
 
 _Static_assert(CONFIG_MAX_DEVICES == BUDGET_MAX_DEVICES, "one device limit");
 
@@ -14,9 +17,10 @@ static const char *const root_keys[] = { "node",	 "policy",	 "budget_w", "dry_ru
 					 "log_level",	 "state_file",	 "decision_log",
 					 "metrics",	 "control",	 "devices",  NULL };
 static const char *const declog_keys[] = { "dir", "max_bytes", "keep", NULL };
-static const char *const metrics_keys[] = { "enabled", "address", "port", NULL };
-static const char *const control_keys[] = { "enabled", "socket", "mode", "readers", "operators",
-					    NULL };
+static const char *const metrics_keys[] = { "enabled", "listen", NULL };
+static const char *const control_keys[] = { "enabled", "socket", "mode", "group", "read",
+					    "operator", NULL };
+static const char *const role_keys[] = { "users", "groups", NULL };
 static const char *const dev_keys[] = { "name",	  "backend",	"policy", "weight",
 					"time_scale", "options", NULL };
 static const char *const log_names[] = { "error", "warning", "notice", "info", "debug", NULL };
@@ -54,41 +58,34 @@ static int path_key(struct ctx *x, yaml_node_t *map, const char *path, const cha
 	return 0;
 }
 
-static int principals(struct ctx *x, yaml_node_t *map, const char *path, const char *key,
-		      struct config_principals *out)
+/* control.read / control.operator: {users: [...], groups: [...]}, names or
+ * numeric ids, resolved now (ctl_acl_add: an unknown name is an error here). */
+static void read_role(struct ctx *x, yaml_node_t *map, const char *key, enum ctl_role role)
 {
-	yaml_node_t *seq = ycfg_get(x->y, map, key);
-	char kp[128], ip[160];
-	int errs = 0;
-	ycfg_join(kp, sizeof(kp), path, key);
-	if (!seq)
-		return 0;
-	if (!ycfg_is_seq(x->y, seq, kp))
-		return -EINVAL;
-	size_t n = ycfg_seq_len(seq);
-	if (n > CONFIG_MAX_PRINCIPALS) {
-		ycfg_error(x->y, seq, kp, "range", "%zu entries; at most %d allowed", n,
-			   CONFIG_MAX_PRINCIPALS);
-		return -EINVAL;
-	}
-	for (size_t i = 0; i < n; i++) {
-		yaml_node_t *e = ycfg_seq_at(x->y, seq, i);
-		ycfg_index(ip, sizeof(ip), kp, i);
-		const char *s = e && e->type == YAML_SCALAR_NODE ? (const char *)e->data.scalar.value : NULL;
-		const char *colon = s ? strchr(s, ':') : NULL;
-		bool kind_ok = colon && (!strncmp(s, "user:", 5) || !strncmp(s, "group:", 6) ||
-					 !strncmp(s, "uid:", 4) || !strncmp(s, "gid:", 4));
-		if (!kind_ok || !colon[1] || strlen(s) >= CONFIG_PRINCIPAL_LEN) {
-			ycfg_error(x->y, e, ip, "principal",
-				   "expected \"user:NAME\", \"group:NAME\", \"uid:N\" or \"gid:N\" "
-				   "(at most %d characters)",
-				   CONFIG_PRINCIPAL_LEN - 1);
-			errs++;
+	char kp[64], lp[96], ip[128];
+	yaml_node_t *r = ycfg_get(x->y, map, key);
+	ycfg_join(kp, sizeof(kp), "control", key);
+	if (!r || !ycfg_is_map(x->y, r, kp))
+		return;
+	ycfg_check_keys(x->y, r, kp, role_keys);
+	for (int grp = 0; grp < 2; grp++) {
+		yaml_node_t *seq = ycfg_get(x->y, r, role_keys[grp]);
+		ycfg_join(lp, sizeof(lp), kp, role_keys[grp]);
+		if (!seq || !ycfg_is_seq(x->y, seq, lp))
 			continue;
+		for (size_t i = 0; i < ycfg_seq_len(seq); i++) {
+			yaml_node_t *e = ycfg_seq_at(x->y, seq, i);
+			ycfg_index(ip, sizeof(ip), lp, i);
+			if (!e || e->type != YAML_SCALAR_NODE) {
+				ycfg_error(x->y, e ? e : seq, ip, "type", "expected a name or numeric id");
+				continue;
+			}
+			int line, col;
+			where(e, &line, &col);
+			ctl_acl_add(&x->c->control.acl, role, grp == 1, (const char *)e->data.scalar.value,
+				    x->y->file, line, col, x->y->diags);
 		}
-		snprintf(out->v[out->n++], CONFIG_PRINCIPAL_LEN, "%s", s);
 	}
-	return errs ? -EINVAL : 0;
 }
 
 static void read_options(struct ctx *x, yaml_node_t *opts, const char *path,
@@ -254,21 +251,28 @@ static void read_root(struct ctx *x, yaml_node_t *root)
 	}
 	yaml_node_t *m = ycfg_get(x->y, root, "metrics");
 	if (m && ycfg_is_map(x->y, m, "metrics")) {
-		long long port = c->metrics.port;
 		ycfg_check_keys(x->y, m, "metrics", metrics_keys);
 		ycfg_bool(x->y, m, "metrics", "enabled", false, &c->metrics.enabled);
-		ycfg_string(x->y, m, "metrics", "address", false, c->metrics.address,
-			    sizeof(c->metrics.address));
-		ycfg_int(x->y, m, "metrics", "port", false, 1, 65535, &port);
-		c->metrics.port = (uint16_t)port;
+		if (ycfg_string(x->y, m, "metrics", "listen", false, c->metrics.listen,
+				sizeof(c->metrics.listen)) == 0) {
+			struct sockaddr_storage ss;
+			unsigned len;
+			if (metrics_parse_listen(c->metrics.listen, &ss, &len))
+				ycfg_error(x->y, ycfg_get(x->y, m, "listen"), "metrics.listen", "range",
+					   "'%s': expected ADDR:PORT or [V6ADDR]:PORT with a numeric "
+					   "address (127.0.0.1:9464)",
+					   c->metrics.listen);
+		}
 	}
 	yaml_node_t *k = ycfg_get(x->y, root, "control");
 	if (k && ycfg_is_map(x->y, k, "control")) {
+		char group[64] = "";
 		ycfg_check_keys(x->y, k, "control", control_keys);
 		ycfg_bool(x->y, k, "control", "enabled", false, &c->control.enabled);
 		path_key(x, k, "control", "socket", false, c->control.socket,
 			 sizeof(c->control.socket));
-		/* A string so it reads as octal ("0660"), as chmod(1) writes it. */
+		/* Octal as chmod(1) writes it; quote it ("0660") so YAML 1.1 tools
+		 * read a string too. */
 		if (ycfg_string(x->y, k, "control", "mode", false, mode, sizeof(mode)) == 0 && mode[0]) {
 			char *end;
 			unsigned long v = strtoul(mode, &end, 8);
@@ -278,8 +282,17 @@ static void read_root(struct ctx *x, yaml_node_t *root)
 			else
 				c->control.mode = (uint32_t)v;
 		}
-		principals(x, k, "control", "readers", &c->control.readers);
-		principals(x, k, "control", "operators", &c->control.operators);
+		if (ycfg_string(x->y, k, "control", "group", false, group, sizeof(group)) == 0 &&
+		    group[0]) {
+			struct group *gr = getgrnam(group);
+			if (gr)
+				c->control.group = gr->gr_gid;
+			else
+				ycfg_error(x->y, ycfg_get(x->y, k, "group"), "control.group",
+					   "unknown-name", "no group named '%s'", group);
+		}
+		read_role(x, k, "read", CTL_ROLE_READ);
+		read_role(x, k, "operator", CTL_ROLE_OPERATOR);
 	}
 	read_devices(x, root);
 }
@@ -293,11 +306,11 @@ static void defaults(struct config *c)
 	c->declog.max_bytes = CONFIG_DEFAULT_LOG_MAX_BYTES;
 	c->declog.keep = CONFIG_DEFAULT_LOG_KEEP;
 	c->metrics.enabled = true;
-	snprintf(c->metrics.address, sizeof(c->metrics.address), "127.0.0.1");
-	c->metrics.port = CONFIG_DEFAULT_METRICS_PORT;
+	snprintf(c->metrics.listen, sizeof(c->metrics.listen), "%s", METRICS_DEFAULT_LISTEN);
 	c->control.enabled = true;
-	snprintf(c->control.socket, sizeof(c->control.socket), "%s", CONFIG_DEFAULT_SOCKET);
+	snprintf(c->control.socket, sizeof(c->control.socket), "%s", CTLSOCK_DEFAULT_PATH);
 	c->control.mode = 0660;
+	c->control.group = (gid_t)-1;
 }
 
 static int finish(struct ycfg *y, struct config **out, struct diag_list *diags, size_t first)
@@ -365,6 +378,11 @@ void config_free(struct config *c)
 
 bool config_reloadable(const struct config *a, const struct config *b, char *why, size_t len)
 {
+	if (strcmp(a->declog.dir, b->declog.dir) || a->declog.max_bytes != b->declog.max_bytes ||
+	    a->declog.keep != b->declog.keep) {
+		snprintf(why, len, "decision_log changed: restart govd");
+		return false;
+	}
 	if (strcmp(a->state_file, b->state_file)) {
 		snprintf(why, len, "state_file changed (%s -> %s): restart govd", a->state_file,
 			 b->state_file);
@@ -389,9 +407,9 @@ bool config_reloadable(const struct config *a, const struct config *b, char *why
 			return false;
 		}
 	}
-	if (a->metrics.enabled != b->metrics.enabled || a->metrics.port != b->metrics.port ||
-	    strcmp(a->metrics.address, b->metrics.address) ||
-	    a->control.enabled != b->control.enabled || strcmp(a->control.socket, b->control.socket)) {
+	if (a->metrics.enabled != b->metrics.enabled || strcmp(a->metrics.listen, b->metrics.listen) ||
+	    a->control.enabled != b->control.enabled || strcmp(a->control.socket, b->control.socket) ||
+	    a->control.mode != b->control.mode || a->control.group != b->control.group) {
 		snprintf(why, len, "metrics or control socket address changed: restart govd");
 		return false;
 	}

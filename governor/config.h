@@ -17,13 +17,12 @@
 
 #include "common/diag.h"
 #include "common/log.h"
+#include "governor/ctlsock.h"
 #include "hal/hal.h"
 
 #define CONFIG_MAX_DEVICES 64 /* BUDGET_MAX_DEVICES */
 #define CONFIG_MAX_OPTS 32
 #define CONFIG_PATH_LEN 4096
-#define CONFIG_MAX_PRINCIPALS 16
-#define CONFIG_PRINCIPAL_LEN 64
 
 struct config_device {
 	char name[HAL_NAME_LEN];
@@ -35,12 +34,6 @@ struct config_device {
 	char *keys[CONFIG_MAX_OPTS], *values[CONFIG_MAX_OPTS];
 	int line, col;                     /* of the entry, for messages about it */
 	int policy_line, policy_col;       /* of the policy key that names its policy */
-};
-
-/* Who may use the control socket: "user:NAME", "group:NAME", "uid:N", "gid:N". */
-struct config_principals {
-	size_t n;
-	char v[CONFIG_MAX_PRINCIPALS][CONFIG_PRINCIPAL_LEN];
 };
 
 struct config {
@@ -58,14 +51,14 @@ struct config {
 	} declog;
 	struct {
 		bool enabled;
-		char address[64];
-		uint16_t port;
+		char listen[64]; /* "ADDR:PORT" or "[V6ADDR]:PORT", numeric */
 	} metrics;
 	struct {
 		bool enabled;
 		char socket[CONFIG_PATH_LEN];
 		uint32_t mode;
-		struct config_principals readers, operators;
+		gid_t group;        /* socket file's group; (gid_t)-1: as created */
+		struct ctl_acl acl; /* names resolved at load (an unknown one is an error) */
 	} control;
 	size_t n_devices;
 	struct config_device dev[CONFIG_MAX_DEVICES];
@@ -75,8 +68,6 @@ struct config {
 #define CONFIG_DEFAULT_LOG_DIR "/var/log/govd"
 #define CONFIG_DEFAULT_LOG_MAX_BYTES (64ull * 1024 * 1024)
 #define CONFIG_DEFAULT_LOG_KEEP 4
-#define CONFIG_DEFAULT_METRICS_PORT 9464
-#define CONFIG_DEFAULT_SOCKET "/run/govd/govd.sock"
 
 int config_load(const char *path, struct config **out, struct diag_list *diags);
 int config_load_string(const char *name, const char *text, size_t len, struct config **out,

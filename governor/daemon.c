@@ -153,6 +153,16 @@ static void make_dry(struct daemon_dev *dd)
 
 /* ---- governors ---- */
 
+/* After each period of a device: its metrics from the governor's state. */
+static int on_period(void *ctx, const struct gov_period *p)
+{
+	struct daemon_dev *dd = ctx;
+	struct daemon *d = dd->d;
+	if (d->snap && dd->metrics_idx >= 0)
+		metrics_device_update(&d->snap->dev[dd->metrics_idx], dd->g, p, 0);
+	return 0;
+}
+
 static int gov_new(struct daemon *d, struct daemon_dev *dd, struct policy *pol, FILE *log,
 		   struct governor **out, struct diag_list *diags)
 {
@@ -164,6 +174,8 @@ static int gov_new(struct daemon *d, struct daemon_dev *dd, struct policy *pol, 
 		.dev = dd->dev,
 		.clock = dd->is_sim ? &dd->sim_clk : &d->clock,
 		.declog = log,
+		.on_period = on_period,
+		.cb_ctx = dd,
 	};
 	int rc = governor_init(g, &gc, diags);
 	if (rc) {
@@ -239,6 +251,161 @@ int daemon_restore_state(const char *state_file, bool *found, struct statefile_r
 	json_decref(doc);
 	if (rc == 0)
 		rc = statefile_remove(state_file);
+	return rc;
+}
+
+/* ---- metrics endpoint and control socket ---- */
+
+/* The node budget in force: govctl's, else the config's. */
+static double budget_w(const struct daemon *d)
+{
+	return d->budget_override_w > 0 ? d->budget_override_w : d->plan.cfg->budget_w;
+}
+
+
+static int ctl_status(void *ctx, json_t *out)
+{
+	struct daemon *d = ctx;
+	const struct config *c = d->plan.cfg;
+	double bw = budget_w(d);
+	json_t *devs = json_array();
+	for (size_t i = 0; i < d->n; i++) {
+		const struct daemon_dev *dd = &d->dev[i];
+		const struct governor *g = dd->g;
+		json_array_append_new(
+			devs, json_pack("{s:s, s:s, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I}", "name",
+					dd->cfg->name, "backend", dd->cfg->backend, "policy",
+					d->plan.pol[i]->name, "policy_hash", d->plan.pol[i]->hash_hex,
+					"clk_locked", g->cur.clk_locked, "clk_max_khz",
+					(json_int_t)g->cur.clk_max_khz, "power_limit_mw",
+					(json_int_t)g->cur.power_limit_mw, "budget_grant_mw",
+					(json_int_t)dd->grant_mw, "periods", (json_int_t)g->seq,
+					"actuate_errors", (json_int_t)g->actuate_errors));
+	}
+	json_object_set_new(out, "node", json_string(c->node));
+	json_object_set_new(out, "config", json_string(c->path));
+	json_object_set_new(out, "dry_run", json_boolean(d->dry_run));
+	json_object_set_new(out, "held", json_boolean(d->held));
+	json_object_set_new(out, "period_ms", json_integer(d->plan.period_ms));
+	json_object_set_new(out, "budget_w", bw > 0 ? json_real(bw) : json_null());
+	json_object_set_new(out, "budget_overridden", json_boolean(d->budget_override_w > 0));
+	json_object_set_new(out, "periods", json_integer((json_int_t)d->st.periods));
+	json_object_set_new(out, "overruns", json_integer((json_int_t)d->st.overruns));
+	json_object_set_new(out, "reloads", json_integer((json_int_t)d->st.reloads));
+	json_object_set_new(out, "reloads_refused", json_integer((json_int_t)d->st.reload_failures));
+	json_object_set_new(out, "devices", devs);
+	return 0;
+}
+
+#define CTL_BUDGET_MAX_W 1000000.0
+
+static int ctl_set_budget(void *ctx, double w, json_t *reply)
+{
+	struct daemon *d = ctx;
+	char msg[160];
+	if (!(w > 0) || w > CTL_BUDGET_MAX_W) {
+		json_object_set_new(reply, "error", json_string("budget-w must be in (0, 1000000] W"));
+		return -EINVAL;
+	}
+	d->budget_override_w = w;
+	snprintf(msg, sizeof(msg), "node budget %.0f W from the next period (until restart)", w);
+	log_notice("control: %s", msg);
+	json_object_set_new(reply, "message", json_string(msg));
+	return 0;
+}
+
+static int ctl_hold(void *ctx, bool on, json_t *reply)
+{
+	struct daemon *d = ctx;
+	bool skip = false;
+	for (size_t i = 0; i < d->n; i++) {
+		int r = governor_hold(d->dev[i].g, on);
+		if (r == -ENOSYS)
+			skip = true;
+		else if (r)
+			return r;
+	}
+	d->held = on;
+	d->hold_by_skip = skip;
+	log_notice("control: %s", on ? "held: operating points frozen" : "resumed");
+	json_object_set_new(reply, "message", json_string(on ? "held" : "resumed"));
+	return 0;
+}
+
+static int reload_logged(struct daemon *d, char *first_err, size_t len);
+
+static int ctl_reload(void *ctx, json_t *reply)
+{
+	struct daemon *d = ctx;
+	char err[1200] = "";
+	int rc = reload_logged(d, err, sizeof(err));
+	if (rc && err[0])
+		json_object_set_new(reply, "error", json_string(err));
+	else if (!rc)
+		json_object_set_new(reply, "message", json_string("reloaded"));
+	return rc;
+}
+
+static const struct ctlsock_ops ctl_ops = {
+	.status = ctl_status,
+	.set_budget_w = ctl_set_budget,
+	.hold = ctl_hold,
+	.reload = ctl_reload,
+};
+
+static void on_ctlsock(void *ctx, int fd)
+{
+	struct daemon *d = ctx;
+	int rc = ctlsock_handle(d->cs, &ctl_ops, d);
+	if (rc)
+		log_err("control socket: %s", strerror(-rc));
+}
+
+static void stop_endpoints(struct daemon *d)
+{
+	if (d->msrv)
+		metrics_stop(d->msrv);
+	d->msrv = NULL;
+	if (d->cs)
+		ctlsock_close(d->cs);
+	d->cs = NULL;
+	free(d->snap);
+	d->snap = NULL;
+}
+
+static int start_endpoints(struct daemon *d, struct diag_list *diags)
+{
+	const struct config *c = d->plan.cfg;
+	int rc;
+	if (c->metrics.enabled) {
+		if (!(d->snap = calloc(1, sizeof(*d->snap))))
+			return -ENOMEM;
+		metrics_snapshot_init(d->snap);
+		metrics_set_policy(d->snap, d->plan.pol[0]);
+		for (size_t i = 0; i < d->n; i++) {
+			d->dev[i].metrics_idx = metrics_add_device(d->snap, d->dev[i].cfg->name);
+			if (d->dev[i].metrics_idx < 0 && i == METRICS_MAX_DEVICES)
+				log_warn("metrics cover the first %d devices only", METRICS_MAX_DEVICES);
+		}
+		struct metrics_cfg mc = { .listen = c->metrics.listen };
+		if ((rc = metrics_start(&d->msrv, &mc, diags)))
+			goto err;
+		log_notice("metrics on http://%.*s:%u/metrics",
+			   (int)(strrchr(c->metrics.listen, ':') - c->metrics.listen), c->metrics.listen,
+			   metrics_port(d->msrv));
+	}
+	if (c->control.enabled) {
+		struct ctlsock_cfg cc = { .path = c->control.socket, .mode = c->control.mode,
+					  .group = c->control.group, .acl = c->control.acl };
+		if ((rc = ctlsock_open(&d->cs, &cc, diags)))
+			goto err;
+		if ((rc = daemon_add_fd(d, ctlsock_fd(d->cs), on_ctlsock, d)))
+			goto err;
+		log_notice("control socket %s", c->control.socket);
+	}
+	return 0;
+err:
+	stop_endpoints(d);
 	return rc;
 }
 
@@ -347,6 +514,9 @@ int daemon_init(struct daemon *d, const char *config_path, bool dry_run,
 	for (size_t i = 0; i < c->n_devices; i++) {
 		struct daemon_dev *dd = &d->dev[i];
 		struct hal_dev_cfg hc;
+		dd->d = d;
+		dd->idx = i;
+		dd->metrics_idx = -1;
 		dd->cfg = &c->dev[i];
 		config_dev_cfg(dd->cfg, &hc);
 		hc.clock = &d->clock;
@@ -372,6 +542,8 @@ int daemon_init(struct daemon *d, const char *config_path, bool dry_run,
 			goto err_devs;
 		d->state_written = true;
 	}
+	if ((rc = start_endpoints(d, diags)))
+		goto err_endpoints;
 	d->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	sigset_t set;
 	sigemptyset(&set);
@@ -400,6 +572,8 @@ err_fds:
 		close(d->sfd);
 	d->tfd = d->sfd = -1;
 	diag_add(diags, DIAG_ERROR, "govd", 0, 0, "", "io", "timerfd/signalfd: %s", strerror(-rc));
+	stop_endpoints(d);
+err_endpoints:
 err_devs:
 	/* Nothing was written yet (the loop never ran): close without restore. */
 	for (size_t i = 0; i < d->n; i++) {
@@ -448,6 +622,7 @@ int daemon_restore_all(struct daemon *d)
 
 void daemon_fini(struct daemon *d)
 {
+	stop_endpoints(d);
 	for (size_t i = 0; i < d->n; i++) {
 		struct daemon_dev *dd = &d->dev[i];
 		gov_free(dd->g); /* restores if daemon_restore_all did not */
@@ -503,11 +678,11 @@ static uint32_t budget_request_mw(const struct governor *g)
 
 static void divide_budget(struct daemon *d)
 {
-	const struct config *c = d->plan.cfg;
 	struct budget_actor a[CONFIG_MAX_DEVICES];
 	struct budget_result r;
+	double bw = budget_w(d);
 
-	if (!(c->budget_w > 0)) {
+	if (!(bw > 0)) {
 		for (size_t i = 0; i < d->n; i++) {
 			if (d->dev[i].grant_mw) {
 				governor_set_power_budget_mw(d->dev[i].g, 0);
@@ -523,7 +698,7 @@ static void divide_budget(struct daemon *d)
 		a[i].request_mw = budget_request_mw(g);
 		a[i].weight = d->dev[i].cfg->weight;
 	}
-	if (budget_divvy((uint64_t)llround(c->budget_w * 1000.0), a, d->n, &r)) {
+	if (budget_divvy((uint64_t)llround(bw * 1000.0), a, d->n, &r)) {
 		log_err("node budget: device limits unusable (min above max); budget not applied");
 		return;
 	}
@@ -532,7 +707,7 @@ static void divide_budget(struct daemon *d)
 		if (!d->budget_was_infeasible)
 			log_warn("node budget %.0f W is %.0f W below the devices' lowest power limits; "
 				 "each runs at its minimum",
-				 c->budget_w, (double)r.short_mw / 1000.0);
+				 bw, (double)r.short_mw / 1000.0);
 	}
 	d->budget_was_infeasible = r.infeasible;
 	for (size_t i = 0; i < d->n; i++) {
@@ -552,6 +727,8 @@ int daemon_tick(struct daemon *d)
 	divide_budget(d);
 	for (size_t i = 0; i < d->n; i++) {
 		struct daemon_dev *dd = &d->dev[i];
+		if (d->held && d->hold_by_skip)
+			break; /* held without governor_hold: the devices keep their point */
 		if (dd->is_sim) {
 			/* The plant stands in for the device: its advance is the
 			 * device's own time, not the governor's. */
@@ -584,6 +761,15 @@ int daemon_tick(struct daemon *d)
 	hist_add(&d->st.tick_ms, (double)tick_ns / 1e6, 1);
 	if (adv_ns)
 		hist_add(&d->st.advance_ms, (double)adv_ns / 1e6, 1);
+	if (d->snap) {
+		double bw = budget_w(d);
+		metrics_observe_tick(d->snap, (double)tick_ns * 1e-9);
+		d->snap->loop_overruns = d->st.overruns;
+		d->snap->held = d->held;
+		d->snap->dry_run = d->dry_run;
+		d->snap->node_budget_w = bw > 0 ? bw : NAN;
+		metrics_publish(d->msrv, d->snap);
+	}
 	return first_err;
 }
 
@@ -639,6 +825,10 @@ int daemon_reload(struct daemon *d, struct diag_list *diags)
 	d->plan = np;
 	daemon_plan_free(&old);
 	log_set_level(d->plan.cfg->log_level);
+	if (d->snap)
+		metrics_set_policy(d->snap, d->plan.pol[0]);
+	if (d->cs)
+		ctlsock_set_acl(d->cs, &d->plan.cfg->control.acl);
 	if (period_changed && (rc = arm_timer(d)))
 		log_err("re-arming the timer at %u ms failed: %s", d->plan.period_ms, strerror(-rc));
 	return 0;
@@ -654,7 +844,9 @@ err_plan:
 	return rc;
 }
 
-static void do_reload(struct daemon *d)
+/* A reload with every diagnostic logged; the first error's text in
+ * first_err (the control socket's reply). */
+static int reload_logged(struct daemon *d, char *first_err, size_t len)
 {
 	struct diag_list dl = { 0 };
 	notify(d, "RELOADING=1");
@@ -662,10 +854,13 @@ static void do_reload(struct daemon *d)
 	for (size_t i = 0; i < dl.n; i++) {
 		char line[1200];
 		diag_format(&dl.v[i], line, sizeof(line));
-		if (dl.v[i].sev == DIAG_ERROR)
+		if (dl.v[i].sev == DIAG_ERROR) {
 			log_err("reload: %s", line);
-		else
+			if (first_err && !first_err[0])
+				snprintf(first_err, len, "%.*s", (int)(len - 1), line);
+		} else {
 			log_warn("reload: %s", line);
+		}
 	}
 	diag_clear(&dl);
 	if (rc) {
@@ -682,6 +877,12 @@ static void do_reload(struct daemon *d)
 		log_notice("reloaded %s: %s", d->plan.cfg->path, pols);
 	}
 	notify(d, "READY=1");
+	return rc;
+}
+
+static void do_reload(struct daemon *d)
+{
+	reload_logged(d, NULL, 0);
 }
 
 /* ---- the loop ---- */

@@ -15,6 +15,8 @@
 #include "common/hist.h"
 #include "governor/budget.h"
 #include "governor/config.h"
+#include "governor/ctlsock.h"
+#include "governor/metrics.h"
 #include "governor/governor.h"
 #include "governor/logrot.h"
 #include "governor/policy.h"
@@ -33,7 +35,12 @@ struct daemon_hooks {
  * readable. */
 typedef void (*daemon_fd_cb)(void *ctx, int fd);
 
+struct daemon;
+
 struct daemon_dev {
+	struct daemon *d;
+	size_t idx;
+	int metrics_idx;            /* in d->snap, -1: beyond METRICS_MAX_DEVICES */
 	struct hal_dev hw;          /* the open device */
 	struct hal_dev dry;         /* dry run: hw with the write ops made no-ops */
 	struct hal_ops dry_ops;
@@ -69,6 +76,12 @@ struct daemon {
 	bool dry_run;               /* --dry-run or config dry_run */
 	bool dry_run_cli;           /* --dry-run given */
 	bool budget_was_infeasible;
+	double budget_override_w;   /* govctl set budget-w; 0: the config's budget_w */
+	bool held;                  /* govctl hold */
+	bool hold_by_skip;          /* governor_hold unsupported: held means no periods */
+	struct metrics_snapshot *snap;
+	struct metrics_server *msrv;
+	struct ctlsock *cs;
 	struct daemon_hooks hooks;
 	size_t n;
 	struct daemon_dev *dev;     /* n */

@@ -19,17 +19,26 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; [ -f "$tmp/err" ] && sed 's/^/  govd: /' "$tmp/err" >&2; exit 1; }
 
 cp policies/thermal-conservative.yaml "$tmp/p.yaml"
+# Operators: nobody at first (this user may only read), this user after the reload.
+write_config() {
+OPERATOR=$1
 cat >"$tmp/c.yaml" <<YAML
 policy: p.yaml
 budget_w: 1000
 state_file: state.json
 decision_log: {dir: log, max_bytes: 30000, keep: 9}
-metrics: {enabled: false}
-control: {enabled: false}
+metrics: {listen: "127.0.0.1:0"}
+control:
+  socket: ctl.sock
+  read: {users: [$(id -u)]}
+  operator: {users: [$OPERATOR]}
 devices:
   - {name: gpu0, backend: sim, time_scale: 10, options: {scenario: configs/scenarios/default.yaml, seed: 1}}
   - {name: gpu1, backend: sim, time_scale: 10, options: {scenario: configs/scenarios/burst.yaml, seed: 2}}
 YAML
+}
+write_config 65534
+sock=$tmp/ctl.sock
 state=$tmp/state.json
 log0=$tmp/log/gpu0.jsonl
 
@@ -78,8 +87,27 @@ wait_for "decisions" has_lines "$log0" 10
 $py -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["format"]=="govd-state/1" and len(d["devices"])==2' "$state" \
 	|| fail "state file content"
 
-# 2. reload, good: a new policy hash in the log, a lower cap in force
+# metrics: scraped over HTTP, one family per device and the loop's own
+port=$(grep -o 'metrics on http://127.0.0.1:[0-9]*' "$tmp/err" | grep -o '[0-9]*$')
+[ -n "$port" ] || fail "no metrics address logged"
+wait_for "a scrape with periods" sh -c "curl -sf http://127.0.0.1:$port/metrics >'$tmp/metrics' && grep -q '^govd_tick_duration_seconds_count [1-9]' '$tmp/metrics'"
+grep -q 'device="gpu1"' "$tmp/metrics" || fail "metrics lack device gpu1"
+if command -v promtool >/dev/null; then
+	promtool check metrics <"$tmp/metrics" >"$tmp/promtool" 2>&1 || { cat "$tmp/promtool"; fail "promtool check metrics"; }
+fi
+# control socket: status for a reader; operator commands from a non-operator refused and logged
+"$govctl" status --json --socket "$sock" >"$tmp/status" || fail "govctl status failed"
+$py -c 'import json,sys; s=json.load(open(sys.argv[1])); assert len(s["devices"])==2 and s["period_ms"]==100, s' "$tmp/status" \
+	|| fail "status content: $(cat "$tmp/status")"
+set +e; "$govctl" hold --socket "$sock" >"$tmp/out" 2>&1; rc=$?; set -e
+[ $rc -ne 0 ] || fail "hold from a non-operator accepted"
+grep -qi "denied" "$tmp/out" || fail "hold refusal does not say denied: $(cat "$tmp/out")"
+wait_for "refusal logged" grep -qi "denied\|refused" "$tmp/err"
+
+# 2. reload, good: a new policy hash in the log, a lower cap in force; this
+# user becomes an operator (the allow-list reloads too)
 sed -i 's/^  cap_w: .*/  cap_w: 450/' "$tmp/p.yaml"
+write_config "$(id -u)"
 kill -HUP "$pid"
 wait_for "reload" grep -q "reloaded" "$tmp/err"
 h=$(grep -o 'gpu0=thermal-conservative (fnv1a64:[0-9a-f]*)' "$tmp/err" | grep -o 'fnv1a64:[0-9a-f]*')
@@ -88,6 +116,13 @@ n=$(lines "$log0")
 wait_for "decisions after reload" has_lines "$log0" $((n + 5))
 tail -1 "$log0" | $py -c 'import json,sys; assert json.load(sys.stdin)["after"]["power_limit_mw"] <= 450000' \
 	|| fail "cap 450 W not in force after reload"
+# an operator lowers the node budget: both limits together under it
+"$govctl" set budget-w 700 --socket "$sock" >"$tmp/out" || fail "set budget-w by an operator: $(cat "$tmp/out")"
+n=$(lines "$log0")
+wait_for "decisions under the new budget" has_lines "$log0" $((n + 5))
+"$govctl" status --json --socket "$sock" >"$tmp/status"
+$py -c 'import json,sys; s=json.load(open(sys.argv[1])); assert s["budget_w"]==700 and sum(d["power_limit_mw"] for d in s["devices"]) <= 700000, s' "$tmp/status" \
+	|| fail "budget 700 W not in force: $(cat "$tmp/status")"
 
 # 3. reload, bad: refused with file:line:col, old policy kept, loop goes on
 printf 'name: broken\ncontrol:\n  controller: turbo\n' >"$tmp/p.yaml"

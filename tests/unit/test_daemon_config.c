@@ -34,8 +34,8 @@ static const char good[] =
 	"log_level: info\n"
 	"state_file: /var/lib/govd/s.json\n"
 	"decision_log: {dir: log, max_bytes: 1000, keep: 2}\n"
-	"metrics: {address: 127.0.0.1, port: 9100}\n"
-	"control: {socket: /run/govd/s.sock, mode: \"0640\", readers: [\"group:adm\"], operators: [\"user:root\", \"uid:0\"]}\n"
+	"metrics: {listen: \"127.0.0.1:9100\"}\n"
+	"control: {socket: /run/govd/s.sock, mode: \"0640\", group: root, read: {groups: [0]}, operator: {users: [root, 4321]}}\n"
 	"devices:\n"
 	"  - name: gpu0\n"
 	"    backend: sim\n"
@@ -59,12 +59,15 @@ static void test_good(void **st)
 	assert_string_equal(c->declog.dir, "/etc/govd/log"); /* relative to the config */
 	assert_int_equal(c->declog.max_bytes, 1000);
 	assert_int_equal(c->declog.keep, 2);
-	assert_int_equal(c->metrics.port, 9100);
+	assert_string_equal(c->metrics.listen, "127.0.0.1:9100");
 	assert_true(c->metrics.enabled);
 	assert_int_equal(c->control.mode, 0640);
-	assert_int_equal(c->control.readers.n, 1);
-	assert_int_equal(c->control.operators.n, 2);
-	assert_string_equal(c->control.operators.v[1], "uid:0");
+	assert_int_equal(c->control.group, 0);
+	assert_int_equal(c->control.acl.read.n_gids, 1);
+	assert_int_equal(c->control.acl.read.gids[0], 0);
+	assert_int_equal(c->control.acl.op.n_uids, 2);
+	assert_int_equal(c->control.acl.op.uids[0], 0);
+	assert_int_equal(c->control.acl.op.uids[1], 4321);
 	assert_int_equal(c->n_devices, 2);
 	assert_string_equal(c->dev[0].policy_path, "/etc/govd/policies/a.yaml");
 	assert_string_equal(c->dev[1].policy_path, "/abs/b.yaml");
@@ -90,7 +93,9 @@ static void test_defaults(void **st)
 	assert_int_equal(load("policy: p.yaml\ndevices: [{name: a, backend: sim}]\n", &c, &d), 0);
 	assert_string_equal(c->state_file, CONFIG_DEFAULT_STATE_FILE);
 	assert_string_equal(c->declog.dir, CONFIG_DEFAULT_LOG_DIR);
-	assert_string_equal(c->metrics.address, "127.0.0.1");
+	assert_string_equal(c->metrics.listen, "127.0.0.1:9464");
+	assert_int_equal(c->control.group, (gid_t)-1);
+	assert_int_equal(c->control.acl.op.n_uids, 0); /* nobody is implicit */
 	assert_int_equal(c->control.mode, 0660);
 	assert_false(c->dry_run);
 	assert_true(c->budget_w == 0);
@@ -103,7 +108,7 @@ static void test_errors_located(void **st)
 	static const char bad[] =
 		"polcy: p.yaml\n"                          /* 1 unknown key */
 		"budget_w: -5\n"                           /* 2 range */
-		"control: {mode: \"999\", readers: [bob]}\n" /* 3 mode, principal */
+		"control: {mode: \"999\", read: {users: [no-such-user-xq]}}\n" /* 3 mode, user */
 		"devices:\n"
 		"  - name: gpu0\n"                         /* 5 no policy anywhere */
 		"    backend: cuda\n"                      /* 6 unknown backend */
@@ -120,7 +125,7 @@ static void test_errors_located(void **st)
 	assert_true(has(&d, 1, "polcy", "unknown-key"));
 	assert_true(has(&d, 2, "budget_w", NULL));
 	assert_true(has(&d, 3, "control.mode", "range"));
-	assert_true(has(&d, 3, "control.readers[0]", "principal"));
+	assert_true(has(&d, 3, "control.read.users", "unknown-name"));
 	assert_true(has(&d, 5, "devices[0].policy", "missing-key"));
 	assert_true(has(&d, 6, "devices[0].backend", NULL));
 	assert_true(has(&d, 7, "devices[1].name", "duplicate-name"));

@@ -52,10 +52,13 @@ static void write_cfg(const char *policy, double budget_w, bool dry, const char 
 	fprintf(f,
 		"policy: %s\nbudget_w: %g\ndry_run: %s\nstate_file: %s\n"
 		"decision_log: {dir: %s, max_bytes: 0}\n"
+		"metrics: {listen: \"127.0.0.1:0\"}\n"
+		"control: {socket: %s/ctl.sock, read: {users: [%u]}, operator: {users: [%u]}}\n"
 		"devices:\n"
 		"  - {name: gpu0, backend: sim, time_scale: 100, options: {scenario: %s, seed: 1}}\n"
 		"  - {name: gpu1, backend: sim, time_scale: 100, weight: 2, options: {scenario: %s, seed: %s}}\n",
-		policy, budget_w, dry ? "true" : "false", state_path, log_dir, SCENARIO, SCENARIO,
+		policy, budget_w, dry ? "true" : "false", state_path, log_dir, dir, (unsigned)getuid(),
+		(unsigned)getuid(), SCENARIO, SCENARIO,
 		extra ? extra : "2");
 	fclose(f);
 }
@@ -111,6 +114,15 @@ static void test_budget_state_restore(void **st)
 	assert_true((uint64_t)d.dev[0].grant_mw + d.dev[1].grant_mw <= 700000);
 	assert_int_equal(d.st.ticks, 20);
 	assert_int_equal(d.st.tick_ms.n, 20);
+	/* the metrics snapshot follows every period of every device */
+	assert_non_null(d.snap);
+	assert_int_equal(d.snap->n_devices, 2);
+	assert_int_equal(d.snap->dev[1].periods, 20);
+	assert_int_equal(d.snap->tick.count, 20);
+	assert_true(d.snap->node_budget_w == 700.0);
+	assert_true(d.snap->dev[0].power_limit_w * 1000.0 == (double)d.dev[0].g->cur.power_limit_mw);
+	assert_true(metrics_port(d.msrv) > 0);
+	assert_non_null(d.cs);
 
 	assert_int_equal(daemon_restore_all(&d), 0);
 	assert_true(access(state_path, F_OK) != 0);
@@ -207,7 +219,7 @@ static void test_reload_transaction(void **st)
 	assert_int_equal(daemon_reload(&d, &dl), -EINVAL);
 	located = false;
 	for (size_t i = 0; i < dl.n; i++)
-		located |= !strcmp(dl.v[i].code, "period-mismatch") && dl.v[i].line == 9;
+		located |= !strcmp(dl.v[i].code, "period-mismatch") && dl.v[i].line == 11;
 	assert_true(located);
 	diag_clear(&dl);
 	assert_int_equal(daemon_restore_all(&d), 0);
