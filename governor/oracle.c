@@ -211,10 +211,12 @@ double oracle_window_energy(const struct sim_window *w, uint32_t rails)
 	return e;
 }
 
-bool oracle_window_feasible(const struct sim_window *w, const struct policy *pol)
+bool oracle_window_feasible(const struct sim_window *w, const struct policy *pol,
+			    uint32_t int8_slices)
 {
 	return !w->failed && w->sla_met && w->clamp_events == 0 && w->clamp_time_s <= 0 &&
-	       w->max_junction_c <= pol->thermal.ceiling_c && w->breach_requests == 0;
+	       w->max_junction_c <= pol->thermal.ceiling_c && w->breach_requests == 0 &&
+	       !(w->over_threshold & int8_slices);
 }
 
 /* a better than b (both feasible): more tokens per joule; with no tokens on
@@ -244,7 +246,7 @@ void oracle_select(const struct oracle_cell *cells, const struct policy *pol,
 		size_t best = SIZE_MAX;
 		for (size_t c = 0; c < r->n_cand; c++) {
 			const struct oracle_cell *x = &cells[c * nw + w];
-			if (!x->present || !oracle_window_feasible(&x->w, pol))
+			if (!x->present || !oracle_window_feasible(&x->w, pol, r->cand[c].int8_slices))
 				continue;
 			r->cand[c].windows_feasible++;
 			if (best == SIZE_MAX || better(&x->w, &cells[best * nw + w].w, rails))

@@ -107,8 +107,11 @@ struct oracle_result {
 int oracle_grid(const struct policy *pol, const struct hal_limits *lim, const struct scenario *sc,
 		double clk_step_mhz, unsigned power_levels, struct oracle_cand *out, size_t max,
 		size_t *n, size_t *fallback);
-/* Pure: whether one window of a run meets SLA, ceiling, clamp and quality. */
-bool oracle_window_feasible(const struct sim_window *w, const struct policy *pol);
+/* Pure: whether one window of a run of a point serving int8_slices in INT8
+ * meets SLA, ceiling, clamp and quality (no INT8 on a slice whose true drop
+ * was over its threshold in the window, served or not). */
+bool oracle_window_feasible(const struct sim_window *w, const struct policy *pol,
+			    uint32_t int8_slices);
 /* Pure: energy of a window over the policy's objective rails. */
 double oracle_window_energy(const struct sim_window *w, uint32_t rails);
 /* Pure: per window the feasible candidate with the most tokens per joule

@@ -51,6 +51,7 @@ struct sla_win {
 	double energy_j[HAL_RAIL_N];
 	uint64_t clamp_events, breach;
 	double clamp_time_s, max_tj_c;
+	uint32_t over_threshold;
 	struct hist at_start[SLA_N_METRICS]; /* cumulative snapshots at the window start */
 	struct hist delta[SLA_N_METRICS];    /* scratch for the window's own histograms */
 };
@@ -107,6 +108,7 @@ static void win_snapshot(struct acc *a, uint64_t t_ms)
 	a->win->clamp_time_s = d->clamp_time_s;
 	a->win->breach = breach_total(a);
 	a->win->max_tj_c = d->tj_c;
+	a->win->over_threshold = 0;
 }
 
 /* Whether a window [start, now] met every target the policy sets
@@ -135,6 +137,7 @@ static void win_judge(struct acc *a, uint64_t t_ms, struct sim_window *w)
 	w->clamp_events = dv->clamp_events - a->win->clamp_events;
 	w->clamp_time_s = dv->clamp_time_s - a->win->clamp_time_s;
 	w->breach_requests = breach_total(a) - a->win->breach;
+	w->over_threshold = a->win->over_threshold;
 	w->failed = a->plant->failed;
 	for (int m = 0; m < SLA_N_METRICS; m++) {
 		hist_delta(&d[m], metric_hist(st, (enum sla_metric)m), &a->win->at_start[m]);
@@ -183,8 +186,10 @@ static void count_breaches(struct acc *a)
 
 	for (size_t s = 0; s < a->n_slices; s++) {
 		uint64_t now = st->slice_int8_completed[s];
-		if (plant_true_drop(a->plant, (uint32_t)s) > a->max_drop[s])
+		if (plant_true_drop(a->plant, (uint32_t)s) > a->max_drop[s]) {
 			a->breach[s] += now - a->prev_int8_completed[s];
+			a->win->over_threshold |= 1u << s;
+		}
 		a->prev_int8_completed[s] = now;
 	}
 }

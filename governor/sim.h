@@ -27,6 +27,8 @@ struct sim_window {
 	uint64_t clamp_events;       /* hardware slowdown entries */
 	double clamp_time_s;
 	uint64_t breach_requests;    /* INT8 completions on a slice over its threshold */
+	uint32_t over_threshold;     /* bit per slice: true INT8 drop above the policy's
+				      * max_drop at some control period of the window */
 	bool failed;                 /* the plant shut down in this window */
 };
 typedef void (*sim_window_cb)(void *ctx, const struct sim_window *w);
