@@ -211,12 +211,17 @@ double oracle_window_energy(const struct sim_window *w, uint32_t rails)
 	return e;
 }
 
+bool oracle_window_safe(const struct sim_window *w, const struct policy *pol, uint32_t int8_slices)
+{
+	return !w->failed && w->clamp_events == 0 && w->clamp_time_s <= 0 &&
+	       w->max_junction_c <= pol->thermal.ceiling_c && w->breach_requests == 0 &&
+	       !(w->over_threshold & int8_slices);
+}
+
 bool oracle_window_feasible(const struct sim_window *w, const struct policy *pol,
 			    uint32_t int8_slices)
 {
-	return !w->failed && w->sla_met && w->clamp_events == 0 && w->clamp_time_s <= 0 &&
-	       w->max_junction_c <= pol->thermal.ceiling_c && w->breach_requests == 0 &&
-	       !(w->over_threshold & int8_slices);
+	return w->sla_met && oracle_window_safe(w, pol, int8_slices);
 }
 
 /* a better than b (both feasible): more tokens per joule; with no tokens on
@@ -236,7 +241,7 @@ void oracle_select(const struct oracle_cell *cells, const struct policy *pol,
 	uint32_t rails = pol->objective.rails;
 	size_t nw = r->n_windows;
 
-	r->windows_feasible = r->windows_fallback = r->windows_judged = 0;
+	r->windows_feasible = r->windows_relaxed = r->windows_fallback = r->windows_judged = 0;
 	r->tokens = 0;
 	r->energy_j = r->energy_all_j = 0;
 	r->clamp_events = r->breach_requests = 0;
@@ -255,11 +260,24 @@ void oracle_select(const struct oracle_cell *cells, const struct policy *pol,
 		struct oracle_pick *p = &r->pick[w];
 		memset(p, 0, sizeof(*p));
 		p->feasible = best != SIZE_MAX;
-		p->cand = p->feasible ? best : r->fallback;
+		for (size_t c = 0; !p->feasible && c < r->n_cand; c++) {
+			const struct oracle_cell *x = &cells[c * nw + w];
+			if (!x->present || !oracle_window_safe(&x->w, pol, r->cand[c].int8_slices))
+				continue;
+			/* Not the most tokens: a point working off its own backlog
+			 * makes the most, and stitching would count that work twice. */
+			const struct sim_window *b = best == SIZE_MAX ? NULL : &cells[best * nw + w].w;
+			if (!b || x->w.sla_ratio < b->sla_ratio ||
+			    (x->w.sla_ratio == b->sla_ratio && better(&x->w, b, rails)))
+				best = c;
+		}
+		p->relaxed = !p->feasible && best != SIZE_MAX;
+		p->cand = best != SIZE_MAX ? best : r->fallback;
 		const struct oracle_cell *x = &cells[p->cand * nw + w];
 		r->cand[p->cand].chosen++;
 		r->windows_feasible += p->feasible;
-		r->windows_fallback += !p->feasible;
+		r->windows_relaxed += p->relaxed;
+		r->windows_fallback += !p->feasible && !p->relaxed;
 		if (!x->present)
 			continue; /* the fallback itself ended early: the window adds nothing */
 		p->start_s = x->w.start_s;
@@ -279,6 +297,7 @@ void oracle_select(const struct oracle_cell *cells, const struct policy *pol,
 		r->clamp_events += p->clamp_events;
 		r->breach_requests += p->breach_requests;
 	}
+	r->demand_tokens = r->cand[r->fallback].tokens;
 	r->tokens_per_joule = r->energy_j > 0 ? (double)r->tokens / r->energy_j : 0;
 	r->tokens_per_joule_all_rails = r->energy_all_j > 0 ? (double)r->tokens / r->energy_all_j : 0;
 	size_t bs = 0;
@@ -542,11 +561,16 @@ json_t *oracle_json(const struct oracle_result *r)
 	json_object_set_new(o, "tokens_per_joule", jsonx_real(r->tokens_per_joule));
 	json_object_set_new(o, "tokens_per_joule_all_rails", jsonx_real(r->tokens_per_joule_all_rails));
 	json_object_set_new(o, "tokens", json_integer((json_int_t)r->tokens));
+	json_object_set_new(o, "demand_tokens", json_integer((json_int_t)r->demand_tokens));
+	json_object_set_new(o, "stitch_error",
+			    jsonx_real(r->demand_tokens ? (double)r->tokens / (double)r->demand_tokens - 1
+							: NAN));
 	json_object_set_new(o, "energy_j", jsonx_real(r->energy_j));
 	json_object_set_new(o, "energy_all_rails_j", jsonx_real(r->energy_all_j));
 	json_object_set_new(o, "windows", json_integer((json_int_t)r->n_windows));
 	json_object_set_new(o, "windows_judged", json_integer((json_int_t)r->windows_judged));
 	json_object_set_new(o, "windows_feasible", json_integer((json_int_t)r->windows_feasible));
+	json_object_set_new(o, "windows_relaxed", json_integer((json_int_t)r->windows_relaxed));
 	json_object_set_new(o, "windows_fallback", json_integer((json_int_t)r->windows_fallback));
 	json_object_set_new(o, "fallback_candidate", json_string(r->cand[r->fallback].name));
 	json_object_set_new(o, "clamp_events", json_integer((json_int_t)r->clamp_events));
@@ -592,6 +616,7 @@ json_t *oracle_json(const struct oracle_result *r)
 		json_object_set_new(j, "end_s", jsonx_real(p->end_s));
 		json_object_set_new(j, "candidate", json_string(r->cand[p->cand].name));
 		json_object_set_new(j, "feasible", json_boolean(p->feasible));
+		json_object_set_new(j, "relaxed", json_boolean(p->relaxed));
 		json_object_set_new(j, "idle", json_boolean(p->idle));
 		json_object_set_new(j, "tail", json_boolean(p->tail));
 		json_object_set_new(j, "tokens", json_integer((json_int_t)p->tokens));

@@ -66,7 +66,9 @@ struct oracle_cell {
 /* The oracle's choice for one window. */
 struct oracle_pick {
 	size_t cand;           /* index into the candidates */
-	bool feasible;         /* false: no candidate was; cand is the fallback */
+	bool feasible;         /* every constraint met */
+	bool relaxed;          /* no point met the SLA: the safe point closest to it */
+	/* neither: no point was safe either; cand is the fallback */
 	double start_s, end_s;
 	bool tail, idle;
 	uint64_t tokens;
@@ -85,15 +87,17 @@ struct oracle_result {
 	struct oracle_cand *cand;
 	size_t n_windows;
 	struct oracle_pick *pick;
-	size_t fallback;          /* candidate taken where none is feasible */
+	size_t fallback;          /* candidate taken where none is safe */
 	size_t windows_feasible;  /* windows with at least one feasible candidate */
-	size_t windows_fallback;
+	size_t windows_relaxed;   /* none feasible, one safe (SLA relaxed) */
+	size_t windows_fallback;  /* none safe */
 	size_t windows_judged;    /* not idle */
 	uint64_t tokens;
 	double energy_j, energy_all_j;
 	double tokens_per_joule;           /* objective.power_rails */
 	double tokens_per_joule_all_rails; /* comparable with summary.json tokens_per_joule */
 	uint64_t clamp_events, breach_requests;
+	uint64_t demand_tokens;   /* tokens of the fallback's whole run: what the workload asked */
 	size_t best_static;       /* feasible in the most windows (ties: more tokens/J) */
 };
 
@@ -108,14 +112,18 @@ int oracle_grid(const struct policy *pol, const struct hal_limits *lim, const st
 		double clk_step_mhz, unsigned power_levels, struct oracle_cand *out, size_t max,
 		size_t *n, size_t *fallback);
 /* Pure: whether one window of a run of a point serving int8_slices in INT8
- * meets SLA, ceiling, clamp and quality (no INT8 on a slice whose true drop
- * was over its threshold in the window, served or not). */
+ * is safe: junction never above the ceiling, no hardware clamp, no shutdown,
+ * no INT8 on a slice whose true drop was over its threshold in the window
+ * (served or not). Feasible: safe and the SLA met. */
+bool oracle_window_safe(const struct sim_window *w, const struct policy *pol, uint32_t int8_slices);
 bool oracle_window_feasible(const struct sim_window *w, const struct policy *pol,
 			    uint32_t int8_slices);
 /* Pure: energy of a window over the policy's objective rails. */
 double oracle_window_energy(const struct sim_window *w, uint32_t rails);
 /* Pure: per window the feasible candidate with the most tokens per joule
- * (no tokens: least energy; ties: lower index), else the fallback.
+ * (no tokens: least energy; ties: lower index); where none is feasible, the
+ * safe one closest to the SLA (least sla_ratio; ties: more tokens per
+ * joule); where none is safe either, the fallback.
  * cells[c * n_windows + w]. Fills pick[n_windows], the candidates'
  * windows_feasible and chosen, and the result totals. */
 void oracle_select(const struct oracle_cell *cells, const struct policy *pol,

@@ -146,14 +146,19 @@ static void win_judge(struct acc *a, uint64_t t_ms, struct sim_window *w)
 	if (empty) {
 		w->idle = st->queue_len + st->running == 0;
 		w->sla_met = w->idle;
+		w->sla_ratio = w->idle ? 0 : INFINITY;
 		return;
 	}
 	bool met = true;
 	for (size_t i = 0; i < policy_n_sla_targets; i++) {
 		const struct sla_target *t = &policy_sla_targets[i];
 		double target_ms = policy_sla_value(p, t);
-		if (target_ms > 0 && hist_quantile(&d[t->metric], t->q) > target_ms)
+		if (target_ms <= 0)
+			continue;
+		double q_ms = hist_quantile(&d[t->metric], t->q);
+		if (q_ms > target_ms)
 			met = false;
+		w->sla_ratio = fmax(w->sla_ratio, q_ms / target_ms);
 	}
 	double dur_s = w->end_s - w->start_s;
 	if (p->sla.min_tokens_per_s > 0 && st->queue_len > 0 && dur_s > 0 &&

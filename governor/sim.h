@@ -21,6 +21,8 @@ struct sim_window {
 				* (up to window_s long): not in its attainment */
 	bool idle;             /* nothing completed and nothing waiting */
 	bool sla_met;          /* every policy target met (true when idle) */
+	double sla_ratio;      /* worst quantile / target over the policy's targets (<= 1: met;
+				* 0 when idle, +inf when requests waited and none completed) */
 	uint64_t tokens;
 	double energy_j[HAL_RAIL_N]; /* true energy per rail */
 	double max_junction_c;       /* true, sampled every control period */

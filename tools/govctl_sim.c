@@ -30,9 +30,14 @@ static void print_oracle(const struct oracle_result *r)
 	printf("oracle %s, policy %s, seed %llu: %.4f tokens/J (all rails %.4f), %zu candidates\n",
 	       r->scenario, r->policy, (unsigned long long)r->seed, r->tokens_per_joule,
 	       r->tokens_per_joule_all_rails, r->n_cand);
-	printf("  windows: %zu (%zu not idle); a feasible point in %zu, none in %zu (took %s)\n",
-	       r->n_windows, r->windows_judged, r->windows_feasible, r->windows_fallback,
-	       r->cand[r->fallback].name);
+	printf("  windows: %zu (%zu not idle); a feasible point in %zu; no point met the SLA in %zu "
+	       "(took the safe point closest to it); none was safe in %zu (took %s)\n",
+	       r->n_windows, r->windows_judged, r->windows_feasible, r->windows_relaxed,
+	       r->windows_fallback, r->cand[r->fallback].name);
+	printf("  tokens: %llu stitched from the chosen windows vs %llu demanded (%+.2f %%: windows "
+	       "are not independent)\n",
+	       (unsigned long long)r->tokens, (unsigned long long)r->demand_tokens,
+	       r->demand_tokens ? 100.0 * ((double)r->tokens / (double)r->demand_tokens - 1) : 0);
 	printf("  best single static point: %s, feasible in %zu/%zu windows, %.4f tokens/J\n",
 	       bs->name, bs->windows_feasible, r->n_windows,
 	       bs->energy_j > 0 ? (double)bs->tokens / bs->energy_j : 0);
