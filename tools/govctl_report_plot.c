@@ -323,18 +323,30 @@ static void w_scatter(FILE *gp, const char *dir, struct rp_run *const *runs, siz
 		    "graph 0.1, graph 0.1\n");
 	const char *lab[2] = { "TTFT p99 (ms)", "TBT p99 (ms)" };
 	const int ti[2] = { 1, 3 };
+	/* Target lines as data (arrows are not clipped to their panel), so the
+	 * x range also stretches to show where the target lies. */
+	double lo = INFINITY, hi = -INFINITY;
+	for (size_t i = 0; i < n; i++)
+		if (isfinite(runs[i]->tpj)) {
+			lo = fmin(lo, runs[i]->tpj);
+			hi = fmax(hi, runs[i]->tpj);
+		}
 	for (int pnl = 0; pnl < 2; pnl++) {
 		fprintf(gp, "set xlabel \"%s\"\n", lab[pnl]);
 		double tgt = runs[0]->targets[ti[pnl]];
-		if (tgt > 0)
-			fprintf(gp, "set arrow 1 from %.2f, graph 0 to %.2f, graph 1 nohead dt 2 lc rgb "
-				    "\"#000000\"\n",
-				tgt, tgt);
-		else
-			fprintf(gp, "unset arrow 1\n");
 		fprintf(gp, "plot \"sc.dat\" u %d:4:5 w p pt 7 ps 1.5 lc variable, \"\" u %d:4:1 w labels "
-			    "offset 0,1 noenhanced\n",
+			    "offset 0,1 noenhanced",
 			pnl + 2, pnl + 2);
+		if (tgt > 0 && isfinite(lo)) {
+			snprintf(path, sizeof(path), "%s/tg%d.dat", dir, pnl);
+			FILE *t = fopen(path, "w");
+			if (t) {
+				fprintf(t, "%.3f %.6f\n%.3f %.6f\n", tgt, lo, tgt, hi);
+				fclose(t);
+				fprintf(gp, ", \"tg%d.dat\" u 1:2 w l dt 2 lc rgb \"#000000\"", pnl);
+			}
+		}
+		fprintf(gp, "\n");
 	}
 	fprintf(gp, "unset multiplot\n");
 }
@@ -387,8 +399,9 @@ remove_dir:
 					 k == 3 ? "svg" : "dat");
 				unlink(path);
 			}
-		static const char *const fixed[] = { "plots.gp", "gnuplot.err", "i8.dat", "sc.dat" };
-		for (size_t k = 0; k < 4; k++) {
+		static const char *const fixed[] = { "plots.gp", "gnuplot.err", "i8.dat",
+						     "sc.dat",   "tg0.dat",     "tg1.dat" };
+		for (size_t k = 0; k < sizeof(fixed) / sizeof(fixed[0]); k++) {
 			snprintf(path, sizeof(path), "%s/%s", dir, fixed[k]);
 			unlink(path);
 		}
