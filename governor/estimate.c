@@ -315,21 +315,25 @@ static void quality_gate(struct estimator *e, size_t s, uint64_t dn, uint64_t dk
 		double p1 = fmin(0.999, qc->max_drop * ESTIMATE_CUSUM_P1_RATIO);
 		double llr = (double)dk * log(p1 / p0) + (double)(dn - dk) * log((1 - p1) / (1 - p0));
 		o->q_cusum[s] = fmax(0, o->q_cusum[s] + llr);
-		double h = log(1.0 / (1.0 - qc->confidence));
-		if (o->q_cusum[s] > h) {
+		if (o->q_cusum[s] > ESTIMATE_CUSUM_H) {
+			/* Evidence from before the shift no longer describes the
+			 * slice: the gate starts over from here, without the prior. */
 			o->q_alarm[s] = true;
 			e->q_prior_dropped[s] = true;
+			e->q_base_samples[s] = o->q_total_samples[s];
+			e->q_base_mismatches[s] = o->q_total_mismatches[s];
 			o->q_cusum[s] = 0;
 		}
 	}
-	double n = (double)o->q_total_samples[s], k = (double)o->q_total_mismatches[s];
+	double n = (double)(o->q_total_samples[s] - e->q_base_samples[s]);
+	double k = (double)(o->q_total_mismatches[s] - e->q_base_mismatches[s]);
 	if (!e->q_prior_dropped[s]) {
 		n += qc->prior_samples;
 		k += qc->prior_mismatches;
 	}
 	o->q_evidence_n[s] = (uint64_t)n;
 	o->q_drop_upper[s] = wilson_upper_conf(k, n, qc->confidence);
-	o->q_gate_open[s] = !o->q_alarm[s] && n >= qc->min_samples && o->q_drop_upper[s] <= qc->max_drop;
+	o->q_gate_open[s] = n >= qc->min_samples && o->q_drop_upper[s] <= qc->max_drop;
 }
 
 static bool good(const enum gov_fault f[GOV_SIG_N], const struct gov_reading in[GOV_SIG_N], int s)

@@ -22,6 +22,11 @@ static const struct govctl_cmd cmds[] = {
 	{ .name = "report", .synopsis = "report RUN... --baseline RUN [-o DIR] [--sign KEYFILE]", .run = govctl_report },
 	{ .name = "verify", .synopsis = "verify FILE SIGFILE PUBKEY", .run = govctl_verify },
 	{ .name = "keygen", .synopsis = "keygen BASENAME", .run = govctl_keygen },
+	{ .name = "status", .synopsis = "status [--json] [--socket PATH]", .run = govctl_status },
+	{ .name = "set", .synopsis = "set budget-w WATTS [--socket PATH]", .run = govctl_set },
+	{ .name = "hold", .synopsis = "hold [--socket PATH]", .run = govctl_hold },
+	{ .name = "resume", .synopsis = "resume [--socket PATH]", .run = govctl_resume },
+	{ .name = "reload", .synopsis = "reload [--socket PATH]", .run = govctl_reload },
 	{ .name = "help", .synopsis = "help", .run = cmd_help },
 };
 
