@@ -95,6 +95,7 @@ double ipa_throttle(struct ipa_state *s, double temp_c, double period_ms, uint32
 /* Exposed for tests: the govd / slo-dvfs loops (governor/ctl_govd.c). */
 struct govd_tuning {
 	double slack_low, slack_high, raise_gain, lower_pct_per_s, surge_queue, peak_memory_s;
+	double lower_min_requests;
 	double horizon_s, r_fast_c_per_w, thermal_margin_c, sat_hold_s, sat_s, tbt_exponent;
 };
 struct govd_mix {

@@ -31,6 +31,7 @@ static const struct ctl_param govd_params[] = {
 	{ "lower_pct_per_s", 0.1, 50.0, 1.5, "clock decay in % per second while under slack_low" },
 	{ "surge_queue", 1, 100000, 8, "waiting requests that send the clock to max at once" },
 	{ "peak_memory_s", 1, 86400, 600, "time constant of the remembered TBT peak (load floor)" },
+	{ "lower_min_requests", 0, 100000, 5, "requests completed in the short window before the clock may decay" },
 	{ "tbt_exponent", 0.0, 1.5, 0.8, "TBT ~ clock^-x, to scale the TBT seen now to the max clock" },
 	{ "idle_mhz", 0, 100000, NAN, "clock while nothing runs or waits (default: hold the last busy clock)" },
 	{ "floor_mhz", 0, 100000, NAN, "lowest clock the latency loop uses (default: policy min)" },
@@ -49,6 +50,7 @@ static const struct ctl_param slo_params[] = {
 	{ "lower_pct_per_s", 0.1, 50.0, 1.5, "clock decay in % per second while under slack_low" },
 	{ "surge_queue", 1, 100000, 8, "waiting requests that send the clock to max at once" },
 	{ "peak_memory_s", 1, 86400, 600, "time constant of the remembered TBT peak (load floor)" },
+	{ "lower_min_requests", 0, 100000, 5, "requests completed in the short window before the clock may decay" },
 	{ "tbt_exponent", 0.0, 1.5, 0.8, "TBT ~ clock^-x, to scale the TBT seen now to the max clock" },
 	{ "idle_mhz", 0, 100000, NAN, "clock while nothing runs or waits (default: hold the last busy clock)" },
 	{ "floor_mhz", 0, 100000, NAN, "lowest clock the latency loop uses (default: policy min)" },
@@ -101,6 +103,7 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 	t->lower_pct_per_s = param(pol, c, "lower_pct_per_s", 1.5);
 	t->surge_queue = param(pol, c, "surge_queue", 8);
 	t->peak_memory_s = param(pol, c, "peak_memory_s", 600);
+	t->lower_min_requests = param(pol, c, "lower_min_requests", 5);
 	t->tbt_exponent = param(pol, c, "tbt_exponent", 0.8);
 	double floor_mhz = param(pol, c, "floor_mhz", s->fmin_khz / 1000.0);
 	double idle_mhz = param(pol, c, "idle_mhz", 0); /* 0: hold */
@@ -353,6 +356,10 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 	 * and lowering on its stale quantiles would leave the next burst a
 	 * slow clock. */
 	bool busy = e->queue_len > 0 || e->running > 0 || e->period_requests > 0;
+	/* A lull between bursts leaves a few requests in the short window and
+	 * a flattering quantile: lowering on it meets the next burst slow. */
+	if (ratio < t->slack_low && (double)e->short_requests < t->lower_min_requests)
+		ratio = 0.5 * (t->slack_low + t->slack_high);
 	/* The floor the load allows: TBT seen at the effective clock, scaled
 	 * to the max clock (TBT ~ f^-tbt_exponent), kept as a decaying peak per
 	 * precision mode; the clock never decays below where that peak would

@@ -83,11 +83,11 @@ struct estimate_cfg {
 #define ESTIMATE_SHORT_WINDOW_S 10.0
 /* The regression detector: its alternative is this multiple of the slice's
  * max_drop, its threshold (log-likelihood ratio) ESTIMATE_CUSUM_H. With a
- * prior at 0.67 % and max_drop 1 %: about 3.5 % false alarms per 20,000
+ * prior at 0.67 % and max_drop 1 %: about 1 % false alarms per 20,000
  * in-control shadow samples, a shift to 4 % caught after ~245 samples
  * (simulated; docs/govd-controller.md). */
-#define ESTIMATE_CUSUM_P1_RATIO 2.0
-#define ESTIMATE_CUSUM_H 7.0
+#define ESTIMATE_CUSUM_P1_RATIO 3.0
+#define ESTIMATE_CUSUM_H 9.0
 
 struct est_sparse; /* one period's histogram delta, sparse */
 

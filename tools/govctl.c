@@ -1,5 +1,6 @@
 /* govctl: the command-line front end (subcommand table). */
 #include "tools/govctl.h"
+#include "tools/govctl_report.h"
 
 #include <errno.h>
 #include <math.h>
@@ -19,6 +20,9 @@ static const struct govctl_cmd cmds[] = {
 	  .run = govctl_compare },
 	{ .name = "lint", .synopsis = "lint [--format text|json] [--strict] FILE...", .run = govctl_lint },
 	{ .name = "restore", .synopsis = "restore [--state FILE | --config FILE]", .run = govctl_restore },
+	{ .name = "report", .synopsis = "report RUN... --baseline RUN [-o DIR] [--sign KEYFILE]", .run = govctl_report },
+	{ .name = "verify", .synopsis = "verify FILE SIGFILE PUBKEY", .run = govctl_verify },
+	{ .name = "keygen", .synopsis = "keygen BASENAME", .run = govctl_keygen },
 	{ .name = "status", .synopsis = "status [--json] [--socket PATH]", .run = govctl_status },
 	{ .name = "set", .synopsis = "set budget-w WATTS [--socket PATH]", .run = govctl_set },
 	{ .name = "hold", .synopsis = "hold [--socket PATH]", .run = govctl_hold },

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# govctl report end to end (docs/report.md):
+#  - the hot scenario's naive-INT8 run against firmware-default is classified
+#    thermal-bound with clamp evidence and gets NO-GO;
+#  - the best policy available today (ondemand) against firmware-default on the
+#    default scenario gets a measured gain (the govd controller's GO:
+#    report_govd.sh);
+#  - a live decision log alone gives a report with recomputed figures;
+#  - the same runs give byte-identical reports;
+#  - report.json signed with Ed25519 verifies, and fails once edited;
+#  - report.html renders in headless Chromium to a non-blank screenshot.
+# Exit 77 (skip) when the Azure trace, gnuplot, python3 or chromium is missing.
+set -euo pipefail
+build=$1
+gv=$build/govctl
+skip() { echo "SKIP: $*"; exit 77; }
+[ -f "${GOVD_SHARED_DATA:-/nonexistent}/AzureLLMInferenceTrace2023_code.csv" ] ||
+	skip "Azure code trace not found in GOVD_SHARED_DATA"
+command -v gnuplot >/dev/null || skip "gnuplot not installed (gnuplot-nox)"
+command -v python3 >/dev/null || skip "python3 not installed"
+chromium=$(command -v chromium || command -v chromium-browser || true)
+[ -n "$chromium" ] || skip "chromium not installed"
+
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+# jq-like field access without jq: python3 expression over the report.
+q() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+sim() { "$gv" sim --scenario "configs/scenarios/$1.yaml" --policy "$2" --seed 1 --out "$3" >/dev/null 2>&1; }
+sim azure-code-hot policies/baselines/naive-int8.yaml "$out/hot-int8"
+sim azure-code-hot policies/baselines/firmware-default.yaml "$out/hot-fw"
+
+# 1. naive INT8 on the hot scenario: thermal-bound with clamp evidence, NO-GO.
+"$gv" report "$out/hot-int8" --baseline "$out/hot-fw" -o "$out/r1" >/dev/null
+j=$out/r1/report.json
+verdict=$(q "$j" "r['recommendation']['verdict']")
+cls=$(q "$j" "r['bottlenecks']['runs'][0]['run_class']")
+clamp_windows=$(q "$j" "sum(1 for w in r['bottlenecks']['runs'][0]['windows'] if w['class']=='thermal-bound' and w['clamp_periods']>0 and 'hardware slowdown in' in w['evidence'])")
+clamps=$(q "$j" "r['monitors']['thermal_clamp_frequency'][0]['clamp_events']")
+blocker=$(q "$j" "sum(1 for x in r['recommendation']['reasons'] if x['kind']=='blocker' and 'clamp' in x['text'])")
+echo "hot naive-int8: $verdict, $cls, $clamps clamp event(s), $clamp_windows thermal window(s) with clamp evidence"
+[ "$verdict" = "NO-GO" ]
+[ "$cls" = "thermal-bound" ]
+[ "$clamp_windows" -gt 0 ] && [ "$blocker" -eq 1 ]
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0 else 1)" "$clamps"
+grep -q 'NO-GO' "$out/r1/report.md"
+grep -q '<svg' "$out/r1/report.html"
+
+# 2. Byte-identical when regenerated from the same runs (into another dir).
+"$gv" report "$out/hot-int8" --baseline "$out/hot-fw" -o "$out/r1b" >/dev/null
+for f in report.json report.md report.html; do
+	cmp "$out/r1/$f" "$out/r1b/$f"
+done
+echo "regenerated report: byte-identical"
+
+# 3. Signing: verify OK, then an edited report fails.
+"$gv" keygen "$out/owner" >/dev/null
+"$gv" report "$out/hot-int8" --baseline "$out/hot-fw" -o "$out/rs" --sign "$out/owner.key" >/dev/null
+cmp "$out/r1/report.json" "$out/rs/report.json"
+"$gv" verify "$out/rs/report.json" "$out/rs/report.json.sig" "$out/owner.pub"
+sed -i 's/"verdict": "NO-GO"/"verdict": "GO"/' "$out/rs/report.json"
+! cmp -s "$out/r1/report.json" "$out/rs/report.json" || { echo "FAIL: the edit did not apply"; exit 1; }
+if "$gv" verify "$out/rs/report.json" "$out/rs/report.json.sig" "$out/owner.pub" 2>/dev/null; then
+	echo "FAIL: an edited report.json still verifies"
+	exit 1
+fi
+echo "signature: verifies, and fails after an edit"
+
+# 4. A live govd decision log alone: figures recomputed from the log.
+mkdir "$out/live"
+cp "$out/hot-int8/decisions.jsonl" "$out/live/"
+"$gv" report "$out/live/decisions.jsonl" --baseline "$out/hot-fw" -o "$out/r4" >/dev/null
+src=$(q "$out/r4/report.json" "r['primary_metric']['runs'][0]['source']")
+rel=$(python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['primary_metric']['runs'][0]['tokens_per_joule']; b=json.load(open(sys.argv[2]))['tokens_per_joule']; print(abs(a/b-1))" "$out/r4/report.json" "$out/hot-int8/summary.json")
+echo "live log: $src, tokens/J off the ground truth by $rel"
+[ "$src" = "recomputed from the decision log" ]
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) < 0.05 else 1)" "$rel"
+
+# 5. Best available policy today vs firmware-default on balanced.yaml's
+#    workload profile (configs/scenarios/default.yaml): a measured gain, and
+#    conditional at best because a baseline policy arms no rollback trigger.
+sim default policies/baselines/ondemand.yaml "$out/def-ond"
+sim default policies/baselines/firmware-default.yaml "$out/def-fw"
+"$gv" report "$out/def-ond" --baseline "$out/def-fw" -o "$out/r5" >/dev/null
+v5=$(q "$out/r5/report.json" "r['recommendation']['verdict']")
+g5=$(q "$out/r5/report.json" "r['recommendation']['gain']")
+echo "default ondemand vs firmware-default: $v5, gain $g5"
+[ "$v5" = "GO WITH CONDITIONS" ]
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0.02 else 1)" "$g5"
+q "$out/r5/report.json" "[x['text'] for x in r['recommendation']['reasons']]" | grep -q unguarded
+
+# 6. HTML renders in headless Chromium to a non-blank screenshot.
+sandbox=()
+[ "$(id -u)" -ne 0 ] || sandbox=(--no-sandbox)
+timeout 120 "$chromium" --headless "${sandbox[@]}" --disable-gpu --hide-scrollbars \
+	--user-data-dir="$out/chromium" --window-size=1280,2400 \
+	--screenshot="$out/shot.png" "file://$out/r1/report.html" >/dev/null 2>&1 || true
+[ -s "$out/shot.png" ] || { echo "FAIL: chromium wrote no screenshot"; exit 1; }
+python3 tests/integration/png_nonblank.py "$out/shot.png"

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# govctl report: the governor's run (policies/balanced.yaml with the govd
+# controller) against firmware-default on balanced.yaml's workload profile
+# (configs/scenarios/default.yaml) gets GO with its measured gain.
+# Skips (77) while balanced.yaml's controller is not govd, or without gnuplot.
+set -euo pipefail
+build=$1
+gv=$build/govctl
+ctl=$(sed -n 's/^[[:space:]]*controller:[[:space:]]*\([A-Za-z0-9_-]*\).*/\1/p' policies/balanced.yaml | head -1)
+if [ "$ctl" != "govd" ]; then
+	echo "SKIP: policies/balanced.yaml's controller is '$ctl', not govd yet; this GO check runs once it is switched"
+	exit 77
+fi
+command -v python3 >/dev/null || { echo "SKIP: python3 not installed"; exit 77; }
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+q() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
+for p in policies/balanced.yaml policies/baselines/firmware-default.yaml; do
+	"$gv" sim --scenario configs/scenarios/default.yaml --policy "$p" --seed 1 \
+		--out "$out/$(basename "$p" .yaml)" >/dev/null 2>&1
+done
+"$gv" report "$out/balanced" --baseline "$out/firmware-default" -o "$out/r" >/dev/null
+v=$(q "$out/r/report.json" "r['recommendation']['verdict']")
+g=$(q "$out/r/report.json" "r['recommendation']['gain']")
+echo "default: balanced (govd) vs firmware-default: $v, tokens/J gain $g"
+q "$out/r/report.json" "'\n'.join(x['kind'] + ': ' + x['text'] for x in r['recommendation']['reasons'])"
+[ "$v" = "GO" ]
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0 else 1)" "$g"
