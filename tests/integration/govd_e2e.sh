@@ -70,6 +70,18 @@ for p in sys.argv[1:]:
 PY
 }
 
+# the JSON Schema accepts the shipped config and this one (YAML 1.1 -> JSON, as editors read it)
+$py - configs/sim.yaml "$tmp/c.yaml" <<'PY' || fail "configs/schema/govd-config.schema.json rejects a config"
+import json, sys, jsonschema, yaml
+schema = json.load(open("configs/schema/govd-config.schema.json"))
+jsonschema.Draft202012Validator.check_schema(schema)
+for p in sys.argv[1:]:
+    jsonschema.validate(yaml.safe_load(open(p)), schema)
+bad = {"devices": [{"name": "a", "backend": "nvml", "time_scale": 2}]}
+assert not jsonschema.Draft202012Validator(schema).is_valid(bad)
+PY
+"$govd" --config configs/sim.yaml --check >/dev/null || fail "configs/sim.yaml does not pass --check"
+
 # --check
 "$govd" --config "$tmp/c.yaml" --check >"$tmp/out" || fail "--check rejects a good config"
 grep -q "2 device(s), period 100 ms, budget 1000 W" "$tmp/out" || fail "--check summary: $(cat "$tmp/out")"
