@@ -337,7 +337,16 @@ static void probe_one(struct pdev *p, uint32_t period_ms)
 	take_caps(p, &dev);
 	rc = dev.ops->get_limits(&dev, &p->lim);
 	p->lim_ok = rc == 0;
-	if (rc)
+	/* A serving device has no limits or sensors by design
+	 * (docs/serving-integration.md); governor_init needs the limits. */
+	bool no_sensors = rc == -EOPNOTSUPP && p->role == ROLE_SERVING;
+	if (no_sensors)
+		note(&p->problems,
+		     "govd cannot govern this device on its own: the serving backend offers no "
+		     "limits or sensors (get_limits, sample: not supported) and governor_init "
+		     "needs the limits; it has to be paired with an accelerator backend, which a "
+		     "govd config cannot express yet");
+	else if (rc)
 		note(&p->problems, "get_limits failed: %s", strerror(-rc));
 
 	bool sim = !strcmp(cd->backend, "sim");
@@ -349,7 +358,7 @@ static void probe_one(struct pdev *p, uint32_t period_ms)
 			p->waited_ms = sim ? period_ms : govd_mono_ms() - t0;
 		}
 		memset(&p->s[k], 0, sizeof(p->s[k]));
-		if ((rc = dev.ops->sample(&dev, &p->s[k]))) {
+		if (!no_sensors && (rc = dev.ops->sample(&dev, &p->s[k]))) {
 			note(&p->problems, "sample %d failed: %s", k + 1, strerror(-rc));
 			goto close_dev;
 		}
@@ -361,7 +370,7 @@ static void probe_one(struct pdev *p, uint32_t period_ms)
 			p->have_serving = true;
 		}
 	}
-	p->sampled = true;
+	p->sampled = !no_sensors;
 	if (hal_can_read_quality(&dev)) {
 		struct hal_quality q;
 		memset(&q, 0, sizeof(q));
@@ -391,7 +400,7 @@ static void probe_one(struct pdev *p, uint32_t period_ms)
 	for (int k = 0; k < 2; k++)
 		validate_step(&v, p->s[k].t_ms, p->r[k], p->f[k]);
 	validate_fini(&v);
-	if (p->s[1].t_ms <= p->s[0].t_ms)
+	if (p->sampled && p->s[1].t_ms <= p->s[0].t_ms)
 		note(&p->problems, "sample timestamps do not advance (%llu, then %llu ms)",
 		     (unsigned long long)p->s[0].t_ms, (unsigned long long)p->s[1].t_ms);
 
@@ -417,7 +426,7 @@ static void probe_one(struct pdev *p, uint32_t period_ms)
 					   "safe point): %s",
 			     p->pol->name, p->envelope_why);
 	}
-	if (p->role != ROLE_ACCEL)
+	if (p->role == ROLE_METER || p->role == ROLE_LINES)
 		note(&p->warnings,
 		     "not an accelerator (%s): govd governs every device of its config, and this "
 		     "one has no accelerator power, junction temperature or clock, so its governor "
