@@ -259,8 +259,13 @@ static void test_static_actuates_once_and_restores(void **state)
 			assert_true(json_is_real(json_object_get(json_object_get(in, "temp_c"), "junction")));
 		}
 		if (n == 2) {
+			/* the static point lowered the clock cap: canaried from here */
 			json_t *rs = json_object_get(j, "reasons");
-			assert_int_equal(json_array_size(rs), 1);
+			assert_int_equal(json_array_size(rs), 2);
+			assert_string_equal(json_string_value(json_array_get(rs, 1)), "canary");
+			assert_string_equal(json_string_value(json_object_get(j, "rollback")
+							      ? json_object_get(json_object_get(j, "rollback"), "state")
+							      : NULL), "canary");
 			assert_int_equal(json_integer_value(json_object_get(j, "t_ms")), 500);
 		}
 		line = nl + 1;
