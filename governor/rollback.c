@@ -121,13 +121,14 @@ static bool detect_change(struct rollback *rb, const struct gov_opoint *cur)
 	return false;
 }
 
-static uint32_t canary_misses(const struct rollback *rb, uint32_t m)
+/* Misses among the last m entries of a ring holding n so far. */
+static uint32_t ring_misses(const bool *ring, size_t n_so_far, uint32_t m)
 {
-	size_t n = rb->canary_n < m ? rb->canary_n : m;
+	size_t n = n_so_far < m ? n_so_far : m;
 	uint32_t misses = 0;
 
 	for (size_t i = 0; i < n; i++)
-		misses += rb->canary_miss[(rb->canary_n - 1 - i) % m];
+		misses += ring[(n_so_far - 1 - i) % m];
 	return misses;
 }
 
@@ -150,6 +151,8 @@ static void close_window(struct rollback *rb, const struct rb_input *in, uint32_
 		bool met = rollback_sla_met(rb->cfg.pol, e);
 		rb->windows_judged++;
 		rb->windows_missed += !met;
+		rb->hist_miss[rb->hist_n % m] = !met;
+		rb->hist_n++;
 		if (rb->state == RB_CANARY) {
 			rb->canary_miss[rb->canary_n % m] = !met;
 			rb->canary_n++;
@@ -175,7 +178,10 @@ static uint32_t check_triggers(struct rollback *rb, const struct rb_input *in, u
 	const struct gov_estimates *e = in->est;
 	uint32_t fired = 0;
 
-	if ((rb->enabled & GOV_T_SLA) && canary_misses(rb, m) >= r->sla_violated_windows)
+	/* A regression: N of the last M missed in the canary, where the M
+	 * before the change had fewer (else the change is not what broke it). */
+	if ((rb->enabled & GOV_T_SLA) && rb->pre_misses < r->sla_violated_windows &&
+	    ring_misses(rb->canary_miss, rb->canary_n, m) >= r->sla_violated_windows)
 		fired |= GOV_T_SLA;
 	if (rb->enabled & GOV_T_QUALITY) {
 		/* Below min_samples the bound says "not enough evidence", which
@@ -203,7 +209,8 @@ static uint32_t check_triggers(struct rollback *rb, const struct rb_input *in, u
 	return fired;
 }
 
-static void fire(struct rollback *rb, uint64_t t_ms, uint32_t fired, uint32_t bf16_mask)
+static void fire(struct rollback *rb, const struct gov_opoint *cur, uint64_t t_ms,
+		 uint32_t fired, uint32_t bf16_mask)
 {
 	rb->fired = fired;
 	rb->rollbacks++;
@@ -219,6 +226,18 @@ static void fire(struct rollback *rb, uint64_t t_ms, uint32_t fired, uint32_t bf
 	}
 	rb->held = rb->have_lkg ? rb->lkg : rb->cfg.fallback;
 	rb->held.n_slices = rb->cfg.n_slices;
+	/* A thermal clamp is never answered with more heat: the held point's
+	 * clock cap and power limit stay at or under what clamped. */
+	if (fired & GOV_T_THERMAL) {
+		if (clk_cap(rb, &rb->held) > clk_cap(rb, cur)) {
+			rb->held.clk_locked = true;
+			rb->held.clk_max_khz = clk_cap(rb, cur);
+			if (rb->held.clk_min_khz > rb->held.clk_max_khz)
+				rb->held.clk_min_khz = rb->held.clk_max_khz;
+		}
+		if (rb->held.power_limit_mw > cur->power_limit_mw)
+			rb->held.power_limit_mw = cur->power_limit_mw;
+	}
 	double h = rollback_hold_s(&rb->cfg.pol->rollback, rb->consecutive);
 	rb->hold_end_ms = t_ms + (uint64_t)llround(h * 1000.0);
 	rb->state = RB_HOLD;
@@ -259,6 +278,7 @@ bool rollback_step(struct rollback *rb, const struct rb_input *in, struct gov_op
 			rb->canary_clamp0 = rb->prev_clamp;
 			rb->canary_faults0 = rb->prev_faults;
 			rb->canary_base = rb->prev_cur;
+			rb->pre_misses = ring_misses(rb->hist_miss, rb->hist_n, m);
 		}
 		rb->canary_end_ms = t + rb->canary_ms; /* a further change restarts it */
 	}
@@ -271,7 +291,7 @@ bool rollback_step(struct rollback *rb, const struct rb_input *in, struct gov_op
 		rb->armed = rb->enabled;
 		uint32_t fired = check_triggers(rb, in, m, &bf16_mask);
 		if (fired) {
-			fire(rb, t, fired, bf16_mask);
+			fire(rb, in->cur, t, fired, bf16_mask);
 			*reasons |= GOV_R_ROLLBACK;
 		} else if (t >= rb->canary_end_ms) {
 			rb->state = RB_NORMAL; /* the change passed */

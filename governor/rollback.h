@@ -65,6 +65,11 @@ struct rollback {
 	uint32_t clean_windows;        /* consecutive clean judged windows */
 	size_t canary_n;               /* windows judged during this canary (ring below) */
 	bool canary_miss[RB_MAX_WINDOWS];
+	/* Every judged window (ring of the last M): the SLA record before a
+	 * change, so that only a regression is blamed on it. */
+	size_t hist_n;
+	bool hist_miss[RB_MAX_WINDOWS];
+	uint32_t pre_misses;           /* misses in the M windows before this canary */
 	uint32_t consecutive;          /* k: rollbacks without a clean recovery */
 	/* This period's verdict, for the log. */
 	uint32_t armed, fired;

@@ -41,6 +41,7 @@ struct fx {
 	uint64_t t_ms;
 	uint64_t clamp, faults;
 	bool safety;
+	uint32_t slow_below_khz; /* set: TTFT misses while the clock cap is under it */
 	/* last step */
 	uint32_t reasons;
 	enum gov_binding binding;
@@ -85,6 +86,9 @@ static void fx_start(struct fx *f, const struct gov_opoint *fallback)
 static struct gov_opoint step(struct fx *f, const struct gov_opoint *want)
 {
 	struct gov_opoint w = *want;
+	if (f->slow_below_khz)
+		f->est.ttft_p99_ms = f->cur.clk_locked && f->cur.clk_max_khz < f->slow_below_khz ? 2000
+											 : 500;
 	struct rb_input in = { .t_ms = f->t_ms, .est = &f->est, .cur = &f->cur,
 			       .safety = f->safety, .clamp_events = f->clamp,
 			       .fault_onsets = f->faults };
@@ -199,7 +203,7 @@ static void test_sla_rollback_backoff_recover(void **state)
 	fx_init(&f);
 	fx_start(&f, NULL);
 	struct gov_opoint bad = locked(1500);
-	f.est.ttft_p99_ms = 2000; /* every window misses */
+	f.slow_below_khz = 1600000; /* the bad point misses, the fallback meets */
 	/* t=0 applies it, t=1 sees it: canary; windows close at 10 and 20 */
 	run_until(&f, 20000, &bad);
 	assert_int_equal(f.rb.state, RB_CANARY);
@@ -238,6 +242,7 @@ static void test_sla_rollback_backoff_recover(void **state)
 	assert_int_equal(f.rb.rollbacks, 3);
 	assert_true(rollback_hold_left_s(&f.rb, 150000) == 100); /* 120 capped */
 	/* a canary that passes resets the back-off */
+	f.slow_below_khz = 0;
 	f.est.ttft_p99_ms = 500;
 	run_until(&f, 260000, &bad);
 	assert_int_equal(f.rb.state, RB_CANARY);
@@ -372,6 +377,45 @@ static void test_clamp_right_after_change(void **state)
 	assert_int_equal(f.rb.fired, GOV_T_THERMAL);
 }
 
+/* Only a regression is blamed on a change: windows already missing before
+ * it do not roll it back. */
+static void test_sla_needs_regression(void **state)
+{
+	(void)state;
+	struct fx f;
+	fx_init(&f);
+	fx_start(&f, NULL);
+	struct gov_opoint w = unlocked();
+	f.est.ttft_p99_ms = 2000;
+	run_until(&f, 31000, &w); /* misses at 10, 20, 30 */
+	w = locked(1500);
+	run_until(&f, 90000, &w);
+	assert_int_equal(f.rb.canaries, 1);
+	assert_int_equal(f.rb.pre_misses, 3); /* of the last 3 */
+	assert_int_equal(f.rb.rollbacks, 0);
+	assert_int_equal(f.rb.windows_missed, 8);
+}
+
+/* A thermal rollback never raises the clock cap or the power limit. */
+static void test_thermal_no_hotter(void **state)
+{
+	(void)state;
+	struct fx f;
+	fx_init(&f);
+	fx_start(&f, NULL); /* fallback: unlocked, 700 W */
+	struct gov_opoint w = locked(1500);
+	w.power_limit_mw = 500000;
+	w.int8_frac[0] = 0.5;
+	run_until(&f, 3000, &w);
+	f.clamp = 1;
+	struct gov_opoint got = step(&f, &w);
+	assert_int_equal(f.rb.fired, GOV_T_THERMAL);
+	assert_true(got.clk_locked);
+	assert_int_equal(got.clk_max_khz, 1500000);
+	assert_int_equal(got.power_limit_mw, 500000);
+	assert_true(got.int8_frac[0] == 0); /* the rest of the change is undone */
+}
+
 static void test_all_off_is_inert(void **state)
 {
 	(void)state;
@@ -405,6 +449,8 @@ int main(void)
 		cmocka_unit_test(test_quality),
 		cmocka_unit_test(test_thermal_and_telemetry),
 		cmocka_unit_test(test_clamp_right_after_change),
+		cmocka_unit_test(test_sla_needs_regression),
+		cmocka_unit_test(test_thermal_no_hotter),
 		cmocka_unit_test(test_all_off_is_inert),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
