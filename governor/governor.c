@@ -79,8 +79,9 @@ int governor_init(struct governor *g, const struct governor_cfg *cfg, struct dia
 	if ((rc = guard_init(&g->guard, pol, &g->lim)))
 		goto err_guard;
 	struct rb_cfg rc_cfg = { .pol = pol, .lim = &g->lim, .n_slices = g->n_slices };
+	guard_safe_point(&g->guard, g->n_slices, &rc_cfg.safe);
 	if (pol->rollback.lkg_fallback == POLICY_LKG_SAFE_POINT) {
-		guard_safe_point(&g->guard, g->n_slices, &rc_cfg.fallback);
+		rc_cfg.fallback = rc_cfg.safe;
 	} else { /* firmware default: unlocked clocks, default limit, BF16 */
 		rc_cfg.fallback.clk_min_khz = g->lim.clk_min_khz;
 		rc_cfg.fallback.clk_max_khz = g->lim.clk_default_max_khz;

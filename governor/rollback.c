@@ -227,16 +227,20 @@ static void fire(struct rollback *rb, const struct gov_opoint *cur, uint64_t t_m
 	rb->held = rb->have_lkg ? rb->lkg : rb->cfg.fallback;
 	rb->held.n_slices = rb->cfg.n_slices;
 	/* A thermal clamp is never answered with more heat: the held point's
-	 * clock cap and power limit stay at or under what clamped. */
+	 * clock cap and power limit stay at or under both what clamped and the
+	 * policy's safe point (an LKG at max boost would clamp again). */
 	if (fired & GOV_T_THERMAL) {
-		if (clk_cap(rb, &rb->held) > clk_cap(rb, cur)) {
-			rb->held.clk_locked = true;
-			rb->held.clk_max_khz = clk_cap(rb, cur);
-			if (rb->held.clk_min_khz > rb->held.clk_max_khz)
-				rb->held.clk_min_khz = rb->held.clk_max_khz;
+		const struct gov_opoint *lim[2] = { cur, &rb->cfg.safe };
+		for (int i = 0; i < 2; i++) {
+			if (clk_cap(rb, &rb->held) > clk_cap(rb, lim[i])) {
+				rb->held.clk_locked = true;
+				rb->held.clk_max_khz = clk_cap(rb, lim[i]);
+				if (rb->held.clk_min_khz > rb->held.clk_max_khz)
+					rb->held.clk_min_khz = rb->held.clk_max_khz;
+			}
+			if (lim[i]->power_limit_mw && rb->held.power_limit_mw > lim[i]->power_limit_mw)
+				rb->held.power_limit_mw = lim[i]->power_limit_mw;
 		}
-		if (rb->held.power_limit_mw > cur->power_limit_mw)
-			rb->held.power_limit_mw = cur->power_limit_mw;
 	}
 	double h = rollback_hold_s(&rb->cfg.pol->rollback, rb->consecutive);
 	rb->hold_end_ms = t_ms + (uint64_t)llround(h * 1000.0);

@@ -28,6 +28,7 @@ struct rb_cfg {
 	const struct policy *pol;        /* rollback.*, sla targets and window; outlives the manager */
 	const struct hal_limits *lim;    /* unlocked clocks count as clk_default_max_khz */
 	struct gov_opoint fallback;      /* before any LKG (lkg_fallback resolved by the caller) */
+	struct gov_opoint safe;          /* the policy's safe point: a thermal rollback's ceiling */
 	size_t n_slices;
 	double max_drop[HAL_MAX_SLICES];     /* per device slice */
 	uint32_t min_samples[HAL_MAX_SLICES]; /* shadow samples before a drop bound is evidence */

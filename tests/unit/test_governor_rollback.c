@@ -78,6 +78,8 @@ static void fx_start(struct fx *f, const struct gov_opoint *fallback)
 	struct rb_cfg c = { .pol = &f->pol, .lim = &lim, .n_slices = 2,
 			    .max_drop = { 0.01, 0.01 }, .min_samples = { 100, 100 } };
 	c.fallback = fallback ? *fallback : unlocked();
+	c.safe = unlocked(); /* a safe point that limits nothing, unless a test sets one */
+	c.safe.power_limit_mw = 0;
 	assert_int_equal(rollback_init(&f->rb, &c), 0);
 }
 
@@ -414,6 +416,21 @@ static void test_thermal_no_hotter(void **state)
 	assert_int_equal(got.clk_max_khz, 1500000);
 	assert_int_equal(got.power_limit_mw, 500000);
 	assert_true(got.int8_frac[0] == 0); /* the rest of the change is undone */
+
+	/* and not above the policy's safe point either */
+	fx_init(&f);
+	struct rb_cfg c = { .pol = &f.pol, .lim = &lim, .n_slices = 2, .fallback = unlocked(),
+			    .safe = locked(1200), .max_drop = { 0.01, 0.01 } };
+	c.safe.power_limit_mw = 450000;
+	assert_int_equal(rollback_init(&f.rb, &c), 0);
+	w = locked(1980);
+	w.int8_frac[1] = 1;
+	run_until(&f, 3000, &w);
+	f.clamp = 2;
+	got = step(&f, &w);
+	assert_int_equal(f.rb.fired, GOV_T_THERMAL);
+	assert_int_equal(got.clk_max_khz, 1200000);
+	assert_int_equal(got.power_limit_mw, 450000);
 }
 
 static void test_all_off_is_inert(void **state)
