@@ -226,6 +226,18 @@ static void fire(struct rollback *rb, const struct gov_opoint *cur, uint64_t t_m
 	}
 	rb->held = rb->have_lkg ? rb->lkg : rb->cfg.fallback;
 	rb->held.n_slices = rb->cfg.n_slices;
+	/* An SLA miss is never answered with a slower device: a fallback chosen
+	 * for safety (or an LKG from lighter load) keeps at least the clock cap
+	 * and power limit that missed. */
+	if (fired & GOV_T_SLA) {
+		if (clk_cap(rb, cur) > clk_cap(rb, &rb->held)) {
+			rb->held.clk_locked = cur->clk_locked;
+			rb->held.clk_min_khz = cur->clk_min_khz;
+			rb->held.clk_max_khz = cur->clk_max_khz;
+		}
+		if (cur->power_limit_mw > rb->held.power_limit_mw)
+			rb->held.power_limit_mw = cur->power_limit_mw;
+	}
 	/* A thermal clamp is never answered with more heat: the held point's
 	 * clock cap and power limit stay at or under both what clamped and the
 	 * policy's safe point (an LKG at max boost would clamp again). */

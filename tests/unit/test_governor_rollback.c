@@ -433,6 +433,39 @@ static void test_thermal_no_hotter(void **state)
 	assert_int_equal(got.power_limit_mw, 450000);
 }
 
+/* An SLA rollback to a slow fallback keeps the clocks that missed; a
+ * thermal trigger firing with it wins. */
+static void test_sla_no_slower(void **state)
+{
+	(void)state;
+	struct fx f;
+	fx_init(&f);
+	struct gov_opoint safe = locked(1000);
+	safe.power_limit_mw = 300000;
+	fx_start(&f, &safe);
+	struct gov_opoint w = locked(1500);
+	w.power_limit_mw = 500000;
+	w.int8_frac[0] = 0.5;
+	f.est.ttft_p99_ms = 2000;
+	run_until(&f, 20000, &w);
+	struct gov_opoint got = step(&f, &w);
+	assert_int_equal(f.rb.fired, GOV_T_SLA);
+	assert_int_equal(got.clk_max_khz, 1500000);
+	assert_int_equal(got.power_limit_mw, 500000);
+	assert_true(got.int8_frac[0] == 0);
+
+	fx_init(&f);
+	fx_start(&f, &safe);
+	f.est.ttft_p99_ms = 2000;
+	run_until(&f, 20000, &w);
+	f.clamp = 1;
+	got = step(&f, &w);
+	assert_int_equal(f.rb.fired, GOV_T_SLA | GOV_T_THERMAL);
+	assert_int_equal(f.rb.rollbacks, 1);
+	assert_int_equal(f.rb.rollbacks_by[0] + f.rb.rollbacks_by[2], 2);
+	assert_int_equal(got.clk_max_khz, 1500000); /* no hotter than what clamped */
+}
+
 static void test_all_off_is_inert(void **state)
 {
 	(void)state;
@@ -468,6 +501,7 @@ int main(void)
 		cmocka_unit_test(test_clamp_right_after_change),
 		cmocka_unit_test(test_sla_needs_regression),
 		cmocka_unit_test(test_thermal_no_hotter),
+		cmocka_unit_test(test_sla_no_slower),
 		cmocka_unit_test(test_all_off_is_inert),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
