@@ -12,6 +12,7 @@
 
 static const struct controller_ops *const registry[] = {
 	&ctl_firmware_default, &ctl_static, &ctl_naive_int8, &ctl_ondemand, &ctl_ipa,
+	&ctl_slo_dvfs, &ctl_govd,
 };
 
 #define N_CONTROLLERS (sizeof(registry) / sizeof(registry[0]))

@@ -26,6 +26,49 @@ double wilson_upper(uint64_t k, uint64_t n)
 	return fmin(1.0, (c + r) / den);
 }
 
+double normal_quantile(double p)
+{
+	static const double a[] = { -3.969683028665376e+01, 2.209460984245205e+02,
+				    -2.759285104469687e+02, 1.383577518672690e+02,
+				    -3.066479806614716e+01, 2.506628277459239e+00 };
+	static const double b[] = { -5.447609879822406e+01, 1.615858368580409e+02,
+				    -1.556989798598866e+02, 6.680131188771972e+01,
+				    -1.328068155288572e+01 };
+	static const double c[] = { -7.784894002430293e-03, -3.223964580411365e-01,
+				    -2.400758277161838e+00, -2.549732539343734e+00,
+				    4.374664141464968e+00,  2.938163982698783e+00 };
+	static const double d[] = { 7.784695709041462e-03, 3.224671290700398e-01,
+				    2.445134137142996e+00, 3.754408661907416e+00 };
+	const double lo = 0.02425;
+
+	if (!(p > 0))
+		return -INFINITY;
+	if (!(p < 1))
+		return INFINITY;
+	if (p < lo) {
+		double q = sqrt(-2 * log(p));
+		return (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+		       ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+	}
+	if (p > 1 - lo)
+		return -normal_quantile(1 - p);
+	double q = p - 0.5, r = q * q;
+	return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+	       (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+}
+
+double wilson_upper_conf(double k, double n, double confidence)
+{
+	if (!(n > 0))
+		return 1.0;
+	double z = normal_quantile(confidence);
+	double p = k / n;
+	double den = 1 + z * z / n;
+	double c = p + z * z / (2 * n);
+	double r = z * sqrt(fmax(0, p * (1 - p)) / n + z * z / (4 * n * n));
+	return fmin(1.0, (c + r) / den);
+}
+
 int estimate_init(struct estimator *e, const struct estimate_cfg *cfg)
 {
 	if (!(cfg->period_s > 0) || !(cfg->window_s > 0) || !(cfg->ewma_tau_s > 0) ||
@@ -39,6 +82,12 @@ int estimate_init(struct estimator *e, const struct estimate_cfg *cfg)
 	e->ring_len = (size_t)ceil(cfg->window_s / cfg->period_s - 1e-9);
 	if (e->ring_len < 1)
 		e->ring_len = 1;
+	double sw = cfg->short_window_s > 0 ? cfg->short_window_s : ESTIMATE_SHORT_WINDOW_S;
+	e->short_len = (size_t)ceil(sw / cfg->period_s - 1e-9);
+	if (e->short_len < 1)
+		e->short_len = 1;
+	if (e->short_len > e->ring_len)
+		e->short_len = e->ring_len;
 	e->ring = calloc(e->ring_len, sizeof(*e->ring));
 	if (!e->ring)
 		return -ENOMEM;
@@ -50,8 +99,10 @@ int estimate_init(struct estimator *e, const struct estimate_cfg *cfg)
 				return -ENOMEM;
 			}
 		}
-	for (int h = 0; h < 3; h++)
+	for (int h = 0; h < 3; h++) {
 		hist_reset(&e->win[h]);
+		hist_reset(&e->win_short[h]);
+	}
 	for (int r = 0; r < HAL_RAIL_N; r++)
 		e->est.power_w[r] = NAN;
 	for (int t = 0; t < HAL_TEMP_N; t++)
@@ -121,6 +172,21 @@ static void sparse_apply(struct hist *w, const struct est_sparse *s, int sign)
 	}
 }
 
+/* Quantile of one period's delta (buckets are in increasing order); the
+ * bucket's upper edge, NAN when empty. */
+static double sparse_quantile(const struct est_sparse *s, double q)
+{
+	if (!s->obs)
+		return NAN;
+	double want = q * (double)s->obs, acc = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		acc += (double)s->cnt[i];
+		if (acc >= want)
+			return hist_bucket_upper_ms(s->idx[i]);
+	}
+	return s->n ? hist_bucket_upper_ms(s->idx[s->n - 1]) : NAN;
+}
+
 static void sparse_clear(struct est_sparse *s)
 {
 	s->n = 0;
@@ -149,6 +215,14 @@ static void ring_pop(struct estimator *e)
 static int window_update(struct estimator *e, uint64_t now_ms, const struct hal_serving *sv,
 			 const struct hal_quality *q)
 {
+	/* The period short_len back leaves the short window (before ring_pop
+	 * and the overwrite below, which may reuse its slot). */
+	if (e->ring_n >= e->short_len) {
+		size_t out = (e->ring_head + e->ring_len - e->short_len) % e->ring_len;
+		for (int h = 0; h < 3; h++)
+			sparse_apply(&e->win_short[h], e->ring[out].h[h], -1);
+		e->short_requests -= e->ring[out].requests;
+	}
 	if (e->ring_n == e->ring_len)
 		ring_pop(e);
 	struct est_period *p = &e->ring[e->ring_head];
@@ -198,8 +272,11 @@ static int window_update(struct estimator *e, uint64_t now_ms, const struct hal_
 		for (int h = 0; h < 3; h++)
 			sparse_clear(p->h[h]);
 	}
-	for (int h = 0; h < 3; h++)
+	for (int h = 0; h < 3; h++) {
 		sparse_apply(&e->win[h], p->h[h], +1);
+		sparse_apply(&e->win_short[h], p->h[h], +1);
+	}
+	e->short_requests += p->requests;
 	e->win_requests += p->requests;
 	e->win_tokens += p->tokens;
 	e->win_tokens_int8 += p->tokens_int8;
@@ -210,6 +287,53 @@ static int window_update(struct estimator *e, uint64_t now_ms, const struct hal_
 	e->ring_head = (e->ring_head + 1) % e->ring_len;
 	e->ring_n++;
 	return rc;
+}
+
+/* The gate of one slice after this period's shadow samples (dn, dk). The
+ * prior makes INT8 usable from the start where qualification evidence
+ * exists; a one-sided CUSUM (Page 1954) between p0 (the prior's rate, or
+ * max_drop/2) and p1 = ESTIMATE_CUSUM_P1_RATIO * max_drop catches a shift
+ * the large prior would hide, and drops the prior for good. */
+static void quality_gate(struct estimator *e, size_t s, uint64_t dn, uint64_t dk)
+{
+	struct gov_estimates *o = &e->est;
+
+	o->q_total_samples[s] += dn;
+	o->q_total_mismatches[s] += dk;
+	if (s >= e->cfg.n_q) {
+		o->q_evidence_n[s] = o->q_total_samples[s];
+		o->q_drop_upper[s] = 1.0;
+		o->q_gate_open[s] = false;
+		return;
+	}
+	const struct est_quality_cfg *qc = &e->cfg.q[s];
+	if (dn && qc->max_drop > 0) {
+		double p0 = qc->prior_samples
+				    ? (qc->prior_mismatches + 0.5) / (qc->prior_samples + 1.0)
+				    : qc->max_drop / 2;
+		p0 = fmin(p0, qc->max_drop * 0.9);
+		double p1 = fmin(0.999, qc->max_drop * ESTIMATE_CUSUM_P1_RATIO);
+		double llr = (double)dk * log(p1 / p0) + (double)(dn - dk) * log((1 - p1) / (1 - p0));
+		o->q_cusum[s] = fmax(0, o->q_cusum[s] + llr);
+		if (o->q_cusum[s] > ESTIMATE_CUSUM_H) {
+			/* Evidence from before the shift no longer describes the
+			 * slice: the gate starts over from here, without the prior. */
+			o->q_alarm[s] = true;
+			e->q_prior_dropped[s] = true;
+			e->q_base_samples[s] = o->q_total_samples[s];
+			e->q_base_mismatches[s] = o->q_total_mismatches[s];
+			o->q_cusum[s] = 0;
+		}
+	}
+	double n = (double)(o->q_total_samples[s] - e->q_base_samples[s]);
+	double k = (double)(o->q_total_mismatches[s] - e->q_base_mismatches[s]);
+	if (!e->q_prior_dropped[s]) {
+		n += qc->prior_samples;
+		k += qc->prior_mismatches;
+	}
+	o->q_evidence_n[s] = (uint64_t)n;
+	o->q_drop_upper[s] = wilson_upper_conf(k, n, qc->confidence);
+	o->q_gate_open[s] = n >= qc->min_samples && o->q_drop_upper[s] <= qc->max_drop;
 }
 
 static bool good(const enum gov_fault f[GOV_SIG_N], const struct gov_reading in[GOV_SIG_N], int s)
@@ -296,12 +420,29 @@ const struct gov_estimates *estimate_step(struct estimator *e, uint64_t now_ms,
 	}
 	if (quality && quality->valid && quality->n_slices > o->n_slices)
 		o->n_slices = quality->n_slices < HAL_MAX_SLICES ? quality->n_slices : HAL_MAX_SLICES;
+	o->short_window_s = (double)(e->ring_n < e->short_len ? e->ring_n : e->short_len) *
+			    e->cfg.period_s;
+	o->short_requests = e->short_requests;
+	o->ttft_p95_short_ms = hist_quantile(&e->win_short[0], 0.95);
+	o->ttft_p99_short_ms = hist_quantile(&e->win_short[0], 0.99);
+	o->tbt_p95_short_ms = hist_quantile(&e->win_short[1], 0.95);
+	o->tbt_p99_short_ms = hist_quantile(&e->win_short[1], 0.99);
+	o->e2e_p95_short_ms = hist_quantile(&e->win_short[2], 0.95);
+	o->e2e_p99_short_ms = hist_quantile(&e->win_short[2], 0.99);
+	{
+		const struct est_period *last = &e->ring[(e->ring_head + e->ring_len - 1) % e->ring_len];
+		o->period_tokens = last->tokens;
+		o->period_requests = last->requests;
+		o->ttft_p99_period_ms = sparse_quantile(last->h[0], 0.99);
+		o->tbt_p99_period_ms = sparse_quantile(last->h[1], 0.99);
+		for (size_t s = 0; s < HAL_MAX_SLICES; s++)
+			quality_gate(e, s, last->q_samples[s], last->q_mismatches[s]);
+	}
 	for (size_t s = 0; s < HAL_MAX_SLICES; s++) {
 		o->q_samples[s] = e->win_q_samples[s];
 		o->q_mismatches[s] = e->win_q_mismatches[s];
 		o->q_drop_est[s] = o->q_samples[s] ? (double)o->q_mismatches[s] / (double)o->q_samples[s]
 						   : NAN;
-		o->q_drop_upper[s] = wilson_upper(o->q_mismatches[s], o->q_samples[s]);
 	}
 	return o;
 }

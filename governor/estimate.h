@@ -36,11 +36,38 @@ struct gov_estimates {
 	/* Quality over the window, per slice. */
 	size_t n_slices;
 	uint64_t q_samples[HAL_MAX_SLICES], q_mismatches[HAL_MAX_SLICES];
-	double q_drop_est[HAL_MAX_SLICES];   /* mismatches / samples, NaN if none */
-	double q_drop_upper[HAL_MAX_SLICES]; /* Wilson 95 % upper bound, 1 if none */
+	double q_drop_est[HAL_MAX_SLICES];   /* window mismatches / samples, NaN if none */
+	/* The quality gate's evidence per slice: the policy's offline prior plus
+	 * every online shadow sample since start; once the regression detector
+	 * fires, only the online samples after its last alarm. q_drop_upper:
+	 * its one-sided Wilson upper bound at the slice's confidence (1 without
+	 * evidence); q_gate_open: at least min_samples behind it and the bound
+	 * <= max_drop, so after an alarm it reopens only once fresh samples show
+	 * the slice recovered. */
+	uint64_t q_total_samples[HAL_MAX_SLICES], q_total_mismatches[HAL_MAX_SLICES]; /* online */
+	uint64_t q_evidence_n[HAL_MAX_SLICES];
+	double q_drop_upper[HAL_MAX_SLICES];
+	double q_cusum[HAL_MAX_SLICES];      /* regression CUSUM statistic (log-likelihood ratio) */
+	bool q_alarm[HAL_MAX_SLICES];        /* the detector fired this run: the prior is dropped */
+	bool q_gate_open[HAL_MAX_SLICES];
+	/* Short window (estimate_cfg.short_window_s): the fast latency signal
+	 * controllers steer with; the SLA window above is what is judged. */
+	double short_window_s;
+	uint64_t short_requests;
+	double ttft_p95_short_ms, ttft_p99_short_ms, tbt_p95_short_ms, tbt_p99_short_ms;
+	double e2e_p95_short_ms, e2e_p99_short_ms;
+	uint64_t period_tokens, period_requests; /* this period's deltas */
+	double ttft_p99_period_ms, tbt_p99_period_ms; /* this period's alone, NAN if none */
 	/* Validation result of this period. */
 	unsigned n_faults;
 	bool critical_fault;
+};
+
+/* Per-slice quality gate settings (resolved policy_slice_rule). */
+struct est_quality_cfg {
+	double max_drop, confidence;
+	uint32_t min_samples;
+	uint32_t prior_samples, prior_mismatches;
 };
 
 struct estimate_cfg {
@@ -49,7 +76,18 @@ struct estimate_cfg {
 	double trend_tau_s;
 	double window_s;
 	double ceiling_c;
+	double short_window_s;  /* 0: ESTIMATE_SHORT_WINDOW_S */
+	size_t n_q;             /* slices with gate settings; others: no gate (bound 1) */
+	struct est_quality_cfg q[HAL_MAX_SLICES];
 };
+#define ESTIMATE_SHORT_WINDOW_S 10.0
+/* The regression detector: its alternative is this multiple of the slice's
+ * max_drop, its threshold (log-likelihood ratio) ESTIMATE_CUSUM_H. With a
+ * prior at 0.67 % and max_drop 1 %: about 1 % false alarms per 20,000
+ * in-control shadow samples, a shift to 4 % caught after ~245 samples
+ * (simulated; docs/govd-controller.md). */
+#define ESTIMATE_CUSUM_P1_RATIO 3.0
+#define ESTIMATE_CUSUM_H 9.0
 
 struct est_sparse; /* one period's histogram delta, sparse */
 
@@ -71,6 +109,11 @@ struct estimator {
 	struct est_period *ring;
 	struct hist win[3];
 	uint64_t win_requests, win_tokens, win_tokens_int8;
+	size_t short_len;          /* periods in the short window (<= ring_len) */
+	struct hist win_short[3];
+	uint64_t short_requests;
+	bool q_prior_dropped[HAL_MAX_SLICES];
+	uint64_t q_base_samples[HAL_MAX_SLICES], q_base_mismatches[HAL_MAX_SLICES]; /* at the last alarm */
 	uint64_t win_q_samples[HAL_MAX_SLICES], win_q_mismatches[HAL_MAX_SLICES];
 	/* Previous cumulative snapshot. */
 	bool have_prev;
@@ -93,5 +136,9 @@ const struct gov_estimates *estimate_step(struct estimator *e, uint64_t now_ms,
 					  const struct hal_quality *quality);
 /* Wilson score upper bound (z = 1.96) of a binomial share. */
 double wilson_upper(uint64_t k, uint64_t n);
+/* Same at a one-sided confidence level (0.5 .. 0.9999). */
+double wilson_upper_conf(double k, double n, double confidence);
+/* Standard normal quantile (Acklam's rational approximation, |err| < 1.2e-9). */
+double normal_quantile(double p);
 
 #endif

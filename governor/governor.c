@@ -57,6 +57,7 @@ int governor_init(struct governor *g, const struct governor_cfg *cfg, struct dia
 	for (size_t s = 0; s < g->n_slices; s++) {
 		g->policy_int8[s] = policy_slice_int8(pol, g->slice_name[s]);
 		g->max_drop[s] = policy_slice_max_drop(pol, g->slice_name[s]);
+		policy_slice_rule(pol, g->slice_name[s], &g->rule[s]);
 	}
 	g->period_s = pol->control.period_ms / 1000.0;
 
@@ -73,7 +74,16 @@ int governor_init(struct governor *g, const struct governor_cfg *cfg, struct dia
 		.trend_tau_s = TREND_TAU_S,
 		.window_s = pol->sla.window_s,
 		.ceiling_c = pol->thermal.ceiling_c,
+		.n_q = g->n_slices,
 	};
+	for (size_t s = 0; s < g->n_slices; s++)
+		ec.q[s] = (struct est_quality_cfg){
+			.max_drop = g->rule[s].max_drop,
+			.confidence = g->rule[s].confidence,
+			.min_samples = g->rule[s].min_samples,
+			.prior_samples = g->rule[s].offline_samples,
+			.prior_mismatches = g->rule[s].offline_mismatches,
+		};
 	if ((rc = estimate_init(&g->est, &ec)))
 		goto err_estimate;
 	if ((rc = guard_init(&g->guard, pol, &g->lim)))
@@ -299,6 +309,7 @@ int governor_tick(struct governor *g)
 		.n_slices = g->n_slices,
 		.policy_int8 = g->policy_int8,
 		.max_drop = g->max_drop,
+		.rule = g->rule,
 	};
 	struct ctl_output out = { .binding = GOV_B_NONE };
 	g->ctl->step(g->ctl_state, &in, &out);

@@ -69,6 +69,7 @@ struct governor {
 	size_t n_slices;
 	char slice_name[HAL_MAX_SLICES][HAL_NAME_LEN];
 	double policy_int8[HAL_MAX_SLICES], max_drop[HAL_MAX_SLICES];
+	struct policy_slice_rule rule[HAL_MAX_SLICES];
 	struct gov_opoint cur;   /* in force */
 	bool started;            /* first period done (cur adopted from the device) */
 	bool wrote;              /* a HAL write happened: restore needed */

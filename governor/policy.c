@@ -56,6 +56,7 @@ static const char *const pslice_keys[] = { "int8_fraction", "int8_min_fraction",
 static const char *const quality_keys[] = { "default_max_drop", "confidence", "min_samples",
 					    "shadow_rate",	"slices",     NULL };
 static const char *const qslice_keys[] = { "max_drop", "confidence", "min_samples", "shadow_rate",
+					    "offline_samples", "offline_mismatches",
 					   NULL };
 static const char *const envelope_keys[] = { "inlet_min_c",	  "inlet_max_c",
 					     "power_limit_min_w", "power_limit_max_w",
@@ -608,6 +609,7 @@ static int slice_index(struct ctx *c, yaml_node_t *key, const char *path, const 
 	s->int8_fraction = s->int8_min_fraction = s->int8_max_fraction = -1;
 	s->max_drop = s->confidence = s->shadow_rate = -1;
 	s->min_samples = -1;
+	s->offline_samples = s->offline_mismatches = 0;
 	return (int)p->n_slices++;
 }
 
@@ -680,6 +682,17 @@ static void qual_slice(struct ctx *c, int idx, yaml_node_t *key, yaml_node_t *v,
 	num(c, v, path, "shadow_rate", 0, 1, &s->shadow_rate);
 	if (uint_key(c, v, path, "min_samples", 1, 1000000000, &ms))
 		s->min_samples = ms;
+	if (uint_key(c, v, path, "offline_samples", 0, 1000000000, &ms))
+		s->offline_samples = ms;
+	if (uint_key(c, v, path, "offline_mismatches", 0, 1000000000, &ms))
+		s->offline_mismatches = ms;
+	if (s->offline_mismatches > s->offline_samples) {
+		char kp[256];
+		ycfg_join(kp, sizeof(kp), path, "offline_mismatches");
+		msg_at(c, DIAG_ERROR, ycfg_get(c->y, v, "offline_mismatches"), kp, "range",
+		       "offline_mismatches %u is more than offline_samples %u", s->offline_mismatches,
+		       s->offline_samples);
+	}
 }
 
 static void read_precision_quality(struct ctx *c)

@@ -61,6 +61,9 @@ struct policy_slice {
 	double confidence;
 	double shadow_rate;
 	int64_t min_samples;
+	/* Evidence from the precision qualification run (offline eval of the
+	 * slice in both precisions): the gate's prior. 0/0: none. */
+	uint32_t offline_samples, offline_mismatches;
 };
 
 /* Everything a controller needs about one slice, resolved. */
@@ -73,6 +76,7 @@ struct policy_slice_rule {
 	double confidence;        /* one-sided level of the drop's upper bound */
 	uint32_t min_samples;     /* shadow samples before INT8 may serve the slice */
 	double shadow_rate;       /* share of the slice's requests shadow-evaluated */
+	uint32_t offline_samples, offline_mismatches; /* qualification evidence (prior) */
 };
 
 struct policy {

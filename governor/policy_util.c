@@ -93,7 +93,10 @@ void policy_slice_rule(const struct policy *p, const char *slice, struct policy_
 	out->confidence = p->quality.confidence;
 	out->min_samples = p->quality.min_samples;
 	out->shadow_rate = p->quality.shadow_rate;
+	out->offline_samples = out->offline_mismatches = 0;
 	if (s) {
+		out->offline_samples = s->offline_samples;
+		out->offline_mismatches = s->offline_mismatches;
 		out->int8_fraction = pick(s->int8_fraction, out->int8_fraction);
 		out->int8_min_fraction = pick(s->int8_min_fraction, out->int8_min_fraction);
 		out->int8_max_fraction = pick(s->int8_max_fraction, out->int8_max_fraction);

@@ -45,7 +45,13 @@ int sim_mkdirs(const char *path)
 /* SLA targets of the policy checked on one window's histograms. */
 struct sla_win {
 	uint64_t start_ms;
+	uint32_t index;
 	uint64_t tokens;                  /* tokens generated at the window start */
+	/* Ground truth at the window start, for struct sim_window. */
+	double energy_j[HAL_RAIL_N];
+	uint64_t clamp_events, breach;
+	double clamp_time_s, max_tj_c;
+	uint32_t over_threshold;
 	struct hist at_start[SLA_N_METRICS]; /* cumulative snapshots at the window start */
 	struct hist delta[SLA_N_METRICS];    /* scratch for the window's own histograms */
 };
@@ -74,16 +80,35 @@ struct acc {
 	uint64_t periods;
 	struct sla_win *win;
 	uint64_t windows, windows_met, windows_idle;
+	sim_window_cb on_window;
+	void *window_ctx;
 	bool io_error;
 };
+
+static uint64_t breach_total(const struct acc *a)
+{
+	uint64_t n = 0;
+	for (size_t s = 0; s < a->n_slices; s++)
+		n += a->breach[s];
+	return n;
+}
 
 static void win_snapshot(struct acc *a, uint64_t t_ms)
 {
 	const struct server_stats *st = server_get_stats(a->plant->srv);
+	const struct device *d = &a->plant->dev;
 	a->win->start_ms = t_ms;
 	a->win->tokens = st->tokens_generated;
 	for (int m = 0; m < SLA_N_METRICS; m++)
 		a->win->at_start[m] = *metric_hist(st, (enum sla_metric)m);
+	a->win->energy_j[HAL_RAIL_ACCEL] = d->energy_j;
+	a->win->energy_j[HAL_RAIL_MEMORY] = d->mem_energy_j;
+	a->win->energy_j[HAL_RAIL_HOST] = d->host_energy_j;
+	a->win->clamp_events = d->clamp_events;
+	a->win->clamp_time_s = d->clamp_time_s;
+	a->win->breach = breach_total(a);
+	a->win->max_tj_c = d->tj_c;
+	a->win->over_threshold = 0;
 }
 
 /* Whether a window [start, now] met every target the policy sets
@@ -91,37 +116,71 @@ static void win_snapshot(struct acc *a, uint64_t t_ms)
  * completed is idle (not counted) when nothing waits, and missed when
  * requests are queued or running. The throughput floor is judged only while
  * requests wait: an open-loop server with little demand cannot make tokens
- * nobody asked for. */
-static void win_close(struct acc *a, uint64_t t_ms)
+ * nobody asked for. Fills w; counts nothing. */
+static void win_judge(struct acc *a, uint64_t t_ms, struct sim_window *w)
 {
 	const struct server_stats *st = server_get_stats(a->plant->srv);
+	const struct device *dv = &a->plant->dev;
 	const struct policy *p = a->pol;
 	struct hist *d = a->win->delta;
 	bool empty = true;
+
+	memset(w, 0, sizeof(*w));
+	w->index = a->win->index;
+	w->start_s = (double)a->win->start_ms / 1000.0;
+	w->end_s = (double)t_ms / 1000.0;
+	w->tokens = st->tokens_generated - a->win->tokens;
+	w->energy_j[HAL_RAIL_ACCEL] = dv->energy_j - a->win->energy_j[HAL_RAIL_ACCEL];
+	w->energy_j[HAL_RAIL_MEMORY] = dv->mem_energy_j - a->win->energy_j[HAL_RAIL_MEMORY];
+	w->energy_j[HAL_RAIL_HOST] = dv->host_energy_j - a->win->energy_j[HAL_RAIL_HOST];
+	w->max_junction_c = fmax(a->win->max_tj_c, dv->tj_c);
+	w->clamp_events = dv->clamp_events - a->win->clamp_events;
+	w->clamp_time_s = dv->clamp_time_s - a->win->clamp_time_s;
+	w->breach_requests = breach_total(a) - a->win->breach;
+	w->over_threshold = a->win->over_threshold;
+	w->failed = a->plant->failed;
 	for (int m = 0; m < SLA_N_METRICS; m++) {
 		hist_delta(&d[m], metric_hist(st, (enum sla_metric)m), &a->win->at_start[m]);
 		empty = empty && d[m].n == 0;
 	}
 	if (empty) {
-		if (st->queue_len + st->running == 0)
-			a->windows_idle++;
-		else
-			a->windows++;
+		w->idle = st->queue_len + st->running == 0;
+		w->sla_met = w->idle;
+		w->sla_ratio = w->idle ? 0 : INFINITY;
 		return;
 	}
 	bool met = true;
 	for (size_t i = 0; i < policy_n_sla_targets; i++) {
 		const struct sla_target *t = &policy_sla_targets[i];
 		double target_ms = policy_sla_value(p, t);
-		if (target_ms > 0 && hist_quantile(&d[t->metric], t->q) > target_ms)
+		if (target_ms <= 0)
+			continue;
+		double q_ms = hist_quantile(&d[t->metric], t->q);
+		if (q_ms > target_ms)
 			met = false;
+		w->sla_ratio = fmax(w->sla_ratio, q_ms / target_ms);
 	}
-	double dur_s = (double)(t_ms - a->win->start_ms) / 1000.0;
+	double dur_s = w->end_s - w->start_s;
 	if (p->sla.min_tokens_per_s > 0 && st->queue_len > 0 && dur_s > 0 &&
-	    (double)(st->tokens_generated - a->win->tokens) / dur_s < p->sla.min_tokens_per_s)
+	    (double)w->tokens / dur_s < p->sla.min_tokens_per_s)
 		met = false;
-	a->windows++;
-	a->windows_met += met;
+	w->sla_met = met;
+}
+
+static void win_close(struct acc *a, uint64_t t_ms)
+{
+	struct sim_window w;
+
+	win_judge(a, t_ms, &w);
+	if (w.idle) {
+		a->windows_idle++;
+	} else {
+		a->windows++;
+		a->windows_met += w.sla_met;
+	}
+	if (a->on_window)
+		a->on_window(a->window_ctx, &w);
+	a->win->index++;
 }
 
 /* INT8 completions since the last call on a slice whose true drop is over
@@ -132,8 +191,10 @@ static void count_breaches(struct acc *a)
 
 	for (size_t s = 0; s < a->n_slices; s++) {
 		uint64_t now = st->slice_int8_completed[s];
-		if (plant_true_drop(a->plant, (uint32_t)s) > a->max_drop[s])
+		if (plant_true_drop(a->plant, (uint32_t)s) > a->max_drop[s]) {
 			a->breach[s] += now - a->prev_int8_completed[s];
+			a->win->over_threshold |= 1u << s;
+		}
 		a->prev_int8_completed[s] = now;
 	}
 }
@@ -143,24 +204,34 @@ static double mhz(uint32_t khz)
 	return khz / 1000.0;
 }
 
+/* Ground-truth accounting of one control period at t_ms. */
+static void account_period(struct acc *a, uint64_t t_ms, unsigned n_faults)
+{
+	struct plant *pl = a->plant;
+
+	a->periods++;
+	if (pl->dev.tj_c > a->max_tj_c)
+		a->max_tj_c = pl->dev.tj_c;
+	if (pl->dev.tj_c > a->win->max_tj_c)
+		a->win->max_tj_c = pl->dev.tj_c;
+	if (pl->dev.tj_c > a->pol->thermal.ceiling_c)
+		a->above_ceiling_s += a->period_s;
+	if (n_faults)
+		a->fault_periods++;
+	count_breaches(a);
+	if (t_ms >= a->win->start_ms + (uint64_t)llround(a->pol->sla.window_s * 1000.0)) {
+		win_close(a, t_ms);
+		win_snapshot(a, t_ms);
+	}
+}
+
 static int on_period(void *ctx, const struct gov_period *p)
 {
 	struct acc *a = ctx;
 	struct plant *pl = a->plant;
 	const struct gov_estimates *e = p->est;
 
-	a->periods++;
-	if (pl->dev.tj_c > a->max_tj_c)
-		a->max_tj_c = pl->dev.tj_c;
-	if (pl->dev.tj_c > a->pol->thermal.ceiling_c)
-		a->above_ceiling_s += a->period_s;
-	if (e->n_faults)
-		a->fault_periods++;
-	count_breaches(a);
-	if (p->t_ms >= a->win->start_ms + (uint64_t)llround(a->pol->sla.window_s * 1000.0)) {
-		win_close(a, p->t_ms);
-		win_snapshot(a, p->t_ms);
-	}
+	account_period(a, p->t_ms, e->n_faults);
 	if (a->ts) {
 		char reasons[512];
 		double int8 = 0;
@@ -304,22 +375,61 @@ static FILE *open_out(const char *dir, const char *name, struct diag_list *diags
 	return f;
 }
 
+/* Oracle candidates: one operating point written through the HAL at t = 0
+ * and held; the plant advances period by period with the same ground-truth
+ * accounting as a governed run, but no telemetry, guard or controller. */
+static int run_forced(struct hal_dev *dev, const struct govd_clock *clk, const struct gov_opoint *op,
+		      struct acc *a, uint64_t period_ms, uint64_t end_ms)
+{
+	const struct hal_ops *ops = dev->ops;
+	int rc = 0;
+
+	if (op->clk_locked)
+		rc = ops->set_clock_range ? ops->set_clock_range(dev, op->clk_min_khz, op->clk_max_khz)
+					  : -EOPNOTSUPP;
+	if (!rc && op->power_limit_mw)
+		rc = ops->set_power_limit ? ops->set_power_limit(dev, op->power_limit_mw) : -EOPNOTSUPP;
+	if (!rc && op->n_slices)
+		rc = ops->set_precision ? ops->set_precision(dev, op->int8_frac, op->n_slices)
+					: -EOPNOTSUPP;
+	if (rc)
+		return rc;
+	for (;;) {
+		uint64_t now = govd_clock_now_ms(clk);
+		if (now >= end_ms)
+			return 0;
+		account_period(a, now, 0);
+		if (a->plant->failed)
+			return 0;
+		uint64_t next = now + period_ms < end_ms ? now + period_ms : end_ms;
+		rc = govd_clock_wait_until(clk, next);
+		if (rc < 0)
+			return rc;
+	}
+}
+
 int sim_run(const struct sim_opts *o, struct sim_result *res, struct diag_list *diags)
 {
 	struct scenario *sc = NULL;
-	struct policy *pol = NULL;
+	struct policy *own_pol = NULL;
+	const struct policy *pol = o->policy;
 	struct plant *plant = NULL;
 	struct hal_dev dev = { 0 };
 	struct govd_clock clk;
 	struct governor g;
 	struct acc a = { 0 };
 	FILE *dl = NULL;
-	int rc, rc2;
+	/* A forced point has no governor: nothing to log or summarise. */
+	bool output = !o->no_output && !o->force_op;
+	int rc, rc2 = 0;
 
 	memset(res, 0, sizeof(*res));
 	/* Both files are checked before either error returns: all diags at once. */
 	rc = scenario_load(o->scenario_path, &sc, diags);
-	rc2 = policy_load(o->policy_path, &pol, diags);
+	if (!pol) {
+		rc2 = policy_load(o->policy_path, &own_pol, diags);
+		pol = own_pol;
+	}
 	if (rc || rc2) {
 		rc = rc ? rc : rc2;
 		goto err_load;
@@ -341,7 +451,7 @@ int sim_run(const struct sim_opts *o, struct sim_result *res, struct diag_list *
 	if (rc)
 		goto err_dev;
 
-	if (!o->no_output) {
+	if (output) {
 		if (o->out_dir)
 			snprintf(res->out_dir, sizeof(res->out_dir), "%s", o->out_dir);
 		else
@@ -365,6 +475,8 @@ int sim_run(const struct sim_opts *o, struct sim_result *res, struct diag_list *
 	a.pol = pol;
 	a.plant = plant;
 	a.period_s = pol->control.period_ms / 1000.0;
+	a.on_window = o->on_window;
+	a.window_ctx = o->window_ctx;
 	a.n_slices = sc->n_slices < PLANT_MAX_SLICES ? sc->n_slices : PLANT_MAX_SLICES;
 	for (size_t s = 0; s < a.n_slices; s++)
 		a.max_drop[s] = policy_slice_max_drop(pol, sc->slices[s].name);
@@ -376,23 +488,38 @@ int sim_run(const struct sim_opts *o, struct sim_result *res, struct diag_list *
 	}
 	win_snapshot(&a, 0);
 
-	struct governor_cfg gc = { .pol = pol, .dev = &dev, .clock = &clk, .declog = dl,
-				   .scenario = sc->name, .seed = seed, .on_period = on_period,
-				   .cb_ctx = &a };
-	rc = governor_init(&g, &gc, diags);
-	if (rc)
-		goto err_win;
 	uint64_t end_ms = (uint64_t)llround(duration_s * 1000.0);
-	rc = governor_run(&g, end_ms);
+	if (o->force_op) {
+		rc = run_forced(&dev, &clk, o->force_op, &a, pol->control.period_ms, end_ms);
+		if (rc && rc != -EHOSTDOWN)
+			diag_add(diags, DIAG_ERROR, sc->path, 0, 0, "", "actuate",
+				 "cannot apply the operating point: %s", strerror(-rc));
+	} else {
+		struct governor_cfg gc = { .pol = pol, .dev = &dev, .clock = &clk, .declog = dl,
+					   .scenario = sc->name, .seed = seed, .on_period = on_period,
+					   .cb_ctx = &a };
+		rc = governor_init(&g, &gc, diags);
+		if (rc)
+			goto err_win;
+		rc = governor_run(&g, end_ms);
+	}
 	if (rc == -EHOSTDOWN || plant->failed)
 		rc = 0; /* thermal shutdown ends the run; the summary says failed */
 	count_breaches(&a); /* completions after the last period */
 	if (plant->dev.tj_c > a.max_tj_c)
 		a.max_tj_c = plant->dev.tj_c;
 	/* The last partial SLA window counts only when no full one closed. */
-	if (a.windows + a.windows_idle == 0)
-		win_close(&a, (uint64_t)llround(plant->t_s * 1000.0));
-	governor_restore(&g);
+	uint64_t t_end_ms = (uint64_t)llround(plant->t_s * 1000.0);
+	if (a.windows + a.windows_idle == 0) {
+		win_close(&a, t_end_ms);
+	} else if (a.on_window && t_end_ms > a.win->start_ms) {
+		struct sim_window w;
+		win_judge(&a, t_end_ms, &w);
+		w.tail = true;
+		a.on_window(a.window_ctx, &w);
+	}
+	if (!o->force_op)
+		governor_restore(&g);
 	res->sim_s = plant->t_s;
 	res->periods = a.periods;
 	res->failed = plant->failed;
@@ -400,7 +527,7 @@ int sim_run(const struct sim_opts *o, struct sim_result *res, struct diag_list *
 	double total = plant->dev.energy_j + plant->dev.mem_energy_j + plant->dev.host_energy_j;
 	res->tokens_generated = st->tokens_generated;
 	res->tokens_per_joule = total > 0 ? (double)st->tokens_generated / total : 0;
-	if (rc == 0 && !o->no_output) {
+	if (rc == 0 && output) {
 		json_t *sum = summary_json(&a, sc, pol, seed, &g, plant->t_s);
 		char path[4200];
 		snprintf(path, sizeof(path), "%s/summary.json", res->out_dir);
@@ -411,7 +538,8 @@ int sim_run(const struct sim_opts *o, struct sim_result *res, struct diag_list *
 		}
 		json_decref(sum);
 	}
-	governor_fini(&g);
+	if (!o->force_op)
+		governor_fini(&g);
 	if (a.io_error && !rc) {
 		diag_add(diags, DIAG_ERROR, res->out_dir, 0, 0, "", "io", "writing outputs failed");
 		rc = -EIO;
@@ -428,7 +556,7 @@ err_dev:
 err_plant:
 	plant_destroy(plant);
 err_load:
-	policy_free(pol);
+	policy_free(own_pol);
 	scenario_free(sc);
 	return rc;
 }

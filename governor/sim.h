@@ -9,6 +9,31 @@
 #include <stdint.h>
 
 #include "common/diag.h"
+#include "governor/opoint.h"
+#include "governor/policy.h"
+
+/* One SLA window as the sim judged it, from the plant's ground truth (the
+ * oracle reads these; docs/oracle.md). */
+struct sim_window {
+	uint32_t index;
+	double start_s, end_s;
+	bool tail;             /* the run's end after the last window the summary judges
+				* (up to window_s long): not in its attainment */
+	bool idle;             /* nothing completed and nothing waiting */
+	bool sla_met;          /* every policy target met (true when idle) */
+	double sla_ratio;      /* worst quantile / target over the policy's targets (<= 1: met;
+				* 0 when idle, +inf when requests waited and none completed) */
+	uint64_t tokens;
+	double energy_j[HAL_RAIL_N]; /* true energy per rail */
+	double max_junction_c;       /* true, sampled every control period */
+	uint64_t clamp_events;       /* hardware slowdown entries */
+	double clamp_time_s;
+	uint64_t breach_requests;    /* INT8 completions on a slice over its threshold */
+	uint32_t over_threshold;     /* bit per slice: true INT8 drop above the policy's
+				      * max_drop at some control period of the window */
+	bool failed;                 /* the plant shut down in this window */
+};
+typedef void (*sim_window_cb)(void *ctx, const struct sim_window *w);
 
 struct sim_opts {
 	const char *scenario_path;
@@ -18,6 +43,13 @@ struct sim_opts {
 	double duration_s;  /* > 0: overrides the scenario's duration */
 	const char *out_dir;/* NULL: out/sim/<scenario>-<policy>-<seed> */
 	bool no_output;     /* write nothing (benchmarks) */
+	/* Optional hooks (NULL/false: off). */
+	const struct policy *policy;       /* used instead of loading policy_path (not owned) */
+	const struct gov_opoint *force_op; /* no governor: this point is applied at t = 0 and
+					    * held for the whole run (oracle candidates); no
+					    * decision log */
+	sim_window_cb on_window;           /* every SLA window, then the tail */
+	void *window_ctx;
 };
 
 struct sim_result {

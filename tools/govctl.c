@@ -18,6 +18,11 @@ static const struct govctl_cmd cmds[] = {
 		      "[--out DIR]",
 	  .run = govctl_compare },
 	{ .name = "lint", .synopsis = "lint [--format text|json] [--strict] FILE...", .run = govctl_lint },
+	{ .name = "status", .synopsis = "status [--json] [--socket PATH]", .run = govctl_status },
+	{ .name = "set", .synopsis = "set budget-w WATTS [--socket PATH]", .run = govctl_set },
+	{ .name = "hold", .synopsis = "hold [--socket PATH]", .run = govctl_hold },
+	{ .name = "resume", .synopsis = "resume [--socket PATH]", .run = govctl_resume },
+	{ .name = "reload", .synopsis = "reload [--socket PATH]", .run = govctl_reload },
 	{ .name = "help", .synopsis = "help", .run = cmd_help },
 };
 

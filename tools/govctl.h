@@ -20,6 +20,13 @@ struct govctl_cmd {
 int govctl_sim(int argc, char **argv);
 int govctl_compare(int argc, char **argv);
 int govctl_lint(int argc, char **argv);
+/* Control socket client (tools/govctl_ctl.c); --socket PATH, else
+ * $GOVD_SOCKET, else CTLSOCK_DEFAULT_PATH. */
+int govctl_status(int argc, char **argv);
+int govctl_set(int argc, char **argv);
+int govctl_hold(int argc, char **argv);
+int govctl_resume(int argc, char **argv);
+int govctl_reload(int argc, char **argv);
 
 /* Strict number parsing for flags; false on junk. */
 bool govctl_parse_u64(const char *s, uint64_t *out);

@@ -12,12 +12,14 @@
 #include <unistd.h>
 
 #include "governor/jsonx.h"
+#include "governor/oracle.h"
 #include "governor/policy.h"
 #include "governor/sim.h"
 #include "plant_models/scenario.h"
 #include "tools/govctl.h"
 
 #define MAX_ITEMS 64
+#define ORACLE_DEFAULT_POLICY "policies/balanced.yaml"
 
 struct list {
 	size_t n;
@@ -34,9 +36,12 @@ static void cmp_usage(FILE *f)
 {
 	fprintf(f, "usage: govctl compare --scenarios A,B --policies P,Q [--seeds 1,2] "
 		   "[--baseline NAME] [-j N] [--out DIR] [--duration S]\n"
+		   "                      [--oracle] [--oracle-policy FILE]\n"
 		   "  runs every scenario x policy x seed; prints tokens/J against the baseline\n"
 		   "  policy (default: the first) and writes compare.json, compare.md and runs/ into\n"
-		   "  DIR (default out/compare)\n");
+		   "  DIR (default out/compare). --oracle adds an oracle row per scenario (the best\n"
+		   "  feasible static point per SLA window under FILE's targets, default\n"
+		   "  " ORACLE_DEFAULT_POLICY "; docs/oracle.md) and a %% of oracle column\n");
 }
 
 /* Splits a comma list in place; empty items are errors. */
@@ -97,6 +102,54 @@ static void row_mean(struct row *r)
 	r->int8 /= n;
 }
 
+/* The oracle of one scenario, averaged over the seeds like the policy rows;
+ * SLA attainment is over the windows it judged, p99s and INT8 share unknown. */
+static int oracle_row(const char *scenario, const char *policy, const uint64_t *seeds,
+		      size_t nseeds, bool have_seeds, unsigned jobs, double duration_s, struct row *r,
+		      json_t *all)
+{
+	memset(r, 0, sizeof(*r));
+	r->ttft = r->tbt = r->e2e = r->int8 = NAN;
+	for (size_t k = 0; k < nseeds; k++) {
+		struct oracle_opts oo = { .scenario_path = scenario, .policy_path = policy,
+					  .seed = have_seeds ? seeds[k] : 0, .have_seed = have_seeds,
+					  .duration_s = duration_s, .jobs = jobs };
+		struct oracle_result res;
+		struct diag_list d = { 0 };
+		int rc = oracle_run(&oo, &res, &d);
+		govctl_print_diags(&d);
+		diag_clear(&d);
+		if (rc) {
+			fprintf(stderr, "govctl compare: oracle of %s failed (%s)\n", scenario,
+				strerror(-rc));
+			return rc;
+		}
+		size_t judged = 0, met = 0;
+		for (size_t w = 0; w < res.n_windows; w++) {
+			const struct oracle_pick *p = &res.pick[w];
+			if (p->idle || p->tail)
+				continue;
+			judged++;
+			met += p->sla_met;
+		}
+		r->tpj += res.tokens_per_joule_all_rails;
+		r->att += judged ? (double)met / (double)judged : 1.0;
+		r->clamps += (double)res.clamp_events;
+		r->breach += (double)res.breach_requests;
+		r->n++;
+		json_t *j = oracle_json(&res);
+		json_object_del(j, "windows_chosen"); /* oracle.json from govctl sim --oracle has them */
+		json_array_append_new(all, j);
+		oracle_result_free(&res);
+	}
+	double n = (double)r->n;
+	r->tpj /= n;
+	r->att /= n;
+	r->clamps /= n;
+	r->breach /= n;
+	return 0;
+}
+
 static int run_worker(const struct job *jobs, size_t njobs, size_t w, size_t nw,
 		      char *const *scen, char *const *pols, double duration_s)
 {
@@ -129,6 +182,8 @@ int govctl_compare(int argc, char **argv)
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "out", required_argument, NULL, 'o' },
 		{ "duration", required_argument, NULL, 'd' },
+		{ "oracle", no_argument, NULL, 'O' },
+		{ "oracle-policy", required_argument, NULL, 'Q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -136,7 +191,8 @@ int govctl_compare(int argc, char **argv)
 	const char *baseline = NULL, *out = "out/compare";
 	uint64_t nworkers = 1;
 	double duration_s = 0;
-	bool have_seeds = false;
+	bool have_seeds = false, oracle = false;
+	const char *oracle_policy = ORACLE_DEFAULT_POLICY;
 	int c;
 
 	optind = 1;
@@ -157,6 +213,13 @@ int govctl_compare(int argc, char **argv)
 			break;
 		case 'b':
 			baseline = optarg;
+			break;
+		case 'O':
+			oracle = true;
+			break;
+		case 'Q':
+			oracle_policy = optarg;
+			oracle = true;
 			break;
 		case 'j':
 			if (!govctl_parse_u64(optarg, &nworkers) || nworkers < 1 || nworkers > 256) {
@@ -225,6 +288,12 @@ int govctl_compare(int argc, char **argv)
 			continue;
 		}
 		snprintf(pname[i], sizeof(pname[i]), "%s", p->name);
+		policy_free(p);
+	}
+	if (oracle) {
+		struct policy *p = NULL;
+		if (policy_load(oracle_policy, &p, &d))
+			bad = 1;
 		policy_free(p);
 	}
 	govctl_print_diags(&d);
@@ -338,6 +407,17 @@ int govctl_compare(int argc, char **argv)
 	}
 	for (size_t i = 0; i < scen.n * pols.n; i++)
 		row_mean(&rows[i]);
+	struct row *orows = calloc(scen.n, sizeof(*orows));
+	json_t *oracles = json_array();
+	if (!orows) {
+		free(rows);
+		free(jobs);
+		return GOVCTL_EXIT_FAIL;
+	}
+	for (size_t si = 0; oracle && si < scen.n; si++)
+		if (oracle_row(scen.v[si], oracle_policy, seeds, nseeds, have_seeds,
+			       (unsigned)nworkers, duration_s, &orows[si], oracles))
+			failed = 1;
 
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/compare.md", out);
@@ -346,29 +426,44 @@ int govctl_compare(int argc, char **argv)
 		fprintf(stderr, "govctl compare: cannot write %s: %s\n", path, strerror(errno));
 		failed = 1;
 	}
-	printf("%-16s %-20s %9s %8s %8s %10s %9s %10s %7s %9s %6s\n", "scenario", "policy", "tokens/J",
-	       "ratio", "SLA att", "TTFT p99", "TBT p99", "e2e p99", "clamps", "breaches", "INT8");
+	printf("%-16s %-20s %9s %8s %8s %10s %9s %10s %7s %9s %6s%s\n", "scenario", "policy",
+	       "tokens/J", "ratio", "SLA att", "TTFT p99", "TBT p99", "e2e p99", "clamps", "breaches",
+	       "INT8", oracle ? " % oracle" : "");
 	if (md) {
-		fprintf(md, "# govctl compare\n\nBaseline: `%s`; means over %zu seed(s).\n\n", pname[base],
+		fprintf(md, "# govctl compare\n\nBaseline: `%s`; means over %zu seed(s).", pname[base],
 			nseeds);
-		fprintf(md, "| scenario | policy | tokens/J | vs %s | SLA attainment | TTFT p99 ms | "
-			    "TBT p99 ms | e2e p99 ms | clamp events | quality breaches | INT8 share |\n",
-			pname[base]);
-		fprintf(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+		if (oracle)
+			fprintf(md, " Oracle: best feasible static point per SLA window under `%s`'s "
+				    "targets (docs/oracle.md); its SLA attainment is over the windows "
+				    "it judged.",
+				oracle_policy);
+		fprintf(md, "\n\n| scenario | policy | tokens/J | vs %s | SLA attainment | TTFT p99 ms | "
+			    "TBT p99 ms | e2e p99 ms | clamp events | quality breaches | INT8 share |%s\n",
+			pname[base], oracle ? " % of oracle |" : "");
+		fprintf(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|%s\n",
+			oracle ? "---:|" : "");
 	}
 	json_t *jrows = json_array();
 	for (size_t si = 0; si < scen.n; si++)
 		for (size_t pi = 0; pi < pols.n; pi++) {
 			struct row *r = &rows[si * pols.n + pi];
 			double ratio = r->tpj / rows[si * pols.n + base].tpj;
-			printf("%-16s %-20s %9.4f %8.3f %8.3f %10.1f %9.2f %10.1f %7.1f %9.1f %6.3f%s\n",
+			double pct = oracle ? 100.0 * r->tpj / orows[si].tpj : NAN;
+			char pcts[32] = "";
+			if (oracle)
+				snprintf(pcts, sizeof(pcts), " %8.1f", pct);
+			printf("%-16s %-20s %9.4f %8.3f %8.3f %10.1f %9.2f %10.1f %7.1f %9.1f %6.3f%s%s\n",
 			       sname[si], pname[pi], r->tpj, ratio, r->att, r->ttft, r->tbt, r->e2e,
-			       r->clamps, r->breach, r->int8, r->failed ? "  FAILED" : "");
-			if (md)
+			       r->clamps, r->breach, r->int8, pcts, r->failed ? "  FAILED" : "");
+			if (md) {
 				fprintf(md, "| %s | %s | %.4f | %.3f | %.3f | %.1f | %.2f | %.1f | %.1f | "
-					    "%.1f | %.3f |\n",
+					    "%.1f | %.3f |",
 					sname[si], pname[pi], r->tpj, ratio, r->att, r->ttft, r->tbt, r->e2e,
 					r->clamps, r->breach, r->int8);
+				if (oracle)
+					fprintf(md, " %.1f |", pct);
+				fputc('\n', md);
+			}
 			json_t *o = json_object();
 			json_object_set_new(o, "scenario", json_string(sname[si]));
 			json_object_set_new(o, "policy", json_string(pname[pi]));
@@ -383,6 +478,31 @@ int govctl_compare(int argc, char **argv)
 			json_object_set_new(o, "quality_breaches", jsonx_real(r->breach));
 			json_object_set_new(o, "int8_token_fraction", jsonx_real(r->int8));
 			json_object_set_new(o, "failed", json_boolean(r->failed));
+			if (oracle)
+				json_object_set_new(o, "pct_of_oracle", jsonx_real(pct));
+			json_array_append_new(jrows, o);
+			if (!oracle || pi + 1 < pols.n)
+				continue;
+			const struct row *orw = &orows[si];
+			double oratio = orw->tpj / rows[si * pols.n + base].tpj;
+			printf("%-16s %-20s %9.4f %8.3f %8.3f %10s %9s %10s %7.1f %9.1f %6s %8.1f\n",
+			       sname[si], "oracle", orw->tpj, oratio, orw->att, "-", "-", "-", orw->clamps,
+			       orw->breach, "-", 100.0);
+			if (md)
+				fprintf(md, "| %s | **oracle** | %.4f | %.3f | %.3f | - | - | - | %.1f | "
+					    "%.1f | - | 100.0 |\n",
+					sname[si], orw->tpj, oratio, orw->att, orw->clamps, orw->breach);
+			o = json_object();
+			json_object_set_new(o, "scenario", json_string(sname[si]));
+			json_object_set_new(o, "policy", json_string("oracle"));
+			json_object_set_new(o, "oracle_policy", json_string(oracle_policy));
+			json_object_set_new(o, "seeds", json_integer((json_int_t)orw->n));
+			json_object_set_new(o, "tokens_per_joule", jsonx_real(orw->tpj));
+			json_object_set_new(o, "ratio_vs_baseline", jsonx_real(oratio));
+			json_object_set_new(o, "sla_attainment", jsonx_real(orw->att));
+			json_object_set_new(o, "clamp_events", jsonx_real(orw->clamps));
+			json_object_set_new(o, "quality_breaches", jsonx_real(orw->breach));
+			json_object_set_new(o, "pct_of_oracle", jsonx_real(100.0));
 			json_array_append_new(jrows, o);
 		}
 	if (md && fclose(md))
@@ -391,6 +511,10 @@ int govctl_compare(int argc, char **argv)
 	json_object_set_new(cj, "baseline", json_string(pname[base]));
 	json_object_set_new(cj, "rows", jrows);
 	json_object_set_new(cj, "runs", runs);
+	if (oracle)
+		json_object_set_new(cj, "oracles", oracles);
+	else
+		json_decref(oracles);
 	snprintf(path, sizeof(path), "%s/compare.json", out);
 	if (json_dump_file(cj, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10))) {
 		fprintf(stderr, "govctl compare: cannot write %s\n", path);
@@ -398,6 +522,7 @@ int govctl_compare(int argc, char **argv)
 	}
 	json_decref(cj);
 	free(rows);
+	free(orows);
 	free(jobs);
 	printf("compare: %s/compare.md, %s/compare.json\n", out, out);
 	return failed ? GOVCTL_EXIT_FAIL : GOVCTL_EXIT_OK;

@@ -71,9 +71,10 @@ static void run_step(const struct controller_ops *c, struct fixture *f, struct c
 static void test_registry(void **state)
 {
 	(void)state;
-	const char *names[] = { "firmware-default", "static", "naive-int8", "ondemand", "ipa" };
+	const char *names[] = { "firmware-default", "static", "naive-int8", "ondemand", "ipa",
+				"slo-dvfs", "govd" };
 	char buf[256];
-	for (size_t i = 0; i < 5; i++) {
+	for (size_t i = 0; i < 7; i++) {
 		const struct controller_ops *c = controller_find(names[i]);
 		assert_non_null(c);
 		assert_string_equal(c->name, names[i]);
@@ -81,7 +82,7 @@ static void test_registry(void **state)
 		assert_non_null(strstr(controller_names_joined(buf, sizeof(buf)), names[i]));
 	}
 	assert_null(controller_find("performance"));
-	assert_int_equal(controller_count(), 5);
+	assert_int_equal(controller_count(), 7);
 	assert_non_null(controller_param(controller_find("ipa"), "switch_on_c"));
 	assert_null(controller_param(controller_find("ipa"), "upthreshold"));
 }

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Closed-loop scenario tests (chrony's test/simulation style): run the shipped
+# scenarios with the policy users get (policies/balanced.yaml) at fixed seeds
+# and assert on the decision log and the summary:
+#   quality-drift: the drifting slice (chat) serves no INT8 from the drift
+#                  (15 min) + the detection delay on;
+#   sensor-faults: every fault on a critical signal moves to the safe point
+#                  while it lasts, and the governor leaves it afterwards;
+#   burst:         the 2.5x burst raises clocks (queue_surge / sla_raise);
+#   azure-code-hot: no hardware clamp, and the ceiling is predicted
+#                  (thermal_predict); needs the Azure trace (skipped without).
+# Skips (77) while balanced.yaml does not use the govd controller: the
+# reasons asserted on are govd's (governor/opoint.h).
+# DRIFT_DELAY_S: the quality gate's detection delay allowed (default 850 s: the
+# CUSUM of governor/estimate.c needs ~245 chat shadow samples at a 4 % drop on
+# average, ~650 s at the scenario's 0.37 samples/s, docs/govd-controller.md;
+# 850 s is that plus ~30 % for its spread, still inside the run).
+set -euo pipefail
+build=$1
+govctl=${GOVCTL:-$build/govctl}
+policy=policies/balanced.yaml
+delay_s=${DRIFT_DELAY_S:-850}
+if ! command -v python3 >/dev/null; then
+	echo "SKIP: python3 not found (the log checks are python)"
+	exit 77
+fi
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+run() { # scenario-name
+	"$govctl" sim --scenario "configs/scenarios/$1.yaml" --policy "$policy" --seed 1 \
+		--out "$out/$1" >/dev/null
+}
+
+run quality-drift
+controller=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["controller"])' \
+	"$out/quality-drift/decisions.jsonl")
+if [ "$controller" != govd ]; then
+	echo "SKIP: $policy uses the '$controller' controller, not govd; these tests assert on govd's"
+	echo "      reason codes and run once balanced.yaml switches to it"
+	exit 77
+fi
+
+# One python checker per scenario: prints what it found, exits 1 on a failure.
+check() { # scenario-name python-body
+	python3 - "$out/$1" "$delay_s" <<EOF
+import json, sys
+d, delay_s = sys.argv[1], float(sys.argv[2])
+recs = [json.loads(l) for l in open(d + "/decisions.jsonl")]
+head = recs[0]
+dec = [r for r in recs if r.get("type") == "decision"]
+summ = json.load(open(d + "/summary.json"))
+def t(r): return r["t_ms"] / 1000.0
+def has(r, *names): return any(n in r["reasons"] for n in names)
+fail = []
+$2
+for f in fail:
+    print("FAIL:", f)
+sys.exit(1 if fail else 0)
+EOF
+}
+
+rc=0
+check quality-drift '
+drift_s = 900.0  # configs/scenarios/quality-drift.yaml: chat 0.6 % -> 1.5 % at 15 min
+chat = head["slices"].index("chat")
+late = [r for r in dec if t(r) >= drift_s + delay_s]
+bad = [r for r in late if r["after"]["int8_frac"][chat] > 0]
+before = [r for r in dec if t(r) < drift_s and r["after"]["int8_frac"][chat] > 0]
+last = max((t(r) for r in dec if t(r) >= drift_s and r["after"]["int8_frac"][chat] > 0), default=None)
+print(f"quality-drift: chat INT8 in {len(before)} periods before the drift; last INT8 period after it: "
+      f"{last if last is None else round(last - drift_s, 1)} s after (allowed {delay_s:.0f} s)")
+if not before:
+    print("NOTE: chat never served INT8 before the drift, so the revert is not exercised")
+if not late:
+    fail.append("the run ends before drift + delay")
+if bad:
+    fail.append(f"chat still INT8 {t(bad[0]) - drift_s:.1f} s after the drift ({len(bad)} periods)")
+' || rc=1
+
+run sensor-faults
+check sensor-faults '
+# configs/scenarios/sensor-faults.yaml; signals the validator calls critical
+# (governor/validate.c); the inlet dropout is not one.
+faults = [(300, 60, "temp_junction"), (600, 30, "temp_memory"), (1200, 10, "temp_junction"),
+          (1500, 120, "power_accel")]
+for at, dur, sig in faults:
+    inside = [r for r in dec if at <= t(r) <= at + dur]
+    safe = [r for r in inside if has(r, "safe_point")]
+    after = [r for r in dec if at + dur < t(r) <= at + dur + 60]
+    left = [r for r in after if not has(r, "safe_point", "safe_hold")]
+    print(f"sensor-faults: {sig} at {at} s for {dur} s: {len(safe)} safe_point periods, "
+          f"left the safe point {round(t(left[0]) - at - dur, 1) if left else None} s after it ended")
+    if not safe:
+        fail.append(f"no safe_point while {sig} was faulted ({at}-{at + dur} s)")
+    if not left:
+        fail.append(f"still at the safe point 60 s after the {sig} fault ended")
+' || rc=1
+
+run burst
+check burst '
+at, dur = 1200, 300  # configs/scenarios/burst.yaml: 2.5x arrivals at 20-25 min
+raise_ = [r for r in dec if at <= t(r) <= at + dur + 60 and has(r, "queue_surge", "sla_raise")]
+att = summ["sla"]["attainment"]
+print(f"burst: {len(raise_)} queue_surge/sla_raise periods during the burst; SLA attainment {att:.3f}")
+if not raise_:
+    fail.append("no queue_surge or sla_raise during the burst")
+' || rc=1
+
+if [ -f "${GOVD_SHARED_DATA:-/nonexistent}/AzureLLMInferenceTrace2023_code.csv" ]; then
+	run azure-code-hot
+	check azure-code-hot '
+pred = [r for r in dec if has(r, "thermal_predict")]
+clamps = summ["thermal"]["clamp_events"]
+tj = summ["thermal"]["max_junction_c"]
+print(f"azure-code-hot: {clamps} hardware clamp events, {len(pred)} thermal_predict periods, "
+      f"max junction {tj:.1f} C")
+if clamps != 0:
+    fail.append(f"{clamps} hardware clamp events (want 0)")
+if not pred:
+    fail.append("no thermal_predict decision")
+' || rc=1
+else
+	echo "azure-code-hot: SKIP (Azure code trace not found in GOVD_SHARED_DATA)"
+fi
+exit $rc
