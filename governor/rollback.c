@@ -326,10 +326,27 @@ bool rollback_step(struct rollback *rb, const struct rb_input *in, struct gov_op
 		}
 	}
 	if (rb->state == RB_HOLD) {
-		size_t n = want->n_slices;
-		*want = rb->held;
-		want->n_slices = n;
-		*binding = GOV_B_ROLLBACK;
+		struct gov_opoint hold = rb->held;
+		enum gov_binding b = GOV_B_ROLLBACK;
+		/* The controller's thermal cuts are safety moves the hold must
+		 * not undo (it would pin an LKG at max boost through a heat
+		 * wave): its clock cap and power limit bound the held point. */
+		if (*binding == GOV_B_CEILING || *binding == GOV_B_THERMAL) {
+			if (clk_cap(rb, want) < clk_cap(rb, &hold)) {
+				hold.clk_locked = true;
+				hold.clk_max_khz = clk_cap(rb, want);
+				if (hold.clk_min_khz > hold.clk_max_khz)
+					hold.clk_min_khz = hold.clk_max_khz;
+				b = *binding;
+			}
+			if (want->power_limit_mw < hold.power_limit_mw) {
+				hold.power_limit_mw = want->power_limit_mw;
+				b = *binding;
+			}
+		}
+		hold.n_slices = want->n_slices;
+		*want = hold;
+		*binding = b;
 		override = true;
 	}
 out:

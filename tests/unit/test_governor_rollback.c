@@ -466,6 +466,37 @@ static void test_sla_no_slower(void **state)
 	assert_int_equal(got.clk_max_khz, 1500000); /* no hotter than what clamped */
 }
 
+/* During a hold the controller's thermal cuts still go through. */
+static void test_hold_lets_thermal_cuts_through(void **state)
+{
+	(void)state;
+	struct fx f;
+	fx_init(&f);
+	fx_start(&f, NULL); /* fallback: unlocked, 700 W */
+	struct gov_opoint w = locked(1500);
+	f.slow_below_khz = 1600000;
+	run_until(&f, 21000, &w);
+	assert_int_equal(f.rb.state, RB_HOLD);
+	struct gov_opoint cut = locked(1200);
+	cut.power_limit_mw = 400000;
+	struct gov_opoint got = cut;
+	struct rb_input in = { .t_ms = f.t_ms, .est = &f.est, .cur = &f.cur };
+	uint32_t reasons = 0;
+	enum gov_binding b = GOV_B_CEILING;
+	assert_true(rollback_step(&f.rb, &in, &got, &reasons, &b));
+	assert_int_equal(got.clk_max_khz, 1200000);
+	assert_int_equal(got.power_limit_mw, 400000);
+	assert_int_equal(b, GOV_B_CEILING);
+	assert_true(reasons & GOV_R_ROLLBACK_HOLD);
+	/* any other binding: the held point as it is */
+	got = cut;
+	b = GOV_B_SLA;
+	assert_true(rollback_step(&f.rb, &in, &got, &reasons, &b));
+	assert_false(got.clk_locked);
+	assert_int_equal(got.power_limit_mw, 700000);
+	assert_int_equal(b, GOV_B_ROLLBACK);
+}
+
 static void test_all_off_is_inert(void **state)
 {
 	(void)state;
@@ -502,6 +533,7 @@ int main(void)
 		cmocka_unit_test(test_sla_needs_regression),
 		cmocka_unit_test(test_thermal_no_hotter),
 		cmocka_unit_test(test_sla_no_slower),
+		cmocka_unit_test(test_hold_lets_thermal_cuts_through),
 		cmocka_unit_test(test_all_off_is_inert),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
