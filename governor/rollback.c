@@ -134,9 +134,12 @@ static uint32_t ring_misses(const bool *ring, size_t n_so_far, uint32_t m)
 
 static void promote(struct rollback *rb, const struct gov_opoint *cur)
 {
-	/* During a canary the point under watch has not earned it yet: the
-	 * clean windows vouch for the point the canary started from. */
-	rb->lkg = rb->state == RB_CANARY ? rb->canary_base : *cur;
+	/* While changes are under watch (or just undone), the point that was
+	 * in force when this clean window began: it has served at least one
+	 * whole clean window. The point in force now may be minutes old (a
+	 * change at 4:59 must not be LKG at 5:00, or a rollback would revert
+	 * to the change itself). */
+	rb->lkg = rb->state == RB_NORMAL ? *cur : rb->win_first;
 	rb->lkg.n_slices = rb->cfg.n_slices;
 	rb->have_lkg = true;
 }
@@ -168,6 +171,7 @@ static void close_window(struct rollback *rb, const struct rb_input *in, uint32_
 		}
 	}
 	rb->win_start_ms = in->t_ms;
+	rb->win_first = *in->cur;
 	rb->win_trigger = false;
 }
 
@@ -276,7 +280,7 @@ bool rollback_step(struct rollback *rb, const struct rb_input *in, struct gov_op
 	if (!rb->started) {
 		rb->started = true;
 		rb->win_start_ms = t;
-		rb->ref = rb->prev_cur = *in->cur;
+		rb->ref = rb->win_first = *in->cur;
 		rb->prev_clamp = in->clamp_events;
 		rb->prev_faults = in->fault_onsets;
 	}
@@ -293,7 +297,6 @@ bool rollback_step(struct rollback *rb, const struct rb_input *in, struct gov_op
 			rb->canary_n = 0;
 			rb->canary_clamp0 = rb->prev_clamp;
 			rb->canary_faults0 = rb->prev_faults;
-			rb->canary_base = rb->prev_cur;
 			rb->pre_misses = ring_misses(rb->hist_miss, rb->hist_n, m);
 		}
 		rb->canary_end_ms = t + rb->canary_ms; /* a further change restarts it */
@@ -350,7 +353,6 @@ bool rollback_step(struct rollback *rb, const struct rb_input *in, struct gov_op
 		override = true;
 	}
 out:
-	rb->prev_cur = *in->cur;
 	rb->prev_clamp = in->clamp_events;
 	rb->prev_faults = in->fault_onsets;
 	return override;

@@ -52,10 +52,9 @@ struct rollback {
 	bool started;
 	uint64_t window_ms, canary_ms;
 	struct gov_opoint ref;        /* last accepted point; changes are measured against it */
-	struct gov_opoint prev_cur;   /* in force one period ago */
 	struct gov_opoint lkg;
 	bool have_lkg;
-	struct gov_opoint canary_base; /* in force before the canary's first change */
+	struct gov_opoint win_first;   /* in force when the current SLA window began */
 	struct gov_opoint held;        /* what a hold applies */
 	uint64_t canary_end_ms, hold_end_ms;
 	uint64_t canary_clamp0, canary_faults0;

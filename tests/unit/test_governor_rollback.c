@@ -261,7 +261,7 @@ static void test_lkg(void **state)
 	fx_init(&f);
 	struct gov_opoint safe = locked(1000);
 	fx_start(&f, &safe);
-	struct gov_opoint good = locked(1800), bad = locked(1500);
+	struct gov_opoint good = locked(1800), bad = locked(1500), late = locked(1700);
 	f.cur = good;
 	run_until(&f, 20000, &good); /* window at 10 clean */
 	assert_false(f.rb.have_lkg);
@@ -273,18 +273,26 @@ static void test_lkg(void **state)
 	run_until(&f, 31000, &good);
 	assert_int_equal(f.rb.windows_judged, 2);
 	f.est.window_requests = 100;
-	/* the bad step: canary from 26, the clean windows at 40 and 50 vouch for
-	 * the point the canary started from, not for the one under watch */
-	run_until(&f, 25000, &good);
-	run_until(&f, 51000, &bad);
+	/* a change at 39 s: the clean window closing at 40 vouches for the point
+	 * that began it, not for the one applied a second ago */
+	run_until(&f, 39000, &good);
+	run_until(&f, 41000, &late);
 	assert_int_equal(f.rb.state, RB_CANARY);
 	assert_true(gov_opoint_equal(&f.rb.lkg, &good));
-	f.est.ttft_p99_ms = 3000;
+	/* it served the whole clean window 40..50: now it is good */
+	run_until(&f, 51000, &late);
+	assert_true(gov_opoint_equal(&f.rb.lkg, &late));
+	/* the bad step misses from the start and never qualifies */
+	f.slow_below_khz = 1600000;
 	run_until(&f, 70000, &bad);
 	struct gov_opoint got = step(&f, &bad); /* misses at 60, 70 */
 	assert_int_equal(f.rb.fired, GOV_T_SLA);
-	assert_true(gov_opoint_equal(&got, &good)); /* back to LKG, not the fallback */
+	assert_true(gov_opoint_equal(&got, &late)); /* back to LKG, not the fallback */
 	assert_int_equal(f.rb.clean_windows, 0);
+	/* clean windows during the hold make the held point LKG again */
+	run_until(&f, 91000, &bad);
+	assert_int_equal(f.rb.state, RB_HOLD);
+	assert_true(gov_opoint_equal(&f.rb.lkg, &late));
 }
 
 static void test_quality(void **state)
