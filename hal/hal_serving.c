@@ -266,7 +266,7 @@ static void sv_free(struct sv *s)
 	if (!s)
 		return;
 	if (s->curl)
-		curl_easy_cleanup(s->curl);
+		hal_curl()->easy_cleanup(s->curl);
 	if (s->qfd >= 0)
 		close(s->qfd);
 	if (s->qpath) {
@@ -299,11 +299,11 @@ static char *dup_or_null(const char *v, int *bad)
 
 static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct diag_list *diags)
 {
-	static bool curl_ready;
-	if (!curl_ready) { /* once per process; never cleaned up (process lifetime) */
-		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-			return -ENOMEM;
-		curl_ready = true;
+	char cerr[160];
+	int crc = hal_curl_load(cerr, sizeof(cerr));
+	if (crc) {
+		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "", "curl-not-found", "serving: %s", cerr);
+		return crc;
 	}
 	struct sv *s = calloc(1, sizeof(*s));
 	if (!s)
@@ -426,7 +426,7 @@ static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 	}
 	for (size_t i = 0; i < HAL_MAX_SLICES; i++)
 		s->qdelta[i] = NAN;
-	s->curl = curl_easy_init();
+	s->curl = hal_curl()->easy_init();
 	if (!s->curl)
 		goto out_free;
 	struct pact_cfg pc = { .kind = pk,
@@ -492,6 +492,7 @@ static size_t body_cb(char *ptr, size_t size, size_t nmemb, void *ud)
 static uint32_t http_get(struct sv *s, const char *url, uint64_t deadline_ms)
 {
 	CURL *c = s->curl;
+	const struct hal_curl *cu = hal_curl();
 	uint64_t now = govd_mono_ms();
 	if (now >= deadline_ms) {
 		snprintf(s->fault_msg, sizeof(s->fault_msg), "GET %s: timeout_ms (%u) spent before it",
@@ -502,21 +503,21 @@ static uint32_t http_get(struct sv *s, const char *url, uint64_t deadline_ms)
 	s->body_len = 0;
 	s->body_over = false;
 	hal_curl_reset(c, url, left);
-	curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, ""); /* gzip is optional in the spec */
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, body_cb);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, s);
-	CURLcode cc = curl_easy_perform(c);
+	cu->easy_setopt(c, CURLOPT_ACCEPT_ENCODING, ""); /* gzip is optional in the spec */
+	cu->easy_setopt(c, CURLOPT_WRITEFUNCTION, body_cb);
+	cu->easy_setopt(c, CURLOPT_WRITEDATA, s);
+	CURLcode cc = cu->easy_perform(c);
 	if (cc == CURLE_WRITE_ERROR && s->body_over) {
 		snprintf(s->fault_msg, sizeof(s->fault_msg), "GET %s: response larger than max_bytes (%zu)",
 			 url, s->max_bytes);
 		return HAL_SVF_PARSE;
 	}
 	if (cc != CURLE_OK) {
-		snprintf(s->fault_msg, sizeof(s->fault_msg), "GET %s: %s", url, curl_easy_strerror(cc));
+		snprintf(s->fault_msg, sizeof(s->fault_msg), "GET %s: %s", url, cu->easy_strerror(cc));
 		return cc == CURLE_OPERATION_TIMEDOUT ? HAL_SVF_TIMEOUT : HAL_SVF_CONNECT;
 	}
 	long status = 0;
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	cu->easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	if (status < 200 || status >= 300) {
 		snprintf(s->fault_msg, sizeof(s->fault_msg), "GET %s: HTTP %ld", url, status);
 		return HAL_SVF_HTTP;

@@ -160,11 +160,13 @@ int pact_init(struct pact *a, const struct pact_cfg *cfg)
 	if (!a->target)
 		return -ENOMEM;
 	if (a->kind == PACT_HTTP) {
-		a->curl = curl_easy_init();
-		if (!a->curl) {
+		int rc = hal_curl_load(a->err, sizeof(a->err));
+		if (!rc && !(a->curl = hal_curl()->easy_init()))
+			rc = -ENOMEM;
+		if (rc) {
 			free(a->target);
 			a->target = NULL;
-			return -ENOMEM;
+			return rc;
 		}
 	}
 	if (a->kind == PACT_FILE) {
@@ -179,7 +181,7 @@ int pact_init(struct pact *a, const struct pact_cfg *cfg)
 void pact_fini(struct pact *a)
 {
 	if (a->curl)
-		curl_easy_cleanup(a->curl);
+		hal_curl()->easy_cleanup(a->curl);
 	free(a->target);
 	memset(a, 0, sizeof(*a));
 }
@@ -266,27 +268,28 @@ static int apply_http(struct pact *a, const char *doc)
 {
 	uint64_t deadline = govd_mono_ms() + a->timeout_ms;
 	CURL *c = a->curl;
-	struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
+	const struct hal_curl *cu = hal_curl();
+	struct curl_slist *hdr = cu->slist_append(NULL, "Content-Type: application/json");
 	if (!hdr)
 		return -ENOMEM;
 	hal_curl_reset(c, a->target, (long)a->timeout_ms);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, doc);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(doc));
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard_cb);
+	cu->easy_setopt(c, CURLOPT_POSTFIELDS, doc);
+	cu->easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(doc));
+	cu->easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+	cu->easy_setopt(c, CURLOPT_WRITEFUNCTION, discard_cb);
 	int rc = -EIO;
 	for (unsigned t = 0; t <= a->retries; t++) {
 		if (t > 0) {
 			uint64_t now = govd_mono_ms();
 			if (now >= deadline)
 				break; /* rc and err of the last try stand */
-			curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(deadline - now));
-			curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(deadline - now));
+			cu->easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(deadline - now));
+			cu->easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(deadline - now));
 		}
-		CURLcode cc = curl_easy_perform(c);
+		CURLcode cc = cu->easy_perform(c);
 		long status = 0;
 		if (cc == CURLE_OK) {
-			curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+			cu->easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 			if (status >= 200 && status < 300) {
 				rc = 0;
 				break;
@@ -297,12 +300,12 @@ static int apply_http(struct pact *a, const char *doc)
 				break; /* the server refuses this document: retrying cannot help */
 			continue;
 		}
-		snprintf(a->err, sizeof(a->err), "POST %s: %s", a->target, curl_easy_strerror(cc));
+		snprintf(a->err, sizeof(a->err), "POST %s: %s", a->target, cu->easy_strerror(cc));
 		rc = cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT
 		     : cc == CURLE_COULDNT_CONNECT  ? -ECONNREFUSED
 						    : -EIO;
 	}
-	curl_slist_free_all(hdr);
+	cu->slist_free_all(hdr);
 	return rc;
 }
 
