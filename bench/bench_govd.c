@@ -1,6 +1,7 @@
 /* govd's loop in real time on the sim backend: one device, 100 ms period,
  * the timerfd/signalfd loop of govd itself (daemon_run), for N seconds
- * (default 60), metrics endpoint and control socket open. Reports resident memory, CPU share of one core, tick time
+ * (default 60), metrics endpoint and control socket open. Reports resident
+ * memory (with PSS and private; bench/rss-breakdown has it per library), CPU share of one core, tick time
  * (sample to actuate, governor_tick over all devices, the plant's own
  * advance excluded and shown apart) and overruns. Targets (issue 5): RSS
  * < 4 MiB, CPU < 0.2 %, p99 tick < 1 ms.
@@ -21,9 +22,10 @@ static void stop_cb(void *ctx, int fd)
 	((struct daemon *)ctx)->stop = true;
 }
 
-static long status_kb(const char *key)
+/* A "Key: N kB" line of a /proc file, -1 when absent. */
+static long proc_kb(const char *path, const char *key)
 {
-	FILE *f = fopen("/proc/self/status", "r");
+	FILE *f = fopen(path, "r");
 	char line[256];
 	long v = -1;
 	size_t n = strlen(key);
@@ -33,6 +35,11 @@ static long status_kb(const char *key)
 	if (f)
 		fclose(f);
 	return v;
+}
+
+static long status_kb(const char *key)
+{
+	return proc_kb("/proc/self/status", key);
 }
 
 static double cpu_s(void)
@@ -90,6 +97,15 @@ int main(int argc, char **argv)
 	       ndev, wall, (unsigned long long)st->periods, (unsigned long long)st->overruns, rc);
 	printf("  RSS %.2f MiB (start %.2f, peak %.2f)\n", rss / 1024.0, rss_start / 1024.0,
 	       hwm / 1024.0);
+	/* Most of RSS is clean pages of shared libraries that other processes
+	 * map too: PSS and private say what govd itself costs the node. */
+	const char *roll = "/proc/self/smaps_rollup";
+	long pss = proc_kb(roll, "Pss:"), pc = proc_kb(roll, "Private_Clean:"),
+	     pd = proc_kb(roll, "Private_Dirty:");
+	printf("    anonymous %.2f MiB, file-backed %.2f MiB (libraries: bench/rss-breakdown); "
+	       "PSS %.2f MiB, private %.2f MiB\n",
+	       status_kb("RssAnon:") / 1024.0, status_kb("RssFile:") / 1024.0, pss / 1024.0,
+	       (pc + pd) / 1024.0);
 	printf("  CPU %.3f %% of one core (loop incl. plant), %.3f %% without the plant's advance\n",
 	       100.0 * cpu / wall,
 	       100.0 * (cpu - st->advance_ms.sum_ms / 1000.0) / wall);
