@@ -123,6 +123,8 @@ int governor_init(struct governor *g, const struct governor_cfg *cfg, struct dia
 	declog_init(&g->log, cfg->declog);
 	struct declog_header h = {
 		.scenario = cfg->scenario,
+		.scenario_path = cfg->scenario_path,
+		.command = cfg->command,
 		.policy_name = pol->name,
 		.policy_path = pol->path,
 		.policy_hash = pol->hash_hex,
