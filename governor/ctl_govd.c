@@ -25,8 +25,8 @@
 #include "governor/controller.h"
 
 static const struct ctl_param govd_params[] = {
-	{ "slack_low", 0.1, 1.0, 0.65, "below this share of every SLA target the clock decays" },
-	{ "slack_high", 0.2, 1.0, 0.85, "above this share of any SLA target the clock rises" },
+	{ "slack_low", 0.1, 1.0, 0.6, "below this share of every SLA target the clock decays" },
+	{ "slack_high", 0.2, 1.0, 0.8, "above this share of any SLA target the clock rises" },
 	{ "raise_gain", 0.1, 10.0, 1.5, "clock raise per unit of excess over slack_high" },
 	{ "lower_pct_per_s", 0.1, 50.0, 1.5, "clock decay in % per second while under slack_low" },
 	{ "surge_queue", 1, 100000, 8, "waiting requests that send the clock to max at once" },
@@ -44,8 +44,8 @@ static const struct ctl_param govd_params[] = {
 };
 
 static const struct ctl_param slo_params[] = {
-	{ "slack_low", 0.1, 1.0, 0.65, "below this share of every SLA target the clock decays" },
-	{ "slack_high", 0.2, 1.0, 0.85, "above this share of any SLA target the clock rises" },
+	{ "slack_low", 0.1, 1.0, 0.6, "below this share of every SLA target the clock decays" },
+	{ "slack_high", 0.2, 1.0, 0.8, "above this share of any SLA target the clock rises" },
 	{ "raise_gain", 0.1, 10.0, 1.5, "clock raise per unit of excess over slack_high" },
 	{ "lower_pct_per_s", 0.1, 50.0, 1.5, "clock decay in % per second while under slack_low" },
 	{ "surge_queue", 1, 100000, 8, "waiting requests that send the clock to max at once" },
@@ -97,8 +97,8 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 		return -EINVAL;
 	}
 	struct govd_tuning *t = &s->tun;
-	t->slack_low = param(pol, c, "slack_low", 0.65);
-	t->slack_high = param(pol, c, "slack_high", 0.85);
+	t->slack_low = param(pol, c, "slack_low", 0.6);
+	t->slack_high = param(pol, c, "slack_high", 0.8);
 	t->raise_gain = param(pol, c, "raise_gain", 1.5);
 	t->lower_pct_per_s = param(pol, c, "lower_pct_per_s", 1.5);
 	t->surge_queue = param(pol, c, "surge_queue", 8);
