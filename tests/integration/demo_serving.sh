@@ -11,7 +11,9 @@
 #   INT8 on its offline prior and was closed (int8_gate_closed) on the shadow
 #   samples; code (0.2 %) stayed INT8; math (prior over 1 %) never left BF16;
 # - SIGTERM: govd exit 0, a restore record with rc 0 and BF16 everywhere, the
-#   stand-in's last document all BF16, the state file removed.
+#   stand-in's last document all BF16, the state file removed;
+# - the stand-in alone: a document file is applied, malformed or older
+#   documents are refused (400, 409).
 # $1: the build directory. Exit 77 (skip) without /usr/bin/python3 or govd.
 set -euo pipefail
 build=${1:?usage: demo_serving.sh BUILD_DIR}
@@ -101,5 +103,53 @@ for b in bad:
 print("demo_serving: %d periods, %d documents applied, chat closed at seq %s, %d checks failed"
       % (len(dec), len(applied), closed[0]["seq"] if closed else None, len(bad)))
 sys.exit(1 if bad else 0)
+PY
+
+# The stand-in's other ways in: a document file (the file actuator's atomic
+# rename) is applied, a malformed or older document is refused.
+"$py" - "$root/configs/demo-serving/standin_server.py" "$tmp" <<'PY' || fail "stand-in file and refusal paths"
+import json, os, subprocess, sys, time, urllib.request, urllib.error
+standin, tmp = sys.argv[1], sys.argv[2]
+doc = tmp + "/precision.json"
+p = subprocess.Popen(["/usr/bin/python3", standin, "--port", "0", "--port-file", tmp + "/f.port",
+                      "--precision-file", doc, "--applied-log", tmp + "/f.jsonl", "--lifetime", "60"],
+                     stderr=subprocess.DEVNULL)
+try:
+    for _ in range(100):
+        if os.path.exists(tmp + "/f.port"):
+            break
+        time.sleep(0.1)
+    base = "http://127.0.0.1:%d" % int(open(tmp + "/f.port").read())
+    def get():
+        return json.loads(urllib.request.urlopen(base + "/precision", timeout=5).read())
+    def post(body):
+        try:
+            return urllib.request.urlopen(urllib.request.Request(base + "/precision", data=body,
+                headers={"Content-Type": "application/json"}), timeout=5).status
+        except urllib.error.HTTPError as e:
+            return e.code
+    assert get()["generation"] == 0
+    with open(doc + ".tmp", "w") as f:
+        f.write('{"generation": 7, "slices": {"code": 0.25, "chat": 0.0}, "updated_ms": 1}\n')
+    os.rename(doc + ".tmp", doc)
+    for _ in range(100):  # polled every 200 ms; bounded wait, not a timing assertion
+        if get()["generation"] == 7:
+            break
+        time.sleep(0.1)
+    g = get()
+    assert g == {"generation": 7, "slices": {"code": 0.25, "chat": 0.0, "math": 0.0}}, g
+    assert post(b"{not json") == 400
+    assert post(b'{"generation": 8, "slices": {"code": 1.5}}') == 400
+    assert post(b'{"generation": 8, "slices": {"rust": 1}}') == 400
+    assert post(b'{"generation": 6, "slices": {"code": 1}}') == 409
+    assert post(b'{"generation": 8, "slices": {"math": 1}}') == 200
+    assert get()["slices"] == {"code": 0.25, "chat": 0.0, "math": 1.0}
+    m = urllib.request.urlopen(base + "/metrics", timeout=5).read().decode()
+    assert 'router_precision_generation{model_name="meta-llama/Llama-3.1-8B-Instruct"} 8.0' in m
+    via = [json.loads(l)["via"] for l in open(tmp + "/f.jsonl")]
+    assert via == ["file", "http"], via
+finally:
+    p.terminate()
+    p.wait(timeout=10)
 PY
 echo "demo_serving: ok"
