@@ -13,7 +13,9 @@ static int emit(struct declog *d, json_t *o)
 		return -ENOMEM;
 	int rc = json_dumpf(o, d->f, JSON_COMPACT | JSON_REAL_PRECISION(DECLOG_REAL_PRECISION));
 	json_decref(o);
-	if (rc || fputc('\n', d->f) == EOF)
+	/* Flushed per line: after kill -9 the log is valid up to its last
+	 * complete record. */
+	if (rc || fputc('\n', d->f) == EOF || fflush(d->f))
 		return -EIO;
 	return 0;
 }
@@ -46,6 +48,11 @@ static json_t *op_json(const struct gov_opoint *op)
 	return o;
 }
 
+static const char *str_or_empty(const char *s)
+{
+	return s ? s : "";
+}
+
 int declog_header(struct declog *d, const struct declog_header *h)
 {
 	if (!d->f)
@@ -64,6 +71,19 @@ int declog_header(struct declog *d, const struct declog_header *h)
 	json_object_set_new(o, "controller", json_string(h->controller));
 	json_object_set_new(o, "period_ms", json_integer(h->period_ms));
 	json_object_set_new(o, "seed", json_integer((json_int_t)h->seed));
+	json_object_set_new(o, "dry_run", json_boolean(h->dry_run));
+	json_t *ver = json_object();
+	json_object_set_new(ver, "govd", json_string(GOVD_VERSION));
+	json_object_set_new(ver, "driver", json_string(l->driver_version));
+	json_object_set_new(ver, "firmware", json_string(l->firmware_version));
+	json_object_set_new(ver, "compiler", json_string(__VERSION__));
+	json_object_set_new(ver, "jansson", json_string(JANSSON_VERSION));
+	json_object_set_new(o, "versions", ver);
+	json_t *md = json_object();
+	json_object_set_new(md, "workload_profile", json_string(str_or_empty(h->workload_profile)));
+	json_object_set_new(md, "model_revision", json_string(str_or_empty(h->model_revision)));
+	json_object_set_new(md, "power_mode", json_string(str_or_empty(h->power_mode)));
+	json_object_set_new(o, "policy_metadata", md);
 	json_object_set_new(dev, "name", json_string(h->device_name ? h->device_name : ""));
 	json_object_set_new(dev, "model", json_string(l->model));
 	json_object_set_new(dev, "driver_version", json_string(l->driver_version));
@@ -173,6 +193,27 @@ int declog_decision(struct declog *d, const struct declog_record *r)
 			json_array_append_new(reasons, json_string(gov_reason_name(1u << i)));
 	json_object_set_new(o, "reasons", reasons);
 	json_object_set_new(o, "binding", json_string(gov_binding_name(r->binding)));
+	json_t *armed = json_array();
+	for (int i = 0; i < GOV_T_COUNT; i++)
+		if (r->armed & (1u << i))
+			json_array_append_new(armed, json_string(gov_trigger_name(1u << i)));
+	json_object_set_new(o, "armed", armed);
+	char fired[64];
+	json_object_set_new(o, "fired", r->fired ? json_string(gov_triggers_join(r->fired, fired,
+										 sizeof(fired)))
+						 : json_null());
+	json_t *rb = json_object();
+	json_object_set_new(rb, "state", json_string(r->rb_state ? r->rb_state : "normal"));
+	json_object_set_new(rb, "lkg", r->lkg ? op_json(r->lkg) : json_null());
+	json_object_set_new(rb, "hold_left_s", jsonx_real(r->hold_left_s));
+	json_object_set_new(rb, "rollbacks", json_integer((json_int_t)r->rollbacks));
+	json_object_set_new(o, "rollback", rb);
+	json_object_set_new(o, "envelope", r->envelope ? json_string(r->envelope) : json_null());
+	json_object_set_new(o, "operator_hold", json_boolean(r->operator_hold));
+	json_object_set_new(o, "power_budget_mw",
+			    r->power_budget_mw ? json_integer(r->power_budget_mw) : json_null());
+	if (r->emergency)
+		json_object_set_new(o, "emergency", json_string(r->emergency));
 	json_object_set_new(o, "policy", json_string(r->policy_name));
 	json_object_set_new(o, "policy_hash", json_string(r->policy_hash));
 	json_object_set_new(o, "seed", json_integer((json_int_t)r->seed));

@@ -4,6 +4,7 @@
  * fixed key order, fixed real precision, no wall-clock time. */
 #ifndef GOVD_GOVERNOR_DECLOG_H
 #define GOVD_GOVERNOR_DECLOG_H
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -24,6 +25,9 @@ struct declog_header {
 	const char *device_name;
 	size_t n_slices;
 	const char (*slice_name)[HAL_NAME_LEN];
+	bool dry_run;             /* observe mode: "after" is what would have been applied */
+	/* The policy's metadata (may be NULL or empty). */
+	const char *workload_profile, *model_revision, *power_mode;
 };
 
 struct declog_record {
@@ -40,6 +44,16 @@ struct declog_record {
 	 * reads and their messages (may be NULL); logged when bits are set. */
 	uint32_t serving_faults, quality_faults;
 	const char *serving_fault_msg, *quality_fault_msg;
+	/* Rollback manager (docs/rollback.md). */
+	uint32_t armed, fired;        /* enum gov_trigger bits */
+	const char *rb_state;         /* "normal", "canary", "hold"; NULL: "normal" */
+	const struct gov_opoint *lkg; /* NULL: no last known good yet */
+	double hold_left_s;
+	uint64_t rollbacks;
+	const char *envelope;         /* NULL: inside the policy's envelope; else why not */
+	bool operator_hold;           /* governor_hold(): the op point in force is kept */
+	uint32_t power_budget_mw;     /* external budget in force; 0: none */
+	const char *emergency;        /* non-NULL: an emergency record (governor_emergency) */
 };
 
 struct declog {

@@ -9,6 +9,9 @@
  * 5 % utilisation. */
 #define STUCK_WITNESS 5.0
 #define TREND_TAU_S 5.0
+/* Back inside an inlet range only this far from its edges: a sensor
+ * dithering on the edge must not flip the device every period. */
+#define ENVELOPE_HYST_C 1.0
 
 static void warn_missing(struct diag_list *diags, const struct hal_dev *dev, const char *what)
 {
@@ -85,6 +88,33 @@ int governor_init(struct governor *g, const struct governor_cfg *cfg, struct dia
 		goto err_estimate;
 	if ((rc = guard_init(&g->guard, pol, &g->lim)))
 		goto err_guard;
+	struct rb_cfg rc_cfg = { .pol = pol, .lim = &g->lim, .n_slices = g->n_slices };
+	guard_safe_point(&g->guard, g->n_slices, &rc_cfg.safe);
+	if (pol->rollback.lkg_fallback == POLICY_LKG_SAFE_POINT) {
+		rc_cfg.fallback = rc_cfg.safe;
+	} else { /* firmware default: unlocked clocks, default limit, BF16 */
+		rc_cfg.fallback.clk_min_khz = g->lim.clk_min_khz;
+		rc_cfg.fallback.clk_max_khz = g->lim.clk_default_max_khz;
+		rc_cfg.fallback.power_limit_mw = g->lim.power_limit_default_mw;
+		rc_cfg.fallback.n_slices = g->n_slices;
+	}
+	for (size_t s = 0; s < g->n_slices; s++) {
+		struct policy_slice_rule rule;
+		policy_slice_rule(pol, g->slice_name[s], &rule);
+		rc_cfg.max_drop[s] = rule.max_drop;
+		rc_cfg.min_samples[s] = rule.min_samples;
+	}
+	if ((rc = rollback_init(&g->rb, &rc_cfg)))
+		goto err_rollback;
+	/* The device part of the envelope is known now; the inlet is judged each
+	 * period (any value inside the policy's range stands in for it here). */
+	double inlet_c = isfinite(pol->envelope.inlet_min_c) ? pol->envelope.inlet_min_c
+		       : isfinite(pol->envelope.inlet_max_c) ? pol->envelope.inlet_max_c : NAN;
+	char why[512];
+	if (!policy_envelope_check(pol, &g->lim, inlet_c, why, sizeof(why)) && diags)
+		diag_add(diags, DIAG_WARNING, pol->path, 0, 0, "envelope", "outside-envelope",
+			 "device %s is outside the policy's envelope (%s); the governor will hold "
+			 "the safe point", cfg->dev->name, why);
 	if (g->ctl->init && (rc = g->ctl->init(&g->ctl_state, pol, &g->lim))) {
 		diag_add(diags, DIAG_ERROR, pol->path, 0, 0, "control.params", "controller-init",
 			 "controller %s rejected its parameters: %s", g->ctl->name, strerror(-rc));
@@ -103,6 +133,10 @@ int governor_init(struct governor *g, const struct governor_cfg *cfg, struct dia
 		.device_name = cfg->dev->name,
 		.n_slices = g->n_slices,
 		.slice_name = (const char(*)[HAL_NAME_LEN])g->slice_name,
+		.dry_run = cfg->dry_run,
+		.workload_profile = pol->metadata.workload_profile,
+		.model_revision = pol->metadata.model_revision,
+		.power_mode = pol->metadata.power_mode,
 	};
 	if ((rc = declog_header(&g->log, &h)))
 		goto err_log;
@@ -113,6 +147,8 @@ err_log:
 	if (g->ctl->fini)
 		g->ctl->fini(g->ctl_state);
 err_ctl:
+	rollback_fini(&g->rb);
+err_rollback:
 	guard_fini(&g->guard);
 err_guard:
 	estimate_fini(&g->est);
@@ -193,6 +229,39 @@ static uint32_t actuate(struct governor *g, struct gov_opoint *want)
 	return reasons;
 }
 
+/* The envelope this period: device limits and the inlet (last good
+ * reading), with hysteresis on the way back in. */
+static void check_envelope(struct governor *g, double inlet_c)
+{
+	const struct policy *pol = g->cfg.pol;
+	bool in = policy_envelope_check(pol, &g->lim, inlet_c, g->envelope_why,
+					sizeof(g->envelope_why));
+	if (in && g->outside_envelope && isfinite(inlet_c)) {
+		char tmp[8];
+		in = policy_envelope_check(pol, &g->lim, inlet_c - ENVELOPE_HYST_C, tmp, sizeof(tmp)) &&
+		     policy_envelope_check(pol, &g->lim, inlet_c + ENVELOPE_HYST_C, tmp, sizeof(tmp));
+		if (!in)
+			snprintf(g->envelope_why, sizeof(g->envelope_why),
+				 "inlet %.1f C within %.1f C of the envelope's edge (%g..%g C)", inlet_c,
+				 ENVELOPE_HYST_C, pol->envelope.inlet_min_c, pol->envelope.inlet_max_c);
+	}
+	g->outside_envelope = !in;
+	guard_set_envelope(&g->guard, !in);
+}
+
+static void fill_rb_record(const struct governor *g, uint64_t now, struct declog_record *rec)
+{
+	rec->armed = g->rb.armed;
+	rec->fired = g->rb.fired;
+	rec->rb_state = rollback_state_name(g->rb.state);
+	rec->lkg = g->rb.have_lkg ? &g->rb.lkg : NULL;
+	rec->hold_left_s = rollback_hold_left_s(&g->rb, now);
+	rec->rollbacks = g->rb.rollbacks;
+	rec->envelope = g->outside_envelope ? g->envelope_why : NULL;
+	rec->operator_hold = g->operator_hold;
+	rec->power_budget_mw = g->guard.budget_mw;
+}
+
 int governor_tick(struct governor *g)
 {
 	struct hal_dev *dev = g->cfg.dev;
@@ -248,12 +317,30 @@ int governor_tick(struct governor *g)
 	reasons |= out.reasons;
 	enum gov_binding binding = out.binding;
 
+	struct rb_input ri = {
+		.t_ms = now,
+		.est = est,
+		.cur = &g->cur,
+		.safety = g->safety,
+		.clamp_events = g->sample.clamp_events,
+		.fault_onsets = g->val.onsets,
+	};
+	rollback_step(&g->rb, &ri, &out.op, &reasons, &binding);
+	if (g->operator_hold) {
+		out.op = g->cur;
+		out.op.n_slices = g->n_slices;
+	}
+	check_envelope(g, est->temp_c[HAL_TEMP_INLET]);
+
 	struct gov_opoint after;
 	guard_apply(&g->guard, &g->cur, &out.op, est->critical_fault, &after, &reasons, &binding);
-	reasons |= actuate(g, &after);
+	g->safety = (reasons & (GOV_R_SAFE_POINT | GOV_R_SAFE_HOLD | GOV_R_ENVELOPE)) != 0;
+	if (!g->cfg.dry_run)
+		reasons |= actuate(g, &after);
 
 	struct gov_opoint before = g->cur;
-	g->cur = after;
+	if (!g->cfg.dry_run)
+		g->cur = after;
 	struct declog_record rec = {
 		.t_ms = now,
 		.seq = g->seq,
@@ -271,6 +358,7 @@ int governor_tick(struct governor *g)
 		.quality_faults = q_faults,
 		.quality_fault_msg = q_faults ? g->quality.fault_msg : NULL,
 	};
+	fill_rb_record(g, now, &rec);
 	rc = declog_decision(&g->log, &rec);
 	if (rc)
 		return rc;
@@ -287,6 +375,10 @@ int governor_tick(struct governor *g)
 			.after = &after,
 			.reasons = reasons,
 			.binding = binding,
+			.armed = g->rb.armed,
+			.fired = g->rb.fired,
+			.rb_state = g->rb.state,
+			.envelope = g->outside_envelope ? g->envelope_why : NULL,
 		};
 		stop = g->cfg.on_period(g->cfg.cb_ctx, &p);
 	}
@@ -314,6 +406,61 @@ int governor_run(struct governor *g, uint64_t end_ms)
 		if (rc < 0)
 			return rc;
 	}
+}
+
+int governor_set_power_budget_mw(struct governor *g, uint32_t cap_mw)
+{
+	if (!g->ctl)
+		return -EINVAL;
+	guard_set_budget_mw(&g->guard, cap_mw);
+	return 0;
+}
+
+void governor_hold(struct governor *g, bool hold)
+{
+	g->operator_hold = hold;
+}
+
+int governor_emergency(struct governor *g, const char *why)
+{
+	if (!g->ctl)
+		return -EINVAL;
+	uint64_t now = govd_clock_now_ms(g->cfg.clock);
+	uint32_t reasons = 0;
+	enum gov_binding binding = GOV_B_NONE;
+
+	if (!g->started) { /* before the first period: the device as the HAL describes it */
+		adopt_device(g);
+		g->started = true;
+		reasons |= GOV_R_INIT;
+	}
+	struct gov_opoint after;
+	guard_emergency(&g->guard, g->n_slices, &after, &reasons, &binding);
+	g->safety = true;
+	if (!g->cfg.dry_run)
+		reasons |= actuate(g, &after);
+	struct gov_opoint before = g->cur;
+	if (!g->cfg.dry_run)
+		g->cur = after;
+	g->emergencies++;
+	struct declog_record rec = {
+		.t_ms = now,
+		.seq = g->seq,
+		.est = &g->est.est, /* the last period's estimates */
+		.faults = g->faults,
+		.before = &before,
+		.after = &after,
+		.reasons = reasons,
+		.binding = binding,
+		.policy_name = g->cfg.pol->name,
+		.policy_hash = g->cfg.pol->hash_hex,
+		.seed = g->cfg.seed,
+		.emergency = why ? why : "",
+	};
+	fill_rb_record(g, now, &rec);
+	rec.armed = rec.fired = 0; /* nothing was judged outside the period */
+	g->seq++;
+	return declog_decision(&g->log, &rec);
 }
 
 int governor_restore(struct governor *g)
@@ -354,6 +501,7 @@ void governor_fini(struct governor *g)
 	declog_fini(&g->log);
 	if (g->ctl->fini)
 		g->ctl->fini(g->ctl_state);
+	rollback_fini(&g->rb);
 	guard_fini(&g->guard);
 	estimate_fini(&g->est);
 	validate_fini(&g->val);

@@ -17,6 +17,7 @@
 #include "governor/guard.h"
 #include "governor/opoint.h"
 #include "governor/policy.h"
+#include "governor/rollback.h"
 #include "governor/validate.h"
 #include "hal/hal.h"
 
@@ -31,6 +32,9 @@ struct gov_period {
 	const struct gov_opoint *before, *after;
 	uint32_t reasons;
 	enum gov_binding binding;
+	uint32_t armed, fired;             /* rollback triggers (enum gov_trigger bits) */
+	enum rb_state rb_state;
+	const char *envelope;              /* NULL: inside the policy's envelope; else why */
 };
 
 /* Return nonzero to stop the run after this period. */
@@ -45,6 +49,10 @@ struct governor_cfg {
 	uint64_t seed;
 	gov_period_cb on_period; /* may be NULL */
 	void *cb_ctx;
+	/* Observe mode: every decision computed and logged, nothing written to
+	 * the device; "after" is what would have been applied and cur stays
+	 * what the device runs. */
+	bool dry_run;
 };
 
 struct governor {
@@ -55,6 +63,7 @@ struct governor {
 	struct validator val;
 	struct estimator est;
 	struct guard guard;
+	struct rollback rb;
 	struct declog log;
 	double period_s;
 	size_t n_slices;
@@ -68,6 +77,11 @@ struct governor {
 	uint32_t orig_power_limit_mw;
 	uint64_t seq;
 	uint64_t actuate_errors;
+	uint64_t emergencies;
+	bool safety;             /* the last applied point was forced by safety (not canaried) */
+	bool operator_hold;      /* governor_hold */
+	bool outside_envelope;
+	char envelope_why[512];
 	struct hal_sample sample;
 	struct hal_serving serving;
 	struct hal_quality quality;
@@ -82,6 +96,16 @@ int governor_tick(struct governor *g);
 /* Periods until end_ms (clock time) or until on_period asks to stop; the
  * clock's wait advances the plant in sim. */
 int governor_run(struct governor *g, uint64_t end_ms);
+/* External power cap (node budget share) the guard applies on top of the
+ * policy's; 0 removes it. From the next period (or emergency). 0 or -EINVAL. */
+int governor_set_power_budget_mw(struct governor *g, uint32_t cap_mw);
+/* hold: keep the op point in force; the controller still runs and logs, the
+ * guard's safe point (faults, envelope) still applies. */
+void governor_hold(struct governor *g, bool hold);
+/* Apply the policy's safe point now, outside the period (GPIO thermal
+ * alert), logged as a decision record with reason safe_point and the
+ * emergency's why; held for safe_point.hold_periods periods. */
+int governor_emergency(struct governor *g, const char *why);
 /* Restore the original settings (idempotent). */
 int governor_restore(struct governor *g);
 void governor_fini(struct governor *g);

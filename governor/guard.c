@@ -33,6 +33,44 @@ void guard_fini(struct guard *g)
 	memset(g, 0, sizeof(*g));
 }
 
+void guard_set_envelope(struct guard *g, bool outside)
+{
+	g->outside_envelope = outside;
+}
+
+void guard_set_budget_mw(struct guard *g, uint32_t budget_mw)
+{
+	g->budget_mw = budget_mw;
+}
+
+uint32_t guard_cap_mw(const struct guard *g)
+{
+	uint32_t cap = g->cap_mw;
+
+	if (g->budget_mw > 0 && g->budget_mw < cap)
+		cap = g->budget_mw;
+	return cap < g->lim.power_limit_min_mw ? g->lim.power_limit_min_mw : cap;
+}
+
+/* The safe point under the external budget: a node's budget is a hard
+ * limit even while the device is unsafe. */
+static void safe_point_capped(const struct guard *g, size_t n_slices, struct gov_opoint *out)
+{
+	guard_safe_point(g, n_slices, out);
+	if (g->budget_mw > 0 && out->power_limit_mw > guard_cap_mw(g))
+		out->power_limit_mw = guard_cap_mw(g);
+}
+
+void guard_emergency(struct guard *g, size_t n_slices, struct gov_opoint *out, uint32_t *reasons,
+		     enum gov_binding *binding)
+{
+	g->in_safe = true;
+	g->safe_hold_left = g->pol->safe_point.hold_periods;
+	safe_point_capped(g, n_slices, out);
+	*reasons |= GOV_R_SAFE_POINT;
+	*binding = GOV_B_SAFE_POINT;
+}
+
 void guard_safe_point(const struct guard *g, size_t n_slices, struct gov_opoint *out)
 {
 	const struct policy *p = g->pol;
@@ -93,21 +131,25 @@ void guard_apply(struct guard *g, const struct gov_opoint *cur, const struct gov
 	const struct hal_limits *lim = &g->lim;
 
 	if (critical_fault) {
-		g->in_safe = true;
-		g->safe_hold_left = g->pol->safe_point.hold_periods;
-		guard_safe_point(g, want->n_slices, out);
-		*reasons |= GOV_R_SAFE_POINT;
-		*binding = GOV_B_SAFE_POINT;
+		guard_emergency(g, want->n_slices, out, reasons, binding);
 		return;
 	}
 	if (g->in_safe && g->safe_hold_left > 0) {
 		g->safe_hold_left--;
-		guard_safe_point(g, want->n_slices, out);
+		safe_point_capped(g, want->n_slices, out);
 		*reasons |= GOV_R_SAFE_HOLD;
 		*binding = GOV_B_SAFE_POINT;
 		return;
 	}
 	g->in_safe = false;
+	/* Like a fault, leaving the envelope skips the step limit: the policy's
+	 * tuning no longer describes the system. */
+	if (g->outside_envelope) {
+		safe_point_capped(g, want->n_slices, out);
+		*reasons |= GOV_R_ENVELOPE;
+		*binding = GOV_B_ENVELOPE;
+		return;
+	}
 
 	*out = *want;
 	enum gov_binding b = GOV_B_N;
@@ -171,8 +213,8 @@ void guard_apply(struct guard *g, const struct gov_opoint *cur, const struct gov
 		if (b == GOV_B_N)
 			b = GOV_B_DEVICE_LIMIT;
 	}
-	if (pw > g->cap_mw) {
-		pw = g->cap_mw;
+	if (pw > guard_cap_mw(g)) {
+		pw = guard_cap_mw(g);
 		*reasons |= GOV_R_CLAMP_POWER_CAP;
 		b = GOV_B_POWER_CAP;
 	}

@@ -19,6 +19,8 @@ struct guard {
 	uint32_t cap_mw;             /* policy cap within device limits */
 	uint32_t safe_hold_left;
 	bool in_safe;
+	bool outside_envelope;       /* guard_set_envelope */
+	uint32_t budget_mw;          /* external power budget (node share); 0: none */
 };
 
 int guard_init(struct guard *g, const struct policy *pol, const struct hal_limits *lim);
@@ -31,5 +33,17 @@ void guard_apply(struct guard *g, const struct gov_opoint *cur, const struct gov
 		 enum gov_binding *binding);
 /* The policy's safe operating point for this device. */
 void guard_safe_point(const struct guard *g, size_t n_slices, struct gov_opoint *out);
+/* Outside the policy's envelope: guard_apply returns the safe point (reason
+ * envelope) until cleared. A critical fault still wins (safe_point). */
+void guard_set_envelope(struct guard *g, bool outside);
+/* An external power cap on top of the policy's (0: none); never below the
+ * device's minimum limit. Applies to the safe point too. */
+void guard_set_budget_mw(struct guard *g, uint32_t budget_mw);
+/* The power cap in force: policy cap, device limits and budget. */
+uint32_t guard_cap_mw(const struct guard *g);
+/* Emergency (e.g. a GPIO thermal alert): the safe point now, held for
+ * safe_point.hold_periods periods as after a critical fault. */
+void guard_emergency(struct guard *g, size_t n_slices, struct gov_opoint *out, uint32_t *reasons,
+		     enum gov_binding *binding);
 
 #endif

@@ -356,7 +356,7 @@ static json_t *summary_json(const struct acc *a, const struct scenario *sc, cons
 	json_object_set_new(q, "breach_requests", json_integer((json_int_t)breach));
 	json_object_set_new(q, "per_slice", qs);
 	json_object_set_new(o, "quality", q);
-	json_object_set_new(o, "rollbacks", json_integer(0));
+	json_object_set_new(o, "rollbacks", json_integer((json_int_t)g->rb.rollbacks));
 	json_object_set_new(o, "telemetry_faults", json_integer((json_int_t)g->val.onsets));
 	json_object_set_new(o, "telemetry_fault_periods", json_integer((json_int_t)a->fault_periods));
 	json_object_set_new(o, "actuate_errors", json_integer((json_int_t)g->actuate_errors));

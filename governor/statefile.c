@@ -218,6 +218,22 @@ static int reopen_and_write(const char *name, const json_t *d, const json_t *ori
 	if (rc)
 		return rc;
 	int r;
+	/* Opening records what the device has now, the crashed run's governed
+	 * settings, as its originals (nvml puts them back at close): hand it
+	 * the recorded ones first. */
+	if (hal_can_adopt_original(&dev)) {
+		char *text = json_dumps(orig, JSON_COMPACT);
+		rc = text ? dev.ops->adopt_original(&dev, text) : -ENOMEM;
+		free(text);
+		if (rc) {
+			const char *why = dev.ops->last_error ? dev.ops->last_error(&dev) : "";
+			diag_add(diags, DIAG_ERROR, name, 0, 0, "", "restore",
+				 "cannot adopt the recorded originals, nothing written: %s%s%s",
+				 strerror(-rc), why && why[0] ? ": " : "", why ? why : "");
+			hal_close(&dev);
+			return rc;
+		}
+	}
 	const json_t *lim = json_object_get(orig, "power_limit_mw");
 	if (dev.ops->reset_clocks && (r = dev.ops->reset_clocks(&dev)) && !rc)
 		rc = r;

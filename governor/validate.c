@@ -153,7 +153,9 @@ unsigned validate_step(struct validator *v, uint64_t now_ms, const struct gov_re
 			f = check_one(v, s, now_ms, in);
 			/* A stuck value stays the reference so the run keeps counting;
 			 * other faults do not replace the last good value. */
-			if (f == GOV_FAULT_NONE || f == GOV_FAULT_STUCK) {
+			/* An optional signal the backend does not offer (never
+			 * valid) has no last value: it is not "lost" next period. */
+			if (in[s].valid && (f == GOV_FAULT_NONE || f == GOV_FAULT_STUCK)) {
 				v->last_v[s] = in[s].v;
 				v->last_t_ms[s] = in[s].t_ms;
 				v->have_last[s] = true;

@@ -215,6 +215,16 @@ struct hal_ops {
 	int (*alert_read)(struct hal_dev *dev, struct hal_alert *ev);
 	/* Power-brake / throttle request output (true = brake asserted). */
 	int (*set_brake)(struct hal_dev *dev, bool on);
+	/* Restore after a crash: take json, a get_original() object an earlier
+	 * run recorded in the state file, as this device's originals instead of
+	 * what open() found (the governed settings), and treat the device as
+	 * written, so close() puts the recorded settings back even without a
+	 * write here. Call right after open, before any write. 0; -EINVAL when
+	 * the record is malformed or not this backend's; -ENODEV when it names
+	 * another device (index, model): nothing adopted, last_error says why.
+	 * Optional: backends whose record is a replayable write list (sysfs)
+	 * or that write nothing lasting (sim) leave it NULL. */
+	int (*adopt_original)(struct hal_dev *dev, const char *json);
 };
 
 /* open() may point ops at a per-device copy of its table in priv, with the
@@ -240,5 +250,6 @@ static inline bool hal_can_read_quality(const struct hal_dev *d) { return d->ops
 static inline bool hal_can_set_precision(const struct hal_dev *d) { return d->ops->set_precision != NULL; }
 static inline bool hal_can_alert(const struct hal_dev *d) { return d->ops->alert_fd != NULL && d->ops->alert_read != NULL; }
 static inline bool hal_can_brake(const struct hal_dev *d) { return d->ops->set_brake != NULL; }
+static inline bool hal_can_adopt_original(const struct hal_dev *d) { return d->ops->adopt_original != NULL; }
 
 #endif

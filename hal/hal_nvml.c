@@ -584,6 +584,60 @@ static int nvml_get_original(struct hal_dev *dev, char *json, size_t len)
 			    json, len);
 }
 
+/* After a crash the device still carries the governed limit and locked
+ * clocks; the state file's record holds what was there before. */
+static int nvml_adopt_original(struct hal_dev *dev, const char *text)
+{
+	struct nvml *n = nvml_of(dev);
+	json_error_t e;
+	int rc = 0;
+	n->err[0] = '\0';
+	json_t *j = json_loads(text, 0, &e);
+	if (!json_is_object(j)) {
+		snprintf(n->err, sizeof(n->err), "nvml: recorded originals do not parse: %s", e.text);
+		rc = -EINVAL;
+		goto out;
+	}
+	const char *backend = json_string_value(json_object_get(j, "backend"));
+	const json_t *index = json_object_get(j, "index");
+	const json_t *limit = json_object_get(j, "power_limit_mw");
+	const char *name = json_string_value(json_object_get(j, "name"));
+	if (!backend || strcmp(backend, "nvml") || !json_is_integer(index) ||
+	    !(json_is_integer(limit) || json_is_null(limit))) {
+		snprintf(n->err, sizeof(n->err),
+			 "nvml: recorded originals are not an nvml record (want backend \"nvml\", "
+			 "index, power_limit_mw)");
+		rc = -EINVAL;
+		goto out;
+	}
+	char now[96] = "";
+	n->fn.get_name(n->dev, now, sizeof(now));
+	if (json_integer_value(index) != (json_int_t)n->index || (name && strcmp(name, now))) {
+		snprintf(n->err, sizeof(n->err),
+			 "nvml: recorded originals are GPU %lld '%.60s', this is GPU %u '%.60s': "
+			 "not restoring another GPU's settings",
+			 (long long)json_integer_value(index), name ? name : "?", n->index, now);
+		rc = -ENODEV;
+		goto out;
+	}
+	json_int_t mw = json_is_integer(limit) ? json_integer_value(limit) : -1;
+	if (json_is_integer(limit) && (mw <= 0 || mw > HAL_POWER_MAX_MW)) {
+		snprintf(n->err, sizeof(n->err), "nvml: recorded power limit %lld mW is absurd",
+			 (long long)mw);
+		rc = -EINVAL;
+		goto out;
+	}
+	n->orig_taken = true;
+	n->orig_limit_ok = mw > 0;
+	n->orig_limit_mw = mw > 0 ? (unsigned)mw : 0;
+	/* The crashed run may have changed both: close() restores both. */
+	n->wrote_limit = n->orig_limit_ok;
+	n->wrote_clocks = n->fn.reset_locked_clocks != NULL;
+out:
+	json_decref(j);
+	return rc;
+}
+
 static const char *nvml_last_error(struct hal_dev *dev)
 {
 	return nvml_of(dev)->err;
@@ -728,5 +782,6 @@ const struct hal_ops hal_nvml_ops = {
 	.set_power_limit = nvml_set_power_limit,
 	.get_original = nvml_get_original,
 	.last_error = nvml_last_error,
+	.adopt_original = nvml_adopt_original,
 };
 #endif

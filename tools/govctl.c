@@ -20,6 +20,7 @@ static const struct govctl_cmd cmds[] = {
 	  .run = govctl_compare },
 	{ .name = "lint", .synopsis = "lint [--format text|json] [--strict] FILE...", .run = govctl_lint },
 	{ .name = "restore", .synopsis = "restore [--state FILE | --config FILE]", .run = govctl_restore },
+	{ .name = "probe", .synopsis = "probe --config FILE [--json]", .run = govctl_probe },
 	{ .name = "report", .synopsis = "report RUN... --baseline RUN [-o DIR] [--sign KEYFILE]", .run = govctl_report },
 	{ .name = "verify", .synopsis = "verify FILE SIGFILE PUBKEY", .run = govctl_verify },
 	{ .name = "keygen", .synopsis = "keygen BASENAME", .run = govctl_keygen },

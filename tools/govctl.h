@@ -21,6 +21,8 @@ int govctl_sim(int argc, char **argv);
 int govctl_compare(int argc, char **argv);
 int govctl_lint(int argc, char **argv);
 int govctl_restore(int argc, char **argv);
+/* tools/govctl_probe.c: read-only look at a govd config's devices. */
+int govctl_probe(int argc, char **argv);
 /* Control socket client (tools/govctl_ctl.c); --socket PATH, else
  * $GOVD_SOCKET, else CTLSOCK_DEFAULT_PATH. */
 int govctl_status(int argc, char **argv);

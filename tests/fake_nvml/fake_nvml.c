@@ -8,6 +8,11 @@
  *                               mem_temp_c, sm_mhz, reasons (hex ok),
  *                               thermal_violation_ns, lost (1: GPU_IS_LOST)
  *   - FAKE_NVML_LOG: every call appended as one line "name args -> ret".
+ *   - FAKE_NVML_DRIVER: the settings the driver keeps across processes (a
+ *     real driver keeps a power limit and locked clocks after the process
+ *     that set them died): lines "gpu <i> <limit_mw> <lock_min> <lock_max>",
+ *     read on every call and rewritten after every successful Set*, so a
+ *     test can "crash" a process and look at the device from another.
  * Set* calls change in-memory state (power limit, locked clocks) that the
  * getters then report. Variants (FAKE_NVML_VARIANT): 0 current driver,
  * 1 old driver (no field values, no energy, only ...ThrottleReasons),
@@ -60,6 +65,9 @@ static void logf_(const char *fmt, ...)
 	fclose(f);
 }
 
+static void driver_load(void);
+static void driver_save(void);
+
 static void load(void)
 {
 	if (!state_ready) {
@@ -70,6 +78,7 @@ static void load(void)
 		}
 		state_ready = 1;
 	}
+	driver_load();
 	const char *p = getenv("FAKE_NVML_STATE");
 	FILE *f = p ? fopen(p, "r") : NULL;
 	if (!f)
@@ -107,6 +116,32 @@ static void load(void)
 		else if (!strcmp(key, "lost"))
 			g->lost = (int)b;
 	}
+	fclose(f);
+}
+
+static void driver_load(void)
+{
+	const char *p = getenv("FAKE_NVML_DRIVER");
+	FILE *f = p ? fopen(p, "r") : NULL;
+	if (!f)
+		return;
+	int i;
+	unsigned lim, lo, hi;
+	while (fscanf(f, " gpu %d %u %u %u", &i, &lim, &lo, &hi) == 4)
+		if (i >= 0 && i < MAXG)
+			gpus[i].limit_mw = lim, gpus[i].lock_min = lo, gpus[i].lock_max = hi;
+	fclose(f);
+}
+
+static void driver_save(void)
+{
+	const char *p = getenv("FAKE_NVML_DRIVER");
+	FILE *f = p ? fopen(p, "w") : NULL;
+	if (!f)
+		return;
+	for (int i = 0; i < n_gpus; i++)
+		fprintf(f, "gpu %d %u %u %u\n", i, gpus[i].limit_mw, gpus[i].lock_min,
+			gpus[i].lock_max);
 	fclose(f);
 }
 
@@ -366,8 +401,10 @@ int nvmlDeviceSetPowerManagementLimit(nvmlDevice_t dev, unsigned mw)
 {
 	GPU_OR_RETURN("nvmlDeviceSetPowerManagementLimit");
 	int r = no_permission ? E_NO_PERMISSION : (mw < 200000 || mw > 700000) ? E_INVALID : OK;
-	if (r == OK)
+	if (r == OK) {
 		g->limit_mw = mw;
+		driver_save();
+	}
 	logf_("nvmlDeviceSetPowerManagementLimit %d %u -> %d", idx, mw, r);
 	return r;
 }
@@ -376,8 +413,10 @@ int nvmlDeviceSetGpuLockedClocks(nvmlDevice_t dev, unsigned lo, unsigned hi)
 {
 	GPU_OR_RETURN("nvmlDeviceSetGpuLockedClocks");
 	int r = no_permission ? E_NO_PERMISSION : lo > hi ? E_INVALID : OK;
-	if (r == OK)
+	if (r == OK) {
 		g->lock_min = lo, g->lock_max = hi;
+		driver_save();
+	}
 	logf_("nvmlDeviceSetGpuLockedClocks %d %u %u -> %d", idx, lo, hi, r);
 	return r;
 }
@@ -386,8 +425,10 @@ int nvmlDeviceResetGpuLockedClocks(nvmlDevice_t dev)
 {
 	GPU_OR_RETURN("nvmlDeviceResetGpuLockedClocks");
 	int r = no_permission ? E_NO_PERMISSION : OK;
-	if (r == OK)
+	if (r == OK) {
 		g->lock_min = g->lock_max = 0;
+		driver_save();
+	}
 	logf_("nvmlDeviceResetGpuLockedClocks %d -> %d", idx, r);
 	return r;
 }

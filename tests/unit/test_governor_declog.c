@@ -113,12 +113,103 @@ static void test_reasons_join(void **state)
 			    "init|fir...");
 }
 
+/* Rollback and envelope fields: always present, null when nothing to say. */
+static void test_rollback_fields(void **state)
+{
+	(void)state;
+	struct rec_fx f;
+	fx_init(&f);
+	json_t *o = written(&f.rec);
+	assert_int_equal(json_array_size(json_object_get(o, "armed")), 0);
+	assert_true(json_is_null(json_object_get(o, "fired")));
+	json_t *rb = json_object_get(o, "rollback");
+	assert_string_equal(json_string_value(json_object_get(rb, "state")), "normal");
+	assert_true(json_is_null(json_object_get(rb, "lkg")));
+	assert_true(json_real_value(json_object_get(rb, "hold_left_s")) == 0);
+	assert_int_equal(json_integer_value(json_object_get(rb, "rollbacks")), 0);
+	assert_true(json_is_null(json_object_get(o, "envelope")));
+	assert_false(json_is_true(json_object_get(o, "operator_hold")));
+	assert_true(json_is_null(json_object_get(o, "power_budget_mw")));
+	assert_null(json_object_get(o, "emergency"));
+	json_decref(o);
+
+	struct gov_opoint lkg = { .clk_locked = true, .clk_max_khz = 1410000,
+				  .power_limit_mw = 500000, .n_slices = 1 };
+	f.rec.armed = GOV_T_SLA | GOV_T_THERMAL;
+	f.rec.fired = GOV_T_THERMAL;
+	f.rec.rb_state = "hold";
+	f.rec.lkg = &lkg;
+	f.rec.hold_left_s = 600;
+	f.rec.rollbacks = 2;
+	f.rec.envelope = "inlet 41.0 C outside 10..40 C";
+	f.rec.operator_hold = true;
+	f.rec.power_budget_mw = 450000;
+	f.rec.emergency = "gpio";
+	o = written(&f.rec);
+	json_t *a = json_object_get(o, "armed");
+	assert_int_equal(json_array_size(a), 2);
+	assert_string_equal(json_string_value(json_array_get(a, 0)), "sla");
+	assert_string_equal(json_string_value(json_array_get(a, 1)), "thermal");
+	assert_string_equal(json_string_value(json_object_get(o, "fired")), "thermal");
+	rb = json_object_get(o, "rollback");
+	assert_string_equal(json_string_value(json_object_get(rb, "state")), "hold");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(rb, "lkg"), "clk_max_khz")),
+			 1410000);
+	assert_true(json_real_value(json_object_get(rb, "hold_left_s")) == 600);
+	assert_int_equal(json_integer_value(json_object_get(rb, "rollbacks")), 2);
+	assert_string_equal(json_string_value(json_object_get(o, "envelope")),
+			    "inlet 41.0 C outside 10..40 C");
+	assert_true(json_is_true(json_object_get(o, "operator_hold")));
+	assert_int_equal(json_integer_value(json_object_get(o, "power_budget_mw")), 450000);
+	assert_string_equal(json_string_value(json_object_get(o, "emergency")), "gpio");
+	json_decref(o);
+}
+
+/* Header: run metadata and versions. */
+static void test_header(void **state)
+{
+	(void)state;
+	struct hal_limits l = { .clk_max_khz = 1 };
+	snprintf(l.driver_version, sizeof(l.driver_version), "sim-0.1.0");
+	snprintf(l.firmware_version, sizeof(l.firmware_version), "fw-2");
+	struct declog_header h = { .policy_name = "p", .policy_path = "p.yaml",
+				   .policy_hash = "fnv1a64:0", .controller = "static",
+				   .period_ms = 500, .seed = 9, .lim = &l, .dry_run = true,
+				   .model_revision = "llama-3.1-8b" };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *fp = open_memstream(&buf, &len);
+	struct declog d;
+	declog_init(&d, fp);
+	assert_int_equal(declog_header(&d, &h), 0);
+	assert_true(len > 0 && buf[len - 1] == '\n'); /* flushed without fclose */
+	declog_fini(&d);
+	fclose(fp);
+	json_error_t err;
+	json_t *o = json_loads(buf, 0, &err);
+	free(buf);
+	assert_non_null(o);
+	assert_true(json_is_true(json_object_get(o, "dry_run")));
+	json_t *v = json_object_get(o, "versions");
+	assert_string_equal(json_string_value(json_object_get(v, "govd")), GOVD_VERSION);
+	assert_string_equal(json_string_value(json_object_get(v, "driver")), "sim-0.1.0");
+	assert_string_equal(json_string_value(json_object_get(v, "firmware")), "fw-2");
+	assert_non_null(json_string_value(json_object_get(v, "compiler")));
+	assert_non_null(json_string_value(json_object_get(v, "jansson")));
+	json_t *md = json_object_get(o, "policy_metadata");
+	assert_string_equal(json_string_value(json_object_get(md, "model_revision")), "llama-3.1-8b");
+	assert_string_equal(json_string_value(json_object_get(md, "power_mode")), "");
+	json_decref(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_window_errors),
 		cmocka_unit_test(test_backend_faults),
 		cmocka_unit_test(test_reasons_join),
+		cmocka_unit_test(test_rollback_fields),
+		cmocka_unit_test(test_header),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

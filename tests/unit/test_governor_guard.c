@@ -191,6 +191,65 @@ static void test_safe_point(void **state)
 	assert_int_equal(out.power_limit_mw, 700000);
 }
 
+/* Outside the envelope: the safe point (under the budget), no step limit;
+ * a critical fault still reads as safe_point. */
+static void test_envelope_and_budget(void **state)
+{
+	(void)state;
+	struct policy p;
+	struct guard g;
+	struct gov_opoint cur = unlocked(), want = unlocked(), out;
+	uint32_t r;
+	enum gov_binding b;
+	policy_defaults(&p);
+	p.safe_point.clk_max_mhz = 1200;
+	p.safe_point.power_cap_w = 400;
+	p.safe_point.hold_periods = 0;
+	p.power.cap_w = 600;
+	p.frequency.max_step_mhz = 15;
+	assert_int_equal(guard_init(&g, &p, &lim), 0);
+	assert_int_equal(guard_cap_mw(&g), 600000);
+
+	guard_set_envelope(&g, true);
+	apply(&g, &cur, &want, false, &out, &r, &b);
+	assert_int_equal(r, GOV_R_ENVELOPE);
+	assert_int_equal(b, GOV_B_ENVELOPE);
+	assert_int_equal(out.clk_max_khz, 1200000);
+	assert_int_equal(out.power_limit_mw, 400000);
+	apply(&g, &cur, &want, true, &out, &r, &b);
+	assert_int_equal(r, GOV_R_SAFE_POINT);
+	/* the budget binds the safe point too */
+	guard_set_budget_mw(&g, 300000);
+	apply(&g, &cur, &want, false, &out, &r, &b);
+	assert_int_equal(r, GOV_R_ENVELOPE);
+	assert_int_equal(out.power_limit_mw, 300000);
+	guard_set_envelope(&g, false);
+
+	/* back inside: the controller's wish under min(policy cap, budget) */
+	apply(&g, &cur, &want, false, &out, &r, &b);
+	assert_int_equal(out.power_limit_mw, 300000);
+	assert_int_equal(r, GOV_R_CLAMP_POWER_CAP);
+	assert_int_equal(b, GOV_B_POWER_CAP);
+	guard_set_budget_mw(&g, 650000); /* above the policy cap: the policy's */
+	apply(&g, &cur, &want, false, &out, &r, &b);
+	assert_int_equal(out.power_limit_mw, 600000);
+	guard_set_budget_mw(&g, 1000); /* never under the device minimum */
+	assert_int_equal(guard_cap_mw(&g), 200000);
+	guard_set_budget_mw(&g, 0);
+	assert_int_equal(guard_cap_mw(&g), 600000);
+
+	/* emergency: safe point now, then held like a fault */
+	p.safe_point.hold_periods = 1;
+	r = 0;
+	guard_emergency(&g, 2, &out, &r, &b);
+	assert_int_equal(r, GOV_R_SAFE_POINT);
+	assert_int_equal(out.clk_max_khz, 1200000);
+	apply(&g, &cur, &want, false, &out, &r, &b);
+	assert_int_equal(r, GOV_R_SAFE_HOLD);
+	apply(&g, &cur, &want, false, &out, &r, &b);
+	assert_false(r & (GOV_R_SAFE_HOLD | GOV_R_SAFE_POINT));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -198,6 +257,7 @@ int main(void)
 		cmocka_unit_test(test_policy_range_and_cap),
 		cmocka_unit_test(test_step_limit),
 		cmocka_unit_test(test_safe_point),
+		cmocka_unit_test(test_envelope_and_budget),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,9 +26,11 @@ struct fake {
 	double int8[HAL_MAX_SLICES];
 	int n_set_clock, n_reset, n_set_power, n_set_prec;
 	struct hist ttft, tbt, e2e;
-	uint64_t tokens;
+	uint64_t tokens, requests;
 	uint32_t sv_faults; /* enum hal_serving_fault bits the serving read reports */
 	const char *sv_msg;
+	double inlet_c;
+	uint32_t slow_below_khz; /* locked under this: TTFT 5 s instead of 50 ms */
 };
 
 static struct hal_value hv(int64_t v, uint64_t t_ms)
@@ -74,7 +76,7 @@ static int f_sample(struct hal_dev *d, struct hal_sample *s)
 		s->temp_mc[HAL_TEMP_JUNCTION].nan = true;
 	}
 	s->temp_mc[HAL_TEMP_MEMORY] = hv(60000 + (int64_t)(t % 5000), t);
-	s->temp_mc[HAL_TEMP_INLET] = hv(25000, t);
+	s->temp_mc[HAL_TEMP_INLET] = hv((int64_t)llround(f->inlet_c * 1000), t);
 	s->clk_khz = hv(f->locked ? f->hi_khz : 1980000, t);
 	s->power_limit_mw = hv(f->power_limit_mw, t);
 	s->util_pct = hv(50, t);
@@ -116,6 +118,7 @@ static int f_serving(struct hal_dev *d, struct hal_serving *o)
 	o->tbt = &f->tbt;
 	o->e2e = &f->e2e;
 	o->tokens_generated = f->tokens;
+	o->requests_completed = f->requests;
 	o->n_slices = 2;
 	snprintf(o->slice_name[0], HAL_NAME_LEN, "chat");
 	snprintf(o->slice_name[1], HAL_NAME_LEN, "code");
@@ -151,8 +154,10 @@ static int c_wait(void *ctx, uint64_t t)
 	struct fake *f = ctx;
 	assert_true(t >= f->now_ms);
 	f->now_ms = t;
-	hist_add(&f->ttft, 50, 3);
+	bool slow = f->slow_below_khz && f->locked && f->hi_khz < f->slow_below_khz;
+	hist_add(&f->ttft, slow ? 5000 : 50, 3);
 	f->tokens += 10;
+	f->requests += 3;
 	return 0;
 }
 
@@ -176,6 +181,7 @@ static struct rig *rig_new(const char *controller)
 	hist_reset(&r->f.tbt);
 	hist_reset(&r->f.e2e);
 	r->f.tj_c = 60;
+	r->f.inlet_c = 25;
 	r->f.power_limit_mw = 650000; /* not the default: restore must bring this back */
 	r->dev = (struct hal_dev){ .ops = &fake_ops, .priv = &r->f, .name = "fake0" };
 	r->clk = (struct govd_clock){ .ops = &clock_ops, .ctx = &r->f };
@@ -187,13 +193,58 @@ static struct rig *rig_new(const char *controller)
 	return r;
 }
 
+static void rig_start_ex(struct rig *r, bool dry_run, struct diag_list *d)
+{
+	struct governor_cfg cfg = { .pol = &r->pol, .dev = &r->dev, .clock = &r->clk,
+				    .declog = r->log, .scenario = "unit", .seed = 7,
+				    .dry_run = dry_run };
+	assert_int_equal(governor_init(&r->g, &cfg, d), 0);
+}
+
 static void rig_start(struct rig *r)
 {
 	struct diag_list d = { 0 };
-	struct governor_cfg cfg = { .pol = &r->pol, .dev = &r->dev, .clock = &r->clk,
-				    .declog = r->log, .scenario = "unit", .seed = 7 };
-	assert_int_equal(governor_init(&r->g, &cfg, &d), 0);
+	rig_start_ex(r, false, &d);
 	diag_clear(&d);
+}
+
+/* The log's lines parsed; *n gets the count. Caller frees with lines_free. */
+static json_t **lines(struct rig *r, size_t *n)
+{
+	json_t **v = NULL;
+	*n = 0;
+	for (char *line = r->logbuf; line && *line;) {
+		char *nl = strchr(line, '\n');
+		assert_non_null(nl);
+		json_error_t err;
+		json_t *j = json_loadb(line, (size_t)(nl - line), 0, &err);
+		assert_non_null(j);
+		v = realloc(v, (*n + 1) * sizeof(*v));
+		v[(*n)++] = j;
+		line = nl + 1;
+	}
+	return v;
+}
+
+static void lines_free(json_t **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		json_decref(v[i]);
+	free(v);
+}
+
+static bool has_reason(json_t *rec, const char *name)
+{
+	json_t *rs = json_object_get(rec, "reasons");
+	for (size_t i = 0; i < json_array_size(rs); i++)
+		if (!strcmp(json_string_value(json_array_get(rs, i)), name))
+			return true;
+	return false;
+}
+
+static json_int_t op_int(json_t *rec, const char *which, const char *key)
+{
+	return json_integer_value(json_object_get(json_object_get(rec, which), key));
 }
 
 static void rig_free(struct rig *r)
@@ -259,8 +310,13 @@ static void test_static_actuates_once_and_restores(void **state)
 			assert_true(json_is_real(json_object_get(json_object_get(in, "temp_c"), "junction")));
 		}
 		if (n == 2) {
+			/* the static point lowered the clock cap: canaried from here */
 			json_t *rs = json_object_get(j, "reasons");
-			assert_int_equal(json_array_size(rs), 1);
+			assert_int_equal(json_array_size(rs), 2);
+			assert_string_equal(json_string_value(json_array_get(rs, 1)), "canary");
+			assert_string_equal(json_string_value(json_object_get(j, "rollback")
+							      ? json_object_get(json_object_get(j, "rollback"), "state")
+							      : NULL), "canary");
 			assert_int_equal(json_integer_value(json_object_get(j, "t_ms")), 500);
 		}
 		line = nl + 1;
@@ -382,6 +438,298 @@ static void test_unknown_controller(void **state)
 	rig_free(r);
 }
 
+
+/* Observe mode: decisions logged as if applied, nothing written, cur is
+ * what the device runs. */
+static void test_dry_run(void **state)
+{
+	(void)state;
+	struct rig *r = rig_new("static");
+	r->pol.frequency.min_mhz = 900;
+	r->pol.frequency.max_mhz = 1410;
+	r->pol.precision.int8_fraction = 0.5;
+	struct diag_list d = { 0 };
+	rig_start_ex(r, true, &d);
+	diag_clear(&d);
+	assert_int_equal(governor_run(&r->g, 3000), 0);
+	assert_int_equal(r->f.n_set_clock + r->f.n_reset + r->f.n_set_power + r->f.n_set_prec, 0);
+	assert_false(r->g.cur.clk_locked);
+	assert_int_equal(r->g.cur.power_limit_mw, 650000);
+	governor_fini(&r->g);
+	assert_int_equal(r->f.n_set_clock + r->f.n_reset + r->f.n_set_power + r->f.n_set_prec, 0);
+	fclose(r->log);
+	size_t n;
+	json_t **v = lines(r, &n);
+	assert_int_equal(n, 8); /* header, 6 decisions, restore */
+	assert_true(json_is_true(json_object_get(v[0], "dry_run")));
+	for (size_t i = 1; i < 7; i++) {
+		assert_int_equal(op_int(v[i], "after", "clk_max_khz"), 1410000);
+		assert_false(json_is_true(json_object_get(json_object_get(v[i], "before"), "clk_locked")));
+		assert_int_equal(op_int(v[i], "before", "power_limit_mw"), 650000);
+	}
+	lines_free(v, n);
+	rig_free(r);
+}
+
+/* The node budget caps the power limit on top of the policy. */
+static void test_power_budget(void **state)
+{
+	(void)state;
+	struct rig *r = rig_new("firmware-default");
+	rig_start(r);
+	assert_int_equal(governor_run(&r->g, 1000), 0);
+	assert_int_equal(r->f.power_limit_mw, 700000);
+	assert_int_equal(governor_set_power_budget_mw(&r->g, 450000), 0);
+	assert_int_equal(governor_run(&r->g, 2000), 0);
+	assert_int_equal(r->f.power_limit_mw, 450000);
+	assert_int_equal(governor_set_power_budget_mw(&r->g, 50000), 0); /* under the device min */
+	assert_int_equal(governor_run(&r->g, 3000), 0);
+	assert_int_equal(r->f.power_limit_mw, 200000);
+	assert_int_equal(governor_set_power_budget_mw(&r->g, 0), 0);
+	assert_int_equal(governor_run(&r->g, 4000), 0);
+	assert_int_equal(r->f.power_limit_mw, 700000);
+	governor_fini(&r->g);
+	fclose(r->log);
+	size_t n;
+	json_t **v = lines(r, &n);
+	assert_int_equal(n, 10);
+	assert_true(json_is_null(json_object_get(v[1], "power_budget_mw")));
+	assert_int_equal(json_integer_value(json_object_get(v[3], "power_budget_mw")), 450000);
+	assert_true(has_reason(v[3], "clamp_power_cap"));
+	assert_string_equal(json_string_value(json_object_get(v[3], "binding")), "power_cap");
+	assert_int_equal(op_int(v[3], "after", "power_limit_mw"), 450000);
+	assert_true(json_is_null(json_object_get(v[7], "power_budget_mw")));
+	lines_free(v, n);
+	rig_free(r);
+}
+
+/* Operator hold keeps the op point; the safe point still wins. */
+static void test_operator_hold(void **state)
+{
+	(void)state;
+	struct rig *r = rig_new("static");
+	r->pol.frequency.min_mhz = 900;
+	r->pol.frequency.max_mhz = 1410;
+	r->pol.safe_point.clk_max_mhz = 1005;
+	r->pol.safe_point.hold_periods = 0;
+	rig_start(r);
+	assert_int_equal(governor_run(&r->g, 500), 0);
+	assert_int_equal(r->f.hi_khz, 1410000);
+	governor_hold(&r->g, true);
+	r->pol.frequency.max_mhz = 1200; /* static's wish moves; the hold must not follow */
+	assert_int_equal(governor_run(&r->g, 2000), 0);
+	assert_int_equal(r->f.hi_khz, 1410000);
+	assert_int_equal(r->f.n_set_clock, 1);
+	r->f.nan_start_ms = 2000;
+	r->f.nan_end_ms = 2500;
+	assert_int_equal(governor_run(&r->g, 2500), 0);
+	assert_int_equal(r->f.hi_khz, 1005000); /* fault: safe point despite the hold */
+	assert_int_equal(governor_run(&r->g, 3000), 0);
+	assert_int_equal(r->f.hi_khz, 1005000); /* held where it is */
+	governor_hold(&r->g, false);
+	assert_int_equal(governor_run(&r->g, 3500), 0);
+	assert_int_equal(r->f.hi_khz, 1200000);
+	governor_fini(&r->g);
+	fclose(r->log);
+	size_t n;
+	json_t **v = lines(r, &n);
+	assert_false(json_is_true(json_object_get(v[1], "operator_hold")));
+	assert_true(json_is_true(json_object_get(v[2], "operator_hold")));
+	assert_true(json_is_true(json_object_get(v[5], "operator_hold")));
+	assert_true(has_reason(v[5], "safe_point"));
+	assert_true(json_is_true(json_object_get(v[6], "operator_hold")));
+	assert_false(json_is_true(json_object_get(v[7], "operator_hold")));
+	assert_int_equal(n, 9);
+	lines_free(v, n);
+	rig_free(r);
+}
+
+/* The GPIO alert path: safe point now, logged, then held like a fault. */
+static void test_emergency(void **state)
+{
+	(void)state;
+	struct rig *r = rig_new("firmware-default");
+	r->pol.safe_point.clk_max_mhz = 1005;
+	r->pol.safe_point.power_cap_w = 400;
+	r->pol.safe_point.hold_periods = 2;
+	rig_start(r);
+	assert_int_equal(governor_run(&r->g, 1000), 0);
+	assert_false(r->f.locked);
+	r->f.now_ms = 1200; /* between periods */
+	assert_int_equal(governor_emergency(&r->g, "gpio thermal alert"), 0);
+	assert_true(r->f.locked);
+	assert_int_equal(r->f.hi_khz, 1005000);
+	assert_int_equal(r->f.power_limit_mw, 400000);
+	assert_true(r->g.cur.clk_locked);
+	assert_int_equal(r->g.emergencies, 1);
+	/* log written and flushed before the next period */
+	assert_non_null(strstr(r->logbuf, "\"emergency\":\"gpio thermal alert\""));
+	assert_int_equal(governor_run(&r->g, 2000), 0); /* 1200, 1700: held */
+	assert_true(r->f.locked);
+	assert_int_equal(governor_run(&r->g, 2500), 0); /* 2200: back to the controller */
+	assert_false(r->f.locked);
+	governor_fini(&r->g);
+	fclose(r->log);
+	size_t n;
+	json_t **v = lines(r, &n);
+	json_t *e = v[3];
+	assert_int_equal(json_integer_value(json_object_get(e, "t_ms")), 1200);
+	assert_int_equal(json_integer_value(json_object_get(e, "seq")), 2);
+	assert_true(has_reason(e, "safe_point"));
+	assert_string_equal(json_string_value(json_object_get(e, "binding")), "safe_point");
+	assert_int_equal(op_int(e, "after", "clk_max_khz"), 1005000);
+	assert_false(json_is_true(json_object_get(json_object_get(e, "before"), "clk_locked")));
+	assert_true(has_reason(v[4], "safe_hold"));
+	assert_true(has_reason(v[5], "safe_hold"));
+	assert_false(has_reason(v[6], "safe_hold"));
+	assert_null(json_object_get(v[4], "emergency"));
+	lines_free(v, n);
+	rig_free(r);
+}
+
+/* Outside the inlet range: safe point with the why in the log; back in
+ * only 1 C inside the edge. */
+static void test_envelope_inlet(void **state)
+{
+	(void)state;
+	struct rig *r = rig_new("firmware-default");
+	r->pol.envelope.inlet_max_c = 30;
+	r->pol.safe_point.clk_max_mhz = 1005;
+	struct diag_list d = { 0 };
+	rig_start_ex(r, false, &d);
+	assert_int_equal(diag_count(&d, DIAG_WARNING), 0);
+	diag_clear(&d);
+	assert_int_equal(governor_run(&r->g, 1000), 0);
+	assert_false(r->f.locked);
+	r->f.inlet_c = 31;
+	assert_int_equal(governor_run(&r->g, 1500), 0);
+	assert_true(r->f.locked);
+	assert_int_equal(r->f.hi_khz, 1005000);
+	r->f.inlet_c = 29.5; /* inside, but within the hysteresis */
+	assert_int_equal(governor_run(&r->g, 2000), 0);
+	assert_true(r->f.locked);
+	r->f.inlet_c = 28.5;
+	assert_int_equal(governor_run(&r->g, 2500), 0);
+	assert_false(r->f.locked);
+	governor_fini(&r->g);
+	fclose(r->log);
+	size_t n;
+	json_t **v = lines(r, &n);
+	assert_true(json_is_null(json_object_get(v[1], "envelope")));
+	assert_true(has_reason(v[3], "envelope"));
+	assert_string_equal(json_string_value(json_object_get(v[3], "binding")), "envelope");
+	assert_non_null(strstr(json_string_value(json_object_get(v[3], "envelope")),
+			       "inlet 31.0 C outside"));
+	assert_non_null(strstr(json_string_value(json_object_get(v[4], "envelope")), "edge"));
+	assert_true(json_is_null(json_object_get(v[5], "envelope")));
+	assert_false(has_reason(v[5], "envelope"));
+	lines_free(v, n);
+	rig_free(r);
+}
+
+/* A device the policy was not validated on: warned at init, safe point
+ * every period. */
+static void test_envelope_device(void **state)
+{
+	(void)state;
+	struct rig *r = rig_new("firmware-default");
+	r->pol.envelope.clk_max_mhz = 2100; /* the fake reaches 1980 */
+	r->pol.safe_point.power_cap_w = 300;
+	struct diag_list d = { 0 };
+	rig_start_ex(r, false, &d);
+	assert_int_equal(diag_count(&d, DIAG_WARNING), 1);
+	char buf[512];
+	diag_format(&d.v[0], buf, sizeof(buf));
+	assert_non_null(strstr(buf, "clock maximum"));
+	diag_clear(&d);
+	assert_int_equal(governor_run(&r->g, 2000), 0);
+	assert_int_equal(r->f.power_limit_mw, 300000);
+	assert_int_equal(r->f.n_set_power, 1);
+	governor_fini(&r->g);
+	fclose(r->log);
+	rig_free(r);
+}
+
+/* kill -9 safety: each record is flushed as it is written. */
+static void test_flushed_per_line(void **state)
+{
+	(void)state;
+	struct rig *r = rig_new("firmware-default");
+	rig_start(r);
+	assert_int_equal(r->loglen > 0 && r->logbuf[r->loglen - 1] == '\n', 1);
+	assert_int_equal(governor_tick(&r->g), 0);
+	size_t nl = 0;
+	for (size_t i = 0; i < r->loglen; i++)
+		nl += r->logbuf[i] == '\n';
+	assert_int_equal(nl, 2);
+	assert_int_equal(r->logbuf[r->loglen - 1], '\n');
+	governor_fini(&r->g);
+	fclose(r->log);
+	rig_free(r);
+}
+
+/* Closed loop: ondemand at 50 % busy walks the clock down to where TTFT
+ * blows the SLA; the canary rolls it back to the fallback, holds, recovers,
+ * and the repeat is held twice as long. */
+static void test_bad_step_rolled_back(void **state)
+{
+	(void)state;
+	struct rig *r = rig_new("ondemand");
+	r->f.slow_below_khz = 1400000;
+	r->pol.sla.window_s = 10;
+	r->pol.sla.ttft_p99_ms = 1000;
+	r->pol.rollback.sla_violated_windows = 2;
+	r->pol.rollback.sla_of_windows = 3;
+	r->pol.rollback.canary_s = 60;
+	r->pol.rollback.hold_s = 30;
+	r->pol.rollback.backoff_factor = 2;
+	r->pol.rollback.max_hold_s = 600;
+	rig_start(r);
+	assert_int_equal(governor_run(&r->g, 25000), 0);
+	assert_int_equal(r->g.rb.rollbacks, 1);
+	assert_int_equal(r->g.rb.state, RB_HOLD);
+	assert_false(r->f.locked); /* fallback: the default safe point, clocks unlocked */
+	assert_int_equal(governor_run(&r->g, 120000), 0);
+	assert_int_equal(r->g.rb.rollbacks, 2);
+	assert_int_equal(r->g.rb.recoveries, 1);
+	governor_fini(&r->g);
+	fclose(r->log);
+	size_t n;
+	json_t **v = lines(r, &n);
+	int fired = 0, recover = 0;
+	json_int_t t_fire[2] = { 0, 0 }, t_recover = 0;
+	for (size_t i = 1; i + 1 < n; i++) {
+		json_t *f = json_object_get(v[i], "fired");
+		json_t *rb = json_object_get(v[i], "rollback");
+		if (json_is_string(f)) {
+			assert_string_equal(json_string_value(f), "sla");
+			assert_true(has_reason(v[i], "rollback"));
+			assert_string_equal(json_string_value(json_object_get(v[i], "binding")), "rollback");
+			assert_string_equal(json_string_value(json_object_get(rb, "state")), "hold");
+			assert_int_equal(json_array_size(json_object_get(v[i], "armed")), 4);
+			assert_false(json_is_true(json_object_get(json_object_get(v[i], "after"),
+								  "clk_locked")));
+			t_fire[fired++] = json_integer_value(json_object_get(v[i], "t_ms"));
+		}
+		if (has_reason(v[i], "rollback_recover")) {
+			recover++;
+			t_recover = json_integer_value(json_object_get(v[i], "t_ms"));
+		}
+		if (has_reason(v[i], "rollback_hold"))
+			assert_true(json_real_value(json_object_get(rb, "hold_left_s")) > 0);
+	}
+	assert_int_equal(fired, 2);
+	assert_int_equal(recover, 1);
+	assert_int_equal(t_recover - t_fire[0], 30000);
+	json_t *last = v[n - 2];
+	assert_true(fabs(json_real_value(json_object_get(json_object_get(last, "rollback"),
+							 "hold_left_s")) -
+			 (60.0 - (double)(json_integer_value(json_object_get(last, "t_ms")) - t_fire[1]) /
+					 1000.0)) < 1e-9);
+	lines_free(v, n);
+	rig_free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -389,6 +737,14 @@ int main(void)
 		cmocka_unit_test(test_fault_goes_to_safe_point),
 		cmocka_unit_test(test_serving_faults_logged),
 		cmocka_unit_test(test_unknown_controller),
+		cmocka_unit_test(test_dry_run),
+		cmocka_unit_test(test_power_budget),
+		cmocka_unit_test(test_operator_hold),
+		cmocka_unit_test(test_emergency),
+		cmocka_unit_test(test_envelope_inlet),
+		cmocka_unit_test(test_envelope_device),
+		cmocka_unit_test(test_flushed_per_line),
+		cmocka_unit_test(test_bad_step_rolled_back),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,242 @@
+/* Restore of an NVML device after a crash, through the daemon's state file
+ * path (governor/statefile.c) and the fake libnvidia-ml.so.1: a child
+ * process records the originals, governs (power limit, locked clocks) and
+ * dies without closing; the fake's driver file keeps the governed settings
+ * as a real driver would. The restore must put back the recorded originals
+ * (700 W, unlocked), not what the reopened device finds (450 W). */
+#include <errno.h>
+#include <jansson.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "governor/config.h"
+#include "governor/daemon.h"
+#include "governor/statefile.h"
+#include "hal/hal.h"
+
+#if GOVD_WITH_NVML
+struct fx {
+	char dir[64], log[96], driver[96], state[96], lib[512];
+	struct diag_list diags;
+};
+
+static int setup(void **st)
+{
+	const char *d = getenv("FAKE_NVML_DIR");
+	if (!d) {
+		printf("FAKE_NVML_DIR not set (run through ctest): skipped\n");
+		skip();
+	}
+	struct fx *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	snprintf(f->dir, sizeof(f->dir), "/tmp/govd-nvrest-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->log, sizeof(f->log), "%s/log", f->dir);
+	snprintf(f->driver, sizeof(f->driver), "%s/driver", f->dir);
+	snprintf(f->state, sizeof(f->state), "%s/state.json", f->dir);
+	snprintf(f->lib, sizeof(f->lib), "%s/full/libnvidia-ml.so.1", d);
+	setenv("FAKE_NVML_LOG", f->log, 1);
+	setenv("FAKE_NVML_DRIVER", f->driver, 1);
+	unsetenv("FAKE_NVML_STATE");
+	*st = f;
+	return 0;
+}
+
+static int teardown(void **st)
+{
+	struct fx *f = *st;
+	if (!f)
+		return 0;
+	diag_clear(&f->diags);
+	unlink(f->log);
+	unlink(f->driver);
+	unlink(f->state);
+	rmdir(f->dir);
+	unsetenv("FAKE_NVML_DRIVER");
+	free(f);
+	return 0;
+}
+
+static char *slurp(const char *path)
+{
+	static char buf[32768];
+	buf[0] = '\0';
+	FILE *l = fopen(path, "r");
+	if (!l)
+		return buf;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, l);
+	buf[n] = '\0';
+	fclose(l);
+	return buf;
+}
+
+static int open_gpu(struct fx *f, struct hal_dev *dev, const char *index)
+{
+	const char *keys[] = { "library", "index" }, *vals[] = { f->lib, index };
+	struct hal_dev_cfg cfg = { .name = "gpu0", .backend = "nvml", .n_opts = 2, .keys = keys,
+				   .values = vals };
+	memset(dev, 0, sizeof(*dev));
+	return hal_open(dev, &cfg, &f->diags);
+}
+
+static struct config *load_cfg(struct fx *f)
+{
+	char yaml[2048];
+	snprintf(yaml, sizeof(yaml),
+		 "policy: %s/policies/default.yaml\n"
+		 "state_file: %s\n"
+		 "devices:\n"
+		 "  - name: gpu0\n"
+		 "    backend: nvml\n"
+		 "    options:\n"
+		 "      library: %s\n"
+		 "      index: 0\n",
+		 GOVD_SOURCE_DIR, f->state, f->lib);
+	struct config *c = NULL;
+	assert_int_equal(config_load_string("restore.yaml", yaml, strlen(yaml), &c, &f->diags), 0);
+	return c;
+}
+
+/* The daemon's start up to its first writes, then death without close. */
+static void crashing_run(struct fx *f)
+{
+	struct config *c = load_cfg(f);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct hal_dev dev;
+		struct diag_list d = { 0 };
+		json_t *orig[1] = { NULL };
+		if (open_gpu(f, &dev, "0"))
+			_exit(10);
+		if (statefile_original(&dev, &orig[0], &d))
+			_exit(11);
+		json_t *doc = statefile_build(c, orig);
+		if (!doc || statefile_write(c->state_file, doc))
+			_exit(12);
+		if (dev.ops->set_power_limit(&dev, 450000) ||
+		    dev.ops->set_clock_range(&dev, 1000000, 1500000))
+			_exit(13);
+		_exit(0); /* kill -9: no close, no restore */
+	}
+	int status = 0;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	config_free(c);
+	/* the driver kept the governed settings */
+	assert_non_null(strstr(slurp(f->driver), "gpu 0 450000 1000 1500"));
+}
+
+static void test_crash_then_restore_puts_back_true_originals(void **st)
+{
+	struct fx *f = *st;
+	crashing_run(f);
+	size_t mark = strlen(slurp(f->log));
+
+	bool found = false;
+	struct statefile_result res;
+	int rc = daemon_restore_state(f->state, &found, &res, &f->diags);
+	diag_print(&f->diags, stdout);
+	assert_int_equal(rc, 0);
+	assert_true(found);
+	assert_int_equal(res.restored, 1);
+	assert_int_equal(access(f->state, F_OK), -1); /* removed after the restore */
+
+	const char *after = slurp(f->log) + mark;
+	assert_non_null(strstr(after, "nvmlDeviceResetGpuLockedClocks 0 -> 0"));
+	assert_non_null(strstr(after, "nvmlDeviceSetPowerManagementLimit 0 700000 -> 0"));
+	/* the governed limit is never written back (the bug: close restored
+	 * what open found, 450 W) */
+	assert_null(strstr(after, "nvmlDeviceSetPowerManagementLimit 0 450000"));
+	assert_non_null(strstr(slurp(f->driver), "gpu 0 700000 0 0"));
+}
+
+static void test_restore_refuses_another_gpu(void **st)
+{
+	struct fx *f = *st;
+	crashing_run(f);
+	/* the state file's GPU 0 was some other card */
+	json_t *doc = NULL;
+	assert_int_equal(statefile_read(f->state, &doc, &f->diags), 0);
+	json_t *orig = json_object_get(json_array_get(json_object_get(doc, "devices"), 0), "original");
+	assert_non_null(orig);
+	json_object_set_new(orig, "name", json_string("NVIDIA A100"));
+	assert_int_equal(statefile_write(f->state, doc), 0);
+	json_decref(doc);
+	size_t mark = strlen(slurp(f->log));
+
+	bool found = false;
+	struct statefile_result res;
+	assert_int_equal(daemon_restore_state(f->state, &found, &res, &f->diags), -EIO);
+	assert_int_equal(res.failed, 1);
+	assert_int_equal(access(f->state, F_OK), 0); /* stays for govctl restore */
+	bool said = false;
+	for (size_t i = 0; i < f->diags.n; i++)
+		said |= strstr(f->diags.v[i].msg, "not restoring another GPU's settings") != NULL;
+	assert_true(said);
+	assert_null(strstr(slurp(f->log) + mark, "Set")); /* nothing written */
+	assert_null(strstr(slurp(f->log) + mark, "Reset"));
+}
+
+static void test_adopt_checks_the_record(void **st)
+{
+	struct fx *f = *st;
+	struct hal_dev dev;
+	assert_int_equal(open_gpu(f, &dev, "1"), 0);
+	assert_true(hal_can_adopt_original(&dev));
+	assert_int_equal(dev.ops->adopt_original(&dev, "{"), -EINVAL);
+	assert_int_equal(dev.ops->adopt_original(&dev, "{\"backend\":\"sysfs\",\"restore\":[]}"),
+			 -EINVAL);
+	assert_int_equal(dev.ops->adopt_original(
+				 &dev, "{\"backend\":\"nvml\",\"index\":1,\"power_limit_mw\":-5}"),
+			 -EINVAL);
+	assert_int_equal(dev.ops->adopt_original(
+				 &dev, "{\"backend\":\"nvml\",\"index\":0,\"power_limit_mw\":600000}"),
+			 -ENODEV);
+	assert_non_null(strstr(dev.ops->last_error(&dev), "this is GPU 1"));
+	hal_close(&dev);
+	assert_null(strstr(slurp(f->log), "Set")); /* refused records change nothing */
+
+	/* an accepted record is put back at close even without a write here */
+	assert_int_equal(open_gpu(f, &dev, "1"), 0);
+	assert_int_equal(dev.ops->adopt_original(&dev, "{\"backend\":\"nvml\",\"index\":1,"
+						      "\"name\":\"NVIDIA H200 (fake 1)\","
+						      "\"power_limit_mw\":600000,"
+						      "\"locked_clocks\":\"reset\"}"),
+			 0);
+	hal_close(&dev);
+	const char *log = slurp(f->log);
+	const char *reset = strstr(log, "nvmlDeviceResetGpuLockedClocks 1 -> 0");
+	const char *limit = strstr(log, "nvmlDeviceSetPowerManagementLimit 1 600000 -> 0");
+	assert_non_null(reset);
+	assert_non_null(limit);
+	assert_true(reset < limit);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_crash_then_restore_puts_back_true_originals,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_restore_refuses_another_gpu, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_adopt_checks_the_record, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
+#else
+int main(void)
+{
+	printf("NVML backend not compiled in: skipped\n");
+	return 0;
+}
+#endif
