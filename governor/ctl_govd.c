@@ -133,6 +133,7 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 	s->bf16_until_s = -INFINITY;
 	s->mix.tbt_at_max[0] = s->mix.tbt_at_max[1] = NAN;
 	s->mix.sat_since_s = NAN;
+	s->mix.mode_since_s = -INFINITY;
 	s->mix.last_sat_s = -INFINITY;
 	s->mix.hold_s = s->tun.sat_hold_s / 2;
 	*state = s;
@@ -298,6 +299,14 @@ double govd_mix_decide(const struct govd_tuning *t, struct govd_mix *m, double n
 	double at_max = tbt_ratio * pow(f_frac, t->tbt_exponent);
 	double *cur = &m->tbt_at_max[bf16 ? 0 : 1];
 
+	/* The short window still holds the other mode's tokens for a while
+	 * after a switch: learn, and judge, only once it has turned over. */
+	if (bf16 != m->last_bf16) {
+		m->last_bf16 = bf16;
+		m->mode_since_s = now_s;
+	}
+	if (now_s - m->mode_since_s < ESTIMATE_SHORT_WINDOW_S)
+		return bf16_until_s;
 	*cur = isnan(*cur) ? at_max : *cur + 0.1 * (at_max - *cur);
 	if (!bf16) {
 		bool bf16_no_worse = isnan(m->tbt_at_max[0]) || m->tbt_at_max[0] < m->tbt_at_max[1];
