@@ -170,6 +170,10 @@ static int read_log(struct rp_run *r, const char *path, char *err, size_t errlen
 	bool header = false;
 	while ((len = getline(&line, &cap, f)) > 0) {
 		lineno++;
+		/* A last line without its newline is a write torn by a crash
+		 * (kill -9): the log is valid up to its last complete line. */
+		if (line[len - 1] != '\n' && feof(f))
+			break;
 		json_error_t je;
 		json_t *o = json_loadb(line, (size_t)len, 0, &je);
 		if (!o) {
