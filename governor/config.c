@@ -12,6 +12,7 @@
 #include "governor/metrics.h"
 
 _Static_assert(CONFIG_MAX_DEVICES == BUDGET_MAX_DEVICES, "one device limit");
+_Static_assert(CONFIG_MAX_DEVICES == METRICS_MAX_DEVICES, "every configured device has metrics");
 
 static const char *const root_keys[] = { "node",	 "policy",	 "budget_w", "dry_run",
 					 "log_level",	 "state_file",	 "decision_log",

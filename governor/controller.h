@@ -102,6 +102,8 @@ struct govd_mix {
 	double tbt_at_max[2]; /* BF16, mix: TBT/target scaled to the max clock (EWMA) */
 	double sat_since_s;
 	double last_sat_s, hold_s; /* back-off of the BF16 hold */
+	bool last_bf16;
+	double mode_since_s;       /* when the current mode began */
 };
 /* Precision mode under load: the new end of the BF16 hold (see ctl_govd.c). */
 double govd_mix_decide(const struct govd_tuning *t, struct govd_mix *m, double now_s,

@@ -24,19 +24,28 @@
 
 #include "governor/controller.h"
 
+/* The latency loop's parameters, shared by govd and slo-dvfs. */
+#define LATENCY_PARAMS                                                                         \
+	{ "slack_low", 0.1, 1.0, 0.6, "below this share of every SLA target the clock decays" },  \
+	{ "slack_high", 0.2, 1.0, 0.8, "above this share of any SLA target the clock rises" },    \
+	{ "raise_gain", 0.1, 10.0, 1.5, "clock raise per unit of excess over slack_high" },       \
+	{ "lower_pct_per_s", 0.1, 50.0, 1.5, "clock decay in % per second while under slack_low" }, \
+	{ "surge_queue", 1, 100000, 8, "waiting requests that send the clock to max at once" },   \
+	{ "peak_memory_s", 1, 86400, 600,                                                     \
+	  "time constant of the remembered TBT peak (load floor)" },                          \
+	{ "lower_min_requests", 0, 100000, 5,                                                 \
+	  "requests completed in the short window before the clock may decay" },             \
+	{ "tbt_exponent", 0.0, 1.5, 0.8,                                                      \
+	  "TBT ~ clock^-x, to scale the TBT seen now to the max clock" },                     \
+	{ "idle_mhz", 0, 100000, NAN,                                                         \
+	  "clock while nothing runs or waits (default: hold the last busy clock)" },          \
+	{ "floor_mhz", 0, 100000, NAN, "lowest clock the latency loop uses (default: policy min)" }
+
 static const struct ctl_param govd_params[] = {
-	{ "slack_low", 0.1, 1.0, 0.65, "below this share of every SLA target the clock decays" },
-	{ "slack_high", 0.2, 1.0, 0.85, "above this share of any SLA target the clock rises" },
-	{ "raise_gain", 0.1, 10.0, 1.5, "clock raise per unit of excess over slack_high" },
-	{ "lower_pct_per_s", 0.1, 50.0, 1.5, "clock decay in % per second while under slack_low" },
-	{ "surge_queue", 1, 100000, 8, "waiting requests that send the clock to max at once" },
-	{ "peak_memory_s", 1, 86400, 600, "time constant of the remembered TBT peak (load floor)" },
-	{ "lower_min_requests", 0, 100000, 5, "requests completed in the short window before the clock may decay" },
-	{ "tbt_exponent", 0.0, 1.5, 0.8, "TBT ~ clock^-x, to scale the TBT seen now to the max clock" },
-	{ "idle_mhz", 0, 100000, NAN, "clock while nothing runs or waits (default: hold the last busy clock)" },
-	{ "floor_mhz", 0, 100000, NAN, "lowest clock the latency loop uses (default: policy min)" },
+	LATENCY_PARAMS,
 	{ "horizon_s", 1, 600, 30, "heatsink extrapolation horizon" },
-	{ "r_fast_c_per_w", 0.001, 1, 0.025, "junction-to-heatsink resistance (H200/H100 SXM: 0.025; measure with a power step)" },
+	{ "r_fast_c_per_w", 0.001, 1, 0.025,
+	  "junction-to-heatsink resistance (H200/H100 SXM: 0.025; measure with a power step)" },
 	{ "thermal_margin_c", 0, 20, 1.0, "kept between the predicted junction and the ceiling" },
 	{ "sat_hold_s", 0, 3600, 120, "BF16 hold after mixed precision saturated at max clock" },
 	{ "sat_s", 0.5, 600, 5, "mix over slack_high at the max clock this long: BF16" },
@@ -44,16 +53,7 @@ static const struct ctl_param govd_params[] = {
 };
 
 static const struct ctl_param slo_params[] = {
-	{ "slack_low", 0.1, 1.0, 0.65, "below this share of every SLA target the clock decays" },
-	{ "slack_high", 0.2, 1.0, 0.85, "above this share of any SLA target the clock rises" },
-	{ "raise_gain", 0.1, 10.0, 1.5, "clock raise per unit of excess over slack_high" },
-	{ "lower_pct_per_s", 0.1, 50.0, 1.5, "clock decay in % per second while under slack_low" },
-	{ "surge_queue", 1, 100000, 8, "waiting requests that send the clock to max at once" },
-	{ "peak_memory_s", 1, 86400, 600, "time constant of the remembered TBT peak (load floor)" },
-	{ "lower_min_requests", 0, 100000, 5, "requests completed in the short window before the clock may decay" },
-	{ "tbt_exponent", 0.0, 1.5, 0.8, "TBT ~ clock^-x, to scale the TBT seen now to the max clock" },
-	{ "idle_mhz", 0, 100000, NAN, "clock while nothing runs or waits (default: hold the last busy clock)" },
-	{ "floor_mhz", 0, 100000, NAN, "lowest clock the latency loop uses (default: policy min)" },
+	LATENCY_PARAMS,
 	{ NULL, 0, 0, 0, NULL },
 };
 
@@ -97,8 +97,8 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 		return -EINVAL;
 	}
 	struct govd_tuning *t = &s->tun;
-	t->slack_low = param(pol, c, "slack_low", 0.65);
-	t->slack_high = param(pol, c, "slack_high", 0.85);
+	t->slack_low = param(pol, c, "slack_low", 0.6);
+	t->slack_high = param(pol, c, "slack_high", 0.8);
 	t->raise_gain = param(pol, c, "raise_gain", 1.5);
 	t->lower_pct_per_s = param(pol, c, "lower_pct_per_s", 1.5);
 	t->surge_queue = param(pol, c, "surge_queue", 8);
@@ -133,6 +133,7 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 	s->bf16_until_s = -INFINITY;
 	s->mix.tbt_at_max[0] = s->mix.tbt_at_max[1] = NAN;
 	s->mix.sat_since_s = NAN;
+	s->mix.mode_since_s = -INFINITY;
 	s->mix.last_sat_s = -INFINITY;
 	s->mix.hold_s = s->tun.sat_hold_s / 2;
 	*state = s;
@@ -298,6 +299,14 @@ double govd_mix_decide(const struct govd_tuning *t, struct govd_mix *m, double n
 	double at_max = tbt_ratio * pow(f_frac, t->tbt_exponent);
 	double *cur = &m->tbt_at_max[bf16 ? 0 : 1];
 
+	/* The short window still holds the other mode's tokens for a while
+	 * after a switch: learn, and judge, only once it has turned over. */
+	if (bf16 != m->last_bf16) {
+		m->last_bf16 = bf16;
+		m->mode_since_s = now_s;
+	}
+	if (now_s - m->mode_since_s < ESTIMATE_SHORT_WINDOW_S)
+		return bf16_until_s;
 	*cur = isnan(*cur) ? at_max : *cur + 0.1 * (at_max - *cur);
 	if (!bf16) {
 		bool bf16_no_worse = isnan(m->tbt_at_max[0]) || m->tbt_at_max[0] < m->tbt_at_max[1];

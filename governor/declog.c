@@ -20,6 +20,16 @@ static int emit(struct declog *d, json_t *o)
 	return 0;
 }
 
+const char *declog_compiler(void)
+{
+	/* gcc's __VERSION__ is the bare number; clang's names itself. */
+#if defined(__GNUC__) && !defined(__clang__)
+	return "gcc " __VERSION__;
+#else
+	return __VERSION__;
+#endif
+}
+
 int declog_init(struct declog *d, FILE *f)
 {
 	d->f = f;
@@ -65,6 +75,10 @@ int declog_header(struct declog *d, const struct declog_header *h)
 	json_object_set_new(o, "type", json_string("header"));
 	json_object_set_new(o, "govd_version", json_string(GOVD_VERSION));
 	json_object_set_new(o, "scenario", h->scenario ? json_string(h->scenario) : json_null());
+	if (h->scenario_path)
+		json_object_set_new(o, "scenario_path", json_string(h->scenario_path));
+	if (h->command)
+		json_object_set_new(o, "command", json_string(h->command));
 	json_object_set_new(o, "policy", json_string(h->policy_name));
 	json_object_set_new(o, "policy_path", json_string(h->policy_path));
 	json_object_set_new(o, "policy_hash", json_string(h->policy_hash));
@@ -76,7 +90,7 @@ int declog_header(struct declog *d, const struct declog_header *h)
 	json_object_set_new(ver, "govd", json_string(GOVD_VERSION));
 	json_object_set_new(ver, "driver", json_string(l->driver_version));
 	json_object_set_new(ver, "firmware", json_string(l->firmware_version));
-	json_object_set_new(ver, "compiler", json_string(__VERSION__));
+	json_object_set_new(ver, "compiler", json_string(declog_compiler()));
 	json_object_set_new(ver, "jansson", json_string(JANSSON_VERSION));
 	json_object_set_new(o, "versions", ver);
 	json_t *md = json_object();

@@ -17,6 +17,9 @@
 
 struct declog_header {
 	const char *scenario;     /* may be NULL (govd) */
+	/* govctl sim's scenario file as given and the command that reproduces
+	 * the run (docs/decision-log.md); NULL: the key is left out (govd). */
+	const char *scenario_path, *command;
 	const char *policy_name, *policy_path, *policy_hash;
 	const char *controller;
 	uint32_t period_ms;
@@ -60,6 +63,9 @@ struct declog {
 	FILE *f; /* not owned; NULL: logging off */
 };
 
+/* The compiler that built the governor library, named: "gcc 12.2.0",
+ * "Debian Clang 14.0.6" (header versions.compiler, summary.json compiler). */
+const char *declog_compiler(void);
 int declog_init(struct declog *d, FILE *f);
 void declog_fini(struct declog *d);
 int declog_header(struct declog *d, const struct declog_header *h);

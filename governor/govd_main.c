@@ -101,7 +101,7 @@ int main(int argc, char **argv)
 			only_check = true;
 			break;
 		case 'l':
-			if (log_level_parse(optarg, &level)) {
+			if (log_level_parse(optarg, &level) < 0) {
 				fprintf(stderr, "govd: unknown log level '%s'\n", optarg);
 				usage(stderr);
 				return EXIT_USAGE;

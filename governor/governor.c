@@ -123,6 +123,8 @@ int governor_init(struct governor *g, const struct governor_cfg *cfg, struct dia
 	declog_init(&g->log, cfg->declog);
 	struct declog_header h = {
 		.scenario = cfg->scenario,
+		.scenario_path = cfg->scenario_path,
+		.command = cfg->command,
 		.policy_name = pol->name,
 		.policy_path = pol->path,
 		.policy_hash = pol->hash_hex,
@@ -262,6 +264,26 @@ static void fill_rb_record(const struct governor *g, uint64_t now, struct declog
 	rec->power_budget_mw = g->guard.budget_mw;
 }
 
+/* The policy's INT8 bounds per slice, whatever the controller asked:
+ * none where int8 is not in precision.modes, at most int8_max_fraction, and
+ * at least int8_min_fraction while the slice's quality gate is open (a
+ * minimum never forces INT8 past the quality threshold). */
+static void clamp_int8(const struct governor *g, const struct gov_estimates *est,
+		       struct gov_opoint *op)
+{
+	for (size_t s = 0; s < op->n_slices; s++) {
+		const struct policy_slice_rule *r = &g->rule[s];
+		double f = op->int8_frac[s];
+		if (!r->int8_allowed || isnan(f) || f < 0)
+			f = 0;
+		if (f > r->int8_max_fraction)
+			f = r->int8_max_fraction;
+		if (est->q_gate_open[s] && f < r->int8_min_fraction)
+			f = r->int8_min_fraction;
+		op->int8_frac[s] = f;
+	}
+}
+
 int governor_tick(struct governor *g)
 {
 	struct hal_dev *dev = g->cfg.dev;
@@ -314,6 +336,7 @@ int governor_tick(struct governor *g)
 	struct ctl_output out = { .binding = GOV_B_NONE };
 	g->ctl->step(g->ctl_state, &in, &out);
 	out.op.n_slices = g->n_slices;
+	clamp_int8(g, est, &out.op);
 	reasons |= out.reasons;
 	enum gov_binding binding = out.binding;
 

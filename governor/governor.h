@@ -46,6 +46,9 @@ struct governor_cfg {
 	const struct govd_clock *clock;
 	FILE *declog;            /* NULL: no decision log */
 	const char *scenario;    /* for the log header; may be NULL */
+	/* For the log header (govctl sim): the scenario file as given and the
+	 * command that reproduces the run; NULL: absent. */
+	const char *scenario_path, *command;
 	uint64_t seed;
 	gov_period_cb on_period; /* may be NULL */
 	void *cb_ctx;

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fdio.h"
+
 struct logrot {
 	char *path;
 	uint64_t max_bytes;
@@ -29,20 +31,6 @@ struct logrot {
 	char *buf;
 };
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
 
 static int open_fd(struct logrot *l)
 {
@@ -108,7 +96,7 @@ static int rotate(struct logrot *l)
 	if (rc)
 		return rc;
 	l->rotations++;
-	if (l->header && (rc = write_all(l->fd, l->header, l->header_len)) == 0)
+	if (l->header && (rc = fd_write_all(l->fd, l->header, l->header_len)) == 0)
 		l->size += l->header_len;
 	return rc;
 }
@@ -155,7 +143,7 @@ static ssize_t cookie_write(void *cookie, const char *p, size_t n)
 		errno = EBADF;
 		return -1;
 	}
-	int rc = write_all(l->fd, p, n);
+	int rc = fd_write_all(l->fd, p, n);
 	if (rc) {
 		note_err(l, rc);
 		errno = -rc;

@@ -20,7 +20,11 @@
 #include "governor/validate.h"
 #include "hal/hal.h"
 
-#define METRICS_MAX_DEVICES 16
+/* Every device the daemon config allows (CONFIG_MAX_DEVICES, asserted in
+ * config.c). Measured: the 84 KB snapshot is copied under the mutex in
+ * 0.7 us (publish; a scrape's copy-out is the same memcpy); rendering 64
+ * devices (377 KB of text) takes ~1.1 ms on the HTTP thread, outside it. */
+#define METRICS_MAX_DEVICES 64
 #define METRICS_DEFAULT_LISTEN "127.0.0.1:9464"
 /* Upper bounds (s) of the tick duration histogram buckets; +Inf is implied. */
 #define METRICS_TICK_BUCKETS 12

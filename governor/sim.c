@@ -42,6 +42,79 @@ int sim_mkdirs(const char *path)
 	return 0;
 }
 
+int sim_shell_append(char *buf, size_t len, const char *s)
+{
+	size_t n = strlen(buf);
+	bool bare = *s != '\0';
+	for (const char *c = s; *c && bare; c++)
+		bare = strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=+,@%-",
+			      *c) != NULL;
+	if (n + 2 >= len) /* room for ' ' and an opening quote */
+		return -ENAMETOOLONG;
+	buf[n++] = ' ';
+	if (!bare)
+		buf[n++] = '\'';
+	for (const char *c = s; *c; c++) {
+		/* ' ends the quote, an escaped ' follows, the quote reopens */
+		const char *w = *c == '\'' && !bare ? "'\\''" : NULL;
+		size_t wl = w ? 4 : 1;
+		if (n + wl >= len) {
+			buf[n] = '\0';
+			return -ENAMETOOLONG;
+		}
+		if (w)
+			memcpy(buf + n, w, wl);
+		else
+			buf[n] = *c;
+		n += wl;
+	}
+	if (!bare) {
+		if (n + 1 >= len) {
+			buf[n] = '\0';
+			return -ENAMETOOLONG;
+		}
+		buf[n++] = '\'';
+	}
+	buf[n] = '\0';
+	return 0;
+}
+
+/* Shortest %g that reads back as the same double, without an exponent for
+ * ordinary durations (120, not 1.2e+02). */
+static void fmt_double(double v, char *buf, size_t len)
+{
+	bool plain = fabs(v) >= 1e-4 && fabs(v) < 1e15;
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(buf, len, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v && (!plain || !strchr(buf, 'e')))
+			return;
+	}
+}
+
+int sim_command(const struct sim_opts *o, const char *policy_path, uint64_t seed, char *buf,
+		size_t len)
+{
+	char num[40];
+	int rc = 0;
+
+	if (len == 0)
+		return -ENAMETOOLONG;
+	snprintf(buf, len, "govctl sim");
+	rc = rc ? rc : sim_shell_append(buf, len, "--scenario");
+	rc = rc ? rc : sim_shell_append(buf, len, o->scenario_path);
+	rc = rc ? rc : sim_shell_append(buf, len, "--policy");
+	rc = rc ? rc : sim_shell_append(buf, len, policy_path);
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)seed);
+	rc = rc ? rc : sim_shell_append(buf, len, "--seed");
+	rc = rc ? rc : sim_shell_append(buf, len, num);
+	if (o->duration_s > 0) {
+		fmt_double(o->duration_s, num, sizeof(num));
+		rc = rc ? rc : sim_shell_append(buf, len, "--duration");
+		rc = rc ? rc : sim_shell_append(buf, len, num);
+	}
+	return rc;
+}
+
 /* SLA targets of the policy checked on one window's histograms. */
 struct sla_win {
 	uint64_t start_ms;
@@ -261,8 +334,16 @@ static const char ts_header[] =
 	"ttft_p99_ms,tbt_p99_ms,e2e_p99_ms,int8_token_share,int8_request_share_set,throttle,"
 	"faults,binding,reason\n";
 
+/* Run metadata: the scenario and policy files as given, the command that
+ * reproduces the run and the compiler; nothing machine- or time-dependent
+ * beyond what the caller gave. */
+struct run_meta {
+	const char *scenario_path, *policy_path, *command;
+};
+
 static json_t *summary_json(const struct acc *a, const struct scenario *sc, const struct policy *pol,
-			    uint64_t seed, const struct governor *g, double sim_s)
+			    uint64_t seed, const struct governor *g, double sim_s,
+			    const struct run_meta *m)
 {
 	const struct plant *pl = a->plant;
 	const struct server_stats *st = server_get_stats(pl->srv);
@@ -271,11 +352,15 @@ static json_t *summary_json(const struct acc *a, const struct scenario *sc, cons
 	json_t *o = json_object();
 
 	json_object_set_new(o, "scenario", json_string(sc->name));
+	json_object_set_new(o, "scenario_path", json_string(m->scenario_path));
 	json_object_set_new(o, "policy", json_string(pol->name));
+	json_object_set_new(o, "policy_path", json_string(m->policy_path));
 	json_object_set_new(o, "policy_hash", json_string(pol->hash_hex));
 	json_object_set_new(o, "controller", json_string(pol->control.controller));
 	json_object_set_new(o, "seed", json_integer((json_int_t)seed));
+	json_object_set_new(o, "command", json_string(m->command));
 	json_object_set_new(o, "govd_version", json_string(GOVD_VERSION));
+	json_object_set_new(o, "compiler", json_string(declog_compiler()));
 	json_object_set_new(o, "duration_s", jsonx_real(sim_s));
 	json_object_set_new(o, "periods", json_integer((json_int_t)a->periods));
 	json_object_set_new(o, "requests_arrived", json_integer((json_int_t)st->arrived));
@@ -488,6 +573,17 @@ int sim_run(const struct sim_opts *o, struct sim_result *res, struct diag_list *
 	}
 	win_snapshot(&a, 0);
 
+	const char *pol_path = o->policy_path ? o->policy_path : pol->path;
+	char cmd[8192];
+	if (!o->command && sim_command(o, pol_path, seed, cmd, sizeof(cmd))) {
+		diag_add(diags, DIAG_ERROR, sc->path, 0, 0, "", "io",
+			 "the command line of the run is too long to record");
+		rc = -ENAMETOOLONG;
+		goto err_win;
+	}
+	struct run_meta meta = { .scenario_path = o->scenario_path, .policy_path = pol_path,
+				 .command = o->command ? o->command : cmd };
+
 	uint64_t end_ms = (uint64_t)llround(duration_s * 1000.0);
 	if (o->force_op) {
 		rc = run_forced(&dev, &clk, o->force_op, &a, pol->control.period_ms, end_ms);
@@ -496,7 +592,8 @@ int sim_run(const struct sim_opts *o, struct sim_result *res, struct diag_list *
 				 "cannot apply the operating point: %s", strerror(-rc));
 	} else {
 		struct governor_cfg gc = { .pol = pol, .dev = &dev, .clock = &clk, .declog = dl,
-					   .scenario = sc->name, .seed = seed, .on_period = on_period,
+					   .scenario = sc->name, .scenario_path = meta.scenario_path,
+					   .command = meta.command, .seed = seed, .on_period = on_period,
 					   .cb_ctx = &a };
 		rc = governor_init(&g, &gc, diags);
 		if (rc)
@@ -528,7 +625,7 @@ int sim_run(const struct sim_opts *o, struct sim_result *res, struct diag_list *
 	res->tokens_generated = st->tokens_generated;
 	res->tokens_per_joule = total > 0 ? (double)st->tokens_generated / total : 0;
 	if (rc == 0 && output) {
-		json_t *sum = summary_json(&a, sc, pol, seed, &g, plant->t_s);
+		json_t *sum = summary_json(&a, sc, pol, seed, &g, plant->t_s, &meta);
 		char path[4200];
 		snprintf(path, sizeof(path), "%s/summary.json", res->out_dir);
 		if (!sum || json_dump_file(sum, path, JSON_INDENT(2) |

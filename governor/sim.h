@@ -6,6 +6,7 @@
 #ifndef GOVD_GOVERNOR_SIM_H
 #define GOVD_GOVERNOR_SIM_H
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/diag.h"
@@ -50,6 +51,9 @@ struct sim_opts {
 					    * decision log */
 	sim_window_cb on_window;           /* every SLA window, then the tail */
 	void *window_ctx;
+	/* Recorded as summary.json's and the decision-log header's `command`;
+	 * NULL: sim_command()'s canonical one (what govctl sim and compare use). */
+	const char *command;
 };
 
 struct sim_result {
@@ -65,6 +69,15 @@ struct sim_result {
 
 /* 0; -EINVAL with diags for bad input files; other -errno for I/O. */
 int sim_run(const struct sim_opts *o, struct sim_result *res, struct diag_list *diags);
+/* The govctl sim command that reproduces a run of o with seed: `govctl sim
+ * --scenario S --policy P --seed N [--duration D]`, paths as given, words
+ * shell-quoted, no --out (the same run into another directory gives the same
+ * bytes). policy_path: o's, or the path of o->policy. 0, or -ENAMETOOLONG. */
+int sim_command(const struct sim_opts *o, const char *policy_path, uint64_t seed, char *buf,
+		size_t len);
+/* Appends ' ' and s quoted for a POSIX shell (bare when only safe characters)
+ * to buf; 0, or -ENAMETOOLONG (buf then holds a truncated string). */
+int sim_shell_append(char *buf, size_t len, const char *s);
 /* mkdir -p; 0 or -errno. */
 int sim_mkdirs(const char *path);
 

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "hal/curl_util.h"
+#include "hal/hal_sim.h"
 #include "hal/precision_act.h"
 #include "hal/promtext.h"
 
@@ -148,6 +149,19 @@ struct sv {
 	 * CLOCK_MONOTONIC); HTTP deadlines are real time (govd_mono_ms) */
 	const struct govd_clock *clock;
 
+	/* Power and thermal side (option power_backend): another backend
+	 * opened with the power.* options, behind sample, get_limits and the
+	 * clock / power-limit writes of this device's own ops table. A sim
+	 * plant is advanced here to the clock's elapsed time since open (the
+	 * daemon advances only devices whose backend is sim) and its
+	 * timestamps are moved onto that clock. */
+	bool has_inner, inner_sim, fwd_precision;
+	struct hal_dev inner;
+	struct hal_ops ops;
+	struct govd_clock pclk;
+	uint64_t t0_ms;
+	const char **okeys, **ovals, **ikeys, **ivals; /* the options split */
+
 	char fault_msg[320];
 	char qfault_msg[192];
 };
@@ -180,8 +194,10 @@ static const char *const plain_keys[] = {
 	"url", "format", "labels", "timeout_ms", "max_bytes", "latency_unit",
 	"slices", "slice_label", "quality_socket", "precision", "precision_target",
 	"precision_timeout_ms", "precision_retries", "confirm_url", "confirm_file",
-	"confirm_field", "confirm_grace_ms", NULL,
+	"confirm_field", "confirm_grace_ms", "power_backend", NULL,
 };
+
+#define POWER_PREFIX "power."
 
 #define SRC(cfg) ((cfg)->name ? (cfg)->name : "serving")
 
@@ -258,13 +274,19 @@ static int quality_socket_open(struct sv *s, const struct hal_dev_cfg *cfg, cons
 	return 0;
 }
 
-static void sv_pick_ops(struct hal_dev *dev, const struct sv *s);
+static void sv_pick_ops(struct hal_dev *dev, struct sv *s);
 static bool quality_from_scrape(const struct sv *s);
 
 static void sv_free(struct sv *s)
 {
 	if (!s)
 		return;
+	if (s->has_inner)
+		hal_close(&s->inner);
+	free(s->okeys);
+	free(s->ovals);
+	free(s->ikeys);
+	free(s->ivals);
 	if (s->curl)
 		hal_curl()->easy_cleanup(s->curl);
 	if (s->qfd >= 0)
@@ -297,6 +319,40 @@ static char *dup_or_null(const char *v, int *bad)
 	return d;
 }
 
+/* Opens the power side; its option errors name the device and the key
+ * without the power. prefix. */
+static int power_open(struct sv *s, const struct hal_dev_cfg *cfg, const char *backend,
+		      size_t n_in, struct diag_list *diags)
+{
+	struct hal_dev_cfg ic = {
+		.name = cfg->name,
+		.backend = backend,
+		.n_opts = n_in,
+		.keys = s->ikeys,
+		.values = s->ivals,
+		.clock = cfg->clock,
+	};
+	int rc = hal_open(&s->inner, &ic, diags);
+	if (rc)
+		return rc;
+	s->has_inner = true;
+	if (hal_sim_clock(&s->inner, &s->pclk) == 0) {
+		s->inner_sim = true;
+		s->t0_ms = govd_clock_now_or_mono_ms(s->clock);
+	}
+	/* A power side with the same slices (a sim plant) gets the INT8
+	 * shares too, so its power follows the precision in force. */
+	struct hal_serving isv;
+	if (hal_can_set_precision(&s->inner) && hal_can_read_serving(&s->inner) &&
+	    s->inner.ops->read_serving(&s->inner, &isv) == 0 && isv.n_slices == s->n_slices &&
+	    s->n_slices) {
+		s->fwd_precision = true;
+		for (size_t i = 0; i < s->n_slices; i++)
+			s->fwd_precision &= !strcmp(isv.slice_name[i], s->slice_name[i]);
+	}
+	return 0;
+}
+
 static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct diag_list *diags)
 {
 	char cerr[160];
@@ -310,6 +366,31 @@ static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 		return -ENOMEM;
 	s->qfd = -1;
 	s->clock = cfg->clock;
+	/* power.<key> options go to the power backend, the rest are ours */
+	size_t nk = cfg->n_opts ? cfg->n_opts : 1, n_own = 0, n_in = 0;
+	s->okeys = calloc(nk, sizeof(char *));
+	s->ovals = calloc(nk, sizeof(char *));
+	s->ikeys = calloc(nk, sizeof(char *));
+	s->ivals = calloc(nk, sizeof(char *));
+	if (!s->okeys || !s->ovals || !s->ikeys || !s->ivals) {
+		sv_free(s);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < cfg->n_opts; i++) {
+		const char *k = cfg->keys[i];
+		if (k && !strncmp(k, POWER_PREFIX, strlen(POWER_PREFIX))) {
+			s->ikeys[n_in] = k + strlen(POWER_PREFIX);
+			s->ivals[n_in++] = cfg->values[i];
+		} else {
+			s->okeys[n_own] = k;
+			s->ovals[n_own++] = cfg->values[i];
+		}
+	}
+	struct hal_dev_cfg own = *cfg;
+	own.n_opts = n_own;
+	own.keys = s->okeys;
+	own.values = s->ovals;
+	cfg = &own;
 	int bad = 0, oom = 0;
 	/* Allowed: the plain keys and one <name>_metric key per metric. */
 	const char *allowed[sizeof(plain_keys) / sizeof(plain_keys[0]) + M_N];
@@ -406,6 +487,17 @@ static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 			 "a precision actuator needs the slice names (slices: code,chat)");
 		bad = 1;
 	}
+	const char *power_backend = bopts_str(o, "power_backend", NULL);
+	if (power_backend && !strcmp(power_backend, "serving")) {
+		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.power_backend", "bad-value",
+			 "the power side must be a device backend (sim, sysfs, nvml, ...), not serving");
+		bad = 1;
+	}
+	if (!power_backend && n_in) {
+		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.power_backend", "missing-key",
+			 "power.* options need power_backend (the backend they are for)");
+		bad = 1;
+	}
 	s->confirm_url = dup_or_null(bopts_str(o, "confirm_url", NULL), &oom);
 	s->confirm_file = dup_or_null(bopts_str(o, "confirm_file", NULL), &oom);
 	s->confirm_field = dup_or_null(bopts_str(o, "confirm_field", "generation"),
@@ -437,6 +529,8 @@ static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 		goto out_free;
 	s->act_on = pk != PACT_NONE;
 	if ((v = bopts_str(o, "quality_socket", NULL)) && (rc = quality_socket_open(s, cfg, v, diags)))
+		goto out_free;
+	if (power_backend && (rc = power_open(s, cfg, power_backend, n_in, diags)))
 		goto out_free;
 	dev->priv = s;
 	sv_pick_ops(dev, s);
@@ -1006,8 +1100,131 @@ static const struct hal_ops sv_ops_variant[2][2] = {
 	{ SV_OPS(sv_set_precision, NULL), SV_OPS(sv_set_precision, sv_read_quality) },
 };
 
-static void sv_pick_ops(struct hal_dev *dev, const struct sv *s)
+/* ---- the power side (power_backend) ---- */
+
+static struct hal_dev *inner_of(struct hal_dev *dev)
+{
+	return &((struct sv *)dev->priv)->inner;
+}
+
+static int pw_get_limits(struct hal_dev *dev, struct hal_limits *out)
+{
+	struct hal_dev *in = inner_of(dev);
+	return in->ops->get_limits(in, out);
+}
+
+static void shift(struct hal_value *v, uint64_t d)
+{
+	v->t_ms += d;
+}
+
+static int pw_sample(struct hal_dev *dev, struct hal_sample *out)
+{
+	struct sv *s = dev->priv;
+	struct hal_dev *in = &s->inner;
+	if (s->inner_sim) {
+		uint64_t now = govd_clock_now_or_mono_ms(s->clock);
+		int rc = govd_clock_wait_until(&s->pclk, now > s->t0_ms ? now - s->t0_ms : 0);
+		if (rc)
+			return rc; /* -EHOSTDOWN: the plant shut down (thermal) */
+	}
+	int rc = in->ops->sample(in, out);
+	if (rc || !s->inner_sim)
+		return rc;
+	/* plant time (from 0 at open) onto the device's clock */
+	uint64_t d = s->t0_ms;
+	out->t_ms += d;
+	for (int i = 0; i < HAL_RAIL_N; i++) {
+		shift(&out->power_mw[i], d);
+		shift(&out->energy_mj[i], d);
+	}
+	for (int i = 0; i < HAL_TEMP_N; i++)
+		shift(&out->temp_mc[i], d);
+	shift(&out->clk_khz, d);
+	shift(&out->power_limit_mw, d);
+	shift(&out->util_pct, d);
+	return 0;
+}
+
+static int pw_set_clock_range(struct hal_dev *dev, uint32_t min_khz, uint32_t max_khz)
+{
+	struct hal_dev *in = inner_of(dev);
+	return in->ops->set_clock_range(in, min_khz, max_khz);
+}
+
+static int pw_reset_clocks(struct hal_dev *dev)
+{
+	struct hal_dev *in = inner_of(dev);
+	return in->ops->reset_clocks(in);
+}
+
+static int pw_set_power_limit(struct hal_dev *dev, uint32_t limit_mw)
+{
+	struct hal_dev *in = inner_of(dev);
+	return in->ops->set_power_limit(in, limit_mw);
+}
+
+static int pw_get_original(struct hal_dev *dev, char *json, size_t len)
+{
+	struct hal_dev *in = inner_of(dev);
+	return in->ops->get_original(in, json, len);
+}
+
+static const char *pw_last_error(struct hal_dev *dev)
+{
+	struct hal_dev *in = inner_of(dev);
+	return in->ops->last_error(in);
+}
+
+static int pw_alert_fd(struct hal_dev *dev)
+{
+	struct hal_dev *in = inner_of(dev);
+	return in->ops->alert_fd(in);
+}
+
+static int pw_alert_read(struct hal_dev *dev, struct hal_alert *ev)
+{
+	struct hal_dev *in = inner_of(dev);
+	return in->ops->alert_read(in, ev);
+}
+
+static int pw_set_brake(struct hal_dev *dev, bool on)
+{
+	struct hal_dev *in = inner_of(dev);
+	return in->ops->set_brake(in, on);
+}
+
+/* The server's document first; the plant's share only if the server took it. */
+static int pw_set_precision(struct hal_dev *dev, const double *int8_frac, size_t n_slices)
+{
+	struct sv *s = dev->priv;
+	int rc = sv_set_precision(dev, int8_frac, n_slices);
+	if (!rc && s->fwd_precision)
+		s->inner.ops->set_precision(&s->inner, int8_frac, n_slices);
+	return rc;
+}
+
+static void sv_pick_ops(struct hal_dev *dev, struct sv *s)
 {
 	bool q = s->qfd >= 0 || quality_from_scrape(s);
 	dev->ops = &sv_ops_variant[s->act_on][q];
+	if (!s->has_inner)
+		return;
+	/* a per-device table: the capabilities are the power side's */
+	struct sv *w = s;
+	const struct hal_ops *io = s->inner.ops;
+	w->ops = *dev->ops;
+	w->ops.get_limits = pw_get_limits;
+	w->ops.sample = pw_sample;
+	w->ops.set_clock_range = io->set_clock_range ? pw_set_clock_range : NULL;
+	w->ops.reset_clocks = io->reset_clocks ? pw_reset_clocks : NULL;
+	w->ops.set_power_limit = io->set_power_limit ? pw_set_power_limit : NULL;
+	w->ops.get_original = io->get_original ? pw_get_original : NULL;
+	w->ops.last_error = io->last_error ? pw_last_error : NULL;
+	w->ops.alert_fd = io->alert_fd ? pw_alert_fd : NULL;
+	w->ops.alert_read = io->alert_read ? pw_alert_read : NULL;
+	w->ops.set_brake = io->set_brake ? pw_set_brake : NULL;
+	if (w->ops.set_precision)
+		w->ops.set_precision = pw_set_precision;
+	dev->ops = &w->ops;
 }

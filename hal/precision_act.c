@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/fdio.h"
 #include "common/clock.h"
 #include "hal/curl_util.h"
 
@@ -186,20 +187,6 @@ void pact_fini(struct pact *a)
 	memset(a, 0, sizeof(*a));
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
 
 /* Temp file in the target's directory (rename is atomic only within one
  * file system), fsync, rename over the target, fsync the directory. */
@@ -220,8 +207,8 @@ static int apply_file(struct pact *a, const char *doc)
 		snprintf(a->err, sizeof(a->err), "create %s: %s", tmp, strerror(-rc));
 		goto out_free;
 	}
-	if (fchmod(fd, 0644) < 0 || (rc = write_all(fd, doc, strlen(doc))) < 0 ||
-	    write_all(fd, "\n", 1) < 0 || fsync(fd) < 0) {
+	if (fchmod(fd, 0644) < 0 || (rc = fd_write_all(fd, doc, strlen(doc))) < 0 ||
+	    fd_write_all(fd, "\n", 1) < 0 || fsync(fd) < 0) {
 		rc = rc ? rc : -errno;
 		snprintf(a->err, sizeof(a->err), "write %s: %s", tmp, strerror(-rc));
 		goto out_unlink;

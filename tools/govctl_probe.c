@@ -337,15 +337,16 @@ static void probe_one(struct pdev *p, uint32_t period_ms)
 	take_caps(p, &dev);
 	rc = dev.ops->get_limits(&dev, &p->lim);
 	p->lim_ok = rc == 0;
-	/* A serving device has no limits or sensors by design
-	 * (docs/serving-integration.md); governor_init needs the limits. */
+	/* A serving device without options.power_backend has no limits or
+	 * sensors (docs/serving-integration.md); governor_init needs them. */
 	bool no_sensors = rc == -EOPNOTSUPP && p->role == ROLE_SERVING;
 	if (no_sensors)
 		note(&p->problems,
-		     "govd cannot govern this device on its own: the serving backend offers no "
-		     "limits or sensors (get_limits, sample: not supported) and governor_init "
-		     "needs the limits; it has to be paired with an accelerator backend, which a "
-		     "govd config cannot express yet");
+		     "govd cannot govern this device as configured: the serving backend alone "
+		     "offers no limits or sensors (get_limits, sample: not supported) and "
+		     "governor_init needs the limits; pair it with the accelerator that runs the "
+		     "server through options.power_backend (e.g. nvml with power.index), "
+		     "docs/serving-integration.md");
 	else if (rc)
 		note(&p->problems, "get_limits failed: %s", strerror(-rc));
 

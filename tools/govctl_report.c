@@ -251,7 +251,13 @@ static json_t *handoff(const struct rp_run *r, const char *role)
 	json_object_set_new(o, "model_revision", jstr_or_null(r->model_revision));
 	json_object_set_new(o, "driver_version", jstr_or_null(r->driver));
 	json_object_set_new(o, "firmware_version", jstr_or_null(r->firmware));
-	json_object_set_new(o, "compiler", jstr_or_null(r->v_compiler));
+	/* What built the run when it says so; else the policy's validated_with. */
+	json_object_set_new(o, "compiler", jstr_or_null(r->build_compiler[0] ? r->build_compiler
+									 : r->v_compiler));
+	json_object_set_new(o, "compiler_source",
+			    json_string(r->build_compiler[0] ? "run (versions.compiler)"
+				       : r->v_compiler[0] ? "policy metadata.validated_with"
+							  : "unknown"));
 	json_object_set_new(o, "runtime", json_sprintf("govd %s%s%s", r->govd_version,
 						       r->v_runtime[0] ? "; policy validated with " : "",
 						       r->v_runtime));
@@ -268,7 +274,14 @@ static json_t *handoff(const struct rp_run *r, const char *role)
 	json_object_set_new(o, "objective", jstr_or_null(r->objective));
 	json_object_set_new(o, "seed", json_integer((json_int_t)r->seed));
 	json_object_set_new(o, "duration_s", jsonx_real(r->duration_s));
-	if (strcmp(r->scenario, "live"))
+	if (r->command[0]) {
+		/* The recorded command, into the run's own directory: rerunning it
+		 * must give the same bytes. */
+		char cmd[sizeof(r->command) + 1100];
+		snprintf(cmd, sizeof(cmd), "%s --out", r->command);
+		sim_shell_append(cmd, sizeof(cmd), r->dir);
+		json_object_set_new(o, "reproduce", json_string(cmd));
+	} else if (strcmp(r->scenario, "live"))
 		json_object_set_new(
 			o, "reproduce",
 			json_sprintf("govctl sim --scenario %s --policy %s --seed %llu --duration %.0f --out %s",
@@ -278,7 +291,9 @@ static json_t *handoff(const struct rp_run *r, const char *role)
 		json_object_set_new(o, "reproduce",
 				    json_string("live run: not reproducible by command; replay needs the "
 						"request trace of the serving window"));
-	json_object_set_new(o, "scenario_path_inferred", json_boolean(true));
+	json_object_set_new(o, "scenario_path", json_string(r->scenario_path));
+	json_object_set_new(o, "scenario_path_inferred", json_boolean(!r->scenario_path_recorded));
+	json_object_set_new(o, "command_recorded", json_boolean(r->command[0] != '\0'));
 	json_object_set_new(o, "scenario_path_exists", json_boolean(r->scenario_path_exists));
 	return o;
 }
@@ -987,12 +1002,19 @@ int govctl_report(int argc, char **argv)
 		json_array_append_new(bott, bottlenecks(runs[i], &ri[i], role));
 		validation(vm, runs[i], b, i == bi);
 	}
-	json_array_append_new(missing, json_string("summary.json and the decision-log header do not record "
-						   "the scenario file's path nor the command line: the "
-						   "reproduce command infers configs/scenarios/<scenario>.yaml "
-						   "from the scenario name"));
-	json_array_append_new(missing, json_string("the compiler that built the run is not recorded: the "
-						   "compiler shown is the policy's metadata.validated_with"));
+	/* Older runs (and govd's logs) lack the run metadata: said per run. */
+	for (size_t i = 0; i < n; i++) {
+		const struct rp_run *r = runs[i];
+		if (!r->command[0] && strcmp(r->scenario, "live"))
+			json_array_append_new(missing, json_sprintf(
+				"%s: the run does not record the scenario file's path nor the command "
+				"line: the reproduce command infers %s from the scenario name",
+				r->label, r->scenario_path));
+		if (!r->build_compiler[0])
+			json_array_append_new(missing, json_sprintf(
+				"%s: the compiler that built the run is not recorded: the compiler "
+				"shown is the policy's metadata.validated_with", r->label));
+	}
 	json_array_append_new(missing, json_string("the decision-log header carries no SLA targets, "
 						   "thermal ceiling or rollback triggers: for a live log "
 						   "they come from the policy file at policy_path when its "

@@ -211,8 +211,13 @@ struct rp_run {
 	struct rp_wstats *w;
 	size_t nw;
 	double recomputed_tokens, recomputed_energy_j; /* from the log, for sim runs a check */
-	char scenario_path[1024]; /* inferred: configs/scenarios/<scenario>.yaml */
-	bool scenario_path_exists;
+	/* Recorded by runs since the run-metadata change (summary.json, header);
+	 * older runs: scenario_path inferred as configs/scenarios/<scenario>.yaml,
+	 * command and build_compiler empty. */
+	char scenario_path[1024];
+	bool scenario_path_recorded, scenario_path_exists;
+	char command[8192];       /* govctl sim command that reproduces the run, without --out */
+	char build_compiler[128]; /* versions.compiler / compiler: what built the governor */
 };
 
 /* Loads a run: a directory with decisions.jsonl (summary.json optional), or a

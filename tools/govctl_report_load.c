@@ -67,6 +67,19 @@ static void read_int8(json_t *op, double *out, size_t n)
 	}
 }
 
+/* scenario_path and command, when the run recorded them (header or
+ * summary.json; absent in older runs and in govd's logs). */
+static void read_run_meta(struct rp_run *r, json_t *o)
+{
+	json_t *sp = json_object_get(o, "scenario_path"), *cmd = json_object_get(o, "command");
+	if (json_is_string(sp) && json_string_length(sp)) {
+		snprintf(r->scenario_path, sizeof(r->scenario_path), "%s", json_string_value(sp));
+		r->scenario_path_recorded = true;
+	}
+	if (json_is_string(cmd))
+		snprintf(r->command, sizeof(r->command), "%s", json_string_value(cmd));
+}
+
 static void read_header(struct rp_run *r, json_t *h)
 {
 	jstr(h, "govd_version", r->govd_version, sizeof(r->govd_version));
@@ -77,6 +90,8 @@ static void read_header(struct rp_run *r, json_t *h)
 	jstr(h, "policy_path", r->policy_path, sizeof(r->policy_path));
 	jstr(h, "policy_hash", r->policy_hash, sizeof(r->policy_hash));
 	jstr(h, "controller", r->controller, sizeof(r->controller));
+	read_run_meta(r, h);
+	jstr(json_object_get(h, "versions"), "compiler", r->build_compiler, sizeof(r->build_compiler));
 	r->period_s = jnum(h, "period_ms") / 1000.0;
 	double seed = jnum(h, "seed");
 	r->seed = seed >= 0 ? (uint64_t)seed : 0;
@@ -155,6 +170,10 @@ static int read_log(struct rp_run *r, const char *path, char *err, size_t errlen
 	bool header = false;
 	while ((len = getline(&line, &cap, f)) > 0) {
 		lineno++;
+		/* A last line without its newline is a write torn by a crash
+		 * (kill -9): the log is valid up to its last complete line. */
+		if (line[len - 1] != '\n' && feof(f))
+			break;
 		json_error_t je;
 		json_t *o = json_loadb(line, (size_t)len, 0, &je);
 		if (!o) {
@@ -203,6 +222,9 @@ out_close:
 static void read_summary(struct rp_run *r, json_t *s)
 {
 	r->have_summary = true;
+	read_run_meta(r, s);
+	if (!r->build_compiler[0])
+		jstr(s, "compiler", r->build_compiler, sizeof(r->build_compiler));
 	r->duration_s = jnum(s, "duration_s");
 	r->tokens = jnum(s, "tokens_generated");
 	r->e_accel = jnum2(s, "energy_j", "accel");
@@ -354,7 +376,9 @@ int rp_run_load(const char *path, struct rp_run *r, char *err, size_t errlen)
 	}
 	snprintf(r->label, sizeof(r->label), "%s/%s/seed%llu", r->scenario, r->policy,
 		 (unsigned long long)r->seed);
-	snprintf(r->scenario_path, sizeof(r->scenario_path), "configs/scenarios/%s.yaml", r->scenario);
+	if (!r->scenario_path_recorded) /* older runs: the layout's convention */
+		snprintf(r->scenario_path, sizeof(r->scenario_path), "configs/scenarios/%s.yaml",
+			 r->scenario);
 	r->scenario_path_exists = !stat(r->scenario_path, &st);
 	return rp_run_windows(r);
 

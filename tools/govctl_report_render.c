@@ -276,6 +276,7 @@ static void sec_handoff(struct doc *d, json_t *rep)
 		{ "device", "device" },
 		{ "model_revision", "model revision" },
 		{ "compiler", "compiler" },
+		{ "compiler_source", "compiler from" },
 		{ "runtime", "runtime" },
 		{ "driver_version", "driver" },
 		{ "firmware_version", "firmware" },

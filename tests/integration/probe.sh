@@ -163,7 +163,7 @@ if [ -x "$py" ]; then
 	[ "$(jget '.devices[0].serving[1].valid')" = true ] || fail "serving: second read"
 	[ "$(jget '.devices[0].serving[1].requests_completed')" -gt 0 ] || fail "serving: requests"
 	[ "$(jget '.devices[0].serving[1].t_ms > .devices[0].serving[0].t_ms')" = true ] || fail "serving: fresh"
-	jget '.devices[0].problems[]' | grep -q "cannot govern this device on its own" || fail "serving: pairing problem"
+	jget '.devices[0].problems[]' | grep -q "pair it with the accelerator" || fail "serving: pairing problem"
 	[ "$(jget '.devices[0].problems | length')" = 1 ] || fail "serving: other problems"
 	echo "ok serving: vLLM stand-in, $(jget '.devices[0].serving[1].requests_completed') requests, $(jget '.devices[0].serving[1].tokens_generated') tokens; exit 1: not governable alone"
 fi

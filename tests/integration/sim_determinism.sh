@@ -26,6 +26,14 @@ cmp -s "$tmp/a/summary.json" "$tmp/c/summary.json" && fail "seed 2 gave the same
 [ "$(wc -l <"$tmp/a/timeseries.csv")" -eq 241 ] || fail "expected 241 timeseries lines"
 grep -q '"tokens_per_joule"' "$tmp/a/summary.json" || fail "summary lacks tokens_per_joule"
 grep -q '"seed": 2' "$tmp/c/summary.json" || fail "summary lacks the seed"
+# the recorded command (no --out) reproduces the run byte for byte
+cmd=$(sed -n 's/^  "command": "\(.*\)",$/\1/p' "$tmp/a/summary.json")
+[ "$cmd" = "govctl sim --scenario $scenario --policy $policy --seed 1 --duration 120" ] ||
+	fail "recorded command is '$cmd'"
+eval "\"\$govctl\" ${cmd#govctl } --out \"\$tmp/r\"" >/dev/null
+for f in summary.json timeseries.csv decisions.jsonl; do
+	cmp -s "$tmp/a/$f" "$tmp/r/$f" || fail "$f differs when rerun with the recorded command"
+done
 
 expect_rc() {
 	local want=$1; shift

@@ -131,7 +131,7 @@ static void test_mix_decide(void **state)
 	(void)state;
 	struct govd_tuning t = tuning();
 	struct govd_mix m = { .tbt_at_max = { NAN, NAN }, .sat_since_s = NAN,
-			      .last_sat_s = -INFINITY, .hold_s = 60 };
+			      .last_sat_s = -INFINITY, .hold_s = 60, .mode_since_s = -INFINITY };
 	double until = -INFINITY;
 
 	/* The mix under slack_high: stays. */
@@ -146,9 +146,14 @@ static void test_mix_decide(void **state)
 	/* The EWMA (0.1 per period) crosses 0.85 after ~4 s, then sat_s. */
 	assert_true(now - 10 >= t.sat_s && now - 10 <= t.sat_s + 6.0);
 	double first_hold = until - (now - 0.5);
-	/* BF16 doing clearly worse than the mix did: back at once. */
+	/* BF16 doing clearly worse than the mix did: back once the short
+	 * window holds BF16 tokens only (not on the mix's leftovers). */
 	double u2 = govd_mix_decide(&t, &m, now, until, 3.0, 1.0);
-	assert_true(u2 <= now);
+	assert_true(u2 == until);
+	for (; now < until && u2 == until; now += 0.5)
+		u2 = govd_mix_decide(&t, &m, now, until, 3.0, 1.0);
+	assert_true(u2 <= now && now - first_hold < until);
+	assert_true(now >= until - first_hold + ESTIMATE_SHORT_WINDOW_S);
 	/* A second saturation soon after backs off: the hold doubles. */
 	until = u2;
 	double t0 = now + 1;

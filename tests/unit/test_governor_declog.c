@@ -199,6 +199,24 @@ static void test_header(void **state)
 	json_t *md = json_object_get(o, "policy_metadata");
 	assert_string_equal(json_string_value(json_object_get(md, "model_revision")), "llama-3.1-8b");
 	assert_string_equal(json_string_value(json_object_get(md, "power_mode")), "");
+	/* govd: no scenario file, no command: the keys are absent */
+	assert_null(json_object_get(o, "scenario_path"));
+	assert_null(json_object_get(o, "command"));
+	json_decref(o);
+
+	h.scenario = "s";
+	h.scenario_path = "configs/scenarios/s.yaml";
+	h.command = "govctl sim --scenario configs/scenarios/s.yaml --policy p.yaml --seed 9";
+	fp = open_memstream(&buf, &len);
+	declog_init(&d, fp);
+	assert_int_equal(declog_header(&d, &h), 0);
+	declog_fini(&d);
+	fclose(fp);
+	o = json_loads(buf, 0, &err);
+	free(buf);
+	assert_non_null(o);
+	assert_string_equal(json_string_value(json_object_get(o, "scenario_path")), h.scenario_path);
+	assert_string_equal(json_string_value(json_object_get(o, "command")), h.command);
 	json_decref(o);
 }
 

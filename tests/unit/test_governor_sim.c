@@ -1,5 +1,6 @@
 /* sim_run end to end on a short default scenario: the summary's figures are
  * consistent with each other and with what each baseline does. */
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <setjmp.h>
@@ -190,9 +191,113 @@ static void test_every_sla_target_judged(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+static void test_shell_quote(void **state)
+{
+	(void)state;
+	char b[64] = "govctl";
+	assert_int_equal(sim_shell_append(b, sizeof(b), "configs/s-1_a.yaml"), 0);
+	assert_int_equal(sim_shell_append(b, sizeof(b), "a b"), 0);
+	assert_int_equal(sim_shell_append(b, sizeof(b), "it's"), 0);
+	assert_int_equal(sim_shell_append(b, sizeof(b), ""), 0);
+	assert_int_equal(sim_shell_append(b, sizeof(b), "$x"), 0);
+	assert_string_equal(b, "govctl configs/s-1_a.yaml 'a b' 'it'\\''s' '' '$x'");
+	/* Too long: an error and a terminated string inside the buffer. */
+	char t[8] = "ab";
+	assert_int_equal(sim_shell_append(t, sizeof(t), "cdefghij"), -ENAMETOOLONG);
+	assert_true(strlen(t) < sizeof(t));
+	char u[5] = "ab";
+	assert_int_equal(sim_shell_append(u, sizeof(u), "x y"), -ENAMETOOLONG);
+	assert_true(strlen(u) < sizeof(u));
+
+	struct sim_opts o = { .scenario_path = "my scen.yaml", .duration_s = 0.1 };
+	char c[256];
+	assert_int_equal(sim_command(&o, "p.yaml", 7, c, sizeof(c)), 0);
+	assert_string_equal(c, "govctl sim --scenario 'my scen.yaml' --policy p.yaml --seed 7 "
+			       "--duration 0.1");
+	o.duration_s = 0; /* the scenario's own duration: no --duration */
+	assert_int_equal(sim_command(&o, "p.yaml", 18446744073709551615ull, c, sizeof(c)), 0);
+	assert_string_equal(c, "govctl sim --scenario 'my scen.yaml' --policy p.yaml "
+			       "--seed 18446744073709551615");
+	assert_int_equal(sim_command(&o, "p.yaml", 7, c, 20), -ENAMETOOLONG);
+}
+
+static json_t *header_of(const char *dir)
+{
+	char path[4200], *line = NULL;
+	size_t cap = 0;
+	snprintf(path, sizeof(path), "%s/decisions.jsonl", dir);
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	assert_true(getline(&line, &cap, f) > 0);
+	fclose(f);
+	json_error_t err;
+	json_t *h = json_loads(line, 0, &err);
+	free(line);
+	assert_non_null(h);
+	return h;
+}
+
+static const char *str(json_t *o, const char *k)
+{
+	const char *v = json_string_value(json_object_get(o, k));
+	assert_non_null(v);
+	return v;
+}
+
+/* summary.json and the decision-log header record the scenario path and the
+ * command as given (no --out: two output directories give the same bytes),
+ * and the compiler; a caller's command is recorded verbatim. */
+static void test_run_metadata(void **state)
+{
+	(void)state;
+	if (access(scenario, R_OK)) {
+		printf("SKIP: %s absent\n", scenario);
+		skip();
+	}
+	char tmpl[] = "/tmp/govd-meta-XXXXXX";
+	char *dir = mkdtemp(tmpl);
+	assert_non_null(dir);
+	char a[4200], b[4200];
+	const char *pol = "policies/baselines/ondemand.yaml";
+	const char *want = "govctl sim --scenario configs/scenarios/default.yaml "
+			   "--policy policies/baselines/ondemand.yaml --seed 3 --duration 20";
+	snprintf(a, sizeof(a), "%s/a", dir);
+	snprintf(b, sizeof(b), "%s/b", dir);
+	json_t *sa = run(pol, a, 20), *sb = run(pol, b, 20);
+	assert_true(json_equal(sa, sb));
+	assert_string_equal(str(sa, "scenario_path"), scenario);
+	assert_string_equal(str(sa, "policy_path"), pol);
+	assert_string_equal(str(sa, "command"), want);
+	assert_true(strlen(str(sa, "compiler")) > 0);
+	json_t *h = header_of(a);
+	assert_string_equal(str(h, "scenario_path"), scenario);
+	assert_string_equal(str(h, "command"), want);
+	assert_string_equal(str(json_object_get(h, "versions"), "compiler"), str(sa, "compiler"));
+	json_decref(h);
+
+	struct sim_opts o = { .scenario_path = scenario, .policy_path = pol, .seed = 3,
+			      .have_seed = true, .duration_s = 5, .out_dir = a,
+			      .command = "govctl sim --scenario x" };
+	struct sim_result r;
+	struct diag_list d = { 0 };
+	assert_int_equal(sim_run(&o, &r, &d), 0);
+	diag_clear(&d);
+	h = header_of(a);
+	assert_string_equal(str(h, "command"), "govctl sim --scenario x");
+	json_decref(h);
+
+	json_decref(sa);
+	json_decref(sb);
+	char cmd[4300];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_shell_quote),
+		cmocka_unit_test(test_run_metadata),
 		cmocka_unit_test(test_baselines),
 		cmocka_unit_test(test_every_sla_target_judged),
 		cmocka_unit_test(test_bad_inputs),
