@@ -1,6 +1,10 @@
 /* Event-to-read latency of the gpio alert path: from the edge's timestamp to
  * the moment a thread blocked in poll(alert_fd) has the decoded hal_alert in
- * hand (epoll wake-up, edge read, debounce bookkeeping, queue).
+ * hand (epoll wake-up, edge read, debounce bookkeeping, queue); and the whole
+ * emergency path as govd runs it: edge -> alert_read -> governor_emergency()
+ * -> the last HAL write of the safe point done (a sim device under
+ * policies/thermal-conservative.yaml, whose safe point locks 1200 MHz and
+ * 350 W; the decision-log line after the writes goes to /dev/null).
  *
  *   bench_gpio_alert [N]                      pipe-backed fake line (default),
  *                                             edges written by a second thread
@@ -12,6 +16,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +25,9 @@
 #include <unistd.h>
 
 #include "common/diag.h"
+#include "governor/governor.h"
 #include "hal/hal_gpio.h"
+#include "hal/hal_sim.h"
 
 #ifdef GOVD_WITH_GPIOD
 
@@ -101,6 +108,62 @@ static const struct hal_gpio_provider wrapped = { w_req, w_req_out, w_fd, w_read
 
 static volatile int stop;
 
+/* ---- the sim device's writes, timed ---- */
+static struct hal_ops timed_ops;
+static const struct hal_ops *sim_ops;
+static uint64_t last_write_ns;
+static int t_clock(struct hal_dev *d, uint32_t lo, uint32_t hi)
+{
+	int rc = sim_ops->set_clock_range(d, lo, hi);
+	last_write_ns = now_ns();
+	return rc;
+}
+static int t_power(struct hal_dev *d, uint32_t mw)
+{
+	int rc = sim_ops->set_power_limit(d, mw);
+	last_write_ns = now_ns();
+	return rc;
+}
+
+struct emerg {
+	struct hal_dev dev;
+	struct govd_clock clk;
+	struct policy *pol;
+	struct governor g;
+	FILE *log;
+};
+
+static int emerg_open(struct emerg *em, struct diag_list *dl)
+{
+	const char *k[] = { "scenario" }, *v[] = { "configs/scenarios/default.yaml" };
+	struct hal_dev_cfg c = { .name = "gpu0", .backend = "sim", .n_opts = 1, .keys = k, .values = v };
+	int rc = hal_open(&em->dev, &c, dl);
+	if (rc || (rc = hal_sim_clock(&em->dev, &em->clk)))
+		return rc;
+	sim_ops = em->dev.ops;
+	timed_ops = *sim_ops;
+	timed_ops.set_clock_range = t_clock;
+	timed_ops.set_power_limit = t_power;
+	em->dev.ops = &timed_ops;
+	if ((rc = policy_load("policies/thermal-conservative.yaml", &em->pol, dl)))
+		return rc;
+	em->log = fopen("/dev/null", "w");
+	struct governor_cfg gc = { .pol = em->pol, .dev = &em->dev, .clock = &em->clk,
+				   .declog = em->log };
+	if ((rc = governor_init(&em->g, &gc, dl)))
+		return rc;
+	return governor_tick(&em->g) < 0 ? -EIO : 0; /* one period: a normal op point */
+}
+
+/* Puts the governor back on a point the safe point differs from, so every
+ * emergency writes clocks and power limit. */
+static void emerg_rearm(struct emerg *em)
+{
+	em->g.cur.clk_locked = true;
+	em->g.cur.clk_min_khz = em->g.cur.clk_max_khz = em->g.lim.clk_max_khz;
+	em->g.cur.power_limit_mw = em->g.lim.power_limit_max_mw;
+}
+
 static void *toggler(void *arg)
 {
 	int n = *(int *)arg;
@@ -148,7 +211,13 @@ int main(int argc, char **argv)
 		diag_print(&dl, stderr);
 		return 1;
 	}
+	struct emerg em = { 0 };
+	bool emerg_ok = emerg_open(&em, &dl) == 0;
+	if (!emerg_ok)
+		diag_print(&dl, stderr);
 	uint64_t *lat = calloc((size_t)n, sizeof(*lat));
+	uint64_t *elat = calloc((size_t)n, sizeof(*elat));
+	int egot = 0;
 	pthread_t th;
 	if (!chip)
 		pthread_create(&th, NULL, toggler, &n);
@@ -162,8 +231,15 @@ int main(int argc, char **argv)
 		}
 		struct hal_alert ev;
 		while (got < n && dev.ops->alert_read(&dev, &ev) == 1) {
-			uint64_t t = now_ns();
-			lat[got++] = t > last_edge_ns ? t - last_edge_ns : 0;
+			uint64_t t = now_ns(), edge = last_edge_ns;
+			lat[got++] = t > edge ? t - edge : 0;
+			if (emerg_ok && ev.kind == HAL_ALERT_ASSERTED) {
+				emerg_rearm(&em);
+				last_write_ns = 0;
+				governor_emergency(&em.g, "bench alert");
+				if (last_write_ns > edge)
+					elat[egot++] = last_write_ns - edge;
+			}
 		}
 	}
 	stop = 1;
@@ -178,6 +254,22 @@ int main(int argc, char **argv)
 		       chip ? "libgpiod" : "fake pipe line", got, lat[got / 2] / 1e3,
 		       lat[(size_t)got * 99 / 100] / 1e3, lat[got - 1] / 1e3);
 	}
+	if (egot > 0) {
+		qsort(elat, (size_t)egot, sizeof(*elat), cmp_u64);
+		printf("emergency path (edge -> governor_emergency -> last HAL write of the safe point, "
+		       "sim device): %d events, p50 %.1f us, p99 %.1f us, max %.1f us\n",
+		       egot, elat[egot / 2] / 1e3, elat[(size_t)egot * 99 / 100] / 1e3,
+		       elat[egot - 1] / 1e3);
+	}
+	if (emerg_ok) {
+		governor_fini(&em.g);
+		policy_free(em.pol);
+	}
+	if (em.dev.ops)
+		hal_close(&em.dev);
+	if (em.log)
+		fclose(em.log);
+	free(elat);
 	free(lat);
 	diag_clear(&dl);
 	return got == n ? 0 : 1;
