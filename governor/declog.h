@@ -61,6 +61,8 @@ struct declog_record {
 
 struct declog {
 	FILE *f; /* not owned; NULL: logging off */
+	char *buf; /* one record, encoded before a single write (owned) */
+	size_t cap;
 };
 
 /* The compiler that built the governor library, named: "gcc 12.2.0",
