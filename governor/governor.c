@@ -356,6 +356,7 @@ int governor_tick(struct governor *g)
 	check_envelope(g, est->temp_c[HAL_TEMP_INLET]);
 
 	struct gov_opoint after;
+	guard_policy_budget(&g->guard, est->power_w, g->period_s);
 	guard_apply(&g->guard, &g->cur, &out.op, est->critical_fault, &after, &reasons, &binding);
 	g->safety = (reasons & (GOV_R_SAFE_POINT | GOV_R_SAFE_HOLD | GOV_R_ENVELOPE)) != 0;
 	if (!g->cfg.dry_run)

@@ -43,12 +43,50 @@ void guard_set_budget_mw(struct guard *g, uint32_t budget_mw)
 	g->budget_mw = budget_mw;
 }
 
+/* The policy's power budget (power.budget_w): the mean power of the
+ * objective's rails over budget_window_s (an EWMA with that time constant)
+ * stays at or under budget_w. The accelerator is the rail the governor can
+ * limit, so its allowance is the budget less what the other counted rails
+ * draw now, less the excess the window has already accumulated (an
+ * overshoot is paid back). */
+double guard_budget_allowance_w(struct guard_budget *b, const double power_w[HAL_RAIL_N],
+				uint32_t rails, double budget_w, double window_s, double period_s)
+{
+	if (!(budget_w > 0))
+		return INFINITY;
+	double total = 0, other = 0;
+	for (int r = 0; r < HAL_RAIL_N; r++) {
+		if (!(rails & POLICY_RAIL_BIT(r)) || !isfinite(power_w[r]))
+			continue;
+		total += power_w[r];
+		if (r != HAL_RAIL_ACCEL)
+			other += power_w[r];
+	}
+	double a = 1.0 - exp(-period_s / window_s);
+	b->mean_w = b->have ? b->mean_w + a * (total - b->mean_w) : total;
+	b->have = true;
+	double excess = b->mean_w > budget_w ? b->mean_w - budget_w : 0;
+	return budget_w - other - excess;
+}
+
+void guard_policy_budget(struct guard *g, const double power_w[HAL_RAIL_N], double period_s)
+{
+	const struct policy *p = g->pol;
+	double w = guard_budget_allowance_w(&g->pbudget, power_w, p->objective.rails,
+					    p->power.budget_w, p->power.budget_window_s, period_s);
+	g->policy_budget_mw = isfinite(w) ? gov_w_to_mw(w > 0 ? w : 0) : 0;
+	if (isfinite(w) && g->policy_budget_mw == 0)
+		g->policy_budget_mw = 1; /* spent: the device minimum applies */
+}
+
 uint32_t guard_cap_mw(const struct guard *g)
 {
 	uint32_t cap = g->cap_mw;
 
 	if (g->budget_mw > 0 && g->budget_mw < cap)
 		cap = g->budget_mw;
+	if (g->policy_budget_mw > 0 && g->policy_budget_mw < cap)
+		cap = g->policy_budget_mw;
 	return cap < g->lim.power_limit_min_mw ? g->lim.power_limit_min_mw : cap;
 }
 
@@ -57,7 +95,7 @@ uint32_t guard_cap_mw(const struct guard *g)
 static void safe_point_capped(const struct guard *g, size_t n_slices, struct gov_opoint *out)
 {
 	guard_safe_point(g, n_slices, out);
-	if (g->budget_mw > 0 && out->power_limit_mw > guard_cap_mw(g))
+	if ((g->budget_mw > 0 || g->policy_budget_mw > 0) && out->power_limit_mw > guard_cap_mw(g))
 		out->power_limit_mw = guard_cap_mw(g);
 }
 

@@ -11,6 +11,12 @@
 #include "governor/policy.h"
 #include "hal/hal.h"
 
+/* State of the policy's average-power budget (power.budget_w). */
+struct guard_budget {
+	bool have;
+	double mean_w; /* EWMA of the counted rails over budget_window_s */
+};
+
 struct guard {
 	const struct policy *pol;
 	struct hal_limits lim;
@@ -21,6 +27,8 @@ struct guard {
 	bool in_safe;
 	bool outside_envelope;       /* guard_set_envelope */
 	uint32_t budget_mw;          /* external power budget (node share); 0: none */
+	struct guard_budget pbudget;
+	uint32_t policy_budget_mw;   /* power.budget_w's accelerator allowance now; 0: none */
 };
 
 int guard_init(struct guard *g, const struct policy *pol, const struct hal_limits *lim);
@@ -39,6 +47,13 @@ void guard_set_envelope(struct guard *g, bool outside);
 /* An external power cap on top of the policy's (0: none); never below the
  * device's minimum limit. Applies to the safe point too. */
 void guard_set_budget_mw(struct guard *g, uint32_t budget_mw);
+/* Accelerator power allowed by an average-power budget (W; INFINITY when
+ * budget_w is 0). Pure but for b. */
+double guard_budget_allowance_w(struct guard_budget *b, const double power_w[HAL_RAIL_N],
+				uint32_t rails, double budget_w, double window_s, double period_s);
+/* One period of the policy's power.budget_w, from the filtered rails: sets
+ * the allowance guard_cap_mw() applies. */
+void guard_policy_budget(struct guard *g, const double power_w[HAL_RAIL_N], double period_s);
 /* The power cap in force: policy cap, device limits and budget. */
 uint32_t guard_cap_mw(const struct guard *g);
 /* Emergency (e.g. a GPIO thermal alert): the safe point now, held for

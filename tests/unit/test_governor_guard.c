@@ -250,9 +250,44 @@ static void test_envelope_and_budget(void **state)
 	assert_false(r & (GOV_R_SAFE_HOLD | GOV_R_SAFE_POINT));
 }
 
+/* power.budget_w: the accelerator allowance from the counted rails and the
+ * window's accumulated excess. */
+static void test_policy_budget(void **state)
+{
+	(void)state;
+	struct guard_budget b = { 0 };
+	struct { double power_w[HAL_RAIL_N]; } e = { { 0 } };
+	e.power_w[HAL_RAIL_ACCEL] = 300;
+	e.power_w[HAL_RAIL_MEMORY] = 20;
+	e.power_w[HAL_RAIL_HOST] = 60;
+
+	/* No budget: no allowance. */
+	assert_true(isinf(guard_budget_allowance_w(&b, e.power_w, POLICY_RAILS_ALL, 0, 60, 0.5)));
+	/* Under budget (380 of 400 W): the accelerator may take 400 - 80. */
+	double a = guard_budget_allowance_w(&b, e.power_w, POLICY_RAILS_ALL, 400, 60, 0.5);
+	assert_true(fabs(a - 320) < 1e-9);
+	/* Only the accelerator counted: the whole budget is its. */
+	struct guard_budget b2 = { 0 };
+	a = guard_budget_allowance_w(&b2, e.power_w, POLICY_RAIL_BIT(HAL_RAIL_ACCEL), 350, 60, 0.5);
+	assert_true(fabs(a - 350) < 1e-9);
+	/* Over budget for a while: the allowance drops below budget - other
+	 * by the window's accumulated excess, and recovers as it is paid back. */
+	struct guard_budget b3 = { 0 };
+	e.power_w[HAL_RAIL_ACCEL] = 500;
+	for (int i = 0; i < 240; i++)
+		a = guard_budget_allowance_w(&b3, e.power_w, POLICY_RAILS_ALL, 400, 60, 0.5);
+	assert_true(b3.mean_w > 500 && a < 320 - 100);
+	e.power_w[HAL_RAIL_ACCEL] = 200;
+	double before = a;
+	for (int i = 0; i < 240; i++)
+		a = guard_budget_allowance_w(&b3, e.power_w, POLICY_RAILS_ALL, 400, 60, 0.5);
+	assert_true(a > before && fabs(a - 320) < 1e-6);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_policy_budget),
 		cmocka_unit_test(test_passthrough_and_device_clamp),
 		cmocka_unit_test(test_policy_range_and_cap),
 		cmocka_unit_test(test_step_limit),
