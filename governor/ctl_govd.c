@@ -388,6 +388,10 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 	uint32_t floor_khz = govd_load_floor_khz(t, s->tbt_peak[mode], s->floor_khz, s->fmax_khz);
 	reasons |= govd_latency_step(t, &s->f_khz, ratio, busy, e->queue_len, in->period_s,
 				     floor_khz, s->idle_khz, s->fmax_khz);
+	/* max_throughput: the clock stays at the top of the policy's range; the
+	 * thermal, budget and precision loops still act. */
+	if (pol->objective.kind == POLICY_OBJ_MAX_THROUGHPUT)
+		s->f_khz = s->fmax_khz;
 	double f = s->f_khz;
 	uint32_t cap_mw = pol->power.cap_w > 0 ? gov_w_to_mw(pol->power.cap_w)
 					       : in->lim->power_limit_default_mw;
