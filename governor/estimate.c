@@ -212,9 +212,30 @@ static void ring_pop(struct estimator *e)
 	e->ring_n--;
 }
 
+/* A cumulative counter below its last snapshot restarted (server or
+ * exporter restart): what it holds now was counted since the restart, so
+ * the delta is taken against zero. Unsigned now - prev would wrap to ~2^64
+ * and flood the window, the throughput and the quality gate's totals. */
+static uint64_t counter_delta(uint64_t now, uint64_t prev)
+{
+	return now >= prev ? now - prev : now;
+}
+
+static bool hist_went_back(const struct hist *now, const struct hist *prev)
+{
+	if (now->n < prev->n)
+		return true;
+	for (int i = 0; i < HIST_NBUCKETS; i++)
+		if (now->count[i] < prev->count[i])
+			return true;
+	return false;
+}
+
 static int window_update(struct estimator *e, uint64_t now_ms, const struct hal_serving *sv,
 			 const struct hal_quality *q)
 {
+	static const struct hist zero_hist;
+
 	/* The period short_len back leaves the short window (before ring_pop
 	 * and the overwrite below, which may reuse its slot). */
 	if (e->ring_n >= e->short_len) {
@@ -239,11 +260,15 @@ static int window_update(struct estimator *e, uint64_t now_ms, const struct hal_
 		const struct hist *now[3] = { sv->ttft, sv->tbt, sv->e2e };
 		if (e->have_prev) {
 			for (int h = 0; h < 3 && !rc; h++)
-				rc = sparse_from_delta(p->h[h], now[h], &e->prev[h]);
+				rc = sparse_from_delta(p->h[h], now[h],
+						       hist_went_back(now[h], &e->prev[h]) ? &zero_hist
+											   : &e->prev[h]);
 			if (!rc) {
-				p->requests = sv->requests_completed - e->prev_requests;
-				p->tokens = sv->tokens_generated - e->prev_tokens;
-				p->tokens_int8 = sv->tokens_int8 - e->prev_tokens_int8;
+				p->requests = counter_delta(sv->requests_completed, e->prev_requests);
+				p->tokens = counter_delta(sv->tokens_generated, e->prev_tokens);
+				p->tokens_int8 = counter_delta(sv->tokens_int8, e->prev_tokens_int8);
+				if (p->tokens_int8 > p->tokens)
+					p->tokens_int8 = p->tokens;
 			}
 		}
 		/* On failure keep the old snapshot: the next period's delta then
@@ -261,8 +286,15 @@ static int window_update(struct estimator *e, uint64_t now_ms, const struct hal_
 		size_t n = q->n_slices < HAL_MAX_SLICES ? q->n_slices : HAL_MAX_SLICES;
 		if (e->have_prev_q)
 			for (size_t s = 0; s < n; s++) {
-				p->q_samples[s] = q->samples[s] - e->prev_q_samples[s];
-				p->q_mismatches[s] = q->mismatches[s] - e->prev_q_mismatches[s];
+				/* A slice's pair restarts together: either going back
+				 * means both count from zero. */
+				bool reset = q->samples[s] < e->prev_q_samples[s] ||
+					     q->mismatches[s] < e->prev_q_mismatches[s];
+				uint64_t dn = reset ? q->samples[s] : q->samples[s] - e->prev_q_samples[s];
+				uint64_t dk = reset ? q->mismatches[s]
+						    : q->mismatches[s] - e->prev_q_mismatches[s];
+				p->q_samples[s] = dn;
+				p->q_mismatches[s] = dk < dn ? dk : dn;
 			}
 		memcpy(e->prev_q_samples, q->samples, sizeof(e->prev_q_samples));
 		memcpy(e->prev_q_mismatches, q->mismatches, sizeof(e->prev_q_mismatches));

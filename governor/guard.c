@@ -129,6 +129,10 @@ void guard_safe_point(const struct guard *g, size_t n_slices, struct gov_opoint 
 		pw = g->lim.power_limit_min_mw;
 	if (pw > g->lim.power_limit_max_mw)
 		pw = g->lim.power_limit_max_mw;
+	/* The policy's cap holds on the safe point too: without a
+	 * safe_point.power_cap_w the device default may sit above it. */
+	if (g->cap_mw && pw > g->cap_mw)
+		pw = g->cap_mw;
 	out->power_limit_mw = pw;
 	for (size_t s = 0; s < n_slices; s++)
 		out->int8_frac[s] = p->safe_point.int8_fraction;
@@ -227,12 +231,22 @@ void guard_apply(struct guard *g, const struct gov_opoint *cur, const struct gov
 		hit = false;
 		out->clk_max_khz = step_limit(out->clk_max_khz, cmax, g->step_khz, &hit);
 		out->clk_min_khz = step_limit(out->clk_min_khz, cmin, g->step_khz, &hit);
-		if (out->clk_min_khz > out->clk_max_khz)
-			out->clk_min_khz = out->clk_max_khz;
 		if (hit) {
 			*reasons |= GOV_R_STEP_LIMIT;
 			b = GOV_B_STEP_LIMIT;
 		}
+		/* A step from a point outside the policy's range (firmware
+		 * clocks at start, a safe point without a clock) must not land
+		 * outside it: the range wins over the step limit. */
+		bool range_hit = false;
+		out->clk_min_khz = clampu(out->clk_min_khz, g->fmin_khz, g->fmax_khz, &range_hit);
+		out->clk_max_khz = clampu(out->clk_max_khz, g->fmin_khz, g->fmax_khz, &range_hit);
+		if (range_hit) {
+			*reasons |= GOV_R_CLAMP_POLICY_FREQ;
+			b = GOV_B_POLICY_FREQ;
+		}
+		if (out->clk_min_khz > out->clk_max_khz)
+			out->clk_min_khz = out->clk_max_khz;
 	} else if (cur->clk_locked && g->step_khz &&
 		   lim->clk_default_max_khz > cur->clk_max_khz + g->step_khz) {
 		/* Unlocking would jump further than one step: climb in steps. */

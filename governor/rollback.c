@@ -199,11 +199,12 @@ static uint32_t check_triggers(struct rollback *rb, const struct rb_input *in, u
 			}
 		}
 	}
-	/* A counter that went backwards (device re-initialised) restarts. */
-	if (in->clamp_events < rb->canary_clamp0)
-		rb->canary_clamp0 = in->clamp_events;
-	if (in->fault_onsets < rb->canary_faults0)
-		rb->canary_faults0 = in->fault_onsets;
+	/* A counter that went backwards (device re-initialised) restarted from
+	 * zero: what it holds now happened since, inside the canary. */
+	if (in->clamp_events < rb->canary_clamp0 || in->clamp_events < rb->prev_clamp)
+		rb->canary_clamp0 = 0;
+	if (in->fault_onsets < rb->canary_faults0 || in->fault_onsets < rb->prev_faults)
+		rb->canary_faults0 = 0;
 	if ((rb->enabled & GOV_T_THERMAL) &&
 	    in->clamp_events - rb->canary_clamp0 >= r->thermal_clamp_events)
 		fired |= GOV_T_THERMAL;
@@ -347,6 +348,12 @@ bool rollback_step(struct rollback *rb, const struct rb_input *in, struct gov_op
 				b = *binding;
 			}
 		}
+		/* A slice whose quality gate closed during the hold gets no more
+		 * INT8 than the controller now gives it: an LKG from before the
+		 * regression must not keep serving it INT8 for up to max_hold_s. */
+		for (size_t s = 0; s < rb->cfg.n_slices && s < in->est->n_slices; s++)
+			if (!in->est->q_gate_open[s] && hold.int8_frac[s] > want->int8_frac[s])
+				hold.int8_frac[s] = want->int8_frac[s];
 		hold.n_slices = want->n_slices;
 		*want = hold;
 		*binding = b;

@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "common/rng.h"
 #include "governor/estimate.h"
 
 struct world {
@@ -150,12 +151,198 @@ static void test_headroom_trend_quality(void **state)
 	free(w);
 }
 
+/* Brute force: the quantile rule of sparse_quantile (upper edge of the
+ * bucket where the cumulative count reaches q * n), on a full histogram. */
+static double ref_period_quantile(const struct hist *h, double q)
+{
+	if (!h->n)
+		return NAN;
+	double acc = 0, want = q * (double)h->n;
+	int last = -1;
+	for (int i = 0; i < HIST_NBUCKETS; i++) {
+		if (!h->count[i])
+			continue;
+		last = i;
+		acc += (double)h->count[i];
+		if (acc >= want)
+			return hist_bucket_upper_ms(i);
+	}
+	return last >= 0 ? hist_bucket_upper_ms(last) : NAN;
+}
+
+static void hist_sum_last(struct hist *out, struct hist *const *per, size_t n_done, size_t k)
+{
+	hist_reset(out);
+	for (size_t j = 0; j < k && j < n_done; j++) {
+		const struct hist *h = per[n_done - 1 - j];
+		out->n += h->n;
+		for (int i = 0; i < HIST_NBUCKETS; i++)
+			out->count[i] += h->count[i];
+	}
+}
+
+static void same_quantiles(const struct hist *est_view_ref, double p95, double p99)
+{
+	double r95 = hist_quantile(est_view_ref, 0.95), r99 = hist_quantile(est_view_ref, 0.99);
+	assert_true((isnan(r95) && isnan(p95)) || r95 == p95);
+	assert_true((isnan(r99) && isnan(p99)) || r99 == p99);
+}
+
+/* The ring and the short window against a recomputation from the per-period
+ * inputs: random loads, serving dropouts (the next valid read carries them)
+ * and server counter resets (what was counted since the reset is the delta),
+ * for several window / short-window lengths, including short == window. */
+static void test_window_bruteforce(void **state)
+{
+	(void)state;
+	static const double cfgs[][3] = { /* period_s, window_s, short_window_s */
+		{ 1, 7, 3 }, { 0.5, 3, 3 }, { 1, 1, 1 }, { 0.25, 5, 0.25 }, { 1, 4, 9 },
+	};
+	enum { N = 160 };
+	struct rng root;
+	rng_seed(&root, 20240611);
+	for (size_t ci = 0; ci < sizeof(cfgs) / sizeof(cfgs[0]); ci++) {
+		struct rng r = rng_fork(&root, ci);
+		struct estimate_cfg c = { .period_s = cfgs[ci][0], .ewma_tau_s = 1, .trend_tau_s = 5,
+					  .window_s = cfgs[ci][1], .ceiling_c = 83,
+					  .short_window_s = cfgs[ci][2] };
+		size_t ring_len = (size_t)ceil(c.window_s / c.period_s - 1e-9);
+		size_t short_len = (size_t)ceil(c.short_window_s / c.period_s - 1e-9);
+		if (short_len > ring_len)
+			short_len = ring_len;
+		struct estimator e;
+		struct world *w = world_new();
+		assert_int_equal(estimate_init(&e, &c), 0);
+		struct hist *per[3][N], pend[3], ref;
+		uint64_t per_req[N], per_q[N][2], pend_req = 0, pend_q[2] = { 0, 0 }, q_total[2] = { 0, 0 };
+		bool have_prev = false, have_prev_q = false;
+		uint64_t snap_n = 0, snap_q = 0; /* at the last valid read */
+		for (int h = 0; h < 3; h++)
+			hist_reset(&pend[h]);
+		struct hist *cum[3] = { &w->ttft, &w->tbt, &w->e2e };
+		for (size_t i = 0; i < N; i++) {
+			/* Server restart: only where it is sure to show (read at
+			 * once, fewer observations after it than the last read). */
+			bool reset = snap_n > 40 && rng_uniform(&r) < 0.05;
+			if (reset) {
+				for (int h = 0; h < 3; h++) {
+					hist_reset(cum[h]);
+					hist_reset(&pend[h]);
+				}
+				w->sv.requests_completed = w->sv.tokens_generated = w->sv.tokens_int8 = 0;
+				pend_req = 0;
+			}
+			uint64_t k = rng_uniform(&r) < 0.2 ? 0 : 1 + rng_u64(&r) % 30;
+			for (uint64_t j = 0; j < k; j++)
+				for (int h = 0; h < 3; h++) {
+					double v = rng_lognormal(&r, 3.0 + h, 0.8);
+					hist_add(cum[h], v, 1);
+					hist_add(&pend[h], v, 1);
+				}
+			w->sv.requests_completed += k;
+			w->sv.tokens_generated += 10 * k;
+			pend_req += k;
+			bool qreset = snap_q > 20 && rng_uniform(&r) < 0.05;
+			if (qreset) {
+				memset(w->q.samples, 0, sizeof(w->q.samples));
+				memset(w->q.mismatches, 0, sizeof(w->q.mismatches));
+				pend_q[0] = pend_q[1] = 0;
+			}
+			for (int s = 0; s < 2; s++) {
+				uint64_t dn = rng_u64(&r) % 20;
+				w->q.samples[s] += dn;
+				w->q.mismatches[s] += dn ? rng_u64(&r) % (dn + 1) / 4 : 0;
+				pend_q[s] += dn;
+			}
+			/* Serving dropouts: invalid, or not offered at all. */
+			double u = rng_uniform(&r);
+			const struct hal_serving *sv = &w->sv;
+			w->sv.valid = reset || u >= 0.1;
+			if (!reset && u < 0.05)
+				sv = NULL;
+			bool qvalid = qreset || rng_uniform(&r) >= 0.1;
+			if (sv && w->sv.valid)
+				snap_n = w->sv.requests_completed;
+			if (qvalid)
+				snap_q = w->q.samples[0] < w->q.samples[1] ? w->q.samples[0] : w->q.samples[1];
+			w->q.valid = qvalid;
+
+			for (int h = 0; h < 3; h++) {
+				per[h][i] = calloc(1, sizeof(struct hist));
+				if (sv && w->sv.valid) {
+					if (have_prev)
+						*per[h][i] = pend[h];
+					hist_reset(&pend[h]);
+				}
+			}
+			per_req[i] = 0;
+			if (sv && w->sv.valid) {
+				per_req[i] = have_prev ? pend_req : 0;
+				pend_req = 0;
+				have_prev = true;
+			}
+			for (int s = 0; s < 2; s++) {
+				per_q[i][s] = 0;
+				if (qvalid) {
+					per_q[i][s] = have_prev_q ? pend_q[s] : 0;
+					pend_q[s] = 0;
+				}
+				q_total[s] += per_q[i][s];
+			}
+			have_prev_q |= qvalid;
+
+			const struct gov_estimates *o = estimate_step(&e, (uint64_t)(i * c.period_s * 1000),
+								      w->rd, w->f, 0, 0, sv, &w->q);
+			size_t done = i + 1;
+			double ests[3][4] = {
+				{ o->ttft_p95_ms, o->ttft_p99_ms, o->ttft_p95_short_ms, o->ttft_p99_short_ms },
+				{ o->tbt_p95_ms, o->tbt_p99_ms, o->tbt_p95_short_ms, o->tbt_p99_short_ms },
+				{ o->e2e_p95_ms, o->e2e_p99_ms, o->e2e_p95_short_ms, o->e2e_p99_short_ms },
+			};
+			for (int h = 0; h < 3; h++) {
+				hist_sum_last(&ref, per[h], done, ring_len);
+				assert_int_equal(ref.n, e.win[h].n);
+				same_quantiles(&ref, ests[h][0], ests[h][1]);
+				hist_sum_last(&ref, per[h], done, short_len);
+				assert_int_equal(ref.n, e.win_short[h].n);
+				same_quantiles(&ref, ests[h][2], ests[h][3]);
+			}
+			double pq0 = ref_period_quantile(per[0][i], 0.99), pq1 = ref_period_quantile(per[1][i], 0.99);
+			assert_true((isnan(pq0) && isnan(o->ttft_p99_period_ms)) || pq0 == o->ttft_p99_period_ms);
+			assert_true((isnan(pq1) && isnan(o->tbt_p99_period_ms)) || pq1 == o->tbt_p99_period_ms);
+			uint64_t wr = 0, sr = 0, wq[2] = { 0, 0 };
+			for (size_t j = 0; j < ring_len && j < done; j++) {
+				wr += per_req[done - 1 - j];
+				sr += j < short_len ? per_req[done - 1 - j] : 0;
+				wq[0] += per_q[done - 1 - j][0];
+				wq[1] += per_q[done - 1 - j][1];
+			}
+			assert_int_equal(o->window_requests, wr);
+			assert_int_equal(o->short_requests, sr);
+			assert_int_equal(o->window_tokens, 10 * wr);
+			assert_int_equal(o->period_requests, per_req[i]);
+			for (int s = 0; s < 2; s++) {
+				assert_int_equal(o->q_samples[s], wq[s]);
+				assert_true(o->q_mismatches[s] <= o->q_samples[s]);
+				assert_int_equal(o->q_total_samples[s], q_total[s]);
+				assert_true(o->q_total_mismatches[s] <= o->q_total_samples[s]);
+			}
+		}
+		for (size_t i = 0; i < N; i++)
+			for (int h = 0; h < 3; h++)
+				free(per[h][i]);
+		estimate_fini(&e);
+		free(w);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ewma_power),
 		cmocka_unit_test(test_window_quantiles),
 		cmocka_unit_test(test_headroom_trend_quality),
+		cmocka_unit_test(test_window_bruteforce),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

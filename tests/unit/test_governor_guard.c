@@ -284,6 +284,47 @@ static void test_policy_budget(void **state)
 	assert_true(a > before && fabs(a - 320) < 1e-6);
 }
 
+/* A step from outside the policy's range never lands outside it; the safe
+ * point stays under the policy's power cap when it sets none of its own. */
+static void test_policy_range_over_step(void **state)
+{
+	(void)state;
+	struct policy p;
+	struct guard g;
+	struct gov_opoint cur, want, out;
+	uint32_t r;
+	enum gov_binding b;
+	policy_defaults(&p);
+	p.frequency.min_mhz = 600;
+	p.frequency.max_mhz = 1500;
+	p.frequency.max_step_mhz = 150;
+	p.power.cap_w = 500;
+	assert_int_equal(guard_init(&g, &p, &lim), 0);
+
+	/* firmware clocks (1980 default max, 345 min) toward 1000 */
+	cur = unlocked();
+	want = locked(1000000, 1000000);
+	apply(&g, &cur, &want, false, &out, &r, &b);
+	assert_true(out.clk_locked);
+	assert_true(out.clk_max_khz <= 1500000 && out.clk_min_khz >= 600000);
+	assert_true(out.clk_min_khz <= out.clk_max_khz);
+	assert_true(r & GOV_R_CLAMP_POLICY_FREQ);
+	/* inside the range the step limit still holds */
+	cur = locked(600000, 1500000);
+	want = locked(1000000, 1000000);
+	apply(&g, &cur, &want, false, &out, &r, &b);
+	assert_int_equal(out.clk_max_khz, 1350000);
+	assert_int_equal(out.clk_min_khz, 750000);
+	assert_true(r & GOV_R_STEP_LIMIT);
+
+	/* safe point without a power cap of its own: the policy cap */
+	guard_safe_point(&g, 2, &out);
+	assert_int_equal(out.power_limit_mw, 500000);
+	r = 0;
+	guard_emergency(&g, 2, &out, &r, &b);
+	assert_int_equal(out.power_limit_mw, 500000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -291,6 +332,7 @@ int main(void)
 		cmocka_unit_test(test_passthrough_and_device_clamp),
 		cmocka_unit_test(test_policy_range_and_cap),
 		cmocka_unit_test(test_step_limit),
+		cmocka_unit_test(test_policy_range_over_step),
 		cmocka_unit_test(test_safe_point),
 		cmocka_unit_test(test_envelope_and_budget),
 	};

@@ -527,6 +527,62 @@ static void test_all_off_is_inert(void **state)
 	assert_int_equal(f.rb.armed, 0);
 }
 
+/* During a hold, a slice whose quality gate has closed gets no more INT8
+ * than the controller gives it (the LKG predates the regression); an open
+ * gate keeps the LKG's share. */
+static void test_hold_respects_closed_gate(void **state)
+{
+	(void)state;
+	struct fx f;
+	fx_init(&f);
+	fx_start(&f, NULL);
+	struct gov_opoint lkg = locked(1800);
+	lkg.int8_frac[0] = 0.5;
+	lkg.int8_frac[1] = 0.5;
+	f.est.q_gate_open[0] = f.est.q_gate_open[1] = true;
+	f.cur = lkg;
+	run_until(&f, 21000, &lkg);
+	assert_true(f.rb.have_lkg);
+	struct gov_opoint bad = lkg;
+	bad.clk_max_khz = 1200000;
+	f.slow_below_khz = 1600000;
+	run_until(&f, 60000, &bad);
+	assert_int_equal(f.rb.state, RB_HOLD);
+	assert_true(f.cur.int8_frac[0] == 0.5 && f.cur.int8_frac[1] == 0.5);
+	/* slice 0's gate closes mid-hold: the controller moves it to BF16 */
+	f.est.q_gate_open[0] = false;
+	struct gov_opoint want = bad;
+	want.int8_frac[0] = 0;
+	struct gov_opoint got = step(&f, &want);
+	assert_true(f.override);
+	assert_int_equal(f.rb.state, RB_HOLD);
+	assert_true(got.int8_frac[0] == 0);
+	assert_true(got.int8_frac[1] == 0.5);
+	assert_int_equal(got.clk_max_khz, 1800000); /* the LKG's clock still */
+}
+
+/* A clamp counter that restarts (device re-initialised) during a canary:
+ * its new counts are events inside the canary. */
+static void test_counter_restart_in_canary(void **state)
+{
+	(void)state;
+	struct fx f;
+	fx_init(&f);
+	fx_start(&f, NULL);
+	f.pol.rollback.thermal_clamp_events = 2;
+	fx_start(&f, NULL);
+	struct gov_opoint w = locked(1500);
+	f.clamp = 50;
+	run_until(&f, 3000, &w);
+	assert_int_equal(f.rb.state, RB_CANARY);
+	f.clamp = 1; /* restarted, one entry since */
+	step(&f, &w);
+	assert_int_equal(f.rb.rollbacks, 0);
+	f.clamp = 2;
+	step(&f, &w);
+	assert_int_equal(f.rb.fired, GOV_T_THERMAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -543,6 +599,8 @@ int main(void)
 		cmocka_unit_test(test_sla_no_slower),
 		cmocka_unit_test(test_hold_lets_thermal_cuts_through),
 		cmocka_unit_test(test_all_off_is_inert),
+		cmocka_unit_test(test_hold_respects_closed_gate),
+		cmocka_unit_test(test_counter_restart_in_canary),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
