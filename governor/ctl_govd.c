@@ -4,16 +4,15 @@
  *  - latency: the lowest clock whose short-window p95/p99 stay inside a dead
  *    band under every SLA target (multiplicative raise proportional to the
  *    excess, slow decay below the band, a jump to the max clock on a queue
- *    surge, a floor while idle);
- *  - thermal: a power limit from the learned steady-state thermal resistance
- *    (junction rise per accelerator watt) so the junction settles under the
- *    ceiling, plus a clock cap that tightens while the junction, extrapolated
- *    horizon_s ahead, would cross it;
+ *    surge), never under a load floor learned from recent bursts' TBT;
+ *  - thermal: a power limit from a heatsink estimate (junction minus
+ *    R_fast x power), extrapolated horizon_s ahead, so the junction settles
+ *    under the ceiling minus the margin;
  *  - precision: INT8 on a slice while the estimator's quality gate is open
  *    (prior + shadow evidence, upper bound under max_drop, no regression
  *    alarm); mixed precision pays both engines' weights per cycle, so when
- *    the mix cannot meet the SLA at the highest clock the controller serves
- *    BF16 for sat_hold_s.
+ *    the mix's TBT at the max clock stays over the band and BF16 did no
+ *    worse, the controller serves BF16 for a hold with back-off.
  *
  * slo-dvfs (the DVFS-only peer, throttLL'eM / GreenLLM style) is the latency
  * loop alone: BF16, no thermal prediction, firmware power limit. */
