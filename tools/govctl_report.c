@@ -35,6 +35,16 @@ static bool same_demand(const struct rp_run *a, const struct rp_run *b)
 	       a->window_s == b->window_s && strcmp(a->scenario, "live");
 }
 
+static bool same_slices(const struct rp_run *a, const struct rp_run *b)
+{
+	if (a->n_slices != b->n_slices)
+		return false;
+	for (size_t i = 0; i < a->n_slices; i++)
+		if (strcmp(a->slices[i].name, b->slices[i].name))
+			return false;
+	return true;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -281,13 +291,20 @@ static json_t *handoff(const struct rp_run *r, const char *role)
 		snprintf(cmd, sizeof(cmd), "%s --out", r->command);
 		sim_shell_append(cmd, sizeof(cmd), r->dir);
 		json_object_set_new(o, "reproduce", json_string(cmd));
-	} else if (strcmp(r->scenario, "live"))
-		json_object_set_new(
-			o, "reproduce",
-			json_sprintf("govctl sim --scenario %s --policy %s --seed %llu --duration %.0f --out %s",
-				     r->scenario_path, r->policy_path[0] ? r->policy_path : "?",
-				     (unsigned long long)r->seed, r->duration_s, r->dir));
-	else
+	} else if (strcmp(r->scenario, "live")) {
+		/* Quoted like the recorded command: paths with spaces or shell
+		 * characters must reproduce, not run something else. */
+		char cmd[3400] = "govctl sim --scenario";
+		sim_shell_append(cmd, sizeof(cmd), r->scenario_path);
+		size_t l = strlen(cmd);
+		snprintf(cmd + l, sizeof(cmd) - l, " --policy");
+		sim_shell_append(cmd, sizeof(cmd), r->policy_path[0] ? r->policy_path : "?");
+		l = strlen(cmd);
+		snprintf(cmd + l, sizeof(cmd) - l, " --seed %llu --duration %.0f --out",
+			 (unsigned long long)r->seed, r->duration_s);
+		sim_shell_append(cmd, sizeof(cmd), r->dir);
+		json_object_set_new(o, "reproduce", json_string(cmd));
+	} else
 		json_object_set_new(o, "reproduce",
 				    json_string("live run: not reproducible by command; replay needs the "
 						"request trace of the serving window"));
@@ -939,6 +956,19 @@ int govctl_report(int argc, char **argv)
 		runs[n] = &store[n];
 		n++;
 	}
+	/* Same scenario and seed but other slices: the scenario file changed
+	 * between the runs, so window k of each did not see the same demand. */
+	for (size_t i = 0; i < n; i++) {
+		const struct rp_run *r = runs[i], *bl = runs[bi];
+		if (i == bi || strcmp(r->scenario, bl->scenario) || r->seed != bl->seed ||
+		    same_slices(r, bl))
+			continue;
+		fprintf(stderr,
+			"govctl report: %s:%zu:1: error: slices differ from the baseline's (%s:%zu:1) "
+			"for the same scenario and seed: not runs of the same demand\n",
+			r->log_path, r->header_line, bl->log_path, bl->header_line);
+		goto free_runs;
+	}
 	const struct rp_thresholds *th = &rp_default_thresholds;
 	sensitivities(runs, n, th);
 	for (size_t i = 0; i < n; i++)
@@ -968,12 +998,11 @@ int govctl_report(int argc, char **argv)
 		 * directory or the key file: the same runs give the same bytes
 		 * wherever the report is written. */
 		char cmd[8192] = "govctl report";
-		for (size_t i = 0; i < nargs; i++) {
-			size_t l = strlen(cmd);
-			snprintf(cmd + l, sizeof(cmd) - l, " %s", argv[optind + i]);
-		}
+		for (size_t i = 0; i < nargs; i++)
+			sim_shell_append(cmd, sizeof(cmd), argv[optind + i]);
 		size_t l = strlen(cmd);
-		snprintf(cmd + l, sizeof(cmd) - l, " --baseline %s", baseline);
+		snprintf(cmd + l, sizeof(cmd) - l, " --baseline");
+		sim_shell_append(cmd, sizeof(cmd), baseline);
 		json_object_set_new(rep, "command", json_string(cmd));
 	}
 	/* The candidate is the first RUN that is not the baseline: runs[0]. */

@@ -218,6 +218,8 @@ struct rp_run {
 	bool scenario_path_recorded, scenario_path_exists;
 	char command[8192];       /* govctl sim command that reproduces the run, without --out */
 	char build_compiler[128]; /* versions.compiler / compiler: what built the governor */
+	size_t header_line;       /* of the decision log's header record */
+	char log_path[1200];      /* the decision log read */
 };
 
 /* Loads a run: a directory with decisions.jsonl (summary.json optional), or a

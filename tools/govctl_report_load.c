@@ -35,10 +35,25 @@ static double jnum2(json_t *o, const char *a, const char *b)
 	return jnum(json_object_get(o, a), b);
 }
 
+/* Copies src into out, cut (when it must be) at a character boundary: a
+ * string cut inside a UTF-8 sequence is one jansson refuses (json_string
+ * returns NULL), and the field would vanish from report.json. */
+static void copy_utf8(char *out, size_t len, const char *src)
+{
+	size_t n = strlen(src);
+	if (n >= len) {
+		n = len - 1;
+		while (n && ((unsigned char)src[n] & 0xc0) == 0x80)
+			n--;
+	}
+	memcpy(out, src, n);
+	out[n] = '\0';
+}
+
 static void jstr(json_t *o, const char *k, char *out, size_t len)
 {
 	json_t *v = json_object_get(o, k);
-	snprintf(out, len, "%s", json_is_string(v) ? json_string_value(v) : "");
+	copy_utf8(out, len, json_is_string(v) ? json_string_value(v) : "");
 }
 
 static uint32_t reason_bits(json_t *arr)
@@ -73,11 +88,46 @@ static void read_run_meta(struct rp_run *r, json_t *o)
 {
 	json_t *sp = json_object_get(o, "scenario_path"), *cmd = json_object_get(o, "command");
 	if (json_is_string(sp) && json_string_length(sp)) {
-		snprintf(r->scenario_path, sizeof(r->scenario_path), "%s", json_string_value(sp));
+		copy_utf8(r->scenario_path, sizeof(r->scenario_path), json_string_value(sp));
 		r->scenario_path_recorded = true;
 	}
 	if (json_is_string(cmd))
-		snprintf(r->command, sizeof(r->command), "%s", json_string_value(cmd));
+		copy_utf8(r->command, sizeof(r->command), json_string_value(cmd));
+}
+
+/* A JSON number as an integer type: malformed logs must not reach an
+ * out-of-range float conversion (undefined behaviour). */
+static uint64_t jcount(json_t *o, const char *k, uint64_t max)
+{
+	double v = jnum(o, k);
+	if (!(v >= 0))
+		return 0;
+	return v >= (double)max ? max : (uint64_t)v;
+}
+
+/* What a header must carry for the windows and slices to mean anything. */
+static const char *header_error(json_t *h)
+{
+	double ms = jnum(h, "period_ms");
+	if (!(ms >= 1 && ms <= 3600e3))
+		return "header period_ms missing or outside 1 ms .. 1 h";
+	json_t *sl = json_object_get(h, "slices");
+	if (sl && !json_is_array(sl))
+		return "header slices is not an array";
+	if (json_array_size(sl) > HAL_MAX_SLICES)
+		return "header names more slices than HAL_MAX_SLICES";
+	size_t i;
+	json_t *v;
+	json_array_foreach(sl, i, v)
+	{
+		if (!json_is_string(v) || !json_string_length(v) ||
+		    json_string_length(v) >= HAL_NAME_LEN)
+			return "header slice name not a string of 1 .. HAL_NAME_LEN-1 bytes";
+		for (size_t j = 0; j < i; j++)
+			if (json_equal(v, json_array_get(sl, j)))
+				return "header names a slice twice";
+	}
+	return NULL;
 }
 
 static void read_header(struct rp_run *r, json_t *h)
@@ -93,8 +143,7 @@ static void read_header(struct rp_run *r, json_t *h)
 	read_run_meta(r, h);
 	jstr(json_object_get(h, "versions"), "compiler", r->build_compiler, sizeof(r->build_compiler));
 	r->period_s = jnum(h, "period_ms") / 1000.0;
-	double seed = jnum(h, "seed");
-	r->seed = seed >= 0 ? (uint64_t)seed : 0;
+	r->seed = jcount(h, "seed", UINT64_MAX);
 	json_t *d = json_object_get(h, "device");
 	jstr(d, "name", r->dev_name, sizeof(r->dev_name));
 	jstr(d, "model", r->dev_model, sizeof(r->dev_model));
@@ -142,8 +191,7 @@ static void read_decision(struct rp_run *r, json_t *d, struct rp_period *p)
 	p->e2e_p99 = jnum(sla, "e2e_p99_ms");
 	p->queue_len = jnum(in, "queue_len");
 	p->running = jnum(in, "running");
-	double thr = jnum(in, "throttle");
-	p->throttle = thr >= 0 ? (uint32_t)thr : 0;
+	p->throttle = (uint32_t)jcount(in, "throttle", UINT32_MAX);
 	p->reasons = reason_bits(json_object_get(d, "reasons"));
 	p->n_faults = json_array_size(json_object_get(d, "faults"));
 	json_t *after = json_object_get(d, "after");
@@ -177,21 +225,31 @@ static int read_log(struct rp_run *r, const char *path, char *err, size_t errlen
 		json_error_t je;
 		json_t *o = json_loadb(line, (size_t)len, 0, &je);
 		if (!o) {
-			rc = fail(err, errlen, -EINVAL, "%s:%zu:%d: error: %s", path, lineno, je.column,
-				  je.text);
+			rc = fail(err, errlen, -EINVAL, "%s:%zu:%d: error: %s", path, lineno,
+				  je.column > 0 ? je.column : 1, je.text);
 			goto out_close;
 		}
 		const char *type = json_string_value(json_object_get(o, "type"));
+		const char *bad = NULL;
+		if (type && !strcmp(type, "header")) {
+			/* A second header would add its slices to the first's. */
+			bad = header ? "a second header (two logs concatenated?)" : header_error(o);
+		} else if (type && !strcmp(type, "decision")) {
+			bad = !header ? "decision before the header"
+			      : !json_is_number(json_object_get(o, "t_ms")) ? "decision without a numeric t_ms"
+			      : !json_is_object(json_object_get(o, "inputs")) ? "decision without inputs"
+									       : NULL;
+		}
+		if (bad) {
+			json_decref(o);
+			rc = fail(err, errlen, -EINVAL, "%s:%zu:1: error: %s", path, lineno, bad);
+			goto out_close;
+		}
 		if (type && !strcmp(type, "header")) {
 			read_header(r, o);
 			header = true;
+			r->header_line = lineno;
 		} else if (type && !strcmp(type, "decision")) {
-			if (!header) {
-				json_decref(o);
-				rc = fail(err, errlen, -EINVAL, "%s:%zu:1: error: decision before the header",
-					  path, lineno);
-				goto out_close;
-			}
 			if (r->np == pcap) {
 				size_t nc = pcap ? 2 * pcap : 4096;
 				struct rp_period *np = realloc(r->p, nc * sizeof(*np));
@@ -212,11 +270,45 @@ static int read_log(struct rp_run *r, const char *path, char *err, size_t errlen
 	if (!header)
 		rc = fail(err, errlen, -EINVAL, "%s:1:1: error: no header record (not a decision log?)", path);
 	else if (!r->np)
-		rc = fail(err, errlen, -EINVAL, "%s: error: no decision records", path);
+		rc = fail(err, errlen, -EINVAL, "%s:%zu:1: error: a header but no decision records", path,
+			  r->header_line);
 out_close:
 	free(line);
 	fclose(f);
 	return rc;
+}
+
+/* The figures the verdict rests on: a summary without them must not pass
+ * as a run that had no clamps and no breaches. NULL when complete. */
+static const char *summary_error(const struct rp_run *r, json_t *s, char *why, size_t len)
+{
+	static const char *const need[][2] = {
+		{ "tokens_generated", NULL },   { "tokens_per_joule", NULL },
+		{ "energy_j", "total" },        { "sla", "attainment" },
+		{ "thermal", "clamp_events" },  { "quality", "breach_requests" },
+	};
+	if (!json_is_object(s))
+		return "not a JSON object (a govctl sim summary.json)";
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
+		json_t *v = json_object_get(s, need[i][0]);
+		if (need[i][1])
+			v = json_object_get(v, need[i][1]);
+		if (!json_is_number(v)) {
+			snprintf(why, len, "%s%s%s missing or not a number", need[i][0],
+				 need[i][1] ? "." : "", need[i][1] ? need[i][1] : "");
+			return why;
+		}
+	}
+	json_t *qs = json_object_get(json_object_get(s, "quality"), "per_slice");
+	for (size_t i = 0; i < r->n_slices; i++)
+		if (!json_is_object(json_object_get(qs, r->slices[i].name))) {
+			snprintf(why, len,
+				 "slice '%.48s' of the decision log's header is not in quality.per_slice "
+				 "(summary and log of different runs?)",
+				 r->slices[i].name);
+			return why;
+		}
+	return NULL;
 }
 
 static void read_summary(struct rp_run *r, json_t *s)
@@ -278,11 +370,12 @@ static void read_summary(struct rp_run *r, json_t *s)
 
 static void join_owners(const struct policy *p, char *out, size_t len)
 {
-	out[0] = '\0';
+	char buf[1024] = "";
 	for (size_t i = 0; i < p->metadata.n_owners; i++) {
-		size_t l = strlen(out);
-		snprintf(out + l, len - l, "%s%s", i ? ", " : "", p->metadata.owners[i]);
+		size_t l = strlen(buf);
+		snprintf(buf + l, sizeof(buf) - l, "%s%s", i ? ", " : "", p->metadata.owners[i]);
 	}
+	copy_utf8(out, len, buf);
 }
 
 static void read_policy(struct rp_run *r)
@@ -302,13 +395,13 @@ static void read_policy(struct rp_run *r)
 	}
 	r->policy_state = 0;
 	join_owners(p, r->owners, sizeof(r->owners));
-	snprintf(r->workload_profile, sizeof(r->workload_profile), "%s", p->metadata.workload_profile);
-	snprintf(r->model_revision, sizeof(r->model_revision), "%s", p->metadata.model_revision);
-	snprintf(r->power_mode, sizeof(r->power_mode), "%s", p->metadata.power_mode);
-	snprintf(r->v_compiler, sizeof(r->v_compiler), "%s", p->metadata.validated_with.compiler);
-	snprintf(r->v_runtime, sizeof(r->v_runtime), "%s", p->metadata.validated_with.runtime);
-	snprintf(r->v_driver, sizeof(r->v_driver), "%s", p->metadata.validated_with.driver);
-	snprintf(r->v_firmware, sizeof(r->v_firmware), "%s", p->metadata.validated_with.firmware);
+	copy_utf8(r->workload_profile, sizeof(r->workload_profile), p->metadata.workload_profile);
+	copy_utf8(r->model_revision, sizeof(r->model_revision), p->metadata.model_revision);
+	copy_utf8(r->power_mode, sizeof(r->power_mode), p->metadata.power_mode);
+	copy_utf8(r->v_compiler, sizeof(r->v_compiler), p->metadata.validated_with.compiler);
+	copy_utf8(r->v_runtime, sizeof(r->v_runtime), p->metadata.validated_with.runtime);
+	copy_utf8(r->v_driver, sizeof(r->v_driver), p->metadata.validated_with.driver);
+	copy_utf8(r->v_firmware, sizeof(r->v_firmware), p->metadata.validated_with.firmware);
 	snprintf(r->objective, sizeof(r->objective), "%s", policy_objective_names[p->objective.kind]);
 	r->have_triggers = true;
 	r->trig_sla_n = p->rollback.sla_violated_windows;
@@ -344,6 +437,7 @@ int rp_run_load(const char *path, struct rp_run *r, char *err, size_t errlen)
 		return fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
 	bool is_dir = S_ISDIR(st.st_mode);
 	snprintf(log, sizeof(log), is_dir ? "%s/decisions.jsonl" : "%s", path);
+	snprintf(r->log_path, sizeof(r->log_path), "%s", log);
 	int rc = read_log(r, log, err, errlen);
 	if (rc)
 		goto undo_periods;
@@ -358,6 +452,13 @@ int rp_run_load(const char *path, struct rp_run *r, char *err, size_t errlen)
 			if (!s) {
 				rc = fail(err, errlen, -EINVAL, "%s:%d:%d: error: %s", sum, je.line, je.column,
 					  je.text);
+				goto undo_periods;
+			}
+			char why[200];
+			const char *bad = summary_error(r, s, why, sizeof(why));
+			if (bad) {
+				rc = fail(err, errlen, -EINVAL, "%s: error: %s", sum, bad);
+				json_decref(s);
 				goto undo_periods;
 			}
 			read_summary(r, s);

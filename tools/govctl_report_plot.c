@@ -91,15 +91,29 @@ static char *inline_svg(const char *svg, int idx)
 	return out;
 }
 
-/* gnuplot strings: double quotes, with " and \ escaped. */
+/* A string in the gnuplot script: single quotes, where gnuplot expands
+ * neither backslash escapes nor `command` substitution (it does both inside
+ * double quotes, so a run label could run a shell command); a quote is
+ * doubled. A control character would end the command line: a space. */
 static void gp_str(FILE *f, const char *s)
 {
-	fputc('"', f);
+	fputc('\'', f);
 	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fputc('\\', f);
-		fputc(*s, f);
+		if (*s == '\'')
+			fputc('\'', f);
+		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? ' ' : *s, f);
 	}
+	fputc('\'', f);
+}
+
+/* A string field in a data file: double quotes, which a data file cannot
+ * escape (nor does it run anything): quotes and control characters become
+ * spaces so the row keeps its columns. */
+static void dat_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++)
+		fputc((unsigned char)*s < 0x20 || *s == 0x7f || *s == '"' ? ' ' : *s, f);
 	fputc('"', f);
 }
 
@@ -107,7 +121,7 @@ static const char *const colors[] = { "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e"
 				      "#9467bd", "#8c564b", "#e377c2", "#17becf" };
 #define N_COLORS (sizeof(colors) / sizeof(colors[0]))
 
-static int run_gnuplot(const char *dir, char *why, size_t len)
+static int run_gnuplot(const char *dir, const char *script, char *why, size_t len)
 {
 	pid_t pid = fork();
 	if (pid < 0) {
@@ -125,7 +139,7 @@ static int run_gnuplot(const char *dir, char *why, size_t len)
 		}
 		/* Number formatting must not follow the caller's locale. */
 		setenv("LC_ALL", "C", 1);
-		execlp("gnuplot", "gnuplot", "plots.gp", (char *)NULL);
+		execlp("gnuplot", "gnuplot", script, (char *)NULL);
 		_exit(127);
 	}
 	int st = 0;
@@ -249,8 +263,28 @@ static void w_p99(FILE *gp, const char *dir, struct rp_run *const *runs, size_t 
 	const char *col[2] = { "2", "3" };
 	const char *lab[2] = { "TTFT p99 (ms)", "TBT p99 (ms)" };
 	const int ti[2] = { 1, 3 };
+	/* A panel without one drawable point (no window served a request; log
+	 * scale needs > 0) is an error to gnuplot: fixed range and a note. */
+	bool have[2] = { false, false };
+	double xmax = 0;
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < runs[i]->nw; k++) {
+			const struct rp_wstats *w = &runs[i]->w[k];
+			if (isfinite(w->t1_s))
+				xmax = fmax(xmax, w->t1_s / 60.0);
+			if (!w->judged || !(w->requests > 0))
+				continue;
+			have[0] |= isfinite(w->ttft_p99) && w->ttft_p99 > 0;
+			have[1] |= isfinite(w->tbt_p99);
+		}
 	for (int pnl = 0; pnl < 2; pnl++) {
 		fprintf(gp, "set ylabel \"%s\"\n%s", lab[pnl], pnl == 0 ? "set logscale y\n" : "unset logscale y\n");
+		if (have[pnl])
+			fprintf(gp, "set autoscale xy\nunset label 1\n");
+		else
+			fprintf(gp, "set xrange [0:%.3f]\nset yrange [1:10]\nset label 1 \"no window "
+				    "served a request\" at graph 0.5,0.5 center\n",
+				xmax > 0 ? xmax : 1.0);
 		fprintf(gp, "plot ");
 		for (size_t i = 0; i < n; i++) {
 			fprintf(gp, "%s\"w%zu.dat\" u 1:%s w lp pt 7 ps 0.4 lc rgb \"%s\" t ", i ? ", " : "", i,
@@ -275,13 +309,13 @@ static void w_int8(FILE *gp, const char *dir, struct rp_run *const *runs, size_t
 	fprintf(d, "slice");
 	for (size_t i = 0; i < n; i++) {
 		fprintf(d, " ");
-		gp_str(d, runs[i]->label);
+		dat_str(d, runs[i]->label);
 	}
 	fprintf(d, "\n");
 	/* Slices of the first run; runs of other scenarios may name others. */
 	const struct rp_run *r0 = runs[0];
 	for (size_t s = 0; s < r0->n_slices; s++) {
-		gp_str(d, r0->slices[s].name);
+		dat_str(d, r0->slices[s].name);
 		for (size_t i = 0; i < n; i++) {
 			double v = NAN;
 			for (size_t t = 0; t < runs[i]->n_slices; t++)
@@ -311,7 +345,7 @@ static void w_scatter(FILE *gp, const char *dir, struct rp_run *const *runs, siz
 	if (!d)
 		return;
 	for (size_t i = 0; i < n; i++) {
-		gp_str(d, runs[i]->policy);
+		dat_str(d, runs[i]->policy);
 		fprintf(d, " %.3f %.3f %.6f %zu\n", runs[i]->ttft_p99, runs[i]->tbt_p99, runs[i]->tpj, i);
 	}
 	fclose(d);
@@ -368,39 +402,55 @@ void rp_make_plots(struct rp_run *const *runs, size_t nruns, struct rp_plots *ou
 		snprintf(why, sizeof(why), "mkdtemp: %s", strerror(errno));
 		goto set_why;
 	}
+	/* One gnuplot run per plot: a plot gnuplot refuses (no valid points,
+	 * say) costs that plot, not the others. */
 	char path[600];
-	snprintf(path, sizeof(path), "%s/plots.gp", dir);
-	FILE *gp = fopen(path, "w");
-	if (!gp) {
-		snprintf(why, sizeof(why), "%.200s: %s", path, strerror(errno));
-		goto remove_dir;
-	}
-	for (size_t i = 0; i + 3 < np; i++)
-		w_power(gp, dir, runs[i], (int)i);
-	w_p99(gp, dir, runs, nruns, (int)np - 3);
-	w_int8(gp, dir, runs, nruns, (int)np - 2);
-	w_scatter(gp, dir, runs, nruns, (int)np - 1);
-	fclose(gp);
-	if (!run_gnuplot(dir, why, sizeof(why)))
-		for (size_t i = 0; i < np; i++) {
-			snprintf(path, sizeof(path), "%s/plot%zu.svg", dir, i);
-			char *svg = slurp(path);
-			if (svg)
-				out->svg[i] = inline_svg(svg, (int)i);
-			free(svg);
+	for (size_t i = 0; i < np; i++) {
+		char script[32], pwhy[400] = "";
+		snprintf(script, sizeof(script), "plot%zu.gp", i);
+		snprintf(path, sizeof(path), "%s/%s", dir, script);
+		FILE *gp = fopen(path, "w");
+		if (!gp) {
+			snprintf(why, sizeof(why), "%.200s: %s", path, strerror(errno));
+			goto remove_dir;
 		}
+		if (i + 3 < np)
+			w_power(gp, dir, runs[i], (int)i);
+		else if (i + 3 == np)
+			w_p99(gp, dir, runs, nruns, (int)i);
+		else if (i + 2 == np)
+			w_int8(gp, dir, runs, nruns, (int)i);
+		else
+			w_scatter(gp, dir, runs, nruns, (int)i);
+		if (fclose(gp)) {
+			snprintf(why, sizeof(why), "%.200s: %s", path, strerror(errno));
+			goto remove_dir;
+		}
+		int rc = run_gnuplot(dir, script, pwhy, sizeof(pwhy));
+		if (rc == -ENOENT) { /* no gnuplot: the same for every plot */
+			snprintf(why, sizeof(why), "%s", pwhy);
+			goto remove_dir;
+		}
+		snprintf(path, sizeof(path), "%s/plot%zu.svg", dir, i);
+		char *svg = rc ? NULL : slurp(path);
+		if (svg)
+			out->svg[i] = inline_svg(svg, (int)i);
+		free(svg);
+		if (!out->svg[i])
+			out->why[i] = strdup(pwhy[0] ? pwhy : "plot not produced");
+	}
 remove_dir:
 	/* Remove what we wrote (plain files only, one level). */
 	{
-		static const char *const pre[] = { "pw", "cl", "w", "plot" };
+		static const char *const pre[] = { "pw", "cl", "w", "plot", "plot" };
+		static const char *const ext[] = { "dat", "dat", "dat", "svg", "gp" };
 		for (size_t i = 0; i < np + 2 * nruns; i++)
-			for (size_t k = 0; k < 4; k++) {
-				snprintf(path, sizeof(path), "%s/%s%zu.%s", dir, pre[k], i,
-					 k == 3 ? "svg" : "dat");
+			for (size_t k = 0; k < 5; k++) {
+				snprintf(path, sizeof(path), "%s/%s%zu.%s", dir, pre[k], i, ext[k]);
 				unlink(path);
 			}
-		static const char *const fixed[] = { "plots.gp", "gnuplot.err", "i8.dat",
-						     "sc.dat",   "tg0.dat",     "tg1.dat" };
+		static const char *const fixed[] = { "gnuplot.err", "i8.dat", "sc.dat", "tg0.dat",
+						     "tg1.dat" };
 		for (size_t k = 0; k < sizeof(fixed) / sizeof(fixed[0]); k++) {
 			snprintf(path, sizeof(path), "%s/%s", dir, fixed[k]);
 			unlink(path);
@@ -409,7 +459,7 @@ remove_dir:
 	}
 set_why:
 	for (size_t i = 0; i < np; i++)
-		if (!out->svg[i])
+		if (!out->svg[i] && !out->why[i])
 			out->why[i] = strdup(why[0] ? why : "plot not produced");
 }
 

@@ -64,6 +64,18 @@ close_file:
 	return rc;
 }
 
+/* A secret key readable by group or others is refused (-EPERM), as ssh
+ * does: whoever else can read it can sign in the owner's name. */
+static int check_secret_mode(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st))
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	return st.st_mode & 077 ? -EPERM : 0;
+}
+
 /* A hex file of exactly want bytes (whitespace around it allowed). */
 static int read_hex(const char *path, unsigned char *out, size_t want)
 {
@@ -85,14 +97,14 @@ static int read_hex(const char *path, unsigned char *out, size_t want)
 	return rc;
 }
 
-static int write_hex(const char *path, const unsigned char *bin, size_t n, mode_t mode)
+static int write_hex(const char *path, const unsigned char *bin, size_t n, mode_t mode, int excl)
 {
 	char *hex = malloc(2 * n + 2);
 	if (!hex)
 		return -ENOMEM;
 	sodium_bin2hex(hex, 2 * n + 1, bin, n);
 	strcat(hex, "\n");
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
+	int fd = open(path, O_WRONLY | O_CREAT | (excl ? O_EXCL | O_NOFOLLOW : O_TRUNC), mode);
 	int rc = 0;
 	if (fd < 0) {
 		rc = -errno;
@@ -103,6 +115,8 @@ static int write_hex(const char *path, const unsigned char *bin, size_t n, mode_
 		rc = -EIO;
 	if (close(fd) && !rc)
 		rc = -errno;
+	if (rc && excl) /* a torn key would block the next keygen */
+		unlink(path);
 free_hex:
 	sodium_memzero(hex, 2 * n + 2);
 	free(hex);
@@ -117,7 +131,14 @@ int govctl_sign_file(const char *path, const char *keyfile, const char *sigpath,
 		return -EIO;
 	}
 	unsigned char sk[crypto_sign_SECRETKEYBYTES], sig[crypto_sign_BYTES];
-	int rc = read_hex(keyfile, sk, sizeof(sk));
+	int rc = check_secret_mode(keyfile);
+	if (rc == -EPERM) {
+		snprintf(err, errlen, "%s: readable by group or others: chmod 600 it (and make a new key "
+				      "if others may have read it)", keyfile);
+		return rc;
+	}
+	if (!rc)
+		rc = read_hex(keyfile, sk, sizeof(sk));
 	if (rc) {
 		snprintf(err, errlen, "%s: %s", keyfile,
 			 rc == -EINVAL ? "not a hex Ed25519 secret key (64 bytes; govctl keygen makes one)"
@@ -133,7 +154,7 @@ int govctl_sign_file(const char *path, const char *keyfile, const char *sigpath,
 	}
 	crypto_sign_detached(sig, NULL, msg, len, sk);
 	free(msg);
-	rc = write_hex(sigpath, sig, sizeof(sig), 0644);
+	rc = write_hex(sigpath, sig, sizeof(sig), 0644, 0);
 	if (rc)
 		snprintf(err, errlen, "%s: %s", sigpath, strerror(-rc));
 wipe_key:
@@ -158,16 +179,15 @@ int govctl_keygen(int argc, char **argv)
 	char kp[4096], pp[4096];
 	snprintf(kp, sizeof(kp), "%s.key", argv[1]);
 	snprintf(pp, sizeof(pp), "%s.pub", argv[1]);
-	struct stat st;
-	if (!stat(kp, &st)) {
+	/* O_EXCL: never overwrite a key, nor follow a link planted at its name. */
+	int rc = write_hex(kp, sk, sizeof(sk), 0600, 1);
+	sodium_memzero(sk, sizeof(sk));
+	if (rc == -EEXIST) {
 		fprintf(stderr, "govctl keygen: %s exists; not overwriting a key\n", kp);
-		sodium_memzero(sk, sizeof(sk));
 		return GOVCTL_EXIT_FAIL;
 	}
-	int rc = write_hex(kp, sk, sizeof(sk), 0600);
-	sodium_memzero(sk, sizeof(sk));
 	if (!rc)
-		rc = write_hex(pp, pk, sizeof(pk), 0644);
+		rc = write_hex(pp, pk, sizeof(pk), 0644, 0);
 	if (rc) {
 		fprintf(stderr, "govctl keygen: %s\n", strerror(-rc));
 		return GOVCTL_EXIT_FAIL;

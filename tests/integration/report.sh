@@ -65,6 +65,33 @@ if "$gv" verify "$out/rs/report.json" "$out/rs/report.json.sig" "$out/owner.pub"
 	exit 1
 fi
 echo "signature: verifies, and fails after an edit"
+# A truncated signature and a key of the wrong length are refused.
+head -c 100 "$out/rs/report.json.sig" >"$out/trunc.sig"
+if "$gv" verify "$out/r1/report.json" "$out/trunc.sig" "$out/owner.pub" 2>/dev/null; then
+	echo "FAIL: a truncated signature verifies"
+	exit 1
+fi
+if "$gv" verify "$out/r1/report.json" "$out/rs/report.json.sig" "$out/owner.key" 2>/dev/null; then
+	echo "FAIL: a 64-byte key accepted as a public key"
+	exit 1
+fi
+# keygen never overwrites a key; a secret key others can read is refused,
+# and the error does not print the key.
+! "$gv" keygen "$out/owner" 2>/dev/null || { echo "FAIL: keygen overwrote a key"; exit 1; }
+[ "$(stat -c %a "$out/owner.key")" = 600 ]
+chmod 644 "$out/owner.key"
+if "$gv" report "$out/hot-int8" --baseline "$out/hot-fw" -o "$out/rp" --sign "$out/owner.key" \
+	>/dev/null 2>"$out/rp.err"; then
+	echo "FAIL: signed with a world-readable key"
+	exit 1
+fi
+grep -q 'chmod 600' "$out/rp.err"
+if grep -qi "$(head -c 16 "$out/owner.key")" "$out/rp.err"; then
+	echo "FAIL: the error message shows the secret key"
+	exit 1
+fi
+chmod 600 "$out/owner.key"
+echo "signature: truncated signature, wrong key length, open key permissions refused"
 
 # 4. A live govd decision log alone: figures recomputed from the log.
 mkdir "$out/live"
@@ -75,6 +102,17 @@ rel=$(python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['primary_metri
 echo "live log: $src, tokens/J off the ground truth by $rel"
 [ "$src" = "recomputed from the decision log" ]
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) < 0.05 else 1)" "$rel"
+
+# 4b. Run directories with spaces and quotes: the report is written, and the
+#     commands it records quote them for the shell.
+odd="$out/run dir 'q'"
+cp -r "$out/hot-int8" "$odd"
+"$gv" report "$odd" --baseline "$out/hot-fw" -o "$out/r4b" >/dev/null
+cmd=$(q "$out/r4b/report.json" "r['command']")
+rep=$(q "$out/r4b/report.json" "r['handoff']['runs'][0]['reproduce']")
+python3 -c "import shlex,sys; a=shlex.split(sys.argv[1]); sys.exit(0 if a[2]==sys.argv[2] else 1)" "$cmd" "$odd"
+python3 -c "import shlex,sys; a=shlex.split(sys.argv[1]); sys.exit(0 if a[-1]==sys.argv[2] else 1)" "$rep" "$odd"
+echo "odd run path: report written, commands quoted"
 
 # 5. Best available policy today vs firmware-default on balanced.yaml's
 #    workload profile (configs/scenarios/default.yaml): a measured gain, and
