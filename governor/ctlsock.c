@@ -672,8 +672,11 @@ int ctlsock_open(struct ctlsock **out, const struct ctlsock_cfg *cfg, struct dia
 		goto free_cs;
 	}
 	set_addr(&a, path);
-	/* Created owner-only, then widened to mode: never more open than asked. */
-	mode_t old = umask(0177);
+	/* bind creates the file with its final mode (umask = the complement),
+	 * and the group is set with lchown: no chmod/chown by path that would
+	 * follow a symlink swapped in meanwhile. Nobody can connect before
+	 * listen() below. */
+	mode_t old = umask(~mode & 0777);
 	rc = bind(cs->listen_fd, (struct sockaddr *)&a, sizeof(a)) ? -errno : 0;
 	umask(old);
 	if (rc) {
@@ -681,16 +684,22 @@ int ctlsock_open(struct ctlsock **out, const struct ctlsock_cfg *cfg, struct dia
 			 strerror(-rc));
 		goto close_listen;
 	}
-	if (cfg->group != (gid_t)-1 && chown(path, (uid_t)-1, cfg->group)) {
+	if (cfg->group != (gid_t)-1 && lchown(path, (uid_t)-1, cfg->group)) {
 		rc = -errno;
 		diag_add(diags, DIAG_ERROR, path, 0, 0, "control.group", "chown",
 			 "cannot give the socket to group %u: %s", (unsigned)cfg->group, strerror(-rc));
 		goto unlink_path;
 	}
-	if (chmod(path, mode) || lstat(path, &st)) {
+	if (lstat(path, &st)) {
 		rc = -errno;
-		diag_add(diags, DIAG_ERROR, path, 0, 0, "control.mode", "chmod", "cannot set mode %o: %s",
-			 (unsigned)mode, strerror(-rc));
+		diag_add(diags, DIAG_ERROR, path, 0, 0, "control.socket", "io", "%s", strerror(-rc));
+		goto unlink_path;
+	}
+	if (!S_ISSOCK(st.st_mode) || (st.st_mode & 0777) != (mode & 0777)) {
+		rc = -EPERM;
+		diag_add(diags, DIAG_ERROR, path, 0, 0, "control.mode", "chmod",
+			 "socket created with mode %o, not %o", (unsigned)(st.st_mode & 07777),
+			 (unsigned)mode);
 		goto unlink_path;
 	}
 	cs->dev = st.st_dev;

@@ -600,6 +600,30 @@ static void test_non_reader_does_not_spin(void **state)
 	fx_close(&f);
 }
 
+/* The socket is created with the configured mode and group (no wider in
+ * between: bind creates it so, nothing widens it by path afterwards). */
+static void test_mode_and_group(void **state)
+{
+	char dir[] = "/tmp/test_ctlsock_XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[64];
+	snprintf(path, sizeof(path), "%s/govd.sock", dir);
+	struct diag_list dl = { 0 };
+	struct ctlsock *cs;
+	mode_t um = umask(0);
+	struct ctlsock_cfg cfg = { .path = path, .mode = 0640, .group = getgid() };
+	assert_int_equal(ctlsock_open(&cs, &cfg, &dl), 0);
+	assert_int_equal(umask(um), 0); /* the process's umask is restored */
+	struct stat st;
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISSOCK(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0640);
+	assert_int_equal(st.st_gid, getgid());
+	ctlsock_close(cs);
+	assert_int_equal(lstat(path, &st), -1);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 static void test_open_cases(void **state)
 {
 	struct fixture f;
@@ -766,6 +790,7 @@ int main(void)
 		cmocka_unit_test(test_burst_is_spread),
 		cmocka_unit_test(test_non_reader_does_not_spin),
 		cmocka_unit_test(test_open_cases),
+		cmocka_unit_test(test_mode_and_group),
 		cmocka_unit_test(test_client),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
