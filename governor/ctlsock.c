@@ -28,6 +28,8 @@
 
 /* A client that stops reading its replies is dropped past this. */
 #define CTL_OUT_MAX (1u << 20)
+/* Requests answered per client and wakeup. */
+#define CTL_LINES_PER_CALL 8
 
 /* ---- allow-list ---------------------------------------------------------- */
 
@@ -227,14 +229,13 @@ out:
 struct client {
 	int fd;              /* -1: free slot */
 	struct ctl_peer peer;
-	enum ctl_role role;
 	uint64_t active;     /* cs->tick when last heard from */
 	char in[CTL_LINE_MAX + 1];
 	size_t in_n;
 	char *out;
 	size_t out_n, out_off;
 	bool closing;        /* close once out is flushed */
-	bool want_out;       /* EPOLLOUT registered */
+	uint32_t events;     /* registered with epoll */
 };
 
 struct ctlsock {
@@ -287,19 +288,33 @@ static int read_peer(int fd, struct ctl_peer *p)
 	return 0;
 }
 
-static void ep_mod(struct ctlsock *cs, struct client *c, bool out)
+static bool line_pending(const struct client *c)
 {
-	if (c->want_out == out)
+	return c->in_n && memchr(c->in, '\n', c->in_n);
+}
+
+/* Level-triggered interest from the client's state. Input is read only
+ * while nothing waits to be sent or answered (backpressure: a client that
+ * does not read its replies fills its own socket, not our memory or our
+ * loop). EPOLLOUT also stands for "lines left to answer": the socket is
+ * writable at once unless the client lags. A closing client is never
+ * watched for input: its EOF or further data would wake the loop forever. */
+static void ep_update(struct ctlsock *cs, struct client *c)
+{
+	bool out = c->out_off < c->out_n, pending = !c->closing && line_pending(c);
+	uint32_t want = (!c->closing && !out && !pending ? EPOLLIN : 0) |
+			(out || pending ? EPOLLOUT : 0);
+	if (c->events == want)
 		return;
-	struct epoll_event ev = { .events = EPOLLIN | (out ? EPOLLOUT : 0),
-				  .data.u32 = (uint32_t)(c - cs->cl) + 1 };
+	struct epoll_event ev = { .events = want, .data.u32 = (uint32_t)(c - cs->cl) + 1 };
 	epoll_ctl(cs->ep_fd, EPOLL_CTL_MOD, c->fd, &ev);
-	c->want_out = out;
+	c->events = want;
 }
 
 static void do_accept(struct ctlsock *cs)
 {
-	for (;;) {
+	/* Bounded: a peer connecting in a loop cannot keep us here. */
+	for (int k = 0; k < CTL_MAX_CLIENTS; k++) {
 		int fd = accept4(cs->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
@@ -332,7 +347,7 @@ static void do_accept(struct ctlsock *cs)
 			c->fd = -1;
 			continue;
 		}
-		c->role = ctl_acl_role(&cs->acl, &c->peer);
+		c->events = EPOLLIN;
 		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)(c - cs->cl) + 1 };
 		if (epoll_ctl(cs->ep_fd, EPOLL_CTL_ADD, fd, &ev)) {
 			log_warn("ctl: epoll: %s", strerror(errno));
@@ -441,18 +456,21 @@ static void run_cmd(struct client *c, const struct ctl_request *rq, const struct
 	queue_reply(c, reply);
 }
 
-static void do_line(struct client *c, const char *line, size_t n, const struct ctlsock_ops *ops,
-		    void *ctx)
+static void do_line(struct ctlsock *cs, struct client *c, const char *line, size_t n,
+		    const struct ctlsock_ops *ops, void *ctx)
 {
 	struct ctl_request rq;
 	char err[256], shown[96];
 	int prc = ctl_parse_request(line, n, &rq, err, sizeof(err));
 	char who[64];
+	/* Judged per request on the allow-list in force: a reload that drops
+	 * someone applies to connections already open. */
+	enum ctl_role role = ctl_acl_role(&cs->acl, &c->peer);
 
 	snprintf(who, sizeof(who), "uid %u gid %u pid %d", (unsigned)c->peer.uid, (unsigned)c->peer.gid,
 		 (int)c->peer.pid);
 	/* Not on the list: refused whatever it asked, and nothing more read. */
-	if (c->role == CTL_ROLE_NONE) {
+	if (role == CTL_ROLE_NONE) {
 		if (prc)
 			sanitize(line, n, shown, sizeof(shown));
 		log_warn("ctl: refused '%s' from %s: not on the control allow-list",
@@ -467,10 +485,10 @@ static void do_line(struct client *c, const char *line, size_t n, const struct c
 		queue_reply(c, error_reply("bad-request", err));
 		return;
 	}
-	if (c->role < ctl_cmd_role(rq.cmd)) {
+	if (role < ctl_cmd_role(rq.cmd)) {
 		char msg[128];
 		log_warn("ctl: refused '%s' from %s: role %s, needs %s", ctl_cmd_name(rq.cmd), who,
-			 ctl_role_name(c->role), ctl_role_name(ctl_cmd_role(rq.cmd)));
+			 ctl_role_name(role), ctl_role_name(ctl_cmd_role(rq.cmd)));
 		snprintf(msg, sizeof(msg), "permission denied: '%s' needs the %s role",
 			 ctl_cmd_name(rq.cmd), ctl_role_name(ctl_cmd_role(rq.cmd)));
 		queue_reply(c, error_reply("denied", msg));
@@ -479,11 +497,35 @@ static void do_line(struct client *c, const char *line, size_t n, const struct c
 	run_cmd(c, &rq, ops, ctx);
 }
 
-static void do_read(struct client *c, const struct ctlsock_ops *ops, void *ctx)
+/* Answers at most CTL_LINES_PER_CALL complete lines, then reads more only
+ * if they are all answered and nothing waits to be sent: one client's
+ * burst costs the loop a few requests per wakeup, the rest waits in its
+ * socket. */
+static void do_read(struct ctlsock *cs, struct client *c, const struct ctlsock_ops *ops, void *ctx)
 {
+	int budget = CTL_LINES_PER_CALL;
+	if (c->out_off < c->out_n)
+		return; /* woken writable but still not flushed */
 	for (;;) {
-		if (c->closing)
+		char *nl;
+		size_t off = 0;
+		while (!c->closing && budget > 0 &&
+		       (nl = memchr(c->in + off, '\n', c->in_n - off))) {
+			do_line(cs, c, c->in + off, (size_t)(nl - (c->in + off)), ops, ctx);
+			off = (size_t)(nl - c->in) + 1;
+			budget--;
+		}
+		memmove(c->in, c->in + off, c->in_n - off);
+		c->in_n -= off;
+		if (c->closing || budget == 0 || c->out_off < c->out_n)
 			return;
+		if (c->in_n == CTL_LINE_MAX) {
+			log_warn("ctl: refused a line over %d bytes from uid %u", CTL_LINE_MAX,
+				 (unsigned)c->peer.uid);
+			queue_reply(c, error_reply("bad-request", "request line too long"));
+			c->closing = true;
+			return;
+		}
 		ssize_t r = read(c->fd, c->in + c->in_n, CTL_LINE_MAX - c->in_n);
 		if (r < 0) {
 			if (errno == EINTR)
@@ -497,27 +539,12 @@ static void do_read(struct client *c, const struct ctlsock_ops *ops, void *ctx)
 		if (r == 0) {
 			/* Half-closed: a last line without its newline still counts. */
 			if (c->in_n)
-				do_line(c, c->in, c->in_n, ops, ctx);
+				do_line(cs, c, c->in, c->in_n, ops, ctx);
 			c->in_n = 0;
 			c->closing = true;
 			return;
 		}
 		c->in_n += (size_t)r;
-		char *nl;
-		size_t off = 0;
-		while (!c->closing && (nl = memchr(c->in + off, '\n', c->in_n - off))) {
-			do_line(c, c->in + off, (size_t)(nl - (c->in + off)), ops, ctx);
-			off = (size_t)(nl - c->in) + 1;
-		}
-		memmove(c->in, c->in + off, c->in_n - off);
-		c->in_n -= off;
-		if (c->in_n == CTL_LINE_MAX) {
-			log_warn("ctl: refused a line over %d bytes from uid %u", CTL_LINE_MAX,
-				 (unsigned)c->peer.uid);
-			queue_reply(c, error_reply("bad-request", "request line too long"));
-			c->closing = true;
-			return;
-		}
 	}
 }
 
@@ -529,16 +556,13 @@ static bool do_write(struct ctlsock *cs, struct client *c)
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK) {
-				ep_mod(cs, c, true);
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				return true;
-			}
 			return false;
 		}
 		c->out_off += (size_t)w;
 	}
 	c->out_off = c->out_n = 0;
-	ep_mod(cs, c, false);
 	return !c->closing;
 }
 
@@ -558,10 +582,16 @@ int ctlsock_handle(struct ctlsock *cs, const struct ctlsock_ops *ops, void *ctx)
 		if (c->fd < 0)
 			continue; /* closed earlier in this batch */
 		c->active = ++cs->tick;
-		if (ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
-			do_read(c, ops, ctx);
+		/* Flush first: what was waiting goes before new answers. */
+		if (!do_write(cs, c)) {
+			client_close(cs, c);
+			continue;
+		}
+		do_read(cs, c, ops, ctx);
 		if (!do_write(cs, c))
 			client_close(cs, c);
+		else
+			ep_update(cs, c);
 	}
 	return 0;
 }
@@ -642,8 +672,11 @@ int ctlsock_open(struct ctlsock **out, const struct ctlsock_cfg *cfg, struct dia
 		goto free_cs;
 	}
 	set_addr(&a, path);
-	/* Created owner-only, then widened to mode: never more open than asked. */
-	mode_t old = umask(0177);
+	/* bind creates the file with its final mode (umask = the complement),
+	 * and the group is set with lchown: no chmod/chown by path that would
+	 * follow a symlink swapped in meanwhile. Nobody can connect before
+	 * listen() below. */
+	mode_t old = umask(~mode & 0777);
 	rc = bind(cs->listen_fd, (struct sockaddr *)&a, sizeof(a)) ? -errno : 0;
 	umask(old);
 	if (rc) {
@@ -651,16 +684,22 @@ int ctlsock_open(struct ctlsock **out, const struct ctlsock_cfg *cfg, struct dia
 			 strerror(-rc));
 		goto close_listen;
 	}
-	if (cfg->group != (gid_t)-1 && chown(path, (uid_t)-1, cfg->group)) {
+	if (cfg->group != (gid_t)-1 && lchown(path, (uid_t)-1, cfg->group)) {
 		rc = -errno;
 		diag_add(diags, DIAG_ERROR, path, 0, 0, "control.group", "chown",
 			 "cannot give the socket to group %u: %s", (unsigned)cfg->group, strerror(-rc));
 		goto unlink_path;
 	}
-	if (chmod(path, mode) || lstat(path, &st)) {
+	if (lstat(path, &st)) {
 		rc = -errno;
-		diag_add(diags, DIAG_ERROR, path, 0, 0, "control.mode", "chmod", "cannot set mode %o: %s",
-			 (unsigned)mode, strerror(-rc));
+		diag_add(diags, DIAG_ERROR, path, 0, 0, "control.socket", "io", "%s", strerror(-rc));
+		goto unlink_path;
+	}
+	if (!S_ISSOCK(st.st_mode) || (st.st_mode & 0777) != (mode & 0777)) {
+		rc = -EPERM;
+		diag_add(diags, DIAG_ERROR, path, 0, 0, "control.mode", "chmod",
+			 "socket created with mode %o, not %o", (unsigned)(st.st_mode & 07777),
+			 (unsigned)mode);
 		goto unlink_path;
 	}
 	cs->dev = st.st_dev;

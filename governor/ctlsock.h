@@ -1,7 +1,8 @@
 /* The control socket: a Unix stream socket (mode 0660) on which govctl asks
  * govd for its status and operators change its budget, hold it or reload it.
- * Every connection's peer credentials (SO_PEERCRED, plus SO_PEERGROUPS for
- * supplementary groups) are matched against an allow-list with two roles:
+ * Every request's peer credentials (SO_PEERCRED, plus SO_PEERGROUPS for
+ * supplementary groups, as the kernel recorded them at connect) are matched
+ * against the allow-list in force, with two roles:
  * read (status) and operator (everything; implies read). Anything else, or
  * anyone else, is refused with a reply and logged.
  *
@@ -105,7 +106,8 @@ int ctlsock_fd(const struct ctlsock *cs);
 /* Accepts, reads, answers whatever is ready; never blocks. 0 or -errno
  * (only for a failure of the socket itself; client errors are handled). */
 int ctlsock_handle(struct ctlsock *cs, const struct ctlsock_ops *ops, void *ctx);
-/* A new allow-list (after a reload): connections accepted from now on. */
+/* A new allow-list (after a reload): every request from now on, on
+ * connections already open too (roles are judged per request). */
 void ctlsock_set_acl(struct ctlsock *cs, const struct ctl_acl *acl);
 /* Closes every connection and removes the socket file if it is still ours. */
 void ctlsock_close(struct ctlsock *cs);

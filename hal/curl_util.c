@@ -86,6 +86,19 @@ int hal_curl_load(char *err, size_t len)
 		rc = -ENOSYS;
 		goto out_close;
 	}
+	/* hal_curl_reset restricts schemes with CURLOPT_PROTOCOLS_STR (7.85);
+	 * an older libcurl would ignore it silently and let a config URL reach
+	 * file:// and the rest: refused here instead. */
+	curl_version_info_data *(*version_info)(CURLversion) = NULL;
+	void *vi = dlsym(lib, "curl_version_info");
+	memcpy(&version_info, &vi, sizeof(vi));
+	curl_version_info_data *ver = version_info ? version_info(CURLVERSION_NOW) : NULL;
+	if (!ver || ver->version_num < 0x075500) {
+		say(err, len, "libcurl: %s is version %s; govd needs 7.85.0 or newer", libname,
+		    ver && ver->version ? ver->version : "unknown");
+		rc = -ENOSYS;
+		goto out_close;
+	}
 	/* once per process; never cleaned up (process lifetime) */
 	if (global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		say(err, len, "libcurl: curl_global_init failed");
