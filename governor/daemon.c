@@ -316,13 +316,18 @@ static int ctl_set_budget(void *ctx, double w, json_t *reply)
 	return 0;
 }
 
-static int ctl_hold(void *ctx, bool on, json_t *reply)
+void daemon_hold(struct daemon *d, bool on)
 {
-	struct daemon *d = ctx;
 	for (size_t i = 0; i < d->n; i++)
 		governor_hold(d->dev[i].g, on);
 	d->held = on;
 	d->hold_by_skip = false;
+}
+
+static int ctl_hold(void *ctx, bool on, json_t *reply)
+{
+	struct daemon *d = ctx;
+	daemon_hold(d, on);
 	log_notice("control: %s", on ? "held: operating points frozen" : "resumed");
 	json_object_set_new(reply, "message", json_string(on ? "held" : "resumed"));
 	return 0;
@@ -813,6 +818,8 @@ int daemon_reload(struct daemon *d, struct diag_list *diags)
 		gov_free(dd->g);
 		dd->g = ng[i];
 		dd->cfg = &nc->dev[i];
+		/* govctl hold outlasts a reload: the new governor starts held */
+		governor_hold(dd->g, d->held);
 		if (dd->grant_mw)
 			governor_set_power_budget_mw(dd->g, dd->grant_mw);
 	}
@@ -820,7 +827,7 @@ int daemon_reload(struct daemon *d, struct diag_list *diags)
 	struct daemon_plan old = d->plan;
 	d->plan = np;
 	daemon_plan_free(&old);
-	log_set_level(d->plan.cfg->log_level);
+	log_set_level(d->log_level_cli_set ? d->log_level_cli : d->plan.cfg->log_level);
 	if (d->snap)
 		metrics_set_policy(d->snap, d->plan.pol[0]);
 	if (d->cs)

@@ -226,6 +226,56 @@ static void test_reload_transaction(void **st)
 	daemon_fini(&d);
 }
 
+/* What an operator pinned stays pinned across a reload: govctl hold (the new
+ * governors start held, the point stays) and --log-level (the config's
+ * log_level does not replace it). */
+static void test_reload_keeps_hold_and_cli_level(void **st)
+{
+	struct daemon d;
+	struct diag_list dl = { 0 };
+	copy_policy(POLICY, NULL, NULL);
+	write_cfg(pol_path, 0, false, NULL);
+	assert_int_equal(daemon_init(&d, cfg_path, false, NULL, &dl), 0);
+	run_ticks(&d, 3);
+	daemon_hold(&d, true);
+	struct gov_opoint held = d.dev[0].g->cur;
+	d.log_level_cli_set = true;
+	d.log_level_cli = LOG_INFO;
+
+	/* the new policy lets the limit go higher (the guard still enforces a
+	 * lower cap during a hold: a higher one shows the hold itself) */
+	copy_policy(POLICY, "cap_w:", "cap_w: 650");
+	assert_int_equal(daemon_reload(&d, &dl), 0);
+	assert_true(d.held);
+	for (size_t i = 0; i < d.n; i++)
+		assert_true(d.dev[i].g->operator_hold);
+	run_ticks(&d, 3);
+	assert_int_equal(d.dev[0].g->cur.power_limit_mw, held.power_limit_mw);
+	assert_int_equal(d.dev[0].g->cur.clk_max_khz, held.clk_max_khz);
+
+	/* the config says notice (the default); --log-level info still holds */
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *sink = open_memstream(&buf, &len);
+	assert_non_null(sink);
+	log_init(LOG_ERR, sink);
+	assert_int_equal(daemon_reload(&d, &dl), 0);
+	log_info("info-after-reload");
+	log_fini();
+	fclose(sink);
+	assert_non_null(strstr(buf, "info-after-reload"));
+	free(buf);
+	log_init(LOG_ERR, NULL);
+
+	daemon_hold(&d, false);
+	run_ticks(&d, 5);
+	assert_true(d.dev[0].g->cur.power_limit_mw != held.power_limit_mw ||
+		    d.dev[0].g->cur.clk_max_khz != held.clk_max_khz);
+	assert_int_equal(daemon_restore_all(&d), 0);
+	daemon_fini(&d);
+	diag_clear(&dl);
+}
+
 static void test_start_restores_leftover(void **st)
 {
 	struct daemon d;
@@ -266,6 +316,7 @@ int main(void)
 		cmocka_unit_test(test_budget_state_restore),
 		cmocka_unit_test(test_dry_run_writes_nothing),
 		cmocka_unit_test(test_reload_transaction),
+		cmocka_unit_test(test_reload_keeps_hold_and_cli_level),
 		cmocka_unit_test(test_start_restores_leftover),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
