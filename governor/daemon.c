@@ -489,6 +489,16 @@ int daemon_init(struct daemon *d, const char *config_path, bool dry_run,
 		bool found;
 		struct statefile_result res;
 		rc = daemon_restore_state(c->state_file, &found, &res, diags);
+		if (rc && !found) {
+			/* Damaged or unreadable: its originals are unknown, so
+			 * recording the devices as they are now could make a
+			 * governed setting the "original". */
+			diag_add(diags, DIAG_ERROR, c->state_file, 0, 0, "", "restore",
+				 "a state file is there but cannot be used (%s); check the devices' "
+				 "settings, then remove it; not starting",
+				 strerror(-rc));
+			goto err_plan;
+		}
 		if (rc) {
 			diag_add(diags, DIAG_ERROR, c->state_file, 0, 0, "", "restore",
 				 "the previous run's settings could not be restored (%zu of %zu "

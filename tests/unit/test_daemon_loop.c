@@ -307,6 +307,31 @@ static void test_start_restores_leftover(void **st)
 	assert_int_equal(daemon_init(&d, cfg_path, false, NULL, &dl), -EIO);
 	assert_int_equal(access(state_path, F_OK), 0);
 	diag_clear(&dl);
+
+	/* a torn or damaged one: refused with where it broke, kept, no crash */
+	f = fopen(state_path, "w");
+	fputs("{\"format\":\"govd-state/1\",\"devices\":[{\"name\":\"gpu0\",\"back", f);
+	fclose(f);
+	assert_int_equal(daemon_init(&d, cfg_path, false, NULL, &dl), -EINVAL);
+	assert_int_equal(access(state_path, F_OK), 0);
+	bool parse = false, says = false;
+	for (size_t i = 0; i < dl.n; i++) {
+		parse |= !strcmp(dl.v[i].code, "parse") && dl.v[i].line == 1 && dl.v[i].col > 0;
+		says |= !strcmp(dl.v[i].code, "restore") && strstr(dl.v[i].msg, "cannot be used");
+	}
+	assert_true(parse);
+	assert_true(says);
+	diag_clear(&dl);
+	/* a record whose limit is out of range reaches no device */
+	f = fopen(state_path, "w");
+	fprintf(f, "{\"format\":\"govd-state/1\",\"devices\":[{\"name\":\"gpu0\",\"backend\":"
+		   "\"sim\",\"options\":{\"scenario\":\"%s\"},\"original\":{\"generic\":true,"
+		   "\"power_limit_mw\":4295617296}}]}",
+		SCENARIO);
+	fclose(f);
+	assert_int_equal(daemon_init(&d, cfg_path, false, NULL, &dl), -EIO);
+	assert_int_equal(access(state_path, F_OK), 0);
+	diag_clear(&dl);
 	unlink(state_path);
 }
 
