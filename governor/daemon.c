@@ -710,9 +710,13 @@ static void divide_budget(struct daemon *d)
 		a[i].weight = d->dev[i].cfg->weight;
 	}
 	if (budget_divvy((uint64_t)llround(bw * 1000.0), a, d->n, &r)) {
-		log_err("node budget: device limits unusable (min above max); budget not applied");
+		if (!d->budget_unusable) /* once, not every period */
+			log_err("node budget: device limits unusable (min above max); budget not "
+				"applied");
+		d->budget_unusable = true;
 		return;
 	}
+	d->budget_unusable = false;
 	if (r.infeasible) {
 		d->st.budget_infeasible++;
 		if (!d->budget_was_infeasible)
@@ -932,9 +936,10 @@ static void on_timer(struct daemon *d)
 	d->st.periods += exp;
 	if (exp > 1) {
 		d->st.overruns += exp - 1;
-		/* once per doubling of the count */
-		uint64_t o = d->st.overruns;
-		if ((o & (o - 1)) == 0 || exp > 2)
+		/* once per doubling of the count (a steady overload of several
+		 * periods each time must not log every period) */
+		uint64_t o = d->st.overruns, prev = o - (exp - 1);
+		if (prev == 0 || __builtin_clzll(o) < __builtin_clzll(prev))
 			log_warn("loop overrun: %llu period(s) missed (%llu in total)",
 				 (unsigned long long)(exp - 1), (unsigned long long)o);
 	}

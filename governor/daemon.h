@@ -78,6 +78,7 @@ struct daemon {
 	bool log_level_cli_set;     /* --log-level given: it outlasts a reload */
 	enum log_level log_level_cli;
 	bool budget_was_infeasible;
+	bool budget_unusable;       /* budget_divvy refused the limits (logged once) */
 	double budget_override_w;   /* govctl set budget-w; 0: the config's budget_w */
 	bool held;                  /* govctl hold */
 	bool hold_by_skip;          /* governor_hold unsupported: held means no periods */
