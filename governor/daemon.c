@@ -801,8 +801,9 @@ int daemon_reload(struct daemon *d, struct diag_list *diags)
 	if (rc)
 		return rc;
 	const struct config *oc = d->plan.cfg, *nc = np.cfg;
-	if (!config_reloadable(oc, nc, why, sizeof(why))) {
-		diag_add(diags, DIAG_ERROR, nc->path, 0, 0, "", "not-reloadable", "%s", why);
+	int wl, wc;
+	if (!config_reloadable_at(oc, nc, why, sizeof(why), &wl, &wc)) {
+		diag_add(diags, DIAG_ERROR, nc->path, wl, wc, "", "not-reloadable", "%s", why);
 		rc = -EINVAL;
 		goto err_plan;
 	}

@@ -210,6 +210,11 @@ static void test_reload_transaction(void **st)
 	write_cfg(pol_path, 0, false, "9");
 	assert_int_equal(daemon_reload(&d, &dl), -EINVAL);
 	assert_ptr_equal(d.dev[0].g, g1);
+	located = false; /* at the changed entry: devices[1], line 10 */
+	for (size_t i = 0; i < dl.n; i++)
+		located |= !strcmp(dl.v[i].code, "not-reloadable") && dl.v[i].line == 10 &&
+			   dl.v[i].col > 0;
+	assert_true(located);
 	diag_clear(&dl);
 	/* periods differ between devices: refused */
 	FILE *c = fopen(cfg_path, "a");
