@@ -379,6 +379,14 @@ void config_free(struct config *c)
 
 bool config_reloadable(const struct config *a, const struct config *b, char *why, size_t len)
 {
+	int line, col;
+	return config_reloadable_at(a, b, why, len, &line, &col);
+}
+
+bool config_reloadable_at(const struct config *a, const struct config *b, char *why, size_t len,
+			  int *line, int *col)
+{
+	*line = *col = 0;
 	if (strcmp(a->declog.dir, b->declog.dir) || a->declog.max_bytes != b->declog.max_bytes ||
 	    a->declog.keep != b->declog.keep) {
 		snprintf(why, len, "decision_log changed: restart govd");
@@ -401,6 +409,8 @@ bool config_reloadable(const struct config *a, const struct config *b, char *why
 		for (size_t k = 0; same && k < x->n_opts; k++)
 			same = !strcmp(x->keys[k], y->keys[k]) && !strcmp(x->values[k], y->values[k]);
 		if (!same) {
+			*line = y->line;
+			*col = y->col;
 			snprintf(why, len,
 				 "devices[%zu] (%s) changed name, backend, options or time_scale: "
 				 "restart govd",

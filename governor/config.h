@@ -77,6 +77,10 @@ void config_free(struct config *c);
  * (name, backend, options, order) nor the state file. false + why when it
  * would. */
 bool config_reloadable(const struct config *old, const struct config *neu, char *why, size_t len);
+/* The same, with where in neu's file the change is (a device entry); 0:0
+ * when it is not one entry. */
+bool config_reloadable_at(const struct config *old, const struct config *neu, char *why,
+			  size_t len, int *line, int *col);
 /* The device's options as hal_dev_cfg wants them. */
 void config_dev_cfg(const struct config_device *d, struct hal_dev_cfg *out);
 

@@ -316,13 +316,18 @@ static int ctl_set_budget(void *ctx, double w, json_t *reply)
 	return 0;
 }
 
-static int ctl_hold(void *ctx, bool on, json_t *reply)
+void daemon_hold(struct daemon *d, bool on)
 {
-	struct daemon *d = ctx;
 	for (size_t i = 0; i < d->n; i++)
 		governor_hold(d->dev[i].g, on);
 	d->held = on;
 	d->hold_by_skip = false;
+}
+
+static int ctl_hold(void *ctx, bool on, json_t *reply)
+{
+	struct daemon *d = ctx;
+	daemon_hold(d, on);
 	log_notice("control: %s", on ? "held: operating points frozen" : "resumed");
 	json_object_set_new(reply, "message", json_string(on ? "held" : "resumed"));
 	return 0;
@@ -484,6 +489,16 @@ int daemon_init(struct daemon *d, const char *config_path, bool dry_run,
 		bool found;
 		struct statefile_result res;
 		rc = daemon_restore_state(c->state_file, &found, &res, diags);
+		if (rc && !found) {
+			/* Damaged or unreadable: its originals are unknown, so
+			 * recording the devices as they are now could make a
+			 * governed setting the "original". */
+			diag_add(diags, DIAG_ERROR, c->state_file, 0, 0, "", "restore",
+				 "a state file is there but cannot be used (%s); check the devices' "
+				 "settings, then remove it; not starting",
+				 strerror(-rc));
+			goto err_plan;
+		}
 		if (rc) {
 			diag_add(diags, DIAG_ERROR, c->state_file, 0, 0, "", "restore",
 				 "the previous run's settings could not be restored (%zu of %zu "
@@ -695,9 +710,13 @@ static void divide_budget(struct daemon *d)
 		a[i].weight = d->dev[i].cfg->weight;
 	}
 	if (budget_divvy((uint64_t)llround(bw * 1000.0), a, d->n, &r)) {
-		log_err("node budget: device limits unusable (min above max); budget not applied");
+		if (!d->budget_unusable) /* once, not every period */
+			log_err("node budget: device limits unusable (min above max); budget not "
+				"applied");
+		d->budget_unusable = true;
 		return;
 	}
+	d->budget_unusable = false;
 	if (r.infeasible) {
 		d->st.budget_infeasible++;
 		if (!d->budget_was_infeasible)
@@ -782,8 +801,9 @@ int daemon_reload(struct daemon *d, struct diag_list *diags)
 	if (rc)
 		return rc;
 	const struct config *oc = d->plan.cfg, *nc = np.cfg;
-	if (!config_reloadable(oc, nc, why, sizeof(why))) {
-		diag_add(diags, DIAG_ERROR, nc->path, 0, 0, "", "not-reloadable", "%s", why);
+	int wl, wc;
+	if (!config_reloadable_at(oc, nc, why, sizeof(why), &wl, &wc)) {
+		diag_add(diags, DIAG_ERROR, nc->path, wl, wc, "", "not-reloadable", "%s", why);
 		rc = -EINVAL;
 		goto err_plan;
 	}
@@ -813,6 +833,8 @@ int daemon_reload(struct daemon *d, struct diag_list *diags)
 		gov_free(dd->g);
 		dd->g = ng[i];
 		dd->cfg = &nc->dev[i];
+		/* govctl hold outlasts a reload: the new governor starts held */
+		governor_hold(dd->g, d->held);
 		if (dd->grant_mw)
 			governor_set_power_budget_mw(dd->g, dd->grant_mw);
 	}
@@ -820,7 +842,7 @@ int daemon_reload(struct daemon *d, struct diag_list *diags)
 	struct daemon_plan old = d->plan;
 	d->plan = np;
 	daemon_plan_free(&old);
-	log_set_level(d->plan.cfg->log_level);
+	log_set_level(d->log_level_cli_set ? d->log_level_cli : d->plan.cfg->log_level);
 	if (d->snap)
 		metrics_set_policy(d->snap, d->plan.pol[0]);
 	if (d->cs)
@@ -915,9 +937,10 @@ static void on_timer(struct daemon *d)
 	d->st.periods += exp;
 	if (exp > 1) {
 		d->st.overruns += exp - 1;
-		/* once per doubling of the count */
-		uint64_t o = d->st.overruns;
-		if ((o & (o - 1)) == 0 || exp > 2)
+		/* once per doubling of the count (a steady overload of several
+		 * periods each time must not log every period) */
+		uint64_t o = d->st.overruns, prev = o - (exp - 1);
+		if (prev == 0 || __builtin_clzll(o) < __builtin_clzll(prev))
 			log_warn("loop overrun: %llu period(s) missed (%llu in total)",
 				 (unsigned long long)(exp - 1), (unsigned long long)o);
 	}

@@ -75,7 +75,10 @@ struct daemon {
 	struct daemon_plan plan;
 	bool dry_run;               /* --dry-run or config dry_run */
 	bool dry_run_cli;           /* --dry-run given */
+	bool log_level_cli_set;     /* --log-level given: it outlasts a reload */
+	enum log_level log_level_cli;
 	bool budget_was_infeasible;
+	bool budget_unusable;       /* budget_divvy refused the limits (logged once) */
 	double budget_override_w;   /* govctl set budget-w; 0: the config's budget_w */
 	bool held;                  /* govctl hold */
 	bool hold_by_skip;          /* governor_hold unsupported: held means no periods */
@@ -124,6 +127,9 @@ int daemon_reload(struct daemon *d, struct diag_list *diags);
  * 0 or -EIO. Idempotent. */
 int daemon_restore_all(struct daemon *d);
 void daemon_fini(struct daemon *d);
+/* govctl hold/resume: every governor keeps (or leaves) its operating point;
+ * a reload keeps it. */
+void daemon_hold(struct daemon *d, bool on);
 int daemon_add_fd(struct daemon *d, int fd, daemon_fd_cb cb, void *ctx);
 
 /* govctl restore and govd's start: restore from a state file if there is

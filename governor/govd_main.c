@@ -153,8 +153,11 @@ int main(int argc, char **argv)
 		free(d);
 		return 1;
 	}
-	if (have_level)
+	if (have_level) {
+		d->log_level_cli_set = true;
+		d->log_level_cli = level;
 		log_set_level(level);
+	}
 	int code = daemon_run(d);
 	daemon_fini(d);
 	free(d);

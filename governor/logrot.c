@@ -139,11 +139,21 @@ static void track_header(struct logrot *l, const char *p, size_t n)
 static ssize_t cookie_write(void *cookie, const char *p, size_t n)
 {
 	struct logrot *l = cookie;
+	int rc;
+	/* A rotation that could not reopen the file (directory gone, disk
+	 * full): try again with each write rather than log nothing until a
+	 * restart. */
 	if (l->fd < 0) {
-		errno = EBADF;
-		return -1;
+		if ((rc = open_fd(l))) {
+			note_err(l, rc);
+			errno = -rc;
+			return -1;
+		}
+		if (l->size == 0 && l->header &&
+		    (rc = fd_write_all(l->fd, l->header, l->header_len)) == 0)
+			l->size += l->header_len;
 	}
-	int rc = fd_write_all(l->fd, p, n);
+	rc = fd_write_all(l->fd, p, n);
 	if (rc) {
 		note_err(l, rc);
 		errno = -rc;

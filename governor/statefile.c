@@ -110,14 +110,19 @@ int statefile_write(const char *path, const json_t *doc)
 		ssize_t w = write(fd, text + off, len - off);
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w < 0) {
-			rc = -errno;
+		if (w <= 0) {
+			rc = w < 0 ? -errno : -EIO;
 			break;
 		}
 		off += (size_t)w;
 	}
-	if (!rc && (write(fd, "\n", 1) != 1 || fsync(fd)))
-		rc = -errno;
+	if (!rc) {
+		ssize_t w = write(fd, "\n", 1);
+		if (w != 1)
+			rc = w < 0 ? -errno : -EIO; /* a short write leaves errno stale */
+		else if (fsync(fd))
+			rc = -errno;
+	}
 	if (close(fd) && !rc)
 		rc = -errno;
 	if (rc)
@@ -214,6 +219,21 @@ static int reopen_and_write(const char *name, const json_t *d, const json_t *ori
 	struct hal_dev dev = { 0 };
 	if (!cfg.backend)
 		return -EINVAL;
+	/* A damaged record must not reach the device (a limit cast to uint32_t
+	 * from any JSON integer could be anything): refuse it whole. */
+	const json_t *lim = json_object_get(orig, "power_limit_mw");
+	const json_t *sl = json_object_get(orig, "int8_slices");
+	if ((lim && !json_is_null(lim) &&
+	     (!json_is_integer(lim) || json_integer_value(lim) <= 0 ||
+	      json_integer_value(lim) > HAL_POWER_MAX_MW)) ||
+	    (sl && (!json_is_integer(sl) || json_integer_value(sl) < 0 ||
+		    json_integer_value(sl) > HAL_MAX_SLICES))) {
+		diag_add(diags, DIAG_ERROR, name, 0, 0, "original", "restore",
+			 "state file entry out of range (power_limit_mw in 1..%d or null, "
+			 "int8_slices in 0..%d); nothing written",
+			 HAL_POWER_MAX_MW, HAL_MAX_SLICES);
+		return -EINVAL;
+	}
 	int rc = hal_open(&dev, &cfg, diags);
 	if (rc)
 		return rc;
@@ -234,13 +254,12 @@ static int reopen_and_write(const char *name, const json_t *d, const json_t *ori
 			return rc;
 		}
 	}
-	const json_t *lim = json_object_get(orig, "power_limit_mw");
 	if (dev.ops->reset_clocks && (r = dev.ops->reset_clocks(&dev)) && !rc)
 		rc = r;
 	if (json_is_integer(lim) && dev.ops->set_power_limit &&
 	    (r = dev.ops->set_power_limit(&dev, (uint32_t)json_integer_value(lim))) && !rc)
 		rc = r;
-	json_int_t slices = json_integer_value(json_object_get(orig, "int8_slices"));
+	json_int_t slices = json_integer_value(sl);
 	if (slices > 0 && slices <= HAL_MAX_SLICES && dev.ops->set_precision) {
 		double zero[HAL_MAX_SLICES] = { 0 };
 		if ((r = dev.ops->set_precision(&dev, zero, (size_t)slices)) && !rc)

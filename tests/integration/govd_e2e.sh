@@ -51,6 +51,9 @@ wait_for() {
 # Lines of a log and its rotated files (keep is large enough that none is
 # dropped during the test, so the count only grows).
 lines() { { cat "$1" "$1".* 2>/dev/null || true; } | wc -l; }
+# The newest decision of a log: right after a rotation the file's last line
+# is the header the new file starts with, so look back into .1 too.
+last_decision() { { cat "$1.1" "$1" 2>/dev/null || true; } | { grep '"type":"decision"' || true; } | tail -1; }
 has_lines() { [ "$(lines "$1")" -ge "$2" ]; }
 start() { "$govd" --config "$tmp/c.yaml" "$@" 2>"$tmp/err" & pid=$!; }
 stop_with() {
@@ -126,7 +129,7 @@ h=$(grep -o 'gpu0=thermal-conservative (fnv1a64:[0-9a-f]*)' "$tmp/err" | grep -o
 wait_for "header with the new hash" grep -q "\"type\":\"header\".*\"policy_hash\":\"$h\"" "$log0"
 n=$(lines "$log0")
 wait_for "decisions after reload" has_lines "$log0" $((n + 5))
-tail -1 "$log0" | $py -c 'import json,sys; assert json.load(sys.stdin)["after"]["power_limit_mw"] <= 450000' \
+last_decision "$log0" | $py -c 'import json,sys; assert json.load(sys.stdin)["after"]["power_limit_mw"] <= 450000' \
 	|| fail "cap 450 W not in force after reload"
 # an operator lowers the node budget: both limits together under it
 "$govctl" set budget-w 700 --socket "$sock" >"$tmp/out" || fail "set budget-w by an operator: $(cat "$tmp/out")"
@@ -144,7 +147,7 @@ grep -q "p.yaml:3:[0-9]*: error: control.controller" "$tmp/err" || fail "refusal
 kill -0 "$pid" || fail "govd died on a bad reload"
 n=$(lines "$log0")
 wait_for "decisions after the refused reload" has_lines "$log0" $((n + 5))
-tail -1 "$log0" | grep -q "\"policy_hash\":\"$h\"" || fail "old policy not kept"
+last_decision "$log0" | grep -q "\"policy_hash\":\"$h\"" || fail "old policy not kept"
 cp policies/thermal-conservative.yaml "$tmp/p.yaml"
 
 # 4. SIGTERM: restore recorded, exit 0, state file removed

@@ -129,6 +129,40 @@ static void test_rotation_keeps_n(void **st)
 	assert_non_null(strstr(buf, "\"seq\":199,"));
 }
 
+/* A rotation whose reopen fails (the directory went away) does not end the
+ * log: once the directory is back, the next line lands in a new file that
+ * starts with the header. */
+static void test_rotation_reopen_retried(void **st)
+{
+	char sub[256], path[300], cmd[300];
+	snprintf(sub, sizeof(sub), "%s/gone", dir);
+	snprintf(path, sizeof(path), "%s/r.jsonl", sub);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	struct logrot *l;
+	struct logrot_cfg c = { .path = path, .max_bytes = 200, .keep = 1,
+				.header_prefix = "{\"type\":\"header\"" };
+	assert_int_equal(logrot_open(&l, &c), 0);
+	FILE *f = logrot_file(l);
+	fprintf(f, "{\"type\":\"header\",\"policy\":\"a\"}\n");
+	fflush(f);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", sub);
+	assert_int_equal(system(cmd), 0);
+	/* passes max_bytes: the rotation cannot reopen */
+	fprintf(f, "{\"type\":\"decision\",\"pad\":\"%0200d\"}\n", 0);
+	fflush(f);
+	assert_false(exists(path));
+	assert_true(logrot_errors(l) > 0);
+	clearerr(f);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	fprintf(f, "{\"type\":\"decision\",\"seq\":1}\n");
+	fflush(f);
+	assert_true(exists(path));
+	int h, first;
+	assert_int_equal(count_json_lines(path, &h, &first), 2);
+	assert_int_equal(first, 1);
+	assert_true(logrot_close(l) != 0); /* the failure is still reported */
+}
+
 static void test_reopen_appends(void **st)
 {
 	char path[256];
@@ -196,6 +230,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rotation_keeps_n),
+		cmocka_unit_test(test_rotation_reopen_retried),
 		cmocka_unit_test(test_reopen_appends),
 		cmocka_unit_test(test_shift),
 		cmocka_unit_test(test_kill9_leaves_whole_lines),

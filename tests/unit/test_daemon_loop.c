@@ -210,6 +210,11 @@ static void test_reload_transaction(void **st)
 	write_cfg(pol_path, 0, false, "9");
 	assert_int_equal(daemon_reload(&d, &dl), -EINVAL);
 	assert_ptr_equal(d.dev[0].g, g1);
+	located = false; /* at the changed entry: devices[1], line 10 */
+	for (size_t i = 0; i < dl.n; i++)
+		located |= !strcmp(dl.v[i].code, "not-reloadable") && dl.v[i].line == 10 &&
+			   dl.v[i].col > 0;
+	assert_true(located);
 	diag_clear(&dl);
 	/* periods differ between devices: refused */
 	FILE *c = fopen(cfg_path, "a");
@@ -224,6 +229,56 @@ static void test_reload_transaction(void **st)
 	diag_clear(&dl);
 	assert_int_equal(daemon_restore_all(&d), 0);
 	daemon_fini(&d);
+}
+
+/* What an operator pinned stays pinned across a reload: govctl hold (the new
+ * governors start held, the point stays) and --log-level (the config's
+ * log_level does not replace it). */
+static void test_reload_keeps_hold_and_cli_level(void **st)
+{
+	struct daemon d;
+	struct diag_list dl = { 0 };
+	copy_policy(POLICY, NULL, NULL);
+	write_cfg(pol_path, 0, false, NULL);
+	assert_int_equal(daemon_init(&d, cfg_path, false, NULL, &dl), 0);
+	run_ticks(&d, 3);
+	daemon_hold(&d, true);
+	struct gov_opoint held = d.dev[0].g->cur;
+	d.log_level_cli_set = true;
+	d.log_level_cli = LOG_INFO;
+
+	/* the new policy lets the limit go higher (the guard still enforces a
+	 * lower cap during a hold: a higher one shows the hold itself) */
+	copy_policy(POLICY, "cap_w:", "cap_w: 650");
+	assert_int_equal(daemon_reload(&d, &dl), 0);
+	assert_true(d.held);
+	for (size_t i = 0; i < d.n; i++)
+		assert_true(d.dev[i].g->operator_hold);
+	run_ticks(&d, 3);
+	assert_int_equal(d.dev[0].g->cur.power_limit_mw, held.power_limit_mw);
+	assert_int_equal(d.dev[0].g->cur.clk_max_khz, held.clk_max_khz);
+
+	/* the config says notice (the default); --log-level info still holds */
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *sink = open_memstream(&buf, &len);
+	assert_non_null(sink);
+	log_init(LOG_ERR, sink);
+	assert_int_equal(daemon_reload(&d, &dl), 0);
+	log_info("info-after-reload");
+	log_fini();
+	fclose(sink);
+	assert_non_null(strstr(buf, "info-after-reload"));
+	free(buf);
+	log_init(LOG_ERR, NULL);
+
+	daemon_hold(&d, false);
+	run_ticks(&d, 5);
+	assert_true(d.dev[0].g->cur.power_limit_mw != held.power_limit_mw ||
+		    d.dev[0].g->cur.clk_max_khz != held.clk_max_khz);
+	assert_int_equal(daemon_restore_all(&d), 0);
+	daemon_fini(&d);
+	diag_clear(&dl);
 }
 
 static void test_start_restores_leftover(void **st)
@@ -257,6 +312,31 @@ static void test_start_restores_leftover(void **st)
 	assert_int_equal(daemon_init(&d, cfg_path, false, NULL, &dl), -EIO);
 	assert_int_equal(access(state_path, F_OK), 0);
 	diag_clear(&dl);
+
+	/* a torn or damaged one: refused with where it broke, kept, no crash */
+	f = fopen(state_path, "w");
+	fputs("{\"format\":\"govd-state/1\",\"devices\":[{\"name\":\"gpu0\",\"back", f);
+	fclose(f);
+	assert_int_equal(daemon_init(&d, cfg_path, false, NULL, &dl), -EINVAL);
+	assert_int_equal(access(state_path, F_OK), 0);
+	bool parse = false, says = false;
+	for (size_t i = 0; i < dl.n; i++) {
+		parse |= !strcmp(dl.v[i].code, "parse") && dl.v[i].line == 1 && dl.v[i].col > 0;
+		says |= !strcmp(dl.v[i].code, "restore") && strstr(dl.v[i].msg, "cannot be used");
+	}
+	assert_true(parse);
+	assert_true(says);
+	diag_clear(&dl);
+	/* a record whose limit is out of range reaches no device */
+	f = fopen(state_path, "w");
+	fprintf(f, "{\"format\":\"govd-state/1\",\"devices\":[{\"name\":\"gpu0\",\"backend\":"
+		   "\"sim\",\"options\":{\"scenario\":\"%s\"},\"original\":{\"generic\":true,"
+		   "\"power_limit_mw\":4295617296}}]}",
+		SCENARIO);
+	fclose(f);
+	assert_int_equal(daemon_init(&d, cfg_path, false, NULL, &dl), -EIO);
+	assert_int_equal(access(state_path, F_OK), 0);
+	diag_clear(&dl);
 	unlink(state_path);
 }
 
@@ -266,6 +346,7 @@ int main(void)
 		cmocka_unit_test(test_budget_state_restore),
 		cmocka_unit_test(test_dry_run_writes_nothing),
 		cmocka_unit_test(test_reload_transaction),
+		cmocka_unit_test(test_reload_keeps_hold_and_cli_level),
 		cmocka_unit_test(test_start_restores_leftover),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
