@@ -494,7 +494,6 @@ int governor_restore(struct governor *g)
 
 	if (g->restored || !g->started)
 		return 0;
-	g->restored = true;
 	if (g->wrote) {
 		if (dev->ops->reset_clocks && (r = dev->ops->reset_clocks(dev)) && !rc)
 			rc = r;
@@ -512,7 +511,11 @@ int governor_restore(struct governor *g)
 				   .clk_max_khz = g->lim.clk_default_max_khz,
 				   .power_limit_mw = g->orig_power_limit_mw,
 				   .n_slices = g->n_slices };
-	g->cur = orig;
+	/* Done only when every write went through: a failed restore is tried
+	 * again (governor_fini, the daemon's shutdown) rather than forgotten. */
+	g->restored = rc == 0;
+	if (!rc)
+		g->cur = orig;
 	r = declog_restore(&g->log, govd_clock_now_ms(g->cfg.clock), &orig, rc);
 	return rc ? rc : r;
 }

@@ -25,6 +25,7 @@ struct fake {
 	uint32_t lo_khz, hi_khz;
 	double int8[HAL_MAX_SLICES];
 	int n_set_clock, n_reset, n_set_power, n_set_prec;
+	int fail_set_power; /* the next this many power-limit writes fail with -EIO */
 	struct hist ttft, tbt, e2e;
 	uint64_t tokens, requests;
 	uint32_t sv_faults; /* enum hal_serving_fault bits the serving read reports */
@@ -101,6 +102,10 @@ static int f_reset(struct hal_dev *d)
 
 static int f_set_power(struct hal_dev *d, uint32_t mw)
 {
+	if (F(d)->fail_set_power > 0) {
+		F(d)->fail_set_power--;
+		return -EIO;
+	}
 	F(d)->power_limit_mw = mw;
 	F(d)->n_set_power++;
 	return 0;
@@ -249,6 +254,31 @@ static json_int_t op_int(json_t *rec, const char *which, const char *key)
 
 static void rig_free(struct rig *r)
 {
+	free(r->logbuf);
+	free(r);
+}
+
+/* A restore whose write fails is not marked done: the next call (the
+ * daemon's shutdown, governor_fini) tries again and brings the original back. */
+static void test_failed_restore_is_retried(void **state)
+{
+	(void)state;
+	struct rig *r = rig_new("static");
+	r->pol.frequency.min_mhz = 900;
+	r->pol.frequency.max_mhz = 1410;
+	rig_start(r);
+	assert_int_equal(governor_run(&r->g, 2000), 0);
+	assert_int_equal(r->f.power_limit_mw, 700000); /* static's default */
+	r->f.fail_set_power = 1;
+	assert_int_equal(governor_restore(&r->g), -EIO);
+	assert_int_equal(r->f.power_limit_mw, 700000); /* not back yet */
+	assert_int_equal(governor_restore(&r->g), 0);
+	assert_int_equal(r->f.power_limit_mw, 650000);
+	int n = r->f.n_set_power;
+	assert_int_equal(governor_restore(&r->g), 0); /* done: nothing more written */
+	assert_int_equal(r->f.n_set_power, n);
+	governor_fini(&r->g);
+	fclose(r->log);
 	free(r->logbuf);
 	free(r);
 }
@@ -734,6 +764,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_static_actuates_once_and_restores),
+		cmocka_unit_test(test_failed_restore_is_retried),
 		cmocka_unit_test(test_fault_goes_to_safe_point),
 		cmocka_unit_test(test_serving_faults_logged),
 		cmocka_unit_test(test_unknown_controller),
