@@ -321,7 +321,6 @@ void daemon_hold(struct daemon *d, bool on)
 	for (size_t i = 0; i < d->n; i++)
 		governor_hold(d->dev[i].g, on);
 	d->held = on;
-	d->hold_by_skip = false;
 }
 
 static int ctl_hold(void *ctx, bool on, json_t *reply)
@@ -742,8 +741,6 @@ int daemon_tick(struct daemon *d)
 	divide_budget(d);
 	for (size_t i = 0; i < d->n; i++) {
 		struct daemon_dev *dd = &d->dev[i];
-		if (d->held && d->hold_by_skip)
-			break; /* held without governor_hold: the devices keep their point */
 		if (dd->is_sim) {
 			/* The plant stands in for the device: its advance is the
 			 * device's own time, not the governor's. */

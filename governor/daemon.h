@@ -81,7 +81,6 @@ struct daemon {
 	bool budget_unusable;       /* budget_divvy refused the limits (logged once) */
 	double budget_override_w;   /* govctl set budget-w; 0: the config's budget_w */
 	bool held;                  /* govctl hold */
-	bool hold_by_skip;          /* governor_hold unsupported: held means no periods */
 	struct metrics_snapshot *snap;
 	struct metrics_server *msrv;
 	struct ctlsock *cs;

@@ -203,6 +203,13 @@ int declog_decision(struct declog *d, const struct declog_record *r)
 		json_object_set_new(qs, "samples", json_integer((json_int_t)e->q_samples[s]));
 		json_object_set_new(qs, "mismatches", json_integer((json_int_t)e->q_mismatches[s]));
 		json_object_set_new(qs, "drop_upper", jsonx_real(e->q_drop_upper[s]));
+		/* The gate behind the bound: its evidence (prior + online, or
+		 * online since the last alarm), the regression statistic, and
+		 * whether INT8 may serve the slice. */
+		json_object_set_new(qs, "evidence", json_integer((json_int_t)e->q_evidence_n[s]));
+		json_object_set_new(qs, "cusum", jsonx_real(e->q_cusum[s]));
+		json_object_set_new(qs, "alarm", json_boolean(e->q_alarm[s]));
+		json_object_set_new(qs, "gate_open", json_boolean(e->q_gate_open[s]));
 		json_array_append_new(q, qs);
 	}
 	json_object_set_new(in, "quality", q);

@@ -463,7 +463,6 @@ const struct gov_estimates *estimate_step(struct estimator *e, uint64_t now_ms,
 	o->e2e_p99_short_ms = hist_quantile(&e->win_short[2], 0.99);
 	{
 		const struct est_period *last = &e->ring[(e->ring_head + e->ring_len - 1) % e->ring_len];
-		o->period_tokens = last->tokens;
 		o->period_requests = last->requests;
 		o->ttft_p99_period_ms = sparse_quantile(last->h[0], 0.99);
 		o->tbt_p99_period_ms = sparse_quantile(last->h[1], 0.99);

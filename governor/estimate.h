@@ -56,7 +56,7 @@ struct gov_estimates {
 	uint64_t short_requests;
 	double ttft_p95_short_ms, ttft_p99_short_ms, tbt_p95_short_ms, tbt_p99_short_ms;
 	double e2e_p95_short_ms, e2e_p99_short_ms;
-	uint64_t period_tokens, period_requests; /* this period's deltas */
+	uint64_t period_requests; /* this period's delta */
 	double ttft_p99_period_ms, tbt_p99_period_ms; /* this period's alone, NAN if none */
 	/* Validation result of this period. */
 	unsigned n_faults;
