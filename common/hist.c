@@ -1,5 +1,6 @@
 #include "common/hist.h"
 
+#include <assert.h>
 #include <math.h>
 #include <string.h>
 
@@ -56,6 +57,34 @@ double hist_quantile(const struct hist *h, double q)
 		cum += h->count[i];
 	}
 	return hist_bucket_upper_ms(HIST_NBUCKETS - 1);
+}
+
+void hist_quantiles(const struct hist *h, const double *q, double *out, size_t n)
+{
+	size_t k = 0;
+	uint64_t cum = 0;
+
+	for (size_t j = 0; j < n; j++)
+		assert(q[j] >= 0 && q[j] <= 1 && (j == 0 || q[j] >= q[j - 1]));
+	if (h->n == 0) {
+		for (size_t j = 0; j < n; j++)
+			out[j] = 0.0;
+		return;
+	}
+	/* One scan for every q, with hist_quantile's arithmetic exactly. */
+	for (int i = 0; i < HIST_NBUCKETS && k < n; i++) {
+		if (h->count[i] == 0)
+			continue;
+		while (k < n && (double)(cum + h->count[i]) >= q[k] * (double)h->n) {
+			double lo = i ? hist_bucket_upper_ms(i - 1) : 0.0;
+			double hi = hist_bucket_upper_ms(i);
+			double frac = (q[k] * (double)h->n - (double)cum) / (double)h->count[i];
+			out[k++] = lo + (hi - lo) * frac;
+		}
+		cum += h->count[i];
+	}
+	for (; k < n; k++)
+		out[k] = hist_bucket_upper_ms(HIST_NBUCKETS - 1);
 }
 
 void hist_delta(struct hist *out, const struct hist *now, const struct hist *prev)

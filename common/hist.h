@@ -5,6 +5,7 @@
  * histogram_quantile does). */
 #ifndef GOVD_COMMON_HIST_H
 #define GOVD_COMMON_HIST_H
+#include <stddef.h>
 #include <stdint.h>
 
 #define HIST_MIN_MS 0.001
@@ -22,6 +23,8 @@ void hist_reset(struct hist *h);
 void hist_add(struct hist *h, double value_ms, uint64_t weight);
 /* q in [0,1]; returns 0 for an empty histogram. */
 double hist_quantile(const struct hist *h, double q);
+/* hist_quantile for n quantiles q[0] <= q[1] <= ... in one scan. */
+void hist_quantiles(const struct hist *h, const double *q, double *out, size_t n);
 /* out = now - prev (prev must be an earlier snapshot of now). */
 void hist_delta(struct hist *out, const struct hist *now, const struct hist *prev);
 double hist_bucket_upper_ms(int i);

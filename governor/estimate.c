@@ -436,12 +436,17 @@ const struct gov_estimates *estimate_step(struct estimator *e, uint64_t now_ms,
 	o->window_requests = e->win_requests;
 	o->window_tokens = e->win_tokens;
 	o->window_tokens_int8 = e->win_tokens_int8;
-	o->ttft_p95_ms = hist_quantile(&e->win[0], 0.95);
-	o->ttft_p99_ms = hist_quantile(&e->win[0], 0.99);
-	o->tbt_p95_ms = hist_quantile(&e->win[1], 0.95);
-	o->tbt_p99_ms = hist_quantile(&e->win[1], 0.99);
-	o->e2e_p95_ms = hist_quantile(&e->win[2], 0.95);
-	o->e2e_p99_ms = hist_quantile(&e->win[2], 0.99);
+	static const double q9599[2] = { 0.95, 0.99 };
+	double v[2];
+	hist_quantiles(&e->win[0], q9599, v, 2);
+	o->ttft_p95_ms = v[0];
+	o->ttft_p99_ms = v[1];
+	hist_quantiles(&e->win[1], q9599, v, 2);
+	o->tbt_p95_ms = v[0];
+	o->tbt_p99_ms = v[1];
+	hist_quantiles(&e->win[2], q9599, v, 2);
+	o->e2e_p95_ms = v[0];
+	o->e2e_p99_ms = v[1];
 	o->tokens_per_s = o->window_s > 0 ? (double)e->win_tokens / o->window_s : 0;
 	o->requests_per_s = o->window_s > 0 ? (double)e->win_requests / o->window_s : 0;
 	o->int8_token_share = e->win_tokens ? (double)e->win_tokens_int8 / (double)e->win_tokens : 0;
@@ -455,12 +460,15 @@ const struct gov_estimates *estimate_step(struct estimator *e, uint64_t now_ms,
 	o->short_window_s = (double)(e->ring_n < e->short_len ? e->ring_n : e->short_len) *
 			    e->cfg.period_s;
 	o->short_requests = e->short_requests;
-	o->ttft_p95_short_ms = hist_quantile(&e->win_short[0], 0.95);
-	o->ttft_p99_short_ms = hist_quantile(&e->win_short[0], 0.99);
-	o->tbt_p95_short_ms = hist_quantile(&e->win_short[1], 0.95);
-	o->tbt_p99_short_ms = hist_quantile(&e->win_short[1], 0.99);
-	o->e2e_p95_short_ms = hist_quantile(&e->win_short[2], 0.95);
-	o->e2e_p99_short_ms = hist_quantile(&e->win_short[2], 0.99);
+	hist_quantiles(&e->win_short[0], q9599, v, 2);
+	o->ttft_p95_short_ms = v[0];
+	o->ttft_p99_short_ms = v[1];
+	hist_quantiles(&e->win_short[1], q9599, v, 2);
+	o->tbt_p95_short_ms = v[0];
+	o->tbt_p99_short_ms = v[1];
+	hist_quantiles(&e->win_short[2], q9599, v, 2);
+	o->e2e_p95_short_ms = v[0];
+	o->e2e_p99_short_ms = v[1];
 	{
 		const struct est_period *last = &e->ring[(e->ring_head + e->ring_len - 1) % e->ring_len];
 		o->period_requests = last->requests;

@@ -69,6 +69,30 @@ static void test_hist_quantiles(void **state)
 	assert_true(hist_fraction_le(&h, 100.0) > 0.09 && hist_fraction_le(&h, 100.0) < 0.11);
 }
 
+/* The one-scan form gives hist_quantile's values exactly (seeded). */
+static void test_hist_quantiles_one_scan(void **state)
+{
+	(void)state;
+	struct rng r;
+	rng_seed(&r, 20261129);
+	printf("seed 20261129\n");
+	static const double q[] = { 0, 0.01, 0.5, 0.5, 0.95, 0.99, 0.999, 1 };
+	double out[8];
+	for (int run = 0; run < 200; run++) {
+		struct hist h;
+		hist_reset(&h);
+		hist_quantiles(&h, q, out, 8); /* empty: all 0 as hist_quantile */
+		for (int j = 0; j < 8; j++)
+			assert_true(out[j] == hist_quantile(&h, q[j]));
+		int n = 1 + (int)(rng_uniform(&r) * 400);
+		for (int i = 0; i < n; i++)
+			hist_add(&h, rng_lognormal(&r, 3, 2), 1 + (uint64_t)(rng_uniform(&r) * 3));
+		hist_quantiles(&h, q, out, 8);
+		for (int j = 0; j < 8; j++)
+			assert_true(out[j] == hist_quantile(&h, q[j]));
+	}
+}
+
 static void test_hist_delta_is_window(void **state)
 {
 	(void)state;
@@ -108,6 +132,7 @@ int main(void)
 		cmocka_unit_test(test_rng_fork_independent),
 		cmocka_unit_test(test_rng_moments),
 		cmocka_unit_test(test_hist_quantiles),
+		cmocka_unit_test(test_hist_quantiles_one_scan),
 		cmocka_unit_test(test_hist_delta_is_window),
 		cmocka_unit_test(test_diag_format),
 	};
