@@ -59,9 +59,13 @@ double normal_quantile(double p)
 
 double wilson_upper_conf(double k, double n, double confidence)
 {
+	return wilson_upper_z(k, n, normal_quantile(confidence));
+}
+
+double wilson_upper_z(double k, double n, double z)
+{
 	if (!(n > 0))
 		return 1.0;
-	double z = normal_quantile(confidence);
 	double p = k / n;
 	double den = 1 + z * z / n;
 	double c = p + z * z / (2 * n);
@@ -76,6 +80,8 @@ int estimate_init(struct estimator *e, const struct estimate_cfg *cfg)
 		return -EINVAL;
 	memset(e, 0, sizeof(*e));
 	e->cfg = *cfg;
+	for (size_t s = 0; s < cfg->n_q && s < HAL_MAX_SLICES; s++)
+		e->q_z[s] = normal_quantile(cfg->q[s].confidence); /* once, not per period */
 	/* Discrete EWMA with time constant tau sampled every period. */
 	e->alpha = 1.0 - exp(-cfg->period_s / cfg->ewma_tau_s);
 	e->trend_alpha = 1.0 - exp(-cfg->period_s / cfg->trend_tau_s);
@@ -364,7 +370,7 @@ static void quality_gate(struct estimator *e, size_t s, uint64_t dn, uint64_t dk
 		k += qc->prior_mismatches;
 	}
 	o->q_evidence_n[s] = (uint64_t)n;
-	o->q_drop_upper[s] = wilson_upper_conf(k, n, qc->confidence);
+	o->q_drop_upper[s] = wilson_upper_z(k, n, e->q_z[s]);
 	o->q_gate_open[s] = n >= qc->min_samples && o->q_drop_upper[s] <= qc->max_drop;
 }
 

@@ -113,6 +113,7 @@ struct estimator {
 	struct hist win_short[3];
 	uint64_t short_requests;
 	bool q_prior_dropped[HAL_MAX_SLICES];
+	double q_z[HAL_MAX_SLICES]; /* normal quantile of each slice's confidence */
 	uint64_t q_base_samples[HAL_MAX_SLICES], q_base_mismatches[HAL_MAX_SLICES]; /* at the last alarm */
 	uint64_t win_q_samples[HAL_MAX_SLICES], win_q_mismatches[HAL_MAX_SLICES];
 	/* Previous cumulative snapshot. */
@@ -138,6 +139,8 @@ const struct gov_estimates *estimate_step(struct estimator *e, uint64_t now_ms,
 double wilson_upper(uint64_t k, uint64_t n);
 /* Same at a one-sided confidence level (0.5 .. 0.9999). */
 double wilson_upper_conf(double k, double n, double confidence);
+/* Same with the normal quantile z of the confidence already taken. */
+double wilson_upper_z(double k, double n, double z);
 /* Standard normal quantile (Acklam's rational approximation, |err| < 1.2e-9). */
 double normal_quantile(double p);
 

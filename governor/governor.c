@@ -264,6 +264,42 @@ static void fill_rb_record(const struct governor *g, uint64_t now, struct declog
 	rec->power_budget_mw = g->guard.budget_mw;
 }
 
+/* Actuates the guarded point (not in dry run, where the device keeps what
+ * it runs and only the log shows the decision); *before gets the point in
+ * force until now. Returns actuate_error reasons. */
+static uint32_t apply_point(struct governor *g, struct gov_opoint *after, struct gov_opoint *before)
+{
+	uint32_t reasons = 0;
+
+	if (!g->cfg.dry_run)
+		reasons = actuate(g, after);
+	*before = g->cur;
+	if (!g->cfg.dry_run)
+		g->cur = *after;
+	return reasons;
+}
+
+/* The fields every decision record has, the periodic and the emergency one. */
+static void record_init(const struct governor *g, uint64_t now, const struct gov_estimates *est,
+			const struct gov_opoint *before, const struct gov_opoint *after,
+			uint32_t reasons, enum gov_binding binding, struct declog_record *rec)
+{
+	*rec = (struct declog_record){
+		.t_ms = now,
+		.seq = g->seq,
+		.est = est,
+		.faults = g->faults,
+		.before = before,
+		.after = after,
+		.reasons = reasons,
+		.binding = binding,
+		.policy_name = g->cfg.pol->name,
+		.policy_hash = g->cfg.pol->hash_hex,
+		.seed = g->cfg.seed,
+	};
+	fill_rb_record(g, now, rec);
+}
+
 /* The policy's INT8 bounds per slice, whatever the controller asked:
  * none where int8 is not in precision.modes, at most int8_max_fraction, and
  * at least int8_min_fraction while the slice's quality gate is open (a
@@ -359,30 +395,14 @@ int governor_tick(struct governor *g)
 	guard_policy_budget(&g->guard, est->power_w, g->period_s);
 	guard_apply(&g->guard, &g->cur, &out.op, est->critical_fault, &after, &reasons, &binding);
 	g->safety = (reasons & (GOV_R_SAFE_POINT | GOV_R_SAFE_HOLD | GOV_R_ENVELOPE)) != 0;
-	if (!g->cfg.dry_run)
-		reasons |= actuate(g, &after);
-
-	struct gov_opoint before = g->cur;
-	if (!g->cfg.dry_run)
-		g->cur = after;
-	struct declog_record rec = {
-		.t_ms = now,
-		.seq = g->seq,
-		.est = est,
-		.faults = g->faults,
-		.before = &before,
-		.after = &after,
-		.reasons = reasons,
-		.binding = binding,
-		.policy_name = g->cfg.pol->name,
-		.policy_hash = g->cfg.pol->hash_hex,
-		.seed = g->cfg.seed,
-		.serving_faults = sv_faults,
-		.serving_fault_msg = sv_faults ? g->serving.fault_msg : NULL,
-		.quality_faults = q_faults,
-		.quality_fault_msg = q_faults ? g->quality.fault_msg : NULL,
-	};
-	fill_rb_record(g, now, &rec);
+	struct gov_opoint before;
+	reasons |= apply_point(g, &after, &before);
+	struct declog_record rec;
+	record_init(g, now, est, &before, &after, reasons, binding, &rec);
+	rec.serving_faults = sv_faults;
+	rec.serving_fault_msg = sv_faults ? g->serving.fault_msg : NULL;
+	rec.quality_faults = q_faults;
+	rec.quality_fault_msg = q_faults ? g->quality.fault_msg : NULL;
 	rc = declog_decision(&g->log, &rec);
 	if (rc)
 		return rc;
@@ -461,27 +481,13 @@ int governor_emergency(struct governor *g, const char *why)
 	struct gov_opoint after;
 	guard_emergency(&g->guard, g->n_slices, &after, &reasons, &binding);
 	g->safety = true;
-	if (!g->cfg.dry_run)
-		reasons |= actuate(g, &after);
-	struct gov_opoint before = g->cur;
-	if (!g->cfg.dry_run)
-		g->cur = after;
+	struct gov_opoint before;
+	reasons |= apply_point(g, &after, &before);
 	g->emergencies++;
-	struct declog_record rec = {
-		.t_ms = now,
-		.seq = g->seq,
-		.est = &g->est.est, /* the last period's estimates */
-		.faults = g->faults,
-		.before = &before,
-		.after = &after,
-		.reasons = reasons,
-		.binding = binding,
-		.policy_name = g->cfg.pol->name,
-		.policy_hash = g->cfg.pol->hash_hex,
-		.seed = g->cfg.seed,
-		.emergency = why ? why : "",
-	};
-	fill_rb_record(g, now, &rec);
+	struct declog_record rec;
+	/* The last period's estimates: nothing was sampled outside it. */
+	record_init(g, now, &g->est.est, &before, &after, reasons, binding, &rec);
+	rec.emergency = why ? why : "";
 	rec.armed = rec.fired = 0; /* nothing was judged outside the period */
 	g->seq++;
 	return declog_decision(&g->log, &rec);

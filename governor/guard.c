@@ -74,9 +74,8 @@ void guard_policy_budget(struct guard *g, const double power_w[HAL_RAIL_N], doub
 	const struct policy *p = g->pol;
 	double w = guard_budget_allowance_w(&g->pbudget, power_w, p->objective.rails,
 					    p->power.budget_w, p->power.budget_window_s, period_s);
-	g->policy_budget_mw = isfinite(w) ? gov_w_to_mw(w > 0 ? w : 0) : 0;
-	if (isfinite(w) && g->policy_budget_mw == 0)
-		g->policy_budget_mw = 1; /* spent: the device minimum applies */
+	g->policy_budget_on = isfinite(w);
+	g->policy_budget_mw = g->policy_budget_on ? gov_w_to_mw(w > 0 ? w : 0) : 0;
 }
 
 uint32_t guard_cap_mw(const struct guard *g)
@@ -85,8 +84,8 @@ uint32_t guard_cap_mw(const struct guard *g)
 
 	if (g->budget_mw > 0 && g->budget_mw < cap)
 		cap = g->budget_mw;
-	if (g->policy_budget_mw > 0 && g->policy_budget_mw < cap)
-		cap = g->policy_budget_mw;
+	if (g->policy_budget_on && g->policy_budget_mw < cap)
+		cap = g->policy_budget_mw; /* spent (0): the device minimum below */
 	return cap < g->lim.power_limit_min_mw ? g->lim.power_limit_min_mw : cap;
 }
 
@@ -95,7 +94,7 @@ uint32_t guard_cap_mw(const struct guard *g)
 static void safe_point_capped(const struct guard *g, size_t n_slices, struct gov_opoint *out)
 {
 	guard_safe_point(g, n_slices, out);
-	if ((g->budget_mw > 0 || g->policy_budget_mw > 0) && out->power_limit_mw > guard_cap_mw(g))
+	if ((g->budget_mw > 0 || g->policy_budget_on) && out->power_limit_mw > guard_cap_mw(g))
 		out->power_limit_mw = guard_cap_mw(g);
 }
 

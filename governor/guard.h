@@ -28,7 +28,8 @@ struct guard {
 	bool outside_envelope;       /* guard_set_envelope */
 	uint32_t budget_mw;          /* external power budget (node share); 0: none */
 	struct guard_budget pbudget;
-	uint32_t policy_budget_mw;   /* power.budget_w's accelerator allowance now; 0: none */
+	bool policy_budget_on;       /* power.budget_w set: policy_budget_mw caps the limit */
+	uint32_t policy_budget_mw;   /* its accelerator allowance now */
 };
 
 int guard_init(struct guard *g, const struct policy *pol, const struct hal_limits *lim);

@@ -325,10 +325,45 @@ static void test_policy_range_over_step(void **state)
 	assert_int_equal(out.power_limit_mw, 500000);
 }
 
+/* power.budget_w through the guard: the allowance caps the applied limit,
+ * a spent budget leaves the device minimum, no budget leaves the cap. */
+static void test_policy_budget_caps_limit(void **state)
+{
+	(void)state;
+	struct policy p;
+	policy_defaults(&p);
+	p.objective.rails = POLICY_RAIL_BIT(HAL_RAIL_ACCEL);
+	struct guard g;
+	assert_int_equal(guard_init(&g, &p, &lim), 0);
+	double pw[HAL_RAIL_N] = { 300, 0, 0 };
+	guard_policy_budget(&g, pw, 0.5);
+	assert_int_equal(guard_cap_mw(&g), 700000); /* no budget set */
+
+	p.power.budget_w = 450;
+	p.power.budget_window_s = 60;
+	assert_int_equal(guard_init(&g, &p, &lim), 0);
+	guard_policy_budget(&g, pw, 0.5);
+	assert_int_equal(guard_cap_mw(&g), 450000);
+	struct gov_opoint cur = unlocked(), want = unlocked(), out;
+	uint32_t r;
+	enum gov_binding b;
+	apply(&g, &cur, &want, false, &out, &r, &b);
+	assert_int_equal(out.power_limit_mw, 450000);
+
+	/* Far over for long: the allowance falls under the device minimum. */
+	double hot[HAL_RAIL_N] = { 1500, 0, 0 };
+	for (int i = 0; i < 400; i++)
+		guard_policy_budget(&g, hot, 0.5);
+	assert_int_equal(g.policy_budget_mw, 0);
+	assert_int_equal(guard_cap_mw(&g), 200000);
+	guard_fini(&g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_policy_budget),
+		cmocka_unit_test(test_policy_budget_caps_limit),
 		cmocka_unit_test(test_passthrough_and_device_clamp),
 		cmocka_unit_test(test_policy_range_and_cap),
 		cmocka_unit_test(test_step_limit),
