@@ -381,9 +381,11 @@ static int start_endpoints(struct daemon *d, struct diag_list *diags)
 		if (!(d->snap = calloc(1, sizeof(*d->snap))))
 			return -ENOMEM;
 		metrics_snapshot_init(d->snap);
-		metrics_set_policy(d->snap, d->plan.pol[0]);
 		for (size_t i = 0; i < d->n; i++) {
 			d->dev[i].metrics_idx = metrics_add_device(d->snap, d->dev[i].cfg->name);
+			if (d->dev[i].metrics_idx >= 0)
+				metrics_device_set_policy(&d->snap->dev[d->dev[i].metrics_idx],
+							  d->plan.pol[i]);
 			if (d->dev[i].metrics_idx < 0 && i == METRICS_MAX_DEVICES)
 				log_warn("metrics cover the first %d devices only", METRICS_MAX_DEVICES);
 		}
@@ -840,8 +842,9 @@ int daemon_reload(struct daemon *d, struct diag_list *diags)
 	d->plan = np;
 	daemon_plan_free(&old);
 	log_set_level(d->log_level_cli_set ? d->log_level_cli : d->plan.cfg->log_level);
-	if (d->snap)
-		metrics_set_policy(d->snap, d->plan.pol[0]);
+	for (size_t i = 0; d->snap && i < d->n; i++)
+		if (d->dev[i].metrics_idx >= 0)
+			metrics_device_set_policy(&d->snap->dev[d->dev[i].metrics_idx], d->plan.pol[i]);
 	if (d->cs)
 		ctlsock_set_acl(d->cs, &d->plan.cfg->control.acl);
 	if (period_changed && (rc = arm_timer(d)))

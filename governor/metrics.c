@@ -16,12 +16,23 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/hist.h"
 #include "common/log.h"
 #include "governor/policy.h"
 
 const double metrics_tick_bounds_s[METRICS_TICK_BUCKETS] = {
 	25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3,
 };
+/* Request latency buckets: dense where the SLA targets sit (TBT tens of
+ * ms, TTFT p99 0.5-2 s), so histogram_quantile lands near the target. */
+const double metrics_lat_bounds_s[METRICS_LAT_BUCKETS] = {
+	0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.2, 0.3, 0.5, 1, 2, 5, 10, 30, 60,
+};
+static const char *const lat_bounds_le[METRICS_LAT_BUCKETS] = {
+	"0.005", "0.01", "0.02", "0.03", "0.05", "0.075", "0.1", "0.2",
+	"0.3",   "0.5",  "1",    "2",    "5",    "10",    "30",  "60",
+};
+static const char *const lat_kinds[METRICS_LAT_KINDS] = { "ttft", "tbt", "e2e" };
 /* The same bounds as written in the le label (exact decimal, no exponent). */
 /* The snapshot up to its last device in use: copying all 64 device slots
  * every period (84 KB) was a tenth of a one-device govd's CPU. */
@@ -61,6 +72,9 @@ void metrics_snapshot_init(struct metrics_snapshot *s)
 {
 	memset(s, 0, sizeof(*s));
 	s->node_budget_w = NAN;
+	if (gethostname(s->hostname, sizeof(s->hostname)))
+		s->hostname[0] = '\0';
+	s->hostname[sizeof(s->hostname) - 1] = '\0';
 }
 
 int metrics_add_device(struct metrics_snapshot *s, const char *name)
@@ -71,10 +85,72 @@ int metrics_add_device(struct metrics_snapshot *s, const char *name)
 	return (int)s->n_devices++;
 }
 
-void metrics_set_policy(struct metrics_snapshot *s, const struct policy *pol)
+void metrics_device_set_policy(struct metrics_device *d, const struct policy *pol)
 {
-	snprintf(s->policy_name, sizeof(s->policy_name), "%s", pol ? pol->name : "");
-	snprintf(s->policy_hash, sizeof(s->policy_hash), "%s", pol ? pol->hash_hex : "");
+	snprintf(d->policy_name, sizeof(d->policy_name), "%s", pol ? pol->name : "");
+	snprintf(d->policy_hash, sizeof(d->policy_hash), "%s", pol ? pol->hash_hex : "");
+}
+
+void metrics_device_set_identity(struct metrics_device *d, const struct hal_limits *lim)
+{
+	snprintf(d->model, sizeof(d->model), "%s", lim->model);
+	snprintf(d->uuid, sizeof(d->uuid), "%s", lim->uuid);
+	snprintf(d->pci_bus_id, sizeof(d->pci_bus_id), "%s", lim->pci_bus_id);
+	d->have_index = lim->have_index;
+	d->index = lim->index;
+}
+
+/* The server's cumulative histogram summed to the exported bounds. A hist
+ * bucket counts under a bound when its upper edge is at or below it (the
+ * 2 %-wide buckets straddling a bound count one bound up). */
+static void lat_le(const struct hist *h, uint64_t le[METRICS_LAT_BUCKETS])
+{
+	int b = 0;
+	uint64_t cum = 0;
+	memset(le, 0, METRICS_LAT_BUCKETS * sizeof(le[0]));
+	for (int i = 0; i < HIST_NBUCKETS; i++) {
+		if (!h->count[i])
+			continue;
+		double up_s = hist_bucket_upper_ms(i) / 1000.0;
+		while (b < METRICS_LAT_BUCKETS && up_s > metrics_lat_bounds_s[b] * (1 + 1e-12))
+			le[b++] = cum;
+		if (b == METRICS_LAT_BUCKETS)
+			return;
+		cum += h->count[i];
+	}
+	for (; b < METRICS_LAT_BUCKETS; b++)
+		le[b] = cum;
+}
+
+/* Adds what the server's histograms gained since the last read; a total
+ * that went down is a server restart (everything it has now is new). */
+static void lat_update(struct metrics_device *d, const struct hal_serving *sv)
+{
+	struct metrics_dev_acc *a = &d->acc;
+	const struct hist *h[METRICS_LAT_KINDS] = { sv->ttft, sv->tbt, sv->e2e };
+	if (!sv->valid)
+		return;
+	for (int k = 0; k < METRICS_LAT_KINDS; k++)
+		if (!h[k])
+			return;
+	for (int k = 0; k < METRICS_LAT_KINDS; k++) {
+		uint64_t le[METRICS_LAT_BUCKETS];
+		struct metrics_lat_hist *o = &d->lat[k];
+		lat_le(h[k], le);
+		bool reset = !a->have_lat || h[k]->n < a->prev_lat_n[k];
+		if (a->have_lat) {
+			for (int b = 0; b < METRICS_LAT_BUCKETS; b++)
+				o->le[b] += reset ? le[b]
+						  : le[b] >= a->prev_lat_le[k][b] ? le[b] - a->prev_lat_le[k][b] : 0;
+			o->count += reset ? h[k]->n : h[k]->n - a->prev_lat_n[k];
+			double ds = reset ? h[k]->sum_ms : h[k]->sum_ms - a->prev_lat_sum_ms[k];
+			o->sum_s += ds > 0 ? ds / 1000.0 : 0;
+		}
+		memcpy(a->prev_lat_le[k], le, sizeof(le));
+		a->prev_lat_n[k] = h[k]->n;
+		a->prev_lat_sum_ms[k] = h[k]->sum_ms;
+	}
+	a->have_lat = true;
 }
 
 void metrics_observe_tick(struct metrics_snapshot *s, double tick_s)
@@ -211,6 +287,12 @@ void metrics_device_update_from(struct metrics_device *d, const struct hal_limit
 		d->ttft_p99_s = d->tbt_p99_s = d->e2e_p99_s = NAN;
 		d->ttft_p95_s = d->tbt_p95_s = d->e2e_p95_s = NAN;
 	}
+	if (p->serving)
+		lat_update(d, p->serving);
+	if (pol)
+		metrics_device_set_policy(d, pol);
+	if (lim && !a->started)
+		metrics_device_set_identity(d, lim);
 	if (p->serving)
 		d->tokens_total +=
 			counter_delta(&a->have_tokens, &a->prev_tokens, p->serving->tokens_generated);
@@ -403,6 +485,73 @@ static void render_latency(FILE *f, const struct metrics_snapshot *s, const stru
 	}
 }
 
+/* Writes ',key="escaped value"' when the value is known (non-empty). */
+static void put_label(FILE *f, const char *key, const char *val)
+{
+	char esc[LABEL_LEN];
+	if (!val[0])
+		return;
+	metrics_escape_label(val, esc, sizeof(esc));
+	fprintf(f, ",%s=\"%s\"", key, esc);
+}
+
+/* govd_policy_info per device (two devices on two policies: two series) and
+ * govd_device_info with dcgm-exporter's label names for the same GPU, so
+ * `on(UUID)` joins the two exporters' series. */
+static void render_info(FILE *f, const struct metrics_snapshot *s, const struct devlab *lab)
+{
+	family(f, "govd_policy_info", "gauge", "Policy each device runs (value 1).");
+	for (size_t i = 0; i < s->n_devices; i++) {
+		const struct metrics_device *d = &s->dev[i];
+		if (!d->policy_name[0] && !d->policy_hash[0])
+			continue;
+		fprintf(f, "govd_policy_info{%s", lab[i].dev);
+		put_label(f, "policy", d->policy_name);
+		put_label(f, "hash", d->policy_hash);
+		fputs("} 1\n", f);
+	}
+	family(f, "govd_device_info", "gauge",
+	       "Device identity with dcgm-exporter's labels (gpu, UUID, pci_bus_id, modelName, "
+	       "Hostname); value 1.");
+	for (size_t i = 0; i < s->n_devices; i++) {
+		const struct metrics_device *d = &s->dev[i];
+		char idx[16] = "";
+		if (d->have_index)
+			snprintf(idx, sizeof(idx), "%u", d->index);
+		fprintf(f, "govd_device_info{%s", lab[i].dev);
+		put_label(f, "gpu", idx);
+		put_label(f, "UUID", d->uuid);
+		put_label(f, "pci_bus_id", d->pci_bus_id);
+		put_label(f, "modelName", d->model);
+		put_label(f, "Hostname", s->hostname);
+		fputs("} 1\n", f);
+	}
+}
+
+static void render_lat_hist(FILE *f, const struct metrics_snapshot *s, const struct devlab *lab)
+{
+	const char *name = "govd_request_latency_seconds";
+	family(f, name, "histogram",
+	       "Request latency since govd started, from the server's histograms (kind: ttft, tbt, "
+	       "e2e); aggregate with histogram_quantile.");
+	for (size_t i = 0; i < s->n_devices; i++) {
+		const struct metrics_device *d = &s->dev[i];
+		for (int k = 0; k < METRICS_LAT_KINDS; k++) {
+			const struct metrics_lat_hist *h = &d->lat[k];
+			char num[40];
+			for (int b = 0; b < METRICS_LAT_BUCKETS; b++)
+				fprintf(f, "%s_bucket{%s,kind=\"%s\",le=\"%s\"} %llu\n", name, lab[i].dev,
+					lat_kinds[k], lat_bounds_le[b], (unsigned long long)h->le[b]);
+			fprintf(f, "%s_bucket{%s,kind=\"%s\",le=\"+Inf\"} %llu\n", name, lab[i].dev,
+				lat_kinds[k], (unsigned long long)h->count);
+			fmt_value(num, sizeof(num), h->sum_s);
+			fprintf(f, "%s_sum{%s,kind=\"%s\"} %s\n", name, lab[i].dev, lat_kinds[k], num);
+			fprintf(f, "%s_count{%s,kind=\"%s\"} %llu\n", name, lab[i].dev, lat_kinds[k],
+				(unsigned long long)h->count);
+		}
+	}
+}
+
 int metrics_render(const struct metrics_snapshot *s, FILE *f)
 {
 	struct devlab lab[METRICS_MAX_DEVICES];
@@ -417,14 +566,6 @@ int metrics_render(const struct metrics_snapshot *s, FILE *f)
 	/* Node and loop. */
 	family(f, "govd_build_info", "gauge", "Build of the running govd (value 1).");
 	sample(f, "govd_build_info", "version=\"" GOVD_VERSION "\"", 1);
-	if (s->policy_name[0] || s->policy_hash[0]) {
-		char en[LABEL_LEN], eh[LABEL_LEN];
-		metrics_escape_label(s->policy_name, en, sizeof(en));
-		metrics_escape_label(s->policy_hash, eh, sizeof(eh));
-		family(f, "govd_policy_info", "gauge", "Policy in force (value 1).");
-		snprintf(l, sizeof(l), "policy=\"%s\",hash=\"%s\"", en, eh);
-		sample(f, "govd_policy_info", l, 1);
-	}
 	family(f, "govd_node_power_budget_watts", "gauge",
 	       "Node power budget shared among the devices (absent: none).");
 	sample(f, "govd_node_power_budget_watts", "", s->node_budget_w);
@@ -446,6 +587,9 @@ int metrics_render(const struct metrics_snapshot *s, FILE *f)
 	sample_u64(f, "govd_tick_duration_seconds_bucket", "le=\"+Inf\"", s->tick.count);
 	sample(f, "govd_tick_duration_seconds_sum", "", s->tick.sum_s);
 	sample_u64(f, "govd_tick_duration_seconds_count", "", s->tick.count);
+
+	/* Per device: what it is and runs. */
+	render_info(f, s, lab);
 
 	/* Per device: operating point. */
 	DEV_COUNTER("govd_periods_total", "Control periods run.", periods);
@@ -523,6 +667,7 @@ int metrics_render(const struct metrics_snapshot *s, FILE *f)
 	DEV_GAUGE("govd_running_requests", "Requests in the server's running batch.", running);
 	render_latency(f, s, lab, false);
 	render_latency(f, s, lab, true);
+	render_lat_hist(f, s, lab);
 	DEV_COUNTER("govd_sla_windows_total", "SLA windows judged (idle windows are not counted).",
 		    sla_windows);
 	DEV_COUNTER("govd_sla_windows_met_total", "SLA windows that met every policy target.",

@@ -26,6 +26,11 @@
  * devices (377 KB of text) takes ~1.1 ms on the HTTP thread, outside it. */
 #define METRICS_MAX_DEVICES 64
 #define METRICS_DEFAULT_LISTEN "127.0.0.1:9464"
+/* Upper bounds (s) of the request latency histogram buckets
+ * (govd_request_latency_seconds); +Inf is implied. */
+#define METRICS_LAT_BUCKETS 16
+extern const double metrics_lat_bounds_s[METRICS_LAT_BUCKETS];
+#define METRICS_LAT_KINDS 3 /* ttft, tbt, e2e */
 /* Upper bounds (s) of the tick duration histogram buckets; +Inf is implied. */
 #define METRICS_TICK_BUCKETS 12
 extern const double metrics_tick_bounds_s[METRICS_TICK_BUCKETS];
@@ -42,11 +47,31 @@ struct metrics_dev_acc {
 	uint64_t prev_clamp_events, prev_clamp_time_ms;
 	uint64_t win_start_ms;
 	uint64_t prev_t_ms;
+	/* The server's cumulative latency histograms at the last good read,
+	 * summed to the exported bounds. */
+	bool have_lat;
+	uint64_t prev_lat_le[METRICS_LAT_KINDS][METRICS_LAT_BUCKETS];
+	uint64_t prev_lat_n[METRICS_LAT_KINDS];
+	double prev_lat_sum_ms[METRICS_LAT_KINDS];
+};
+
+/* A request latency histogram as exported: cumulative counts per bound. */
+struct metrics_lat_hist {
+	uint64_t le[METRICS_LAT_BUCKETS];
+	uint64_t count;
+	double sum_s;
 };
 
 /* One device. Gauges are NaN when unknown (not rendered). */
 struct metrics_device {
 	char name[HAL_NAME_LEN];
+	/* The policy this device runs (govd_policy_info; "" before the first). */
+	char policy_name[64];
+	char policy_hash[32];
+	/* Identity for joins with dcgm-exporter ("": unknown, label left out). */
+	char uuid[HAL_NAME_LEN], pci_bus_id[HAL_NAME_LEN], model[HAL_NAME_LEN];
+	bool have_index;
+	uint32_t index;
 	uint64_t periods;
 	/* Operating point in force after the period. Unlocked clocks report the
 	 * device's range (firmware default). */
@@ -69,6 +94,9 @@ struct metrics_device {
 	uint64_t queue_len, running;
 	double ttft_p99_s, tbt_p99_s, e2e_p99_s;
 	double ttft_p95_s, tbt_p95_s, e2e_p95_s;
+	/* Request latency since govd started, from the server's histograms:
+	 * [0] ttft, [1] tbt, [2] e2e. */
+	struct metrics_lat_hist lat[METRICS_LAT_KINDS];
 	/* SLA windows judged on the estimator's window quantiles. */
 	uint64_t sla_windows, sla_windows_met;
 	/* Counters. */
@@ -84,8 +112,7 @@ struct metrics_device {
 
 struct metrics_snapshot {
 	uint64_t seq;                      /* set by metrics_publish: 1, 2, ... */
-	char policy_name[64];
-	char policy_hash[32];
+	char hostname[64];                 /* gethostname() at init: dcgm-exporter's Hostname */
 	double node_budget_w;              /* NaN: no node budget */
 	bool held, dry_run;
 	uint64_t loop_overruns;
@@ -115,8 +142,11 @@ void metrics_device_update_from(struct metrics_device *d, const struct hal_limit
 				const struct policy *pol, const struct gov_period *p,
 				uint32_t fired_triggers);
 void metrics_observe_tick(struct metrics_snapshot *s, double tick_s);
-/* Node-level fields from the policy (name, hash). */
-void metrics_set_policy(struct metrics_snapshot *s, const struct policy *pol);
+/* The device's policy (name, hash) for govd_policy_info; updates set it
+ * too, this is for the time before the first period and after a reload. */
+void metrics_device_set_policy(struct metrics_device *d, const struct policy *pol);
+/* The device's identity from its limits (model, UUID, PCI bus id, index). */
+void metrics_device_set_identity(struct metrics_device *d, const struct hal_limits *lim);
 
 /* Text exposition format 0.0.4 of s into f; 0 or -EIO. */
 int metrics_render(const struct metrics_snapshot *s, FILE *f);

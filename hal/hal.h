@@ -101,6 +101,12 @@ struct hal_limits {
 	char model[HAL_NAME_LEN];               /* "h200-sxm", "NVIDIA H200", ... */
 	char driver_version[HAL_NAME_LEN];
 	char firmware_version[HAL_NAME_LEN];
+	/* Identity, as dcgm-exporter labels the same GPU ("" / false: not known):
+	 * NVML UUID ("GPU-..."), PCI bus id ("00000000:3B:00.0"), NVML index. */
+	char uuid[HAL_NAME_LEN];
+	char pci_bus_id[HAL_NAME_LEN];
+	bool have_index;
+	uint32_t index;
 };
 
 /* Serving telemetry: cumulative like Prometheus counters and histograms. */

@@ -1,6 +1,6 @@
 /* The NVML backend: libnvidia-ml.so.1 loaded with dlopen at open(), so govd
  * builds and runs without the NVIDIA driver. One hal_dev per GPU (option
- * `index`). Types and constants below are declared from the NVML API
+ * `index` or `uuid`). Types and constants below are declared from the NVML API
  * reference (docs.nvidia.com/deploy/nvml-api, nvml.h of CUDA 12): only the
  * ones used here, with their documented numeric values. docs/backends.md
  * has the options, units, restore rules and the fake library for tests. */
@@ -78,6 +78,12 @@ typedef struct {
 typedef struct {
 	unsigned int gpu, memory;
 } nvml_utilization;
+/* nvmlPciInfo_t (the layout nvmlDeviceGetPciInfo_v3 fills). */
+typedef struct {
+	char bus_id_legacy[16];
+	unsigned int domain, bus, device, pci_device_id, pci_subsystem_id;
+	char bus_id[32];
+} nvml_pci_info;
 
 struct nvml_fns {
 	nvml_ret (*init)(void);
@@ -85,6 +91,10 @@ struct nvml_fns {
 	const char *(*error_string)(nvml_ret);
 	nvml_ret (*get_count)(unsigned int *);
 	nvml_ret (*get_handle)(unsigned int, nvml_dev *);
+	nvml_ret (*get_handle_by_uuid)(const char *, nvml_dev *);
+	nvml_ret (*get_uuid)(nvml_dev, char *, unsigned int);
+	nvml_ret (*get_index)(nvml_dev, unsigned int *);
+	nvml_ret (*pci_info)(nvml_dev, nvml_pci_info *);
 	nvml_ret (*get_name)(nvml_dev, char *, unsigned int);
 	nvml_ret (*temperature)(nvml_dev, int, unsigned int *);
 	nvml_ret (*power_usage)(nvml_dev, unsigned int *);
@@ -120,6 +130,10 @@ static const struct {
 	SYM("nvmlErrorString", error_string, true),
 	SYM("nvmlDeviceGetCount_v2", get_count, true),
 	SYM("nvmlDeviceGetHandleByIndex_v2", get_handle, true),
+	SYM("nvmlDeviceGetHandleByUUID", get_handle_by_uuid, false),
+	SYM("nvmlDeviceGetUUID", get_uuid, false),
+	SYM("nvmlDeviceGetIndex", get_index, false),
+	SYM("nvmlDeviceGetPciInfo_v3", pci_info, false),
 	SYM("nvmlDeviceGetName", get_name, true),
 	SYM("nvmlDeviceGetTemperature", temperature, true),
 	SYM("nvmlDeviceGetPowerUsage", power_usage, true),
@@ -494,6 +508,15 @@ static int nvml_get_limits(struct hal_dev *dev, struct hal_limits *out)
 		snprintf(out->driver_version, sizeof(out->driver_version), "%.47s", buf);
 	if (n->fn.vbios_version && n->fn.vbios_version(n->dev, buf, sizeof(buf)) == NVML_SUCCESS)
 		snprintf(out->firmware_version, sizeof(out->firmware_version), "%.47s", buf);
+	if (n->fn.get_uuid && n->fn.get_uuid(n->dev, buf, sizeof(buf)) == NVML_SUCCESS)
+		snprintf(out->uuid, sizeof(out->uuid), "%.47s", buf);
+	nvml_pci_info pci;
+	if (n->fn.pci_info && n->fn.pci_info(n->dev, &pci) == NVML_SUCCESS) {
+		pci.bus_id[sizeof(pci.bus_id) - 1] = '\0';
+		snprintf(out->pci_bus_id, sizeof(out->pci_bus_id), "%s", pci.bus_id);
+	}
+	out->have_index = true;
+	out->index = n->index;
 	return 0;
 }
 
@@ -575,12 +598,14 @@ static int nvml_get_original(struct hal_dev *dev, char *json, size_t len)
 {
 	struct nvml *n = nvml_of(dev);
 	take_original(n);
-	char name[96] = "";
+	char name[96] = "", uuid[96] = "";
 	n->fn.get_name(n->dev, name, sizeof(name));
+	if (n->fn.get_uuid && n->fn.get_uuid(n->dev, uuid, sizeof(uuid)) != NVML_SUCCESS)
+		uuid[0] = '\0';
 	json_t *limit = n->orig_limit_ok ? json_integer((json_int_t)n->orig_limit_mw) : json_null();
-	return hal_json_out(json_pack("{s:s, s:I, s:s, s:o, s:s}", "backend", "nvml", "index",
-				      (json_int_t)n->index, "name", name, "power_limit_mw", limit,
-				      "locked_clocks", "reset"),
+	return hal_json_out(json_pack("{s:s, s:I, s:s, s:s, s:o, s:s}", "backend", "nvml", "index",
+				      (json_int_t)n->index, "uuid", uuid, "name", name,
+				      "power_limit_mw", limit, "locked_clocks", "reset"),
 			    json, len);
 }
 
@@ -610,9 +635,17 @@ static int nvml_adopt_original(struct hal_dev *dev, const char *text)
 		rc = -EINVAL;
 		goto out;
 	}
-	char now[96] = "";
+	char now[96] = "", uuid_now[96] = "";
 	n->fn.get_name(n->dev, now, sizeof(now));
-	if (json_integer_value(index) != (json_int_t)n->index || (name && strcmp(name, now))) {
+	if (n->fn.get_uuid && n->fn.get_uuid(n->dev, uuid_now, sizeof(uuid_now)) != NVML_SUCCESS)
+		uuid_now[0] = '\0';
+	/* Both UUIDs known: they decide (the index may have moved with the PCI
+	 * enumeration); otherwise the index and the name. */
+	const char *uuid_rec = json_string_value(json_object_get(j, "uuid"));
+	bool by_uuid = uuid_rec && uuid_rec[0] && uuid_now[0];
+	if ((by_uuid ? strcmp(uuid_rec, uuid_now) != 0
+		     : json_integer_value(index) != (json_int_t)n->index) ||
+	    (name && strcmp(name, now))) {
 		snprintf(n->err, sizeof(n->err),
 			 "nvml: recorded originals are GPU %lld '%.60s', this is GPU %u '%.60s': "
 			 "not restoring another GPU's settings",
@@ -669,9 +702,48 @@ static void nvml_close(struct hal_dev *dev)
 	dev->priv = NULL;
 }
 
+/* The handle of the GPU with this UUID, and its index (for the restore
+ * record and the metrics' gpu label). Not found: the UUIDs present. */
+static int open_by_uuid(struct nvml *n, const char *uuid, unsigned count, const char *src,
+			struct diag_list *diags)
+{
+	if (!n->fn.get_handle_by_uuid || !n->fn.get_index || !n->fn.get_uuid) {
+		diag_add(diags, DIAG_ERROR, src, 0, 0, "options.uuid", "nvml-symbol-missing",
+			 "nvml: this driver has no nvmlDeviceGetHandleByUUID/GetIndex/GetUUID: "
+			 "select the GPU by options.index");
+		return -ENOSYS;
+	}
+	nvml_ret r = n->fn.get_handle_by_uuid(uuid, &n->dev);
+	if (r != NVML_SUCCESS) {
+		char present[256] = "";
+		size_t off = 0;
+		for (unsigned i = 0; i < count && i < 8 && off < sizeof(present); i++) {
+			nvml_dev d;
+			char u[96];
+			if (n->fn.get_handle(i, &d) != NVML_SUCCESS ||
+			    n->fn.get_uuid(d, u, sizeof(u)) != NVML_SUCCESS)
+				continue;
+			int w = snprintf(present + off, sizeof(present) - off, "%s%u=%s",
+					 off ? ", " : "", i, u);
+			off += w > 0 ? (size_t)w : 0;
+		}
+		diag_add(diags, DIAG_ERROR, src, 0, 0, "options.uuid", "nvml-no-gpu",
+			 "nvml: no GPU with UUID %.60s (%s; present: %s)", uuid, estr(n, r),
+			 present[0] ? present : "none");
+		return r == NVML_ERROR_NOT_FOUND ? -ENODEV : to_errno(r);
+	}
+	r = n->fn.get_index(n->dev, &n->index);
+	if (r != NVML_SUCCESS) {
+		diag_add(diags, DIAG_ERROR, src, 0, 0, "options.uuid", "nvml-handle",
+			 "nvml: nvmlDeviceGetIndex(%.60s): %s", uuid, estr(n, r));
+		return to_errno(r);
+	}
+	return 0;
+}
+
 static int nvml_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct diag_list *diags)
 {
-	static const char *const keys[] = { "index", "library", "power", "read_only", NULL };
+	static const char *const keys[] = { "index", "uuid", "library", "power", "read_only", NULL };
 	/* instant: NVML_FI_DEV_POWER_INSTANT, falling back to the 1 s average;
 	 * average: nvmlDeviceGetPowerUsage. */
 	static const char *const power_modes[] = { "average", "instant", NULL };
@@ -684,6 +756,15 @@ static int nvml_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct 
 	bopts_u32(&o, "index", 0, 1024, 0, &index);
 	bopts_enum(&o, "power", power_modes, 1, &power_mode);
 	bopts_bool(&o, "read_only", false, &read_only);
+	/* A UUID names the GPU itself; an index can change with the PCI
+	 * enumeration order (a GPU added or removed, a firmware setting). */
+	const char *uuid = bopts_str(&o, "uuid", NULL);
+	if (uuid && bopts_has(&o, "index"))
+		bopts_error(&o, "uuid", "nvml-index-and-uuid",
+			    "give options.index or options.uuid, not both");
+	else if (uuid && strncmp(uuid, "GPU-", 4) && strncmp(uuid, "MIG-", 4))
+		bopts_error(&o, "uuid", "nvml-bad-uuid",
+			    "'%.60s': an NVML UUID starts with GPU- (nvidia-smi -L lists them)", uuid);
 	if (o.errors)
 		return -EINVAL;
 	struct nvml *n = calloc(1, sizeof(*n));
@@ -725,15 +806,17 @@ static int nvml_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct 
 	n->initialised = true;
 	unsigned count = 0;
 	r = n->fn.get_count(&count);
-	if (r != NVML_SUCCESS || n->index >= count) {
+	if (r != NVML_SUCCESS || (!uuid && n->index >= count)) {
 		diag_add(diags, DIAG_ERROR, o.src, 0, 0, "options.index", "nvml-no-gpu",
 			 "nvml: GPU index %u not present (%u GPUs%s%s)", n->index, count,
 			 r ? ": " : "", r ? estr(n, r) : "");
 		rc = -ENODEV;
 		goto err_release;
 	}
-	r = n->fn.get_handle(n->index, &n->dev);
-	if (r != NVML_SUCCESS) {
+	if (uuid) {
+		if ((rc = open_by_uuid(n, uuid, count, o.src, diags)))
+			goto err_release;
+	} else if ((r = n->fn.get_handle(n->index, &n->dev)) != NVML_SUCCESS) {
 		diag_add(diags, DIAG_ERROR, o.src, 0, 0, "options.index", "nvml-handle",
 			 "nvml: nvmlDeviceGetHandleByIndex_v2(%u): %s", n->index, estr(n, r));
 		rc = to_errno(r);

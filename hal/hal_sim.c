@@ -104,6 +104,9 @@ static int sim_get_limits(struct hal_dev *dev, struct hal_limits *out)
 	snprintf(out->model, sizeof(out->model), "%s", pp->name);
 	snprintf(out->driver_version, sizeof(out->driver_version), "sim-%s", GOVD_VERSION);
 	snprintf(out->firmware_version, sizeof(out->firmware_version), "sim-%s", GOVD_VERSION);
+	/* Not a GPU UUID (it never joins a real exporter's series), but unique
+	 * per device so the identity path is exercised on the sim. */
+	snprintf(out->uuid, sizeof(out->uuid), "SIM-%.43s", dev->name);
 	return 0;
 }
 

@@ -16,7 +16,10 @@
  * Set* calls change in-memory state (power limit, locked clocks) that the
  * getters then report. Variants (FAKE_NVML_VARIANT): 0 current driver,
  * 1 old driver (no field values, no energy, only ...ThrottleReasons),
- * 2 broken (no nvmlDeviceGetCount_v2). */
+ * 2 broken (no nvmlDeviceGetCount_v2). Identity: GPU i has UUID
+ * "GPU-fa4e0000-0000-4000-8000-00000000000<i>" and PCI bus id
+ * "00000000:<18+i in hex>:00.0"; the old driver (1) has no
+ * nvmlDeviceGetPciInfo_v3 and no nvmlDeviceGetHandleByUUID. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,6 +227,63 @@ int nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t *dev)
 	logf_("nvmlDeviceGetHandleByIndex_v2 %u -> 0", i);
 	return OK;
 }
+
+static void fake_uuid(int i, char *buf, unsigned len)
+{
+	snprintf(buf, len, "GPU-fa4e0000-0000-4000-8000-%012d", i);
+}
+
+int nvmlDeviceGetUUID(nvmlDevice_t dev, char *buf, unsigned len)
+{
+	GPU_OR_RETURN("nvmlDeviceGetUUID");
+	if (len < 41)
+		return E_INSUFFICIENT_SIZE;
+	fake_uuid(idx, buf, len);
+	return OK;
+}
+
+int nvmlDeviceGetIndex(nvmlDevice_t dev, unsigned *index)
+{
+	GPU_OR_RETURN("nvmlDeviceGetIndex");
+	*index = (unsigned)idx;
+	return OK;
+}
+
+#if FAKE_NVML_VARIANT == 0
+/* nvmlPciInfo_t of nvml.h (v3). */
+typedef struct {
+	char busIdLegacy[16];
+	unsigned domain, bus, device, pciDeviceId, pciSubSystemId;
+	char busId[32];
+} pci_t;
+
+int nvmlDeviceGetPciInfo_v3(nvmlDevice_t dev, pci_t *p)
+{
+	GPU_OR_RETURN("nvmlDeviceGetPciInfo_v3");
+	memset(p, 0, sizeof(*p));
+	p->bus = 0x18u + (unsigned)idx;
+	snprintf(p->busIdLegacy, sizeof(p->busIdLegacy), "0000:%02X:00.0", p->bus & 0xffu);
+	snprintf(p->busId, sizeof(p->busId), "00000000:%02X:00.0", p->bus & 0xffu);
+	p->pciDeviceId = 0x233510de;
+	return OK;
+}
+
+int nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *dev)
+{
+	char want[48];
+	load();
+	for (int i = 0; init_count && i < n_gpus; i++) {
+		fake_uuid(i, want, sizeof(want));
+		if (!strcmp(uuid, want)) {
+			*dev = (nvmlDevice_t)(size_t)(i + 1);
+			logf_("nvmlDeviceGetHandleByUUID %s -> 0", uuid);
+			return OK;
+		}
+	}
+	logf_("nvmlDeviceGetHandleByUUID %s -> 6", uuid);
+	return init_count ? 6 /* NVML_ERROR_NOT_FOUND */ : E_UNINIT;
+}
+#endif
 
 int nvmlDeviceGetName(nvmlDevice_t dev, char *buf, unsigned len)
 {

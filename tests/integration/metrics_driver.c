@@ -70,8 +70,8 @@ int main(int argc, char **argv)
 	if (hal_sim_clock(&dev, &clk))
 		goto close_dev;
 	metrics_snapshot_init(&d.snap);
-	metrics_set_policy(&d.snap, pol);
 	metrics_add_device(&d.snap, "sim0");
+	metrics_device_set_policy(&d.snap.dev[0], pol);
 	d.snap.node_budget_w = 700;
 	d.g = &g;
 	struct governor_cfg gc = { .pol = pol, .dev = &dev, .clock = &clk, .seed = sc->default_seed,

@@ -45,15 +45,16 @@ grep -qi '^content-type: text/plain; version=0.0.4' "$tmp/headers" ||
 	{ echo "FAIL: content type"; cat "$tmp/headers"; exit 1; }
 echo "$(wc -l <"$tmp/metrics.txt") lines, $(grep -c '^# TYPE' "$tmp/metrics.txt") families"
 
-# promtool: exit status and lint findings (it prints problems and exits 1).
-if ! "$promtool" check metrics <"$tmp/metrics.txt" >"$tmp/promtool.out" 2>&1; then
-	echo "FAIL: promtool check metrics:"
-	cat "$tmp/promtool.out"
-	exit 1
-fi
-if [ -s "$tmp/promtool.out" ]; then
+# promtool: parse errors and lint findings (it prints problems and exits 1).
+"$promtool" check metrics <"$tmp/metrics.txt" >"$tmp/promtool.out" 2>&1 || true
+# One finding is by design: govd_device_info carries dcgm-exporter's own
+# label names (UUID, modelName, Hostname) so `on(UUID)` joins the two
+# exporters; every other family must lint clean.
+grep -v "^govd_device_info label names should be written in 'snake_case' not 'camelCase'$" \
+	"$tmp/promtool.out" | grep -v '^$' >"$tmp/promtool.rest" || true
+if [ -s "$tmp/promtool.rest" ]; then
 	echo "FAIL: promtool findings:"
-	cat "$tmp/promtool.out"
+	cat "$tmp/promtool.rest"
 	exit 1
 fi
 
@@ -61,7 +62,9 @@ fi
 need() {
 	grep -Eq "$1" "$tmp/metrics.txt" || { echo "FAIL: no line matching: $1"; exit 1; }
 }
-need '^govd_policy_info\{policy="balanced",hash="fnv1a64:[0-9a-f]{16}"\} 1$'
+need '^govd_policy_info\{device="sim0",policy="balanced",hash="fnv1a64:[0-9a-f]{16}"\} 1$'
+need '^govd_device_info\{device="sim0",UUID="SIM-sim0",modelName="[^"]+"(,Hostname="[^"]+")?\} 1$'
+need '^govd_request_latency_seconds_bucket\{device="sim0",kind="ttft",le="\+Inf"\} [1-9][0-9]*$'
 need '^govd_periods_total\{device="sim0"\} 1280$'
 need '^govd_clock_max_hertz\{device="sim0"\} [1-9][0-9]{8,9}$'
 need '^govd_power_watts\{device="sim0",rail="accel"\} [1-9]'

@@ -245,6 +245,67 @@ static void test_limits(void **state)
 	assert_true(hal_can_set_power_limit(&f->dev));
 }
 
+/* Selected by UUID: the GPU itself whatever its index; identity as
+ * dcgm-exporter labels it (UUID, pci_bus_id, gpu index). */
+static void test_uuid_select(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(fx_open(f, "power", "average", "uuid", "GPU-fa4e0000-0000-4000-8000-000000000001",
+				 NULL), 0);
+	struct hal_sample s;
+	f->dev.ops->sample(&f->dev, &s);
+	assert_int_equal(s.power_mw[HAL_RAIL_ACCEL].v, 340001); /* GPU 1's reading */
+	struct hal_limits l;
+	assert_int_equal(f->dev.ops->get_limits(&f->dev, &l), 0);
+	assert_string_equal(l.uuid, "GPU-fa4e0000-0000-4000-8000-000000000001");
+	assert_string_equal(l.pci_bus_id, "00000000:19:00.0");
+	assert_true(l.have_index);
+	assert_int_equal(l.index, 1);
+	char rec[512];
+	assert_int_equal(f->dev.ops->get_original(&f->dev, rec, sizeof(rec)), 0);
+	assert_non_null(strstr(rec, "\"uuid\":\"GPU-fa4e0000-0000-4000-8000-000000000001\""));
+	fx_close(f);
+
+	/* Another GPU's record is refused by UUID even with a matching index. */
+	assert_int_equal(fx_open(f, "uuid", "GPU-fa4e0000-0000-4000-8000-000000000000", NULL), 0);
+	assert_int_equal(f->dev.ops->adopt_original(&f->dev,
+		"{\"backend\": \"nvml\", \"index\": 0, \"uuid\": \"GPU-fa4e0000-0000-4000-8000-000000000001\", "
+		"\"power_limit_mw\": 500000}"), -ENODEV);
+	fx_close(f);
+
+	/* By index the identity is there too. */
+	assert_int_equal(fx_open(f, NULL), 0);
+	assert_int_equal(f->dev.ops->get_limits(&f->dev, &l), 0);
+	assert_string_equal(l.uuid, "GPU-fa4e0000-0000-4000-8000-000000000000");
+	assert_string_equal(l.pci_bus_id, "00000000:18:00.0");
+	assert_int_equal(l.index, 0);
+}
+
+static void test_uuid_errors(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(fx_open(f, "uuid", "GPU-fa4e0000-0000-4000-8000-000000000007", NULL), -ENODEV);
+	assert_true(diags_mention(&f->diags, "no GPU with UUID GPU-fa4e0000-0000-4000-8000-000000000007"));
+	assert_true(diags_mention(&f->diags, "present: 0=GPU-fa4e0000-0000-4000-8000-000000000000, "
+					     "1=GPU-fa4e0000-0000-4000-8000-000000000001"));
+	diag_clear(&f->diags);
+	assert_int_equal(fx_open(f, "uuid", "GPU-x", "index", "0", NULL), -EINVAL);
+	assert_true(diags_mention(&f->diags, "not both"));
+	diag_clear(&f->diags);
+	assert_int_equal(fx_open(f, "uuid", "fa4e0000", NULL), -EINVAL);
+	assert_true(diags_mention(&f->diags, "starts with GPU-"));
+	diag_clear(&f->diags);
+	/* The old fake has no nvmlDeviceGetHandleByUUID nor PCI info. */
+	snprintf(f->lib, sizeof(f->lib), "%s/old/libnvidia-ml.so.1", getenv("FAKE_NVML_DIR"));
+	assert_int_equal(fx_open(f, "uuid", "GPU-fa4e0000-0000-4000-8000-000000000000", NULL), -ENOSYS);
+	assert_true(diags_mention(&f->diags, "select the GPU by options.index"));
+	assert_int_equal(fx_open(f, NULL), 0);
+	struct hal_limits l;
+	assert_int_equal(f->dev.ops->get_limits(&f->dev, &l), 0);
+	assert_string_equal(l.pci_bus_id, "");
+	assert_string_equal(l.uuid, "GPU-fa4e0000-0000-4000-8000-000000000000");
+}
+
 static void test_writes_and_restore(void **state)
 {
 	struct fx *f = *state;
@@ -357,6 +418,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_power_average_and_index, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_old_driver, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_limits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_uuid_select, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_uuid_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_writes_and_restore, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_permission_read_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_only_option, setup, teardown),

@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "common/hist.h"
 #include "governor/metrics.h"
 #include "governor/policy.h"
 #include "governor/sim.h"
@@ -234,10 +235,10 @@ static void test_device_gauges(void **state)
 
 	s.node_budget_w = 2400;
 	s.held = true;
-	metrics_set_policy(&s, &(struct policy){ .name = "bal\\anced", .hash_hex = "fnv1a64:00" });
+	metrics_device_set_policy(d, &(struct policy){ .name = "bal\\anced", .hash_hex = "fnv1a64:00" });
 	char *t = render(&s);
 	check_families(t);
-	assert_true(has_line(t, "govd_policy_info{policy=\"bal\\\\anced\",hash=\"fnv1a64:00\"} 1"));
+	assert_true(has_line(t, "govd_policy_info{device=\"gpu\\\"0\",policy=\"bal\\\\anced\",hash=\"fnv1a64:00\"} 1"));
 	assert_true(has_line(t, "govd_node_power_budget_watts 2400"));
 	assert_true(has_line(t, "govd_hold 1"));
 	assert_true(has_line(t, "govd_dry_run 0"));
@@ -263,6 +264,89 @@ static void test_device_gauges(void **state)
 	assert_true(has_line(t, "govd_serving_up{device=\"gpu\\\"0\"} 0"));
 	assert_null(strstr(t, "govd_tokens_per_joule{"));
 	free(t);
+}
+
+/* govd_policy_info per device, govd_device_info with dcgm-exporter's label
+ * names, unknown identity labels left out. */
+static void test_info(void **state)
+{
+	static struct metrics_snapshot s;
+	struct fake f;
+	fake_init(&f);
+	metrics_snapshot_init(&s);
+	snprintf(s.hostname, sizeof(s.hostname), "node-a");
+	metrics_add_device(&s, "gpu0");
+	metrics_add_device(&s, "gpu1");
+	struct policy pa = { .name = "balanced", .hash_hex = "fnv1a64:aa" };
+	struct policy pb = { .name = "eco", .hash_hex = "fnv1a64:bb" };
+	snprintf(f.lim.model, sizeof(f.lim.model), "NVIDIA H200");
+	snprintf(f.lim.uuid, sizeof(f.lim.uuid), "GPU-fa4e0000-0000-4000-8000-000000000000");
+	snprintf(f.lim.pci_bus_id, sizeof(f.lim.pci_bus_id), "00000000:18:00.0");
+	f.lim.have_index = true;
+	f.lim.index = 0;
+	step(&s.dev[0], &f, 0, &pa, GOV_R_INIT, 0);
+	memset(f.lim.uuid, 0, sizeof(f.lim.uuid));
+	memset(f.lim.pci_bus_id, 0, sizeof(f.lim.pci_bus_id));
+	f.lim.have_index = false;
+	step(&s.dev[1], &f, 0, &pb, GOV_R_INIT, 0);
+	char *t = render(&s);
+	check_families(t);
+	assert_true(has_line(t, "govd_policy_info{device=\"gpu0\",policy=\"balanced\",hash=\"fnv1a64:aa\"} 1"));
+	assert_true(has_line(t, "govd_policy_info{device=\"gpu1\",policy=\"eco\",hash=\"fnv1a64:bb\"} 1"));
+	assert_true(has_line(t, "govd_device_info{device=\"gpu0\",gpu=\"0\",UUID=\"GPU-fa4e0000-0000-4000-8000-000000000000\","
+			     "pci_bus_id=\"00000000:18:00.0\",modelName=\"NVIDIA H200\",Hostname=\"node-a\"} 1"));
+	assert_true(has_line(t, "govd_device_info{device=\"gpu1\",modelName=\"NVIDIA H200\",Hostname=\"node-a\"} 1"));
+	free(t);
+}
+
+/* The server's cumulative histograms become govd_request_latency_seconds:
+ * the first read only bases, later reads add their gain, a server restart
+ * (total down) adds everything it has. */
+static void test_latency_histogram(void **state)
+{
+	static struct metrics_snapshot s;
+	static struct hist ttft, tbt, e2e;
+	struct fake f;
+	fake_init(&f);
+	metrics_snapshot_init(&s);
+	metrics_add_device(&s, "gpu0");
+	struct metrics_device *d = &s.dev[0];
+	hist_reset(&ttft), hist_reset(&tbt), hist_reset(&e2e);
+	f.serving.ttft = &ttft, f.serving.tbt = &tbt, f.serving.e2e = &e2e;
+	hist_add(&ttft, 400, 5); /* before govd: not counted */
+	step(d, &f, 0, NULL, GOV_R_INIT, 0);
+	assert_int_equal(d->lat[0].count, 0);
+	hist_add(&ttft, 40, 3);   /* le 0.05 */
+	hist_add(&ttft, 400, 2);  /* le 0.5 */
+	hist_add(&ttft, 90000, 1); /* > 60 s: +Inf only */
+	hist_add(&tbt, 20.5, 4);  /* just above 0.02: le 0.03 */
+	step(d, &f, 100, NULL, 0, 0);
+	assert_int_equal(d->lat[0].count, 6);
+	assert_int_equal(d->lat[0].le[3], 0);  /* 0.03 */
+	assert_int_equal(d->lat[0].le[4], 3);  /* 0.05 */
+	assert_int_equal(d->lat[0].le[9], 5);  /* 0.5 */
+	assert_int_equal(d->lat[0].le[15], 5); /* 60 */
+	assert_near(d->lat[0].sum_s, (3 * 40 + 2 * 400 + 90000) / 1000.0, 1e-9);
+	assert_int_equal(d->lat[1].le[2], 0);
+	assert_int_equal(d->lat[1].le[3], 4);
+	char *t = render(&s);
+	check_families(t);
+	assert_true(has_line(t, "govd_request_latency_seconds_bucket{device=\"gpu0\",kind=\"ttft\",le=\"0.05\"} 3"));
+	assert_true(has_line(t, "govd_request_latency_seconds_bucket{device=\"gpu0\",kind=\"ttft\",le=\"+Inf\"} 6"));
+	assert_true(has_line(t, "govd_request_latency_seconds_count{device=\"gpu0\",kind=\"tbt\"} 4"));
+	assert_true(has_line(t, "govd_request_latency_seconds_count{device=\"gpu0\",kind=\"e2e\"} 0"));
+	free(t);
+	/* An invalid read changes nothing; a restart counts what the new server has. */
+	f.serving.valid = false;
+	step(d, &f, 200, NULL, 0, 0);
+	assert_int_equal(d->lat[0].count, 6);
+	f.serving.valid = true;
+	hist_reset(&ttft);
+	hist_add(&ttft, 4, 2);
+	step(d, &f, 300, NULL, 0, 0);
+	assert_int_equal(d->lat[0].count, 8);
+	assert_int_equal(d->lat[0].le[0], 2);
+	assert_int_equal(d->lat[0].le[4], 5);
 }
 
 static void test_counters(void **state)
@@ -620,6 +704,8 @@ int main(void)
 		cmocka_unit_test(test_parse_listen),
 		cmocka_unit_test(test_empty_snapshot),
 		cmocka_unit_test(test_device_gauges),
+		cmocka_unit_test(test_info),
+		cmocka_unit_test(test_latency_histogram),
 		cmocka_unit_test(test_counters),
 		cmocka_unit_test(test_cumulative_sources),
 		cmocka_unit_test(test_sla_windows),
