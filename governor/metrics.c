@@ -330,6 +330,12 @@ void metrics_device_update_from(struct metrics_device *d, const struct hal_limit
 		d->rollbacks_unattributed++;
 	if (p->reasons & GOV_R_ACTUATE_ERROR)
 		d->actuate_errors++;
+	for (size_t s = 0; s < d->n_slices; s++) {
+		d->gate_open[s] = e->q_gate_open[s];
+		if (a->started && a->prev_gate_open[s] && !e->q_gate_open[s])
+			d->gate_closures[s]++;
+		a->prev_gate_open[s] = e->q_gate_open[s];
+	}
 	for (int s = 0; s < GOV_SIG_N; s++) {
 		if (p->faults[s] != GOV_FAULT_NONE && a->prev_fault[s] == GOV_FAULT_NONE)
 			d->telemetry_faults[s]++;
@@ -552,6 +558,37 @@ static void render_lat_hist(FILE *f, const struct metrics_snapshot *s, const str
 	}
 }
 
+enum slice_field { SF_INT8_SHARE, SF_GATE_OPEN, SF_GATE_CLOSURES };
+
+static double slice_value(const struct metrics_device *d, size_t k, enum slice_field fld)
+{
+	switch (fld) {
+	case SF_INT8_SHARE: return d->int8_share[k];
+	case SF_GATE_OPEN: return d->gate_open[k];
+	default: return (double)d->gate_closures[k];
+	}
+}
+
+/* A per-slice family (label slice: its name, else its index). */
+static void render_slices(FILE *f, const struct metrics_snapshot *s, const struct devlab *lab,
+			  const char *name, const char *type, const char *help, enum slice_field fld)
+{
+	family(f, name, type, help);
+	for (size_t i = 0; i < s->n_devices; i++) {
+		const struct metrics_device *d = &s->dev[i];
+		for (size_t k = 0; k < d->n_slices; k++) {
+			char es[LABEL_LEN], fallback[16];
+			const char *nm = d->slice_name[k];
+			if (!nm[0]) {
+				snprintf(fallback, sizeof(fallback), "%zu", k);
+				nm = fallback;
+			}
+			metrics_escape_label(nm, es, sizeof(es));
+			sample2(f, name, lab[i].dev, "slice", es, slice_value(d, k, fld));
+		}
+	}
+}
+
 int metrics_render(const struct metrics_snapshot *s, FILE *f)
 {
 	struct devlab lab[METRICS_MAX_DEVICES];
@@ -598,21 +635,13 @@ int metrics_render(const struct metrics_snapshot *s, FILE *f)
 	DEV_GAUGE("govd_clock_min_hertz", "Lower end of the clock range in force.", clk_min_hz);
 	DEV_GAUGE("govd_clock_max_hertz", "Upper end of the clock range in force.", clk_max_hz);
 	DEV_GAUGE("govd_power_limit_watts", "Device power limit in force.", power_limit_w);
-	family(f, "govd_int8_share_ratio", "gauge", "INT8 share of requests set per slice (0..1).");
-	for (size_t i = 0; i < n; i++) {
-		const struct metrics_device *d = &s->dev[i];
-		for (size_t k = 0; k < d->n_slices; k++) {
-			char es[LABEL_LEN], fallback[16];
-			const char *nm = d->slice_name[k];
-			if (!nm[0]) {
-				snprintf(fallback, sizeof(fallback), "%zu", k);
-				nm = fallback;
-			}
-			metrics_escape_label(nm, es, sizeof(es));
-			sample2(f, "govd_int8_share_ratio", lab[i].dev, "slice", es,
-			      d->int8_share[k]);
-		}
-	}
+	render_slices(f, s, lab, "govd_int8_share_ratio", "gauge",
+		      "INT8 share of requests set per slice (0..1).", SF_INT8_SHARE);
+	render_slices(f, s, lab, "govd_quality_gate_open", "gauge",
+		      "1 while the slice's INT8 quality gate is open (enough evidence, drop within bound).",
+		      SF_GATE_OPEN);
+	render_slices(f, s, lab, "govd_quality_gate_closures_total", "counter",
+		      "Times the slice's INT8 quality gate closed (open -> closed).", SF_GATE_CLOSURES);
 	family(f, "govd_binding", "gauge",
 	       "Constraint that set this period's operating point (1 for the binding one).");
 	for (size_t i = 0; i < n; i++)

@@ -39,6 +39,7 @@ extern const double metrics_tick_bounds_s[METRICS_TICK_BUCKETS];
 struct metrics_dev_acc {
 	bool started;
 	enum gov_fault prev_fault[GOV_SIG_N];
+	bool prev_gate_open[HAL_MAX_SLICES];
 	bool have_energy[HAL_RAIL_N];
 	double prev_energy_mj[HAL_RAIL_N];
 	bool have_tokens;
@@ -107,6 +108,9 @@ struct metrics_device {
 	uint64_t decisions[GOV_R_COUNT];   /* periods carrying each reason bit */
 	uint64_t telemetry_faults[GOV_SIG_N]; /* fault onsets (none -> fault) */
 	uint64_t actuate_errors;
+	/* INT8 quality gate per slice: open now, and open -> closed transitions. */
+	bool gate_open[HAL_MAX_SLICES];
+	uint64_t gate_closures[HAL_MAX_SLICES];
 	struct metrics_dev_acc acc;
 };
 

@@ -108,7 +108,8 @@ port=$(grep -o 'metrics on http://127.0.0.1:[0-9]*' "$tmp/err" | grep -o '[0-9]*
 wait_for "a scrape with periods" sh -c "curl -sf http://127.0.0.1:$port/metrics >'$tmp/metrics' && grep -q '^govd_tick_duration_seconds_count [1-9]' '$tmp/metrics'"
 grep -q 'device="gpu1"' "$tmp/metrics" || fail "metrics lack device gpu1"
 if command -v promtool >/dev/null; then
-	promtool check metrics <"$tmp/metrics" >"$tmp/promtool" 2>&1 || { cat "$tmp/promtool"; fail "promtool check metrics"; }
+	. "$(dirname "$0")/lib/promlint.sh"
+	promlint "$tmp/metrics" >"$tmp/promtool" || { cat "$tmp/promtool"; fail "promtool check metrics"; }
 fi
 # control socket: status for a reader; operator commands from a non-operator refused and logged
 "$govctl" status --json --socket "$sock" >"$tmp/status" || fail "govctl status failed"

@@ -297,6 +297,19 @@ static void test_info(void **state)
 			     "pci_bus_id=\"00000000:18:00.0\",modelName=\"NVIDIA H200\",Hostname=\"node-a\"} 1"));
 	assert_true(has_line(t, "govd_device_info{device=\"gpu1\",modelName=\"NVIDIA H200\",Hostname=\"node-a\"} 1"));
 	free(t);
+	/* Quality gate: open, closed (one closure), still closed, open again. */
+	bool seq[] = { true, false, false, true };
+	for (int k = 0; k < 4; k++) {
+		f.est.q_gate_open[1] = seq[k];
+		step(&s.dev[0], &f, 100 * (uint64_t)(k + 1), &pa, 0, 0);
+	}
+	assert_int_equal(s.dev[0].gate_closures[1], 1);
+	assert_int_equal(s.dev[0].gate_closures[0], 0);
+	t = render(&s);
+	assert_true(has_line(t, "govd_quality_gate_closures_total{device=\"gpu0\",slice=\"1\"} 1"));
+	assert_true(has_line(t, "govd_quality_gate_open{device=\"gpu0\",slice=\"1\"} 1"));
+	assert_true(has_line(t, "govd_quality_gate_open{device=\"gpu0\",slice=\"0\"} 0"));
+	free(t);
 }
 
 /* The server's cumulative histograms become govd_request_latency_seconds:
