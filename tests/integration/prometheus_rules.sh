@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The monitoring kit offline: Debian's promtool checks configs/monitoring's
+# rules and runs their unit tests (govd-rules*.test.yml: every recording
+# rule's value, every alert firing on a sick device and silent on a healthy
+# one), and the Grafana dashboard is well-formed JSON whose every panel has
+# a Prometheus query and unique ids. The queries themselves are evaluated
+# on a live server by prometheus_live.sh. Never skips: promtool comes with
+# tools/install-deps (package prometheus).
+set -euo pipefail
+promtool=/usr/bin/promtool
+[ -x "$promtool" ] || { echo "FAIL: $promtool missing (tools/install-deps installs prometheus)"; exit 1; }
+cd configs/monitoring
+"$promtool" check rules govd-rules.yml
+"$promtool" test rules govd-rules.test.yml govd-rules-baseline.test.yml
+python3 - grafana-govd.json <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ids = [p["id"] for p in d["panels"]]
+assert len(ids) == len(set(ids)), "duplicate panel ids"
+for p in d["panels"]:
+    assert p["targets"], p["title"] + ": no targets"
+    assert p["datasource"]["type"] == "prometheus", p["title"]
+    for t in p["targets"]:
+        assert t["expr"].strip() and t["refId"], p["title"]
+names = {v["name"] for v in d["templating"]["list"]}
+assert {"datasource", "instance", "device"} <= names, names
+print(f"{len(ids)} panels, {sum(len(p['targets']) for p in d['panels'])} targets")
+PY
+echo PASS
