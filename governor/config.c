@@ -17,7 +17,9 @@ _Static_assert(CONFIG_MAX_DEVICES == METRICS_MAX_DEVICES, "every configured devi
 static const char *const root_keys[] = { "node",	 "policy",	 "budget_w", "dry_run",
 					 "log_level",	 "state_file",	 "decision_log",
 					 "metrics",	 "control",	 "devices",  NULL };
-static const char *const declog_keys[] = { "dir", "max_bytes", "keep", NULL };
+static const char *const declog_keys[] = { "dir", "max_bytes", "keep", "mode", "heartbeat_s",
+					   "compress", NULL };
+static const char *const declog_modes[] = { "full", "compact", NULL };
 static const char *const metrics_keys[] = { "enabled", "listen", NULL };
 static const char *const control_keys[] = { "enabled", "socket", "mode", "group", "read",
 					    "operator", NULL };
@@ -249,6 +251,14 @@ static void read_root(struct ctx *x, yaml_node_t *root)
 		ycfg_int(x->y, dl, "decision_log", "keep", false, 0, 1000, &keep);
 		c->declog.max_bytes = (uint64_t)mb;
 		c->declog.keep = (unsigned)keep;
+		/* compact mode and compressed rotation */
+		int dl_mode = c->declog.compact;
+		long long hb = c->declog.heartbeat_s;
+		if (ycfg_enum(x->y, dl, "decision_log", "mode", false, declog_modes, &dl_mode) == 0)
+			c->declog.compact = dl_mode == 1;
+		ycfg_int(x->y, dl, "decision_log", "heartbeat_s", false, 1, 3600, &hb);
+		c->declog.heartbeat_s = (unsigned)hb;
+		ycfg_bool(x->y, dl, "decision_log", "compress", false, &c->declog.compress);
 	}
 	yaml_node_t *m = ycfg_get(x->y, root, "metrics");
 	if (m && ycfg_is_map(x->y, m, "metrics")) {
@@ -306,6 +316,7 @@ static void defaults(struct config *c)
 	snprintf(c->declog.dir, sizeof(c->declog.dir), "%s", CONFIG_DEFAULT_LOG_DIR);
 	c->declog.max_bytes = CONFIG_DEFAULT_LOG_MAX_BYTES;
 	c->declog.keep = CONFIG_DEFAULT_LOG_KEEP;
+	c->declog.heartbeat_s = CONFIG_DEFAULT_LOG_HEARTBEAT_S;
 	c->metrics.enabled = true;
 	snprintf(c->metrics.listen, sizeof(c->metrics.listen), "%s", METRICS_DEFAULT_LISTEN);
 	c->control.enabled = true;
@@ -388,7 +399,8 @@ bool config_reloadable_at(const struct config *a, const struct config *b, char *
 {
 	*line = *col = 0;
 	if (strcmp(a->declog.dir, b->declog.dir) || a->declog.max_bytes != b->declog.max_bytes ||
-	    a->declog.keep != b->declog.keep) {
+	    a->declog.keep != b->declog.keep || a->declog.compact != b->declog.compact ||
+	    a->declog.heartbeat_s != b->declog.heartbeat_s || a->declog.compress != b->declog.compress) {
 		snprintf(why, len, "decision_log changed: restart govd");
 		return false;
 	}

@@ -48,6 +48,12 @@ struct config {
 		char dir[CONFIG_PATH_LEN]; /* "": no decision log */
 		uint64_t max_bytes;
 		unsigned keep;
+		/* compact writes a decision record only when
+		 * the decision changes, plus one every heartbeat_s; compress gzips
+		 * rotated files (docs/decision-log.md, "Size and retention"). */
+		bool compact;
+		unsigned heartbeat_s;
+		bool compress;
 	} declog;
 	struct {
 		bool enabled;
@@ -68,6 +74,7 @@ struct config {
 #define CONFIG_DEFAULT_LOG_DIR "/var/log/govd"
 #define CONFIG_DEFAULT_LOG_MAX_BYTES (64ull * 1024 * 1024)
 #define CONFIG_DEFAULT_LOG_KEEP 4
+#define CONFIG_DEFAULT_LOG_HEARTBEAT_S 10
 
 int config_load(const char *path, struct config **out, struct diag_list *diags);
 int config_load_string(const char *name, const char *text, size_t len, struct config **out,

@@ -173,6 +173,8 @@ static int gov_new(struct daemon *d, struct daemon_dev *dd, struct policy *pol, 
 		.dev = dd->dev,
 		.clock = dd->is_sim ? &dd->sim_clk : &d->clock,
 		.declog = log,
+		.declog_heartbeat_ms = d->plan.cfg->declog.compact
+					       ? d->plan.cfg->declog.heartbeat_s * 1000u : 0,
 		.on_period = on_period,
 		.cb_ctx = dd,
 		/* Dry run is the device wrapper's (writes succeed without
@@ -450,7 +452,8 @@ static int open_log(struct daemon *d, struct daemon_dev *dd, struct diag_list *d
 		return 0;
 	snprintf(path, sizeof(path), "%s/%s.jsonl", c->declog.dir, dd->cfg->name);
 	struct logrot_cfg lc = { .path = path, .max_bytes = c->declog.max_bytes,
-				 .keep = c->declog.keep, .header_prefix = HEADER_PREFIX };
+				 .keep = c->declog.keep, .header_prefix = HEADER_PREFIX,
+				 .compress = c->declog.compress };
 	int rc = logrot_open(&dd->log, &lc);
 	if (rc)
 		diag_add(diags, DIAG_ERROR, path, 0, 0, "", "io", "cannot open the decision log: %s",

@@ -4,6 +4,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "governor/jsonx.h"
 #include "hal/hal_serving.h"
@@ -50,10 +51,58 @@ const char *declog_compiler(void)
 
 int declog_init(struct declog *d, FILE *f)
 {
+	memset(d, 0, sizeof(*d));
 	d->f = f;
-	d->buf = NULL;
-	d->cap = 0;
 	return 0;
+}
+
+void declog_set_compact(struct declog *d, uint32_t heartbeat_ms)
+{
+	d->heartbeat_ms = heartbeat_ms;
+	d->have_last = false;
+}
+
+static void key_of(const struct declog_record *r, struct declog_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->after = *r->after;
+	k->reasons = r->reasons;
+	k->armed = r->armed;
+	k->fired = r->fired;
+	k->binding = r->binding;
+	memcpy(k->faults, r->faults, sizeof(k->faults));
+	k->serving_faults = r->serving_faults;
+	k->quality_faults = r->quality_faults;
+	snprintf(k->rb_state, sizeof(k->rb_state), "%s", r->rb_state ? r->rb_state : "normal");
+	k->have_lkg = r->lkg != NULL;
+	if (r->lkg)
+		k->lkg = *r->lkg;
+	k->operator_hold = r->operator_hold;
+	k->rollbacks = r->rollbacks;
+	snprintf(k->envelope, sizeof(k->envelope), "%s", r->envelope ? r->envelope : "");
+	k->power_budget_mw = r->power_budget_mw;
+}
+
+/* Compact mode: true when this record may be left out (its decision equals
+ * the last written one and the heartbeat is not due). Emergencies are
+ * always written. */
+static bool compact_skip(struct declog *d, const struct declog_record *r)
+{
+	if (!d->heartbeat_ms)
+		return false;
+	d->have_seen = true;
+	d->last_seen_seq = r->seq;
+	struct declog_key k;
+	key_of(r, &k);
+	if (!r->emergency && d->have_last && r->t_ms < d->last_t_ms + d->heartbeat_ms &&
+	    !memcmp(&k, &d->last, sizeof(k))) {
+		d->skipped++;
+		return true;
+	}
+	d->last = k;
+	d->last_t_ms = r->t_ms;
+	d->have_last = true;
+	return false;
 }
 
 void declog_fini(struct declog *d)
@@ -109,6 +158,12 @@ int declog_header(struct declog *d, const struct declog_header *h)
 	json_object_set_new(o, "period_ms", json_integer(h->period_ms));
 	json_object_set_new(o, "seed", json_integer((json_int_t)h->seed));
 	json_object_set_new(o, "dry_run", json_boolean(h->dry_run));
+	/* Only in compact mode: a log without it has a record every period. */
+	if (d->heartbeat_ms) {
+		json_object_set_new(o, "log_mode", json_string("compact"));
+		json_object_set_new(o, "heartbeat_ms", json_integer(d->heartbeat_ms));
+	}
+	d->have_last = false; /* a new header: the next decision is written */
 	json_t *ver = json_object();
 	json_object_set_new(ver, "govd", json_string(GOVD_VERSION));
 	json_object_set_new(ver, "driver", json_string(l->driver_version));
@@ -156,7 +211,7 @@ static json_t *backend_faults_json(uint32_t bits, const char *msg)
 
 int declog_decision(struct declog *d, const struct declog_record *r)
 {
-	if (!d->f)
+	if (!d->f || compact_skip(d, r))
 		return 0;
 	const struct gov_estimates *e = r->est;
 	json_t *o = json_object();
@@ -272,6 +327,10 @@ int declog_restore(struct declog *d, uint64_t t_ms, const struct gov_opoint *res
 
 	json_object_set_new(o, "type", json_string("restore"));
 	json_object_set_new(o, "t_ms", json_integer((json_int_t)t_ms));
+	/* Compact: the last period's seq, so a reader knows the periods after
+	 * the last decision record were unchanged up to here. */
+	if (d->heartbeat_ms && d->have_seen)
+		json_object_set_new(o, "seq", json_integer((json_int_t)d->last_seen_seq));
 	json_object_set_new(o, "after", op_json(restored));
 	json_object_set_new(o, "reasons", json_pack("[s]", gov_reason_name(GOV_R_RESTORE)));
 	json_object_set_new(o, "rc", json_integer(rc));

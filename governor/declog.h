@@ -59,16 +59,45 @@ struct declog_record {
 	const char *emergency;        /* non-NULL: an emergency record (governor_emergency) */
 };
 
+/* What a compact log compares: a decision record is skipped while all of
+ * this equals the last written record's (docs/decision-log.md, "Compact
+ * mode"). Zeroed before filling, so memcmp compares it. */
+struct declog_key {
+	struct gov_opoint after;
+	uint32_t reasons, armed, fired;
+	enum gov_binding binding;
+	enum gov_fault faults[GOV_SIG_N];
+	uint32_t serving_faults, quality_faults;
+	char rb_state[16];
+	bool have_lkg, operator_hold;
+	struct gov_opoint lkg;
+	uint64_t rollbacks;
+	char envelope[64];
+	uint32_t power_budget_mw;
+};
+
 struct declog {
 	FILE *f; /* not owned; NULL: logging off */
 	char *buf; /* one record, encoded before a single write (owned) */
 	size_t cap;
+	/* Compact mode: heartbeat_ms 0 writes every period. */
+	uint32_t heartbeat_ms;
+	bool have_last;
+	uint64_t last_t_ms;
+	struct declog_key last;
+	uint64_t skipped;
+	bool have_seen;
+	uint64_t last_seen_seq; /* of the last decision, written or not */
 };
 
 /* The compiler that built the governor library, named: "gcc 12.2.0",
  * "Debian Clang 14.0.6" (header versions.compiler, summary.json compiler). */
 const char *declog_compiler(void);
 int declog_init(struct declog *d, FILE *f);
+/* Compact mode (call before declog_header, which records it): decision
+ * records only when the decision changes, and at least every heartbeat_ms;
+ * 0: every period (full). */
+void declog_set_compact(struct declog *d, uint32_t heartbeat_ms);
 void declog_fini(struct declog *d);
 int declog_header(struct declog *d, const struct declog_header *h);
 int declog_decision(struct declog *d, const struct declog_record *r);

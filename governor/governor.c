@@ -121,6 +121,7 @@ int governor_init(struct governor *g, const struct governor_cfg *cfg, struct dia
 		goto err_ctl;
 	}
 	declog_init(&g->log, cfg->declog);
+	declog_set_compact(&g->log, cfg->declog_heartbeat_ms);
 	struct declog_header h = {
 		.scenario = cfg->scenario,
 		.scenario_path = cfg->scenario_path,

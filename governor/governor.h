@@ -45,6 +45,7 @@ struct governor_cfg {
 	struct hal_dev *dev;
 	const struct govd_clock *clock;
 	FILE *declog;            /* NULL: no decision log */
+	uint32_t declog_heartbeat_ms; /* 0: a record every period; else compact (declog.h) */
 	const char *scenario;    /* for the log header; may be NULL */
 	/* For the log header (govctl sim): the scenario file as given and the
 	 * command that reproduces the run; NULL: absent. */

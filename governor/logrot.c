@@ -3,6 +3,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +32,11 @@ struct logrot {
 	int first_err;
 	FILE *f;
 	char *buf;
+	bool compress;
+	pid_t gz_pid; /* the gzip child of the last rotation; 0: none */
 };
+
+extern char **environ;
 
 
 static int open_fd(struct logrot *l)
@@ -63,12 +70,25 @@ int logrot_shift(const char *path, unsigned keep)
 			rc = -errno;
 		goto out;
 	}
+	/* The oldest goes first in both forms, so a log whose compression was
+	 * turned on or off still keeps at most keep rotated files. */
+	for (int gz = 0; gz < 2; gz++) {
+		snprintf(to, n, gz ? "%s.%u.gz" : "%s.%u", path, keep);
+		if (unlink(to) && errno != ENOENT && !rc)
+			rc = -errno;
+	}
 	for (unsigned i = keep; i >= 1; i--) {
 		if (i == 1)
 			snprintf(from, n, "%s", path);
 		else
 			snprintf(from, n, "%s.%u", path, i - 1);
 		snprintf(to, n, "%s.%u", path, i);
+		if (rename(from, to) && errno != ENOENT && !rc)
+			rc = -errno;
+		if (i == 1)
+			continue;
+		snprintf(from, n, "%s.%u.gz", path, i - 1);
+		snprintf(to, n, "%s.%u.gz", path, i);
 		if (rename(from, to) && errno != ENOENT && !rc)
 			rc = -errno;
 	}
@@ -85,13 +105,56 @@ static void note_err(struct logrot *l, int rc)
 		l->first_err = rc;
 }
 
+/* ---- compression of rotated files ---- */
+
+/* Reaps the gzip child; block: wait for it (it compresses path.1, which the
+ * next shift renames). A failed gzip leaves path.1 as it was. */
+static void gz_reap(struct logrot *l, bool block)
+{
+	if (l->gz_pid <= 0)
+		return;
+	pid_t r;
+	do
+		r = waitpid(l->gz_pid, NULL, block ? 0 : WNOHANG);
+	while (r < 0 && errno == EINTR);
+	if (r != 0)
+		l->gz_pid = 0; /* reaped, or not ours to wait for (ECHILD) */
+}
+
+/* `gzip -n -f -q -- path.1` in the background, with default signals (the
+ * daemon blocks its own for signalfd). Spawn failure: path.1 stays plain. */
+static void gz_spawn(struct logrot *l)
+{
+	size_t n = strlen(l->path) + 4;
+	char *p1 = malloc(n);
+	if (!p1)
+		return;
+	snprintf(p1, n, "%s.1", l->path);
+	char *argv[] = { "gzip", "-n", "-f", "-q", "--", p1, NULL };
+	posix_spawnattr_t at;
+	sigset_t none;
+	sigemptyset(&none);
+	if (posix_spawnattr_init(&at) == 0) {
+		posix_spawnattr_setsigmask(&at, &none);
+		posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
+		pid_t pid;
+		if (posix_spawnp(&pid, "gzip", NULL, &at, argv, environ) == 0)
+			l->gz_pid = pid;
+		posix_spawnattr_destroy(&at);
+	}
+	free(p1);
+}
+
 static int rotate(struct logrot *l)
 {
 	close(l->fd);
 	l->fd = -1;
+	gz_reap(l, true);
 	int rc = logrot_shift(l->path, l->keep);
 	if (rc)
 		note_err(l, rc); /* keep logging into whatever path now holds */
+	if (l->compress && l->keep > 0)
+		gz_spawn(l);
 	rc = open_fd(l);
 	if (rc)
 		return rc;
@@ -153,6 +216,7 @@ static ssize_t cookie_write(void *cookie, const char *p, size_t n)
 		    (rc = fd_write_all(l->fd, l->header, l->header_len)) == 0)
 			l->size += l->header_len;
 	}
+	gz_reap(l, false);
 	rc = fd_write_all(l->fd, p, n);
 	if (rc) {
 		note_err(l, rc);
@@ -191,6 +255,7 @@ int logrot_open(struct logrot **out, const struct logrot_cfg *cfg)
 	l->at_line_start = true;
 	l->max_bytes = cfg->max_bytes;
 	l->keep = cfg->keep;
+	l->compress = cfg->compress;
 	if (!(l->path = strdup(cfg->path)))
 		goto err_path;
 	if (cfg->header_prefix) {
@@ -250,6 +315,7 @@ int logrot_close(struct logrot *l)
 	int rc = 0;
 	if (fclose(l->f) && !l->first_err)
 		rc = -EIO;
+	gz_reap(l, true);
 	if (l->first_err)
 		rc = l->first_err;
 	free(l->buf);

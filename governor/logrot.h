@@ -8,6 +8,7 @@
  * write(2) when it is complete. */
 #ifndef GOVD_GOVERNOR_LOGROT_H
 #define GOVD_GOVERNOR_LOGROT_H
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -19,6 +20,9 @@ struct logrot_cfg {
 	uint64_t max_bytes; /* 0: never rotate */
 	unsigned keep;      /* rotated files kept besides the live one; 0: truncate on rotation */
 	const char *header_prefix; /* lines starting with it are repeated in new files; NULL: none */
+	/* gzip each rotated file (path.1 -> path.1.gz) in a child `gzip`, so the
+	 * writer never waits for the compression; path.N.gz shift like path.N. */
+	bool compress;
 };
 
 struct logrot;
@@ -33,6 +37,7 @@ uint64_t logrot_errors(const struct logrot *l);
 /* Flushes, closes. 0 or the first -errno seen. */
 int logrot_close(struct logrot *l);
 /* path.(keep-1) -> path.keep, ..., path -> path.1 (the oldest is replaced);
+ * path.N.gz shift alongside (path.keep and path.keep.gz both go first);
  * keep 0 removes path. Missing files are skipped. 0 or -errno. */
 int logrot_shift(const char *path, unsigned keep);
 

@@ -206,6 +206,41 @@ static void read_decision(struct rp_run *r, json_t *d, struct rp_period *p)
 	}
 }
 
+/* Appends n periods, each a copy of the one before one period later (a
+ * compact log's "unchanged"); with no period yet, zeroed ones. */
+static int hold_periods(struct rp_run *r, size_t *pcap, uint64_t n)
+{
+	for (uint64_t k = 0; k < n; k++) {
+		if (r->np == *pcap) {
+			size_t nc = *pcap ? 2 * *pcap : 4096;
+			struct rp_period *np = realloc(r->p, nc * sizeof(*np));
+			if (!np)
+				return -ENOMEM;
+			r->p = np;
+			*pcap = nc;
+		}
+		struct rp_period *p = &r->p[r->np++];
+		if (r->np < 2) {
+			memset(p, 0, sizeof(*p));
+			continue;
+		}
+		*p = r->p[r->np - 2];
+		p->t_s += r->period_s;
+	}
+	return 0;
+}
+
+/* A compact log's header names its heartbeat: the periods one gap may hold
+ * (a record is due every heartbeat). 0: a full log, nothing is filled. */
+static uint64_t compact_max_gap(json_t *h)
+{
+	const char *mode = json_string_value(json_object_get(h, "log_mode"));
+	double hb = jnum(h, "heartbeat_ms"), per = jnum(h, "period_ms");
+	if (!mode || strcmp(mode, "compact") || !(hb >= 1 && hb <= 3600e3) || !(per >= 1))
+		return 0;
+	return (uint64_t)ceil(hb / per);
+}
+
 static int read_log(struct rp_run *r, const char *path, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "r");
@@ -216,6 +251,8 @@ static int read_log(struct rp_run *r, const char *path, char *err, size_t errlen
 	ssize_t len;
 	int rc = 0;
 	bool header = false;
+	uint64_t compact_gap = 0; /* compact log: the most periods a heartbeat may skip */
+	double prev_seq = -1;
 	while ((len = getline(&line, &cap, f)) > 0) {
 		lineno++;
 		/* A last line without its newline is a write torn by a crash
@@ -249,21 +286,54 @@ static int read_log(struct rp_run *r, const char *path, char *err, size_t errlen
 			read_header(r, o);
 			header = true;
 			r->header_line = lineno;
-		} else if (type && !strcmp(type, "decision")) {
-			if (r->np == pcap) {
-				size_t nc = pcap ? 2 * pcap : 4096;
-				struct rp_period *np = realloc(r->p, nc * sizeof(*np));
-				if (!np) {
-					json_decref(o);
-					rc = fail(err, errlen, -ENOMEM, "%s: out of memory", path);
-					goto out_close;
-				}
-				r->p = np;
-				pcap = nc;
+			compact_gap = compact_max_gap(o);
+		} else if (type && !strcmp(type, "restore") && compact_gap && r->np &&
+			   jnum(o, "seq") > prev_seq) {
+			/* A compact log's restore record carries the last period's
+			 * seq: the periods after the last decision record come back
+			 * as copies of it. */
+			uint64_t gap = (uint64_t)(jnum(o, "seq") - prev_seq);
+			if (gap > compact_gap) {
+				json_decref(o);
+				rc = fail(err, errlen, -EINVAL,
+					  "%s:%zu:1: error: seq jumps over %llu periods, more than the "
+					  "header's heartbeat_ms allows (%llu)", path, lineno,
+					  (unsigned long long)gap, (unsigned long long)compact_gap);
+				goto out_close;
 			}
+			if ((rc = hold_periods(r, &pcap, gap))) {
+				json_decref(o);
+				rc = fail(err, errlen, rc, "%s: out of memory", path);
+				goto out_close;
+			}
+			prev_seq = jnum(o, "seq");
+		} else if (type && !strcmp(type, "decision")) {
+			/* A compact log leaves out the periods whose decision equals
+			 * the one before (docs/decision-log.md): they come back as
+			 * copies of it, one per missing seq. */
+			double seq = jnum(o, "seq");
+			uint64_t gap = 0;
+			if (compact_gap && r->np && seq > prev_seq + 1)
+				gap = (uint64_t)(seq - prev_seq - 1);
+			if (gap > compact_gap) {
+				json_decref(o);
+				rc = fail(err, errlen, -EINVAL,
+					  "%s:%zu:1: error: seq jumps over %llu periods, more than the "
+					  "header's heartbeat_ms allows (%llu)", path, lineno,
+					  (unsigned long long)gap, (unsigned long long)compact_gap);
+				goto out_close;
+			}
+			if ((rc = hold_periods(r, &pcap, gap + 1))) {
+				json_decref(o);
+				rc = fail(err, errlen, rc, "%s: out of memory", path);
+				goto out_close;
+			}
+			r->np--; /* the last slot is this record's */
 			struct rp_period *p = &r->p[r->np++];
 			memset(p, 0, sizeof(*p));
 			read_decision(r, o, p);
+			if (isfinite(seq))
+				prev_seq = seq;
 		}
 		json_decref(o);
 	}
