@@ -830,6 +830,7 @@ int ctl_request(const char *path, const json_t *req, json_t **reply, int timeout
 		snprintf(err, errlen, "socket: %s", strerror(-rc));
 		return rc;
 	}
+	uint64_t deadline = govd_mono_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	set_addr(&a, path);
@@ -880,6 +881,17 @@ int ctl_request(const char *path, const json_t *req, json_t **reply, int timeout
 			}
 			buf = b;
 		}
+		/* timeout_ms bounds the whole reply, not each read: a peer that
+		 * drips it cannot stretch the call */
+		uint64_t now = govd_mono_ms();
+		if (now >= deadline) {
+			rc = -ETIMEDOUT;
+			snprintf(err, errlen, "%s: waiting for the reply: %s", path, strerror(-rc));
+			goto free_buf;
+		}
+		uint64_t left = deadline - now;
+		struct timeval ltv = { (time_t)(left / 1000), (suseconds_t)(left % 1000) * 1000 };
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &ltv, sizeof(ltv));
 		ssize_t r = recv(fd, buf + n, cap - n - 1, 0);
 		if (r < 0 && errno == EINTR)
 			continue;

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -17,6 +18,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -222,11 +224,71 @@ static void test_read_churn_keeps_operator(void **state)
 	fx_close(&f);
 }
 
+/* govctl's side: a govd (or whatever holds the socket path) that drips
+ * its reply a byte every 50 ms cannot stretch ctl_request past its
+ * timeout_ms (SO_RCVTIMEO alone bounded each read, not the whole). */
+struct dripper {
+	int lfd;
+	pthread_t thr;
+};
+
+static void *drip_reply(void *arg)
+{
+	struct dripper *d = arg;
+	int c = accept(d->lfd, NULL, NULL);
+	if (c < 0)
+		return NULL;
+	char b[256];
+	(void)read(c, b, sizeof(b));
+	static const char reply[] = "{\"ok\":true,\"pad\":\"0123456789012345678901234567890123456789\"}\n";
+	for (size_t i = 0; i < sizeof(reply) - 1; i++) {
+		if (send(c, reply + i, 1, MSG_NOSIGNAL) != 1)
+			break;
+		struct timespec ts = { 0, 50 * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	close(c);
+	return NULL;
+}
+
+static void test_client_whole_timeout(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/peer_ctlcli_XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[96];
+	snprintf(path, sizeof(path), "%s/govd.sock", dir);
+	struct dripper d;
+	d.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	assert_int_equal(bind(d.lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(d.lfd, 1), 0);
+	assert_int_equal(pthread_create(&d.thr, NULL, drip_reply, &d), 0);
+	json_t *req = json_pack("{s:s}", "cmd", "status"), *reply = NULL;
+	char err[256] = "";
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int rc = ctl_request(path, req, &reply, 500, err, sizeof(err));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	print_message("reply dripped at 50 ms/byte (~3.4 s), timeout_ms 500: rc %d after %.2f s: %s\n", rc,
+		      took, err);
+	pthread_join(d.thr, NULL);
+	json_decref(req);
+	json_decref(reply);
+	close(d.lfd);
+	unlink(path);
+	rmdir(dir);
+	assert_int_equal(rc, -ETIMEDOUT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_refusals_rate_limited),
 		cmocka_unit_test(test_read_churn_keeps_operator),
+		cmocka_unit_test(test_client_whole_timeout),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
