@@ -1,8 +1,8 @@
 /* Hardening, peers: a Modbus meter that drips its reply (issue 12, item 7).
  * libmodbus bounds the wait for the first byte and each wait for the next,
  * never the whole: with the old timeouts (byte timeout timeout_ms / 2) a
- * meter sending one byte every 20 ms had every 13-byte reply accepted after
- * ~260 ms with timeout_ms 200, each sample overrunning. Now a transaction
+ * meter sending one byte every 60 ms had every 13-byte reply accepted after
+ * ~780 ms with timeout_ms 200, each sample overrunning. Now a transaction
  * is bounded by timeout_ms as a whole: that reply fails, while a meter that
  * answers in time, even byte by byte, still reads. The peer is
  * tests/hardening/peer_servers.py (modbus-drip). */
@@ -79,8 +79,8 @@ static void test_slow_but_in_time_meter_reads(void **state)
 	struct hal_sample s;
 	struct hal_modbus_stats st;
 	double took;
-	sample_once("2", "1000", &s, &st, &took);
-	print_message("2 ms/byte, timeout_ms 1000: %llu reads ok, %llu failed, %.0f ms\n",
+	sample_once("2", "3000", &s, &st, &took);
+	print_message("2 ms/byte, timeout_ms 3000: %llu reads ok, %llu failed, %.0f ms\n",
 		      (unsigned long long)st.reads_ok, (unsigned long long)st.reads_failed, took);
 	assert_int_equal(st.reads_failed, 0);
 	assert_int_equal(st.reads_ok, 5);
@@ -92,8 +92,8 @@ static void test_drip_meter_bounded(void **state)
 	struct hal_sample s;
 	struct hal_modbus_stats st;
 	double took;
-	sample_once("20", "200", &s, &st, &took);
-	print_message("20 ms/byte (a 13-byte reply takes ~260 ms), timeout_ms 200: %llu reads ok, "
+	sample_once("60", "200", &s, &st, &took);
+	print_message("60 ms/byte (a 13-byte reply takes ~780 ms), timeout_ms 200: %llu reads ok, "
 		      "%llu failed, sample took %.0f ms\n",
 		      (unsigned long long)st.reads_ok, (unsigned long long)st.reads_failed, took);
 	assert_int_equal(st.reads_ok, 0); /* no reply took longer than timeout_ms and counted */
