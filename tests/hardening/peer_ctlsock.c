@@ -173,10 +173,8 @@ static void test_read_churn_keeps_operator(void **state)
 		close(pfd[0]);
 		if (setgid(65534) || setuid(65534))
 			_exit(2);
-		int ok = 0;
 		for (int i = 0; i < 3 * CTL_MAX_CLIENTS; i++) {
-			int fd = connect_to(f.path);
-			ok += fd >= 0;
+			(void)connect_to(f.path); /* kept open until killed */
 			char c = 'c';
 			(void)write(pfd[1], &c, 1); /* one connect done */
 		}

@@ -17,10 +17,10 @@ tmp=$(mktemp -d /tmp/govd-peer-journal-XXXXXX)
 spid=
 gpid=
 cleanup() {
-	[ -n "$gpid" ] && kill -TERM "$gpid" 2>/dev/null && wait "$gpid" 2>/dev/null
-	[ -n "$spid" ] && kill -TERM "$spid" 2>/dev/null && wait "$spid" 2>/dev/null
+	set +e
+	if [ -n "$gpid" ]; then kill -TERM "$gpid" 2>/dev/null; wait "$gpid" 2>/dev/null; fi
+	if [ -n "$spid" ]; then kill -TERM "$spid" 2>/dev/null; wait "$spid" 2>/dev/null; fi
 	rm -rf "$tmp"
-	return 0
 }
 trap cleanup EXIT
 fail() {
