@@ -182,12 +182,69 @@ static void test_fault_clears_when_cause_does(void **state)
 	dev.ops->close(&dev);
 }
 
+/* Quality counters in the scrape: an increase over quality_max_samples in
+ * one read is dropped (re-based) and named; the scrape's other data still
+ * count, and counting goes on from the new value. */
+static void write_quality(const char *samples)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "%s/q.txt", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(slurp("tests/data/prom/vllm-1.txt"), f);
+	fprintf(f, "# TYPE eval_samples_total counter\neval_samples_total{model_name=\"llama\",slice=\"code\"} %s\n"
+		   "# TYPE eval_mismatches_total counter\neval_mismatches_total{model_name=\"llama\",slice=\"code\"} 0\n",
+		samples);
+	fclose(f);
+}
+
+static void test_quality_counter_jump(void **state)
+{
+	(void)state;
+	write_quality("100");
+	char url[160];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/q.txt", srv.port);
+	const char *keys[] = { "url", "format", "labels", "slices", "quality_samples_metric",
+			       "quality_mismatches_metric" };
+	const char *vals[] = { url, "vllm", "model_name=llama", "code", "eval_samples_total",
+			       "eval_mismatches_total" };
+	struct hal_dev_cfg cfg = { .name = "srv0", .backend = "serving", .n_opts = 6, .keys = keys,
+				   .values = vals };
+	struct diag_list dl = { 0 };
+	struct hal_dev dev = { .ops = &hal_serving_ops };
+	int rc = hal_serving_ops.open(&dev, &cfg, &dl);
+	diag_print(&dl, stdout);
+	diag_clear(&dl);
+	assert_int_equal(rc, 0);
+	struct hal_serving sv;
+	struct hal_quality q;
+	assert_int_equal(dev.ops->read_serving(&dev, &sv), 0);
+	assert_int_equal(dev.ops->read_quality(&dev, &q), 0);
+	assert_true(q.valid);
+	assert_int_equal(q.samples[0], 100);
+	write_quality("1e12");
+	assert_int_equal(dev.ops->read_serving(&dev, &sv), 0);
+	assert_int_equal(dev.ops->read_quality(&dev, &q), 0);
+	print_message("quality counter 100 -> 1e12: faults 0x%x samples %llu: %s\n", q.faults,
+		      (unsigned long long)q.samples[0], q.fault_msg ? q.fault_msg : "");
+	assert_true(q.faults & HAL_SVF_IMPLAUSIBLE);
+	assert_int_equal(q.samples[0], 100);
+	assert_true(sv.valid); /* the rest of the scrape counted */
+	write_quality("1000000000500");
+	assert_int_equal(dev.ops->read_serving(&dev, &sv), 0);
+	assert_int_equal(dev.ops->read_quality(&dev, &q), 0);
+	assert_int_equal(q.faults, 0);
+	assert_int_equal(q.samples[0], 600);
+	dev.ops->close(&dev);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_good_scrape_is_valid),
 		cmocka_unit_test(test_implausible_values_are_faults),
 		cmocka_unit_test(test_fault_clears_when_cause_does),
+		cmocka_unit_test(test_quality_counter_jump),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
