@@ -829,7 +829,7 @@ int metrics_start(struct metrics_server **out, const struct metrics_cfg *cfg,
 		.max_conns = METRICS_CONN_MAX,
 		.max_per_peer = METRICS_CONN_PER_PEER,
 		.deadline_ms = METRICS_REQUEST_DEADLINE_MS,
-		.tick_ms = 100,
+		.tick_ms = 250,
 	};
 	if ((rc = connguard_start(&m->guard, &gcfg)))
 		goto close_fd;
