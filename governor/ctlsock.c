@@ -20,7 +20,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
+#include "common/ratelimit.h"
 
 #ifndef SO_PEERGROUPS
 #define SO_PEERGROUPS 59 /* Linux 4.13 */
@@ -226,9 +228,14 @@ out:
 
 /* ---- server -------------------------------------------------------------- */
 
+/* Kinds of peer-triggered warnings, each rate-limited on its own. */
+enum { CTL_RL_NOT_LISTED, CTL_RL_BAD_REQUEST, CTL_RL_ROLE, CTL_RL_LONG_LINE, CTL_RL_CREDS,
+       CTL_RL_FULL, CTL_RL_N };
+
 struct client {
 	int fd;              /* -1: free slot */
 	struct ctl_peer peer;
+	enum ctl_role role;  /* at accept, for eviction (requests are judged on the list in force) */
 	uint64_t active;     /* cs->tick when last heard from */
 	char in[CTL_LINE_MAX + 1];
 	size_t in_n;
@@ -246,6 +253,7 @@ struct ctlsock {
 	struct ctl_acl acl;
 	uint64_t tick;
 	struct client cl[CTL_MAX_CLIENTS];
+	struct ratelimit rl[CTL_RL_N];
 };
 
 int ctlsock_fd(const struct ctlsock *cs)
@@ -311,6 +319,55 @@ static void ep_update(struct ctlsock *cs, struct client *c)
 	c->events = want;
 }
 
+/* Who gives way when all slots are taken (one judgement): the idlest
+ * connection of the lowest role present, never one of a higher role than
+ * the newcomer's; and peers without the operator role hold at most
+ * CTL_MAX_CLIENTS - CTL_OPERATOR_RESERVE slots, so a read-role or unknown
+ * peer churning connections cannot evict an operator before its request
+ * is read, nor keep one out. NULL (with *free_slot NULL): the newcomer is
+ * refused. */
+static struct client *pick_slot(struct ctlsock *cs, enum ctl_role role, struct client **free_slot)
+{
+	struct client *victim = NULL;
+	size_t non_op = 0;
+	*free_slot = NULL;
+	for (size_t i = 0; i < CTL_MAX_CLIENTS; i++) {
+		struct client *c = &cs->cl[i];
+		if (c->fd < 0) {
+			if (!*free_slot)
+				*free_slot = c;
+			continue;
+		}
+		non_op += c->role < CTL_ROLE_OPERATOR;
+		if (c->role > role)
+			continue;
+		if (!victim || c->role < victim->role ||
+		    (c->role == victim->role && c->active < victim->active))
+			victim = c;
+	}
+	if (*free_slot && (role == CTL_ROLE_OPERATOR ||
+			   non_op < CTL_MAX_CLIENTS - CTL_OPERATOR_RESERVE))
+		return NULL;
+	*free_slot = NULL;
+	/* At the non-operator share a non-operator evicts only its own kind. */
+	if (victim && role < CTL_ROLE_OPERATOR && victim->role >= CTL_ROLE_OPERATOR)
+		victim = NULL;
+	return victim;
+}
+
+/* A warning any peer can trigger: rate-limited per kind (common/ratelimit.h). */
+#define CTL_WARN(cs, kind, fmt, ...)                                                       \
+	do {                                                                               \
+		uint64_t n_;                                                               \
+		if (ratelimit_hit(&(cs)->rl[kind], govd_mono_ms(), &n_)) {                 \
+			char sfx_[48] = "";                                                \
+			if (n_ > 1)                                                        \
+				snprintf(sfx_, sizeof(sfx_), " (%llu such in this episode)", \
+					 (unsigned long long)n_);                          \
+			log_warn(fmt "%s", __VA_ARGS__, sfx_);                             \
+		}                                                                          \
+	} while (0)
+
 static void do_accept(struct ctlsock *cs)
 {
 	/* Bounded: a peer connecting in a loop cannot keep us here. */
@@ -323,30 +380,34 @@ static void do_accept(struct ctlsock *cs)
 				continue;
 			return;
 		}
-		struct client *c = NULL, *oldest = NULL;
-		for (size_t i = 0; i < CTL_MAX_CLIENTS; i++) {
-			if (cs->cl[i].fd < 0) {
-				c = &cs->cl[i];
-				break;
-			}
-			if (!oldest || cs->cl[i].active < oldest->active)
-				oldest = &cs->cl[i];
+		struct ctl_peer peer;
+		if (read_peer(fd, &peer)) {
+			CTL_WARN(cs, CTL_RL_CREDS, "ctl: no peer credentials: %s; connection closed",
+				 strerror(errno));
+			close(fd);
+			continue;
+		}
+		enum ctl_role role = ctl_acl_role(&cs->acl, &peer);
+		struct client *c, *victim = pick_slot(cs, role, &c);
+		if (!c && !victim) {
+			CTL_WARN(cs, CTL_RL_FULL, "ctl: %d connections open, uid %u (role %s) gives way to none "
+				 "of them: refused", CTL_MAX_CLIENTS, (unsigned)peer.uid, ctl_role_name(role));
+			close(fd);
+			continue;
 		}
 		if (!c) {
-			log_info("ctl: %d connections open: dropping uid %u's idlest one",
-				 CTL_MAX_CLIENTS, (unsigned)oldest->peer.uid);
-			client_close(cs, oldest);
-			c = oldest;
+			CTL_WARN(cs, CTL_RL_FULL, "ctl: %d connections open: dropping uid %u's idlest one "
+				 "(role %s) for uid %u (role %s)", CTL_MAX_CLIENTS,
+				 (unsigned)victim->peer.uid, ctl_role_name(victim->role), (unsigned)peer.uid,
+				 ctl_role_name(role));
+			client_close(cs, victim);
+			c = victim;
 		}
 		memset(c, 0, sizeof(*c));
 		c->fd = fd;
+		c->peer = peer;
+		c->role = role;
 		c->active = ++cs->tick;
-		if (read_peer(fd, &c->peer)) {
-			log_warn("ctl: no peer credentials: %s; connection closed", strerror(errno));
-			close(fd);
-			c->fd = -1;
-			continue;
-		}
 		c->events = EPOLLIN;
 		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)(c - cs->cl) + 1 };
 		if (epoll_ctl(cs->ep_fd, EPOLL_CTL_ADD, fd, &ev)) {
@@ -473,7 +534,7 @@ static void do_line(struct ctlsock *cs, struct client *c, const char *line, size
 	if (role == CTL_ROLE_NONE) {
 		if (prc)
 			sanitize(line, n, shown, sizeof(shown));
-		log_warn("ctl: refused '%s' from %s: not on the control allow-list",
+		CTL_WARN(cs, CTL_RL_NOT_LISTED, "ctl: refused '%s' from %s: not on the control allow-list",
 			 prc ? shown : ctl_cmd_name(rq.cmd), who);
 		queue_reply(c, error_reply("denied", "permission denied: not on the allow-list"));
 		c->closing = true;
@@ -481,14 +542,14 @@ static void do_line(struct ctlsock *cs, struct client *c, const char *line, size
 	}
 	if (prc) {
 		sanitize(line, n, shown, sizeof(shown));
-		log_warn("ctl: refused bad request '%s' from %s: %s", shown, who, err);
+		CTL_WARN(cs, CTL_RL_BAD_REQUEST, "ctl: refused bad request '%s' from %s: %s", shown, who, err);
 		queue_reply(c, error_reply("bad-request", err));
 		return;
 	}
 	if (role < ctl_cmd_role(rq.cmd)) {
 		char msg[128];
-		log_warn("ctl: refused '%s' from %s: role %s, needs %s", ctl_cmd_name(rq.cmd), who,
-			 ctl_role_name(role), ctl_role_name(ctl_cmd_role(rq.cmd)));
+		CTL_WARN(cs, CTL_RL_ROLE, "ctl: refused '%s' from %s: role %s, needs %s", ctl_cmd_name(rq.cmd),
+			 who, ctl_role_name(role), ctl_role_name(ctl_cmd_role(rq.cmd)));
 		snprintf(msg, sizeof(msg), "permission denied: '%s' needs the %s role",
 			 ctl_cmd_name(rq.cmd), ctl_role_name(ctl_cmd_role(rq.cmd)));
 		queue_reply(c, error_reply("denied", msg));
@@ -520,8 +581,8 @@ static void do_read(struct ctlsock *cs, struct client *c, const struct ctlsock_o
 		if (c->closing || budget == 0 || c->out_off < c->out_n)
 			return;
 		if (c->in_n == CTL_LINE_MAX) {
-			log_warn("ctl: refused a line over %d bytes from uid %u", CTL_LINE_MAX,
-				 (unsigned)c->peer.uid);
+			CTL_WARN(cs, CTL_RL_LONG_LINE, "ctl: refused a line over %d bytes from uid %u",
+				 CTL_LINE_MAX, (unsigned)c->peer.uid);
 			queue_reply(c, error_reply("bad-request", "request line too long"));
 			c->closing = true;
 			return;
@@ -769,6 +830,7 @@ int ctl_request(const char *path, const json_t *req, json_t **reply, int timeout
 		snprintf(err, errlen, "socket: %s", strerror(-rc));
 		return rc;
 	}
+	uint64_t deadline = govd_mono_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	set_addr(&a, path);
@@ -819,6 +881,17 @@ int ctl_request(const char *path, const json_t *req, json_t **reply, int timeout
 			}
 			buf = b;
 		}
+		/* timeout_ms bounds the whole reply, not each read: a peer that
+		 * drips it cannot stretch the call */
+		uint64_t now = govd_mono_ms();
+		if (now >= deadline) {
+			rc = -ETIMEDOUT;
+			snprintf(err, errlen, "%s: waiting for the reply: %s", path, strerror(-rc));
+			goto free_buf;
+		}
+		uint64_t left = deadline - now;
+		struct timeval ltv = { (time_t)(left / 1000), (suseconds_t)(left % 1000) * 1000 };
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &ltv, sizeof(ltv));
 		ssize_t r = recv(fd, buf + n, cap - n - 1, 0);
 		if (r < 0 && errno == EINTR)
 			continue;

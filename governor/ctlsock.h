@@ -30,7 +30,8 @@
 #define CTL_ACL_MAX 32          /* users (or groups) per role */
 #define CTL_PEER_GROUPS 64      /* supplementary groups looked at */
 #define CTL_LINE_MAX 4096       /* longest request line */
-#define CTL_MAX_CLIENTS 8       /* more: the least recently active one is dropped */
+#define CTL_MAX_CLIENTS 8       /* more: the idlest of the lowest role gives way */
+#define CTL_OPERATOR_RESERVE 2  /* slots peers without the operator role never hold */
 
 enum ctl_role { CTL_ROLE_NONE, CTL_ROLE_READ, CTL_ROLE_OPERATOR };
 

@@ -159,6 +159,7 @@ static int on_period(void *ctx, const struct gov_period *p)
 	struct daemon *d = dd->d;
 	if (d->snap && dd->metrics_idx >= 0)
 		metrics_device_update(&d->snap->dev[dd->metrics_idx], dd->g, p, 0);
+	fault_episodes_period(&dd->episodes, dd->cfg->name, p);
 	return 0;
 }
 

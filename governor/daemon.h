@@ -17,6 +17,7 @@
 #include "governor/config.h"
 #include "governor/ctlsock.h"
 #include "governor/metrics.h"
+#include "governor/faultlog.h"
 #include "governor/governor.h"
 #include "governor/logrot.h"
 #include "governor/policy.h"
@@ -51,6 +52,7 @@ struct daemon_dev {
 	const struct config_device *cfg; /* in d->plan.cfg */
 	struct logrot *log;
 	uint32_t grant_mw;          /* node budget share in force; 0: none */
+	struct fault_episodes episodes; /* peer and sensor faults in the journal (faultlog.h) */
 };
 
 struct daemon_stats {

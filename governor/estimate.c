@@ -299,6 +299,13 @@ static int window_update(struct estimator *e, uint64_t now_ms, const struct hal_
 				uint64_t dn = reset ? q->samples[s] : q->samples[s] - e->prev_q_samples[s];
 				uint64_t dk = reset ? q->mismatches[s]
 						    : q->mismatches[s] - e->prev_q_mismatches[s];
+				/* More than a period can hold is no evidence: dropped
+				 * whole (the backend bounds its peers; this bounds any
+				 * backend, and keeps the window sums from wrapping). */
+				if (dn > ESTIMATE_Q_MAX_PER_PERIOD) {
+					dn = dk = 0;
+					e->est.q_rejected_periods++;
+				}
 				p->q_samples[s] = dn;
 				p->q_mismatches[s] = dk < dn ? dk : dn;
 			}
@@ -327,6 +334,11 @@ static int window_update(struct estimator *e, uint64_t now_ms, const struct hal_
 	return rc;
 }
 
+static uint64_t sat_add_u64(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 /* The gate of one slice after this period's shadow samples (dn, dk). The
  * prior makes INT8 usable from the start where qualification evidence
  * exists; a one-sided CUSUM (Page 1954) between p0 (the prior's rate, or
@@ -336,8 +348,8 @@ static void quality_gate(struct estimator *e, size_t s, uint64_t dn, uint64_t dk
 {
 	struct gov_estimates *o = &e->est;
 
-	o->q_total_samples[s] += dn;
-	o->q_total_mismatches[s] += dk;
+	o->q_total_samples[s] = sat_add_u64(o->q_total_samples[s], dn);
+	o->q_total_mismatches[s] = sat_add_u64(o->q_total_mismatches[s], dk);
 	if (s >= e->cfg.n_q) {
 		o->q_evidence_n[s] = o->q_total_samples[s];
 		o->q_drop_upper[s] = 1.0;
@@ -369,7 +381,7 @@ static void quality_gate(struct estimator *e, size_t s, uint64_t dn, uint64_t dk
 		n += qc->prior_samples;
 		k += qc->prior_mismatches;
 	}
-	o->q_evidence_n[s] = (uint64_t)n;
+	o->q_evidence_n[s] = n < 1.8e19 ? (uint64_t)n : UINT64_MAX; /* no out-of-range conversion */
 	o->q_drop_upper[s] = wilson_upper_z(k, n, e->q_z[s]);
 	o->q_gate_open[s] = n >= qc->min_samples && o->q_drop_upper[s] <= qc->max_drop;
 }

@@ -50,6 +50,9 @@ struct gov_estimates {
 	double q_cusum[HAL_MAX_SLICES];      /* regression CUSUM statistic (log-likelihood ratio) */
 	bool q_alarm[HAL_MAX_SLICES];        /* the detector fired this run: the prior is dropped */
 	bool q_gate_open[HAL_MAX_SLICES];
+	/* Slice-periods whose shadow-sample increase exceeded
+	 * ESTIMATE_Q_MAX_PER_PERIOD: not counted. Cumulative. */
+	uint64_t q_rejected_periods;
 	/* Short window (estimate_cfg.short_window_s): the fast latency signal
 	 * controllers steer with; the SLA window above is what is judged. */
 	double short_window_s;
@@ -81,6 +84,10 @@ struct estimate_cfg {
 	struct est_quality_cfg q[HAL_MAX_SLICES];
 };
 #define ESTIMATE_SHORT_WINDOW_S 10.0
+/* Shadow samples one slice may add in one period (any backend); more is
+ * dropped as implausible. The serving backend's own bound
+ * (quality_max_samples, default 10,000) is tighter. */
+#define ESTIMATE_Q_MAX_PER_PERIOD UINT64_C(1000000000)
 /* The regression detector: its alternative is this multiple of the slice's
  * max_drop, its threshold (log-likelihood ratio) ESTIMATE_CUSUM_H. With a
  * prior at 0.67 % and max_drop 1 %: about 1 % false alarms per 20,000

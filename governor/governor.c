@@ -424,6 +424,10 @@ int governor_tick(struct governor *g)
 			.fired = g->rb.fired,
 			.rb_state = g->rb.state,
 			.envelope = g->outside_envelope ? g->envelope_why : NULL,
+			.serving_faults = sv_faults,
+			.quality_faults = q_faults,
+			.serving_fault_msg = rec.serving_fault_msg,
+			.quality_fault_msg = rec.quality_fault_msg,
 		};
 		stop = g->cfg.on_period(g->cfg.cb_ctx, &p);
 	}

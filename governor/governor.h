@@ -35,6 +35,10 @@ struct gov_period {
 	uint32_t armed, fired;             /* rollback triggers (enum gov_trigger bits) */
 	enum rb_state rb_state;
 	const char *envelope;              /* NULL: inside the policy's envelope; else why */
+	/* The serving and quality reads' faults (enum hal_serving_fault) and
+	 * messages, also when the read was invalid. */
+	uint32_t serving_faults, quality_faults;
+	const char *serving_fault_msg, *quality_fault_msg;
 };
 
 /* Return nonzero to stop the run after this period. */

@@ -16,8 +16,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/hist.h"
 #include "common/log.h"
+#include "common/ratelimit.h"
+#include "governor/connguard.h"
 #include "governor/policy.h"
 
 const double metrics_tick_bounds_s[METRICS_TICK_BUCKETS] = {
@@ -760,6 +763,7 @@ int metrics_render_alloc(const struct metrics_snapshot *s, char **out, size_t *l
 
 struct metrics_server {
 	struct MHD_Daemon *mhd;
+	struct connguard *guard;
 	int listen_fd;
 	unsigned port;
 	pthread_mutex_t mu;
@@ -816,6 +820,8 @@ int metrics_parse_listen(const char *listen, struct sockaddr_storage *ss, unsign
 	return 0;
 }
 
+static void guard_busy(struct metrics_server *m, struct MHD_Connection *c);
+
 static enum MHD_Result respond_text(struct MHD_Connection *c, unsigned code, const char *text)
 {
 	struct MHD_Response *r =
@@ -830,12 +836,57 @@ static enum MHD_Result respond_text(struct MHD_Connection *c, unsigned code, con
 	return ret;
 }
 
+/* ---- connection guard (governor/connguard.h): MHD's notifications in ---- */
+
+static int conn_fd(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	return ci ? ci->connect_fd : -1;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct metrics_server *m = cls;
+	(void)socket_context;
+	int fd = conn_fd(c);
+	if (fd < 0)
+		return;
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		connguard_opened(m->guard, fd, ci ? ci->client_addr : NULL);
+	} else {
+		connguard_closed(m->guard, fd);
+	}
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct metrics_server *m = cls;
+	(void)con_cls;
+	(void)toe;
+	int fd = conn_fd(c);
+	if (fd >= 0)
+		connguard_done(m->guard, fd);
+}
+
+static void guard_busy(struct metrics_server *m, struct MHD_Connection *c)
+{
+	int fd = conn_fd(c);
+	if (fd >= 0)
+		connguard_busy(m->guard, fd);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version, const char *upload_data,
 				  size_t *upload_data_size, void **con_cls)
 {
 	struct metrics_server *m = cls;
 
+	guard_busy(m, c);
 	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
 		return respond_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
 	if (strcmp(url, "/metrics"))
@@ -868,15 +919,26 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	return ret;
 }
 
+/* MHD's thread only. Any local peer can make MHD complain (a connection
+ * closed mid-request, one the guard dropped): one line per episode and
+ * per doubling, with the count. */
 __attribute__((format(printf, 2, 0)))
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
+	static struct ratelimit rl;
+	uint64_t n;
+	(void)cls;
+	if (!ratelimit_hit(&rl, govd_mono_ms(), &n))
+		return;
 	char buf[256];
 	vsnprintf(buf, sizeof(buf), fmt, ap);
-	size_t n = strlen(buf);
-	while (n && buf[n - 1] == '\n')
-		buf[--n] = '\0';
-	log_warn("metrics: %s", buf);
+	size_t len = strlen(buf);
+	while (len && buf[len - 1] == '\n')
+		buf[--len] = '\0';
+	if (n > 1)
+		log_warn("metrics: %s (%llu such messages in this episode)", buf, (unsigned long long)n);
+	else
+		log_warn("metrics: %s", buf);
 }
 
 int metrics_start(struct metrics_server **out, const struct metrics_cfg *cfg,
@@ -914,7 +976,7 @@ int metrics_start(struct metrics_server **out, const struct metrics_cfg *cfg,
 		goto destroy_mu;
 	}
 	setsockopt(m->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(m->listen_fd, (struct sockaddr *)&ss, sl) || listen(m->listen_fd, 16)) {
+	if (bind(m->listen_fd, (struct sockaddr *)&ss, sl) || listen(m->listen_fd, 128)) {
 		rc = -errno;
 		diag_add(diags, DIAG_ERROR, "metrics", 0, 0, "metrics.listen", "bind",
 			 "cannot listen on %s: %s", listen_s, strerror(-rc));
@@ -932,21 +994,38 @@ int metrics_start(struct metrics_server **out, const struct metrics_cfg *cfg,
 			 MHD_USE_ITC;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	/* MHD's own timeout is an idle timer every byte resets and its limit
+	 * refuses new connections once slow ones fill it: the guard bounds
+	 * each request as a whole and per peer, keeping new connections and
+	 * dropping the oldest idle ones, so MHD's limit (twice the guard's,
+	 * room for the ones shut but not yet closed) is never what refuses. */
+	static const struct connguard_cfg gcfg = {
+		.max_conns = METRICS_CONN_MAX,
+		.max_per_peer = METRICS_CONN_PER_PEER,
+		.deadline_ms = METRICS_REQUEST_DEADLINE_MS,
+		.tick_ms = 250,
+	};
+	if ((rc = connguard_start(&m->guard, &gcfg)))
+		goto close_fd;
 	m->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, m,
 				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, (void *)NULL,
 				  MHD_OPTION_LISTEN_SOCKET, (MHD_socket)m->listen_fd,
-				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)16,
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)(2 * METRICS_CONN_MAX + 8),
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, m,
+				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, m,
 				  MHD_OPTION_END);
 	if (!m->mhd) {
 		rc = -EIO;
 		diag_add(diags, DIAG_ERROR, "metrics", 0, 0, "metrics.listen", "http",
 			 "libmicrohttpd did not start on %s", listen_s);
-		goto close_fd;
+		goto stop_guard;
 	}
 	*out = m;
 	return 0;
 
+stop_guard:
+	connguard_stop(m->guard);
 close_fd:
 	close(m->listen_fd);
 destroy_mu:
@@ -956,6 +1035,11 @@ free_pub:
 free_m:
 	free(m);
 	return rc;
+}
+
+void metrics_conn_stats(struct metrics_server *m, struct connguard_stats *out)
+{
+	connguard_get_stats(m->guard, out);
 }
 
 unsigned metrics_port(const struct metrics_server *m)
@@ -986,6 +1070,7 @@ void metrics_stop(struct metrics_server *m)
 	MHD_stop_daemon(m->mhd);
 	if (fd != MHD_INVALID_SOCKET)
 		close(fd);
+	connguard_stop(m->guard);
 	pthread_mutex_destroy(&m->mu);
 	free(m->pub);
 	free(m);

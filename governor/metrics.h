@@ -178,5 +178,12 @@ unsigned metrics_port(const struct metrics_server *m);
 void metrics_publish(struct metrics_server *m, const struct metrics_snapshot *s);
 uint64_t metrics_scrapes(const struct metrics_server *m);
 void metrics_stop(struct metrics_server *m);
+/* The endpoint's connection bounds (governor/connguard.h): any number of
+ * slow or idle connections cannot keep a scrape out. */
+#define METRICS_CONN_MAX 64
+#define METRICS_CONN_PER_PEER 16
+#define METRICS_REQUEST_DEADLINE_MS 5000
+struct connguard_stats;
+void metrics_conn_stats(struct metrics_server *m, struct connguard_stats *out);
 
 #endif

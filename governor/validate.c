@@ -105,6 +105,11 @@ void gov_readings_from_sample(const struct hal_sample *s, struct gov_reading out
 	out[GOV_SIG_UTIL] = conv(&s->util_pct, 1.0);
 }
 
+static bool r_in_range(int s, double x)
+{
+	return x >= range_min[s] && x <= range_max[s];
+}
+
 static enum gov_fault check_one(struct validator *v, int s, uint64_t now_ms,
 				const struct gov_reading *in)
 {
@@ -114,13 +119,22 @@ static enum gov_fault check_one(struct validator *v, int s, uint64_t now_ms,
 		return v->have_last[s] || gov_signal_required(s) ? GOV_FAULT_DROPOUT : GOV_FAULT_NONE;
 	if (isnan(r->v))
 		return GOV_FAULT_NAN;
-	if (r->t_ms + v->cfg.stale_ms < now_ms ||
+	/* A timestamp from the future is as wrong as an old one; taken as the
+	 * reference it would make every later reading "going backwards". */
+	if (r->t_ms + v->cfg.stale_ms < now_ms || r->t_ms > now_ms + v->cfg.stale_ms ||
 	    (v->have_last[s] && r->t_ms < v->last_t_ms[s]))
 		return GOV_FAULT_STALE;
 	if (r->v < range_min[s] || r->v > range_max[s])
 		return GOV_FAULT_RANGE;
-	if (is_counter(s) && v->have_last[s] && r->v < v->last_v[s])
-		return GOV_FAULT_BACKWARDS;
+	if (is_counter(s) && v->have_last[s]) {
+		if (r->v < v->last_v[s])
+			return GOV_FAULT_BACKWARDS;
+		/* An energy counter cannot rise faster than the most power any
+		 * rail can draw (plus a joule of rounding). */
+		double dt_s = (double)(r->t_ms - v->last_t_ms[s]) / 1e3;
+		if (r->v - v->last_v[s] > HAL_POWER_MAX_MW / 1e3 * dt_s + 1.0)
+			return GOV_FAULT_RANGE;
+	}
 
 	int w = witness[s];
 	if (w >= 0 && v->have_last[s] && r->v == v->last_v[s]) {
@@ -155,7 +169,14 @@ unsigned validate_step(struct validator *v, uint64_t now_ms, const struct gov_re
 			 * other faults do not replace the last good value. */
 			/* An optional signal the backend does not offer (never
 			 * valid) has no last value: it is not "lost" next period. */
-			if (in[s].valid && (f == GOV_FAULT_NONE || f == GOV_FAULT_STUCK)) {
+			/* A counter that stepped back or jumped is re-based on
+			 * what it reads now: the fault names that period and
+			 * clears when the counter counts on (a meter that was
+			 * reset or swapped must not fault until restart). */
+			bool rebase = is_counter(s) &&
+				      (f == GOV_FAULT_BACKWARDS ||
+				       (f == GOV_FAULT_RANGE && v->have_last[s] && r_in_range(s, in[s].v)));
+			if (in[s].valid && (f == GOV_FAULT_NONE || f == GOV_FAULT_STUCK || rebase)) {
 				v->last_v[s] = in[s].v;
 				v->last_t_ms[s] = in[s].t_ms;
 				v->have_last[s] = true;

@@ -145,6 +145,8 @@ enum hal_serving_fault {
 	HAL_SVF_RESET = 1u << 5,       /* counter reset seen (data still valid) */
 	HAL_SVF_ACTUATION = 1u << 6,   /* applied precision generation differs from the one sent */
 	HAL_SVF_QUALITY_MSG = 1u << 7, /* malformed or unknown-slice quality datagram */
+	HAL_SVF_IMPLAUSIBLE = 1u << 8, /* a value no healthy peer reports: NaN, +-Inf, negative,
+					* over its bound; nothing of that read is counted */
 };
 
 /* Shadow-evaluation outcomes per slice, cumulative. */

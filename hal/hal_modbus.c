@@ -22,7 +22,7 @@ static const char parity_chars[] = { 'N', 'E', 'O' };
 
 struct mb_priv {
 	modbus_t *ctx;
-	bool connected;
+	bool connected, rtu;
 	struct mb_regmap map;
 	struct mb_held held[MB_MAX_REGS];
 	struct mb_backoff backoff;
@@ -49,12 +49,26 @@ static const char *reg_name(const struct mb_reg *r)
 	return mb_quantity_names[r->quantity];
 }
 
-static void set_timeouts(modbus_t *ctx, uint32_t timeout_ms)
+/* libmodbus bounds the wait for a reply's first byte (response timeout)
+ * and then each wait for more (byte timeout), never the whole: a meter
+ * that drips its reply a byte at a time just inside the byte timeout
+ * stretches one transaction far past timeout_ms. So the whole is split:
+ * half for the first byte, the rest shared by the reply's remaining bytes
+ * (libmodbus waits at most once per byte), which bounds a transaction of
+ * `words` registers by total_us. A reply that arrives in one burst (TCP,
+ * or RTU at any usual baud rate) is not slowed by it. */
+static void set_timeouts(modbus_t *ctx, bool rtu, uint64_t total_us, unsigned words)
 {
-	modbus_set_response_timeout(ctx, timeout_ms / 1000, (timeout_ms % 1000) * 1000);
-	/* Gaps inside one reply; a reply of a few registers arrives in one burst. */
-	uint32_t byte_ms = timeout_ms / 2 ? timeout_ms / 2 : 1;
-	modbus_set_byte_timeout(ctx, byte_ms / 1000, (byte_ms % 1000) * 1000);
+	if (total_us < 2)
+		total_us = 2;
+	/* TCP: MBAP 7 + function + byte count; RTU: unit + function + byte count + CRC 2 */
+	unsigned bytes = (rtu ? 5u : 9u) + 2u * words;
+	uint64_t resp_us = total_us / 2;
+	uint64_t byte_us = (total_us - resp_us) / (bytes - 1);
+	if (byte_us < 1)
+		byte_us = 1;
+	modbus_set_response_timeout(ctx, (uint32_t)(resp_us / 1000000), (uint32_t)(resp_us % 1000000));
+	modbus_set_byte_timeout(ctx, (uint32_t)(byte_us / 1000000), (uint32_t)(byte_us % 1000000));
 }
 
 static void link_down(struct mb_priv *p, int err, uint64_t now)
@@ -74,6 +88,8 @@ static bool try_connect(struct mb_priv *p, uint64_t now)
 	if (!mb_backoff_may_try(&p->backoff, now))
 		return false;
 	p->stats.connects++;
+	/* a TCP connect waits up to the response timeout: the whole timeout_ms */
+	modbus_set_response_timeout(p->ctx, p->timeout_ms / 1000, (p->timeout_ms % 1000) * 1000);
 	if (modbus_connect(p->ctx) == -1) {
 		int err = errno;
 		p->stats.connect_failures++;
@@ -95,11 +111,15 @@ static bool link_error(int err)
 	return err < MODBUS_ENOBASE;
 }
 
-static void read_one(struct mb_priv *p, size_t i)
+/* left_ms: what is left of the sample's budget; the transaction gets
+ * timeout_ms or that, whichever is less. */
+static void read_one(struct mb_priv *p, size_t i, uint64_t left_ms)
 {
 	const struct mb_reg *r = &p->map.reg[i];
 	uint16_t regs[2] = { 0, 0 };
 	int nw = (int)mb_type_words(r->type);
+	uint64_t total_ms = left_ms < p->timeout_ms ? left_ms : p->timeout_ms;
+	set_timeouts(p->ctx, p->rtu, total_ms * 1000, (unsigned)nw);
 	int rc = r->function == MB_FN_INPUT
 			 ? modbus_read_input_registers(p->ctx, r->address, nw, regs)
 			 : modbus_read_registers(p->ctx, r->address, nw, regs);
@@ -140,12 +160,13 @@ static void poll_meter(struct mb_priv *p)
 	size_t n = p->map.n;
 	for (size_t k = 0; k < n && p->connected; k++) {
 		size_t i = (p->next_reg + k) % n;
-		if (govd_mono_ms() - start >= p->budget_ms) {
+		uint64_t spent = govd_mono_ms() - start;
+		if (spent >= p->budget_ms) {
 			p->stats.budget_skips += n - k;
 			p->next_reg = i;
 			return;
 		}
-		read_one(p, i);
+		read_one(p, i, p->budget_ms - spent);
 	}
 	p->next_reg = 0;
 }
@@ -290,7 +311,7 @@ static int mb_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 			    transport_names[tr], modbus_strerror(errno));
 		goto free_ctx;
 	}
-	set_timeouts(p->ctx, timeout_ms);
+	p->rtu = tr == TR_RTU;
 	dev->priv = p;
 	/* A meter that is down at start is not a config error: samples say
 	 * invalid and the backoff keeps trying. */

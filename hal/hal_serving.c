@@ -135,8 +135,14 @@ struct sv {
 	int qfd;
 	char *qpath;
 	uint64_t qs_sock[HAL_MAX_SLICES], qm_sock[HAL_MAX_SLICES];
+	/* At most this many samples per slice per read_quality, from the
+	 * datagrams and from the scrape's counters each (quality_max_samples). */
+	uint64_t q_max_samples;
+	uint64_t q_read_sock[HAL_MAX_SLICES]; /* datagram samples this read */
+	bool q_scrape_implausible; /* a scrape since the last read_quality dropped an increase */
 	double qdelta[HAL_MAX_SLICES];
 	uint64_t malformed;
+	uint64_t implausible; /* datagrams dropped over quality_max_samples */
 
 	/* precision */
 	struct pact act;
@@ -173,6 +179,20 @@ static uint64_t wall_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+static uint64_t sat_add_u64(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* A double accumulator as a count: no out-of-range conversion, whatever
+ * it summed (values are checked before they count; this is the backstop). */
+static uint64_t counter_u64(double v)
+{
+	if (!(v > 0))
+		return 0;
+	return v >= 9.2e18 ? UINT64_C(9200000000000000000) : (uint64_t)llround(v);
+}
+
 const char *hal_serving_fault_name(uint32_t bit)
 {
 	switch (bit) {
@@ -184,6 +204,7 @@ const char *hal_serving_fault_name(uint32_t bit)
 	case HAL_SVF_RESET: return "counter-reset";
 	case HAL_SVF_ACTUATION: return "actuation";
 	case HAL_SVF_QUALITY_MSG: return "quality-message";
+	case HAL_SVF_IMPLAUSIBLE: return "implausible-value";
 	default: return "?";
 	}
 }
@@ -194,7 +215,7 @@ static const char *const plain_keys[] = {
 	"url", "format", "labels", "timeout_ms", "max_bytes", "latency_unit",
 	"slices", "slice_label", "quality_socket", "precision", "precision_target",
 	"precision_timeout_ms", "precision_retries", "confirm_url", "confirm_file",
-	"confirm_field", "confirm_grace_ms", "power_backend", NULL,
+	"confirm_field", "confirm_grace_ms", "power_backend", "quality_max_samples", NULL,
 };
 
 #define POWER_PREFIX "power."
@@ -438,6 +459,9 @@ static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 	s->timeout_ms = (uint32_t)timeout_ms;
 	s->max_bytes = (size_t)max_bytes;
 	s->confirm_grace_ms = grace;
+	uint64_t qmax = 10000;
+	bad |= bopts_u64(o, "quality_max_samples", 1, UINT64_C(1000000000), qmax, &qmax) != 0;
+	s->q_max_samples = qmax;
 
 	const struct fmt_defaults *d = &defaults[s->fmt];
 	s->hist_unit_ms = d->hist_unit_ms;
@@ -751,6 +775,86 @@ static bool buckets_interval(struct prom_buckets *last, const struct prom_bucket
 	return reset;
 }
 
+/* Plausibility bounds on what a server may report (docs/serving-integration.md,
+ * "Plausibility"): counters are exact integers in a double up to 2^53, no
+ * server runs or queues ten million requests at once, and no latency
+ * bucket bound beyond a day measures a request. */
+#define SV_COUNTER_MAX 9007199254740992.0
+#define SV_GAUGE_MAX 1e7
+#define SV_LATENCY_MAX_MS 86400e3
+
+static bool bad_count(double v, double max)
+{
+	return !isfinite(v) || v < 0 || v > max;
+}
+
+/* The one judgement of a scrape's values before anything of it counts:
+ * true (and fault_msg naming the metric and value) when one is implausible. */
+static bool scrape_implausible(struct sv *s, const struct scrape *sc)
+{
+	const char *what = NULL, *name = NULL;
+	double v = 0;
+	for (int i = 0; i < 3 && !what; i++) {
+		const struct prom_buckets *b = &sc->h[i];
+		if (!sc->has_h[i])
+			continue;
+		name = s->mname[M_TTFT + i];
+		for (size_t k = 0; k < b->n && !what; k++) {
+			if (k + 1 < b->n && !(b->le[k] * s->hist_unit_ms <= SV_LATENCY_MAX_MS) &&
+			    (v = b->le[k], true))
+				what = "bucket bound above a day";
+			else if (bad_count(b->cum[k], SV_COUNTER_MAX) && (v = b->cum[k], true))
+				what = "bucket count";
+		}
+		if (!what && bad_count(b->count, SV_COUNTER_MAX) && (v = b->count, true))
+			what = "_count";
+		if (!what && bad_count(b->sum, INFINITY) && (v = b->sum, true))
+			what = "_sum";
+	}
+	static const int counters[] = { M_REQ, M_TOK, M_DUR, M_INT8_TOK };
+	for (size_t k = 0; k < sizeof(counters) / sizeof(counters[0]) && !what; k++)
+		if (sc->has[counters[k]] && bad_count(v = sc->val[counters[k]], SV_COUNTER_MAX)) {
+			what = "counter";
+			name = s->mname[counters[k]];
+		}
+	static const int gauges[] = { M_RUN, M_WAIT };
+	for (size_t k = 0; k < 2 && !what; k++)
+		if (sc->has[gauges[k]] && bad_count(v = sc->val[gauges[k]], SV_GAUGE_MAX)) {
+			what = "gauge";
+			name = s->mname[gauges[k]];
+		}
+	for (size_t sl = 0; sl < s->n_slices && !what; sl++) {
+		for (int j = 0; j < 3 && !what; j++)
+			if (sc->has_slice[j][sl] && bad_count(v = sc->slice[j][sl], SV_COUNTER_MAX)) {
+				what = "slice counter";
+				name = s->mname[M_SLICE_REQ + j];
+			}
+		for (int j = 0; j < 2 && !what; j++)
+			if (sc->has_q[j][sl] && bad_count(v = sc->qv[j][sl], SV_COUNTER_MAX)) {
+				what = "quality counter";
+				name = s->mname[M_Q_SAMPLES + j];
+			}
+	}
+	if (!what)
+		return false;
+	snprintf(s->fault_msg, sizeof(s->fault_msg), "%s: %s %.80s = %g: implausible, scrape not counted",
+		 s->url, what, name ? name : "?", v);
+	return true;
+}
+
+/* A quality counter's increase this scrape beyond quality_max_samples is
+ * no evaluator's: the counter is re-based (the increase dropped), and the
+ * fault clears with the next plausible increase. */
+static bool quality_counter_update(struct sv *s, struct prom_counter *c, double raw, bool *reset)
+{
+	if (c->have && raw >= c->last_raw && raw - c->last_raw > (double)s->q_max_samples) {
+		c->last_raw = raw;
+		return false;
+	}
+	*reset |= prom_counter_update(c, raw);
+	return true;
+}
+
 static uint32_t commit(struct sv *s, const struct scrape *sc)
 {
 	uint32_t faults = 0;
@@ -778,16 +882,27 @@ static uint32_t commit(struct sv *s, const struct scrape *sc)
 		faults |= HAL_SVF_RESET;
 	if (sc->has[M_INT8_TOK] && prom_counter_update(&s->c_int8_tok, sc->val[M_INT8_TOK]))
 		faults |= HAL_SVF_RESET;
-	s->running = sc->has[M_RUN] && sc->val[M_RUN] > 0 ? (uint64_t)llround(sc->val[M_RUN]) : 0;
-	s->queue_len = sc->has[M_WAIT] && sc->val[M_WAIT] > 0 ? (uint64_t)llround(sc->val[M_WAIT]) : 0;
+	s->running = sc->has[M_RUN] && sc->val[M_RUN] > 0 ? counter_u64(sc->val[M_RUN]) : 0;
+	s->queue_len = sc->has[M_WAIT] && sc->val[M_WAIT] > 0 ? counter_u64(sc->val[M_WAIT]) : 0;
 	for (size_t sl = 0; sl < s->n_slices; sl++) {
 		for (int j = 0; j < 3; j++)
 			if (sc->has_slice[j][sl] && prom_counter_update(&s->c_slice[j][sl], sc->slice[j][sl]))
 				faults |= HAL_SVF_RESET;
-		if (sc->has_q[0][sl] && prom_counter_update(&s->c_qs[sl], sc->qv[0][sl]))
+		bool reset = false, ok = true;
+		if (sc->has_q[0][sl])
+			ok &= quality_counter_update(s, &s->c_qs[sl], sc->qv[0][sl], &reset);
+		if (sc->has_q[1][sl])
+			ok &= quality_counter_update(s, &s->c_qm[sl], sc->qv[1][sl], &reset);
+		if (reset)
 			faults |= HAL_SVF_RESET;
-		if (sc->has_q[1][sl] && prom_counter_update(&s->c_qm[sl], sc->qv[1][sl]))
-			faults |= HAL_SVF_RESET;
+		if (!ok) {
+			faults |= HAL_SVF_IMPLAUSIBLE;
+			s->q_scrape_implausible = true;
+			snprintf(s->fault_msg, sizeof(s->fault_msg),
+				 "%s: slice %s: quality counters rose by more than quality_max_samples "
+				 "(%llu) in one read: not counted", s->url, s->slice_name[sl],
+				 (unsigned long long)s->q_max_samples);
+		}
 	}
 	if (sc->has[M_CONFIRM] && sc->val[M_CONFIRM] >= 0 && sc->val[M_CONFIRM] < 9e18)
 		s->gen_applied = (uint64_t)sc->val[M_CONFIRM];
@@ -820,6 +935,8 @@ static uint32_t scrape(struct sv *s, uint64_t deadline_ms)
 	}
 	f = extract(s, &doc, sc);
 	prom_doc_free(&doc);
+	if (!f && scrape_implausible(s, sc))
+		f = HAL_SVF_IMPLAUSIBLE;
 	if (!f) {
 		f = commit(s, sc);
 		s->last_ok = true;
@@ -889,9 +1006,9 @@ static int sv_read_serving(struct hal_dev *dev, struct hal_serving *out)
 	out->t_ms = now;
 	out->valid = s->last_ok;
 	out->faults = f;
-	out->requests_completed = (uint64_t)llround(s->c_req.total);
-	out->tokens_generated = (uint64_t)llround(s->c_tok.total);
-	out->tokens_int8 = (uint64_t)llround(s->c_int8_tok.total);
+	out->requests_completed = counter_u64(s->c_req.total);
+	out->tokens_generated = counter_u64(s->c_tok.total);
+	out->tokens_int8 = counter_u64(s->c_int8_tok.total);
 	out->queue_len = s->queue_len;
 	out->running = s->running;
 	out->ttft = s->h[0];
@@ -900,9 +1017,9 @@ static int sv_read_serving(struct hal_dev *dev, struct hal_serving *out)
 	out->n_slices = s->n_slices;
 	for (size_t i = 0; i < s->n_slices; i++) {
 		memcpy(out->slice_name[i], s->slice_name[i], HAL_NAME_LEN);
-		out->slice_completed[i] = (uint64_t)llround(s->c_slice[0][i].total);
-		out->slice_int8_completed[i] = (uint64_t)llround(s->c_slice[1][i].total);
-		out->slice_tokens_int8[i] = (uint64_t)llround(s->c_slice[2][i].total);
+		out->slice_completed[i] = counter_u64(s->c_slice[0][i].total);
+		out->slice_int8_completed[i] = counter_u64(s->c_slice[1][i].total);
+		out->slice_tokens_int8[i] = counter_u64(s->c_slice[2][i].total);
 	}
 	char cmsg[200] = "";
 	uint32_t cf = confirm_check(s, now, deadline, cmsg, sizeof(cmsg));
@@ -927,8 +1044,9 @@ static int slice_index(const struct sv *s, const char *name)
 	return -1;
 }
 
-/* One evaluator datagram; false (and qfault_msg) if malformed. */
-static bool quality_msg(struct sv *s, const char *buf, size_t len)
+/* One evaluator datagram; false (and qfault_msg) if malformed or, with
+ * *implausible, over the read's bound. */
+static bool quality_msg(struct sv *s, const char *buf, size_t len, bool *implausible)
 {
 	json_error_t jerr;
 	json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
@@ -970,8 +1088,21 @@ static bool quality_msg(struct sv *s, const char *buf, size_t len)
 		snprintf(s->qfault_msg, sizeof(s->qfault_msg), "quality datagram: delta must be a number");
 		goto out_free;
 	}
-	s->qs_sock[idx] += (uint64_t)n;
-	s->qm_sock[idx] += (uint64_t)m;
+	/* Bounded before it counts: one read (one period) takes at most
+	 * quality_max_samples per slice from the datagrams together; a datagram
+	 * that would pass it is dropped whole. The bound keeps the sums far
+	 * from wrapping; the adds saturate all the same. */
+	if ((uint64_t)n > s->q_max_samples - s->q_read_sock[idx]) {
+		*implausible = true;
+		snprintf(s->qfault_msg, sizeof(s->qfault_msg),
+			 "quality datagram: slice %s: %lld samples would pass quality_max_samples "
+			 "(%llu) this read (%llu so far): dropped", s->slice_name[idx], (long long)n,
+			 (unsigned long long)s->q_max_samples, (unsigned long long)s->q_read_sock[idx]);
+		goto out_free;
+	}
+	s->q_read_sock[idx] += (uint64_t)n;
+	s->qs_sock[idx] = sat_add_u64(s->qs_sock[idx], (uint64_t)n);
+	s->qm_sock[idx] = sat_add_u64(s->qm_sock[idx], (uint64_t)m);
 	if (jd)
 		s->qdelta[idx] = json_number_value(jd);
 	ok = true;
@@ -993,15 +1124,18 @@ static uint32_t quality_drain(struct sv *s)
 				continue;
 			break; /* EAGAIN: drained */
 		}
-		bool ok;
+		bool ok, implausible = false;
 		if ((size_t)n > sizeof(buf)) {
 			snprintf(s->qfault_msg, sizeof(s->qfault_msg),
 				 "quality datagram of %zd bytes (at most %d)", n, Q_DGRAM_MAX);
 			ok = false;
 		} else {
-			ok = quality_msg(s, buf, (size_t)n);
+			ok = quality_msg(s, buf, (size_t)n, &implausible);
 		}
-		if (!ok) {
+		if (implausible) {
+			s->implausible++;
+			f |= HAL_SVF_IMPLAUSIBLE;
+		} else if (!ok) {
 			s->malformed++;
 			f |= HAL_SVF_QUALITY_MSG;
 		}
@@ -1023,6 +1157,7 @@ static int sv_read_quality(struct hal_dev *dev, struct hal_quality *out)
 	s->qfault_msg[0] = '\0';
 	uint32_t f = 0;
 	bool valid = true;
+	memset(s->q_read_sock, 0, sizeof(s->q_read_sock));
 	if (quality_from_scrape(s)) {
 		/* read_serving usually scraped this period already */
 		if (!s->scraped_since_quality)
@@ -1036,13 +1171,19 @@ static int sv_read_quality(struct hal_dev *dev, struct hal_quality *out)
 		snprintf(s->qfault_msg, sizeof(s->qfault_msg),
 			 "no quality source (quality_socket or quality_*_metric)");
 	}
+	if (s->q_scrape_implausible) {
+		f |= HAL_SVF_IMPLAUSIBLE;
+		if (!s->qfault_msg[0])
+			snprintf(s->qfault_msg, sizeof(s->qfault_msg), "%.180s", s->fault_msg);
+		s->q_scrape_implausible = false;
+	}
 	f |= quality_drain(s);
 	out->t_ms = govd_clock_now_or_mono_ms(s->clock);
 	out->valid = valid;
 	out->n_slices = s->n_slices;
 	for (size_t i = 0; i < s->n_slices; i++) {
-		out->samples[i] = (uint64_t)llround(s->c_qs[i].total) + s->qs_sock[i];
-		out->mismatches[i] = (uint64_t)llround(s->c_qm[i].total) + s->qm_sock[i];
+		out->samples[i] = sat_add_u64(counter_u64(s->c_qs[i].total), s->qs_sock[i]);
+		out->mismatches[i] = sat_add_u64(counter_u64(s->c_qm[i].total), s->qm_sock[i]);
 		out->delta[i] = s->qdelta[i];
 		if (!isnan(s->qdelta[i]))
 			out->delta_valid |= 1u << i;
