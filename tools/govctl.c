@@ -13,36 +13,142 @@ static int cmd_help(int argc, char **argv);
 static const struct govctl_cmd cmds[] = {
 	{ .name = "sim",
 	  .synopsis = "sim --scenario FILE --policy FILE [--seed N] [--out DIR] [--duration S]",
+	  .summary = "run one policy on one scenario in the simulator",
 	  .run = govctl_sim },
 	{ .name = "compare",
 	  .synopsis = "compare --scenarios A,B --policies P,Q [--seeds 1,2] [--baseline NAME] [-j N] "
 		      "[--out DIR]",
+	  .summary = "run every scenario x policy x seed and tabulate them against a baseline",
 	  .run = govctl_compare },
-	{ .name = "lint", .synopsis = "lint [--format text|json] [--strict] FILE...", .run = govctl_lint },
-	{ .name = "restore", .synopsis = "restore [--state FILE | --config FILE]", .run = govctl_restore },
-	{ .name = "probe", .synopsis = "probe --config FILE [--json]", .run = govctl_probe },
-	{ .name = "report", .synopsis = "report RUN... --baseline RUN [-o DIR] [--sign KEYFILE]", .run = govctl_report },
-	{ .name = "verify", .synopsis = "verify FILE SIGFILE PUBKEY", .run = govctl_verify },
-	{ .name = "keygen", .synopsis = "keygen BASENAME", .run = govctl_keygen },
-	{ .name = "status", .synopsis = "status [--json] [--socket PATH]", .run = govctl_status },
-	{ .name = "set", .synopsis = "set budget-w WATTS [--socket PATH]", .run = govctl_set },
-	{ .name = "hold", .synopsis = "hold [--socket PATH]", .run = govctl_hold },
-	{ .name = "resume", .synopsis = "resume [--socket PATH]", .run = govctl_resume },
-	{ .name = "reload", .synopsis = "reload [--socket PATH]", .run = govctl_reload },
-	{ .name = "help", .synopsis = "help", .run = cmd_help },
+	{ .name = "lint",
+	  .synopsis = "lint [--format text|json] [--strict] FILE...",
+	  .summary = "check policy files (errors name file:line:col)",
+	  .run = govctl_lint },
+	{ .name = "restore",
+	  .synopsis = "restore [--state FILE | --config FILE]",
+	  .summary = "put the devices' original settings back from govd's state file",
+	  .run = govctl_restore },
+	{ .name = "probe",
+	  .synopsis = "probe --config FILE [--json]",
+	  .summary = "read-only look at what a govd config finds on this machine",
+	  .run = govctl_probe },
+	{ .name = "report",
+	  .synopsis = "report RUN... --baseline RUN [-o DIR] [--sign KEYFILE]",
+	  .summary = "write the perf-per-watt report of runs against a baseline",
+	  .run = govctl_report },
+	{ .name = "verify",
+	  .synopsis = "verify FILE SIGFILE PUBKEY",
+	  .summary = "check the Ed25519 signature of a report",
+	  .run = govctl_verify },
+	{ .name = "keygen",
+	  .synopsis = "keygen BASENAME",
+	  .summary = "make an Ed25519 key pair for signing reports",
+	  .run = govctl_keygen },
+	{ .name = "status",
+	  .synopsis = "status [--json] [--socket PATH]",
+	  .summary = "a running govd's state: a table, or JSON with --json",
+	  .run = govctl_status },
+	{ .name = "set",
+	  .synopsis = "set budget-w WATTS [--socket PATH]",
+	  .summary = "override a running govd's node power budget",
+	  .run = govctl_set },
+	{ .name = "hold",
+	  .synopsis = "hold [--socket PATH]",
+	  .summary = "keep every device at its current operating point",
+	  .run = govctl_hold },
+	{ .name = "resume",
+	  .synopsis = "resume [--socket PATH]",
+	  .summary = "let the governor decide again after a hold",
+	  .run = govctl_resume },
+	{ .name = "reload",
+	  .synopsis = "reload [--socket PATH]",
+	  .summary = "reload govd's config and policies as one transaction",
+	  .run = govctl_reload },
+	{ .name = "help",
+	  .synopsis = "help [COMMAND]",
+	  .summary = "list the commands, or show one command's usage",
+	  .run = cmd_help },
 };
 
 #define N_CMDS (sizeof(cmds) / sizeof(cmds[0]))
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: govctl COMMAND [ARGS]\ncommands:\n");
+	fprintf(f, "usage: govctl COMMAND [ARGS]   (govctl COMMAND --help, govctl --version)\n"
+		   "commands:\n");
 	for (size_t i = 0; i < N_CMDS; i++)
-		fprintf(f, "  govctl %s\n", cmds[i].synopsis);
+		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].summary ? cmds[i].summary : "");
+}
+
+static const struct govctl_cmd *find_cmd(const char *name)
+{
+	for (size_t i = 0; i < N_CMDS; i++)
+		if (!strcmp(name, cmds[i].name))
+			return &cmds[i];
+	return NULL;
+}
+
+static void cmd_usage(FILE *f, const struct govctl_cmd *c)
+{
+	fprintf(f, "usage: govctl %s\n", c->synopsis);
+	if (c->summary)
+		fprintf(f, "%s.\n", c->summary);
+	fprintf(f, "More: man govctl.\n");
+}
+
+/* Levenshtein distance, capped inputs (command names are short). */
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t la = strnlen(a, 63), lb = strnlen(b, 63), row[64];
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t diag = row[0];
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t up = row[j];
+			size_t best = diag + (a[i - 1] != b[j - 1]);
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[lb];
+}
+
+/* The nearest command to a mistyped one, if it is near enough to be a typo
+ * (at most 2 edits, and fewer than half the name's letters). */
+static const struct govctl_cmd *nearest_cmd(const char *name)
+{
+	const struct govctl_cmd *best = NULL;
+	size_t best_d = SIZE_MAX;
+	for (size_t i = 0; i < N_CMDS; i++) {
+		size_t d = edit_distance(name, cmds[i].name);
+		if (d < best_d) {
+			best_d = d;
+			best = &cmds[i];
+		}
+	}
+	size_t n = strlen(name);
+	return best && best_d <= 2 && best_d * 2 < (n > strlen(best->name) ? n : strlen(best->name))
+		       ? best
+		       : NULL;
 }
 
 static int cmd_help(int argc, char **argv)
 {
+	if (argc >= 2) {
+		const struct govctl_cmd *c = find_cmd(argv[1]);
+		if (!c) {
+			fprintf(stderr, "govctl help: unknown command '%s'\n", argv[1]);
+			return GOVCTL_EXIT_USAGE;
+		}
+		cmd_usage(stdout, c);
+		return GOVCTL_EXIT_OK;
+	}
 	usage(stdout);
 	return GOVCTL_EXIT_OK;
 }
@@ -85,11 +191,31 @@ int main(int argc, char **argv)
 		return GOVCTL_EXIT_USAGE;
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
-		return cmd_help(argc, argv);
-	for (size_t i = 0; i < N_CMDS; i++)
-		if (!strcmp(argv[1], cmds[i].name))
-			return cmds[i].run(argc - 1, argv + 1);
-	fprintf(stderr, "govctl: unknown command '%s'\n", argv[1]);
+		return cmd_help(1, argv);
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		printf("govctl %s\n", GOVD_VERSION);
+		return GOVCTL_EXIT_OK;
+	}
+	/* For completions/govctl: the table's names, one per line. */
+	if (!strcmp(argv[1], "--list-commands")) {
+		for (size_t i = 0; i < N_CMDS; i++)
+			printf("%s\n", cmds[i].name);
+		return GOVCTL_EXIT_OK;
+	}
+	const struct govctl_cmd *c = find_cmd(argv[1]);
+	if (c) {
+		/* `govctl CMD --help` for every command, before its own parser. */
+		if (argc >= 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
+			cmd_usage(stdout, c);
+			return GOVCTL_EXIT_OK;
+		}
+		return c->run(argc - 1, argv + 1);
+	}
+	const struct govctl_cmd *near = nearest_cmd(argv[1]);
+	if (near)
+		fprintf(stderr, "govctl: unknown command '%s'; did you mean '%s'?\n", argv[1], near->name);
+	else
+		fprintf(stderr, "govctl: unknown command '%s'\n", argv[1]);
 	usage(stderr);
 	return GOVCTL_EXIT_USAGE;
 }

@@ -11,9 +11,13 @@
 #define GOVCTL_EXIT_FAIL 1
 #define GOVCTL_EXIT_USAGE 2
 
+/* One row of govctl's subcommand table (tools/govctl.c). `govctl CMD --help`
+ * prints synopsis and summary; man/govctl.1 and completions/govctl are
+ * checked against the table (tests/integration/install_cli.sh). */
 struct govctl_cmd {
 	const char *name;
 	const char *synopsis;
+	const char *summary; /* one line: what it does */
 	int (*run)(int argc, char **argv);
 };
 
