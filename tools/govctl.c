@@ -14,27 +14,33 @@ static const struct govctl_cmd cmds[] = {
 	{ .name = "sim",
 	  .synopsis = "sim --scenario FILE --policy FILE [--seed N] [--out DIR] [--duration S]",
 	  .summary = "run one policy on one scenario in the simulator",
+	  .own_help = true,
 	  .run = govctl_sim },
 	{ .name = "compare",
 	  .synopsis = "compare --scenarios A,B --policies P,Q [--seeds 1,2] [--baseline NAME] [-j N] "
 		      "[--out DIR]",
 	  .summary = "run every scenario x policy x seed and tabulate them against a baseline",
+	  .own_help = true,
 	  .run = govctl_compare },
 	{ .name = "lint",
 	  .synopsis = "lint [--format text|json] [--strict] FILE...",
 	  .summary = "check policy files (errors name file:line:col)",
+	  .own_help = true,
 	  .run = govctl_lint },
 	{ .name = "restore",
 	  .synopsis = "restore [--state FILE | --config FILE]",
 	  .summary = "put the devices' original settings back from govd's state file",
+	  .own_help = true,
 	  .run = govctl_restore },
 	{ .name = "probe",
 	  .synopsis = "probe --config FILE [--json]",
 	  .summary = "read-only look at what a govd config finds on this machine",
+	  .own_help = true,
 	  .run = govctl_probe },
 	{ .name = "report",
 	  .synopsis = "report RUN... --baseline RUN [-o DIR] [--sign KEYFILE]",
 	  .summary = "write the perf-per-watt report of runs against a baseline",
+	  .own_help = true,
 	  .run = govctl_report },
 	{ .name = "verify",
 	  .synopsis = "verify FILE SIGFILE PUBKEY",
@@ -204,8 +210,9 @@ int main(int argc, char **argv)
 	}
 	const struct govctl_cmd *c = find_cmd(argv[1]);
 	if (c) {
-		/* `govctl CMD --help` for every command, before its own parser. */
-		if (argc >= 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
+		/* `govctl CMD --help` for every command without its own. */
+		if (!c->own_help && argc >= 3 &&
+		    (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
 			cmd_usage(stdout, c);
 			return GOVCTL_EXIT_OK;
 		}

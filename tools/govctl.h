@@ -18,6 +18,7 @@ struct govctl_cmd {
 	const char *name;
 	const char *synopsis;
 	const char *summary; /* one line: what it does */
+	bool own_help;	     /* run() prints its own usage on --help (else govctl does) */
 	int (*run)(int argc, char **argv);
 };
 
