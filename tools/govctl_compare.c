@@ -562,10 +562,15 @@ int govctl_compare(int argc, char **argv)
 		free(jobs);
 		return GOVCTL_EXIT_FAIL;
 	}
-	for (size_t si = 0; oracle && si < scen.n; si++)
+	for (size_t si = 0; oracle && si < scen.n; si++) {
+		if (pg.tty)
+			fprintf(stderr, "\r\033[K[oracle %zu/%zu] %s", si + 1, scen.n, sname[si]);
 		if (oracle_row(scen.v[si], oracle_policy, seeds, nseeds, have_seeds,
 			       (unsigned)nworkers, duration_s, &orows[si], oracles))
 			failed = 1;
+	}
+	if (pg.tty && oracle)
+		fprintf(stderr, "\r\033[K");
 
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/compare.md", out);
