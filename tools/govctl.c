@@ -2,6 +2,7 @@
 #include "tools/govctl.h"
 #include "tools/govctl_report.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -97,8 +98,8 @@ static const struct govctl_cmd *find_cmd(const char *name)
 static void cmd_usage(FILE *f, const struct govctl_cmd *c)
 {
 	fprintf(f, "usage: govctl %s\n", c->synopsis);
-	if (c->summary)
-		fprintf(f, "%s.\n", c->summary);
+	if (c->summary && c->summary[0])
+		fprintf(f, "%c%s.\n", toupper((unsigned char)c->summary[0]), c->summary + 1);
 	fprintf(f, "More: man govctl.\n");
 }
 
