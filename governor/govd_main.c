@@ -34,9 +34,11 @@ static void notify(void *ctx, const char *state)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: govd --config FILE [--dry-run] [--check] [--log-level LEVEL]\n"
+		   "       govd --help | --version\n"
 		   "  --dry-run    compute and log every decision, write nothing to any device\n"
 		   "  --check      load and check the config and its policies, then exit\n"
-		   "  --log-level  error|warning|notice|info|debug (overrides the config)\n");
+		   "  --log-level  error|warning|notice|info|debug (overrides the config)\n"
+		   "More: man govd, man govd.yaml, man govd-policy.\n");
 }
 
 static void print_diags(const struct diag_list *d)
@@ -89,7 +91,7 @@ int main(int argc, char **argv)
 	enum log_level level = LOG_NOTICE;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "c:nh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:nhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			config = optarg;
