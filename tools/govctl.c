@@ -1,5 +1,6 @@
 /* govctl: the command-line front end (subcommand table). */
 #include "tools/govctl.h"
+#include "common/ycfg.h"
 #include "tools/govctl_report.h"
 
 #include <ctype.h>
@@ -103,46 +104,15 @@ static void cmd_usage(FILE *f, const struct govctl_cmd *c)
 	fprintf(f, "More: man govctl.\n");
 }
 
-/* Levenshtein distance, capped inputs (command names are short). */
-static size_t edit_distance(const char *a, const char *b)
-{
-	size_t la = strnlen(a, 63), lb = strnlen(b, 63), row[64];
-	for (size_t j = 0; j <= lb; j++)
-		row[j] = j;
-	for (size_t i = 1; i <= la; i++) {
-		size_t diag = row[0];
-		row[0] = i;
-		for (size_t j = 1; j <= lb; j++) {
-			size_t up = row[j];
-			size_t best = diag + (a[i - 1] != b[j - 1]);
-			if (up + 1 < best)
-				best = up + 1;
-			if (row[j - 1] + 1 < best)
-				best = row[j - 1] + 1;
-			row[j] = best;
-			diag = up;
-		}
-	}
-	return row[lb];
-}
-
-/* The nearest command to a mistyped one, if it is near enough to be a typo
- * (at most 2 edits, and fewer than half the name's letters). */
+/* The nearest command to a mistyped one, if near enough to be a typo. */
 static const struct govctl_cmd *nearest_cmd(const char *name)
 {
-	const struct govctl_cmd *best = NULL;
-	size_t best_d = SIZE_MAX;
-	for (size_t i = 0; i < N_CMDS; i++) {
-		size_t d = edit_distance(name, cmds[i].name);
-		if (d < best_d) {
-			best_d = d;
-			best = &cmds[i];
-		}
-	}
-	size_t n = strlen(name);
-	return best && best_d <= 2 && best_d * 2 < (n > strlen(best->name) ? n : strlen(best->name))
-		       ? best
-		       : NULL;
+	const char *names[N_CMDS + 1];
+	for (size_t i = 0; i < N_CMDS; i++)
+		names[i] = cmds[i].name;
+	names[N_CMDS] = NULL;
+	const char *best = ycfg_closest(name, names);
+	return best ? find_cmd(best) : NULL;
 }
 
 static int cmd_help(int argc, char **argv)
