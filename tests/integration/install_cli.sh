@@ -40,7 +40,7 @@ for k in $(c_keys governor/policy.c root_keys); do
 	grep -qE "^\.SS .*\b$k\b|\\fB$k\b" man/govd-policy.5 || fail "man/govd-policy.5 does not describe policy key '$k'"
 done
 
-# Mistyped commands: the nearest one is suggested, exit 2; junk gets none.
+# Mistyped commands (and govd options): the nearest one is suggested, exit 2; junk gets none.
 set +e
 err=$("$govctl" stauts 2>&1); rc=$?
 set -e
@@ -48,6 +48,10 @@ set -e
 grep -q "did you mean 'status'" <<<"$err" || fail "govctl stauts: no suggestion: $err"
 err=$("$govctl" comapre 2>&1) || true
 grep -q "did you mean 'compare'" <<<"$err" || fail "govctl comapre: no suggestion: $err"
+set +e
+err=$("$govd" --dryrun 2>&1); rc=$?
+set -e
+[ $rc -eq 2 ] && grep -q "did you mean '--dry-run'" <<<"$err" || fail "govd --dryrun: exit $rc, $err"
 err=$("$govctl" zzzzzzzz 2>&1) || true
 if grep -q "did you mean" <<<"$err"; then fail "govctl zzzzzzzz: suggested something: $err"; fi
 
