@@ -1,5 +1,6 @@
 /* govctl: the command-line front end (subcommand table). */
 #include "tools/govctl.h"
+#include "common/datapath.h"
 #include "common/ycfg.h"
 #include "tools/govctl_report.h"
 
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int cmd_help(int argc, char **argv);
 
@@ -159,6 +161,13 @@ bool govctl_parse_double(const char *s, double *out)
 void govctl_print_diags(const struct diag_list *d)
 {
 	diag_print(d, stderr);
+}
+
+const char *govctl_data_file(const char *path, char *buf, size_t len)
+{
+	if (!path || path[0] == '/' || access(path, R_OK) == 0)
+		return path;
+	return govd_data_find(path, buf, len) == 0 ? buf : path;
 }
 
 int main(int argc, char **argv)

@@ -40,5 +40,9 @@ int govctl_reload(int argc, char **argv);
 bool govctl_parse_u64(const char *s, uint64_t *out);
 bool govctl_parse_double(const char *s, double *out);
 void govctl_print_diags(const struct diag_list *d);
+/* A policy or scenario argument: as given when absolute or readable, else the
+ * installed copy of that relative path (common/datapath.h) copied into buf,
+ * else as given (the loader then names it). */
+const char *govctl_data_file(const char *path, char *buf, size_t len);
 
 #endif

@@ -24,6 +24,7 @@
 struct list {
 	size_t n;
 	char *v[MAX_ITEMS];
+	char found[MAX_ITEMS][512]; /* installed copies of file items (govctl_data_file) */
 };
 
 struct job {
@@ -44,8 +45,9 @@ static void cmp_usage(FILE *f)
 		   "  " ORACLE_DEFAULT_POLICY "; docs/oracle.md) and a %% of oracle column\n");
 }
 
-/* Splits a comma list in place; empty items are errors. */
-static bool split(char *s, struct list *l)
+/* Splits a comma list in place; empty items are errors. Items of a file list
+ * not found as given may be installed ones. */
+static bool split(char *s, struct list *l, bool files)
 {
 	l->n = 0;
 	for (char *tok = s;;) {
@@ -54,7 +56,9 @@ static bool split(char *s, struct list *l)
 			*c = '\0';
 		if (!*tok || l->n == MAX_ITEMS)
 			return false;
-		l->v[l->n++] = tok;
+		l->v[l->n] = files ? (char *)govctl_data_file(tok, l->found[l->n], sizeof(l->found[0]))
+				   : tok;
+		l->n++;
 		if (!c)
 			return true;
 		tok = c + 1;
@@ -321,15 +325,15 @@ int govctl_compare(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "j:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			if (!split(optarg, &scen))
+			if (!split(optarg, &scen, true))
 				goto bad_list;
 			break;
 		case 'p':
-			if (!split(optarg, &pols))
+			if (!split(optarg, &pols, true))
 				goto bad_list;
 			break;
 		case 'S':
-			if (!split(optarg, &seeds_s))
+			if (!split(optarg, &seeds_s, false))
 				goto bad_list;
 			have_seeds = true;
 			break;
@@ -368,6 +372,8 @@ int govctl_compare(int argc, char **argv)
 			return GOVCTL_EXIT_USAGE;
 		}
 	}
+	char obuf[512];
+	oracle_policy = govctl_data_file(oracle_policy, obuf, sizeof(obuf));
 	if (optind < argc) {
 		fprintf(stderr, "govctl compare: unexpected argument '%s'\n", argv[optind]);
 		cmp_usage(stderr);

@@ -71,6 +71,16 @@ done
 "$D$prefix/bin/govctl" lint "$D$datadir/policies/"*.yaml "$D$datadir/policies/baselines/"*.yaml >/dev/null ||
 	fail "installed govctl lint of the installed policies"
 
+# The installed govctl finds installed scenarios and policies by their
+# relative names from any folder.
+(cd / && "$D$prefix/bin/govctl" sim --scenario scenarios/default.yaml --policy policies/balanced.yaml \
+	--duration 60 --out "$tmp/sim") >"$tmp/sim.out" 2>&1 || { cat "$tmp/sim.out"; fail "installed govctl sim by relative names"; }
+grep -q "\"policy_path\": *\"$D$datadir/policies/balanced.yaml\"" "$tmp/sim/summary.json" ||
+	fail "govctl sim did not run the installed policy: $(head -c 400 "$tmp/sim/summary.json")"
+(cd / && "$D$prefix/bin/govctl" compare --scenarios scenarios/default.yaml \
+	--policies policies/baselines/firmware-default.yaml,policies/balanced.yaml --duration 60 \
+	--out "$tmp/cmp") >"$tmp/cmp.out" 2>&1 || { cat "$tmp/cmp.out"; fail "installed govctl compare by relative names"; }
+
 # A short dry run of the installed sim example, working directory /, with
 # its run-time paths moved into the test's folder.
 cfg=$D$etc/govd/examples/zz-test-sim.yaml
