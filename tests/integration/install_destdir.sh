@@ -86,6 +86,7 @@ grep -q "\"policy_path\": *\"$D$datadir/policies/balanced.yaml\"" "$tmp/sim/summ
 cfg=$D$etc/govd/examples/zz-test-sim.yaml
 mkdir -p "$tmp/run" && chmod 700 "$tmp/run"
 sed -e "s|/tmp/govd-example-sim|$tmp/run|g; s|127.0.0.1:9464|127.0.0.1:0|" \
+	-e "s|^  socket: .*|&\n  read:\n    users: [$(id -un)]|" \
 	"$D$etc/govd/examples/sim.yaml" >"$cfg"
 grep -q '^policy: policies/' "$cfg" || fail "installed sim example: policy is not policies/... (data search path)"
 grep -q 'scenario: scenarios/' "$cfg" || fail "installed sim example: scenario is not scenarios/..."
@@ -98,6 +99,21 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 [ -f "$log" ] && [ "$(wc -l <"$log")" -ge 6 ] || { cat "$tmp/out"; fail "no decision records in $log"; }
+# govctl status: the table for people (W, MHz), the object for machines.
+sock=$(sed -n 's/^  socket: *\([^ ]*\).*/\1/p' "$cfg")
+st=$("$D$prefix/bin/govctl" status --socket "$sock") || fail "installed govctl status"
+grep -q '^dry run   yes$' <<<"$st" || fail "status table: no 'dry run yes': $st"
+grep -qE '^DEVICE +BACKEND +POLICY +CLK MHz +LOCKED +LIMIT W +GRANT W +PERIODS +ACT ERRORS$' <<<"$st" ||
+	fail "status table header: $st"
+grep -qE '^gpu0 +sim +thermal-conservative +[0-9]+ +(yes|no) +[0-9]+\.[0-9] +- +[0-9]+ +0$' <<<"$st" ||
+	fail "status table row: $st"
+"$D$prefix/bin/govctl" status --json --socket "$sock" | /usr/bin/python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+d = s["devices"][0]
+assert s["dry_run"] is True and d["name"] == "gpu0", s
+assert isinstance(d["power_limit_mw"], int) and isinstance(d["clk_max_khz"], int), d
+' || fail "govctl status --json"
 kill -TERM "$pid"
 rc=0
 wait "$pid" || rc=$?
