@@ -114,6 +114,26 @@ d = s["devices"][0]
 assert s["dry_run"] is True and d["name"] == "gpu0", s
 assert isinstance(d["power_limit_mw"], int) and isinstance(d["clk_max_khz"], int), d
 ' || fail "govctl status --json"
+# One unit convention (docs/install.md, "Units"): in the status object and the
+# decision-log header, every power, clock or temperature number names its unit.
+{ "$D$prefix/bin/govctl" status --json --socket "$sock"; head -1 "$log"; } | /usr/bin/python3 -c '
+import json, re, sys
+quantity = re.compile(r"power|clk|clock|temp|budget|limit|grant|slowdown|shutdown")
+unit = re.compile(r"_(mw|w|khz|mhz|mc|c)$")
+bad = []
+def walk(o, path):
+    if isinstance(o, dict):
+        for k, v in o.items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and quantity.search(k) and not unit.search(k):
+                bad.append(path + k)
+            walk(v, path + k + ".")
+    elif isinstance(o, list):
+        for v in o:
+            walk(v, path)
+for line in sys.stdin:
+    walk(json.loads(line), "")
+assert not bad, "numbers without a unit in their name: %s" % bad
+' || fail "unit convention"
 kill -TERM "$pid"
 rc=0
 wait "$pid" || rc=$?
