@@ -323,8 +323,7 @@ static size_t levenshtein(const char *a, const char *b)
 	return prev[lb];
 }
 
-/* Closest name within a distance that still looks like a typo, else NULL. */
-static const char *closest(const char *word, const char *const *names)
+const char *ycfg_closest(const char *word, const char *const *names)
 {
 	const char *best = NULL;
 	size_t best_d = SIZE_MAX;
@@ -364,7 +363,7 @@ int ycfg_check_keys(struct ycfg *y, yaml_node_t *map, const char *path,
 			if (strcmp(allowed[i], name) == 0)
 				known = true;
 		if (!known) {
-			const char *sug = closest(name, allowed);
+			const char *sug = ycfg_closest(name, allowed);
 			if (sug)
 				ycfg_error(y, k, ycfg_join(kp, sizeof(kp), path, name), "unknown-key",
 					   "unknown key '%s' (did you mean '%s'?); allowed: %s", name,
@@ -630,7 +629,7 @@ int ycfg_enum(struct ycfg *y, yaml_node_t *map, const char *path, const char *ke
 			return 0;
 		}
 	}
-	const char *sug = closest(s, names);
+	const char *sug = ycfg_closest(s, names);
 	if (sug)
 		ycfg_error(y, n, kp, "enum", "unknown value %s (did you mean '%s'?); valid: %s",
 			   describe(n, got, sizeof(got)), sug, strjoin(list, sizeof(list), names, ", "));

@@ -80,4 +80,9 @@ const char *ycfg_index(char *buf, size_t len, const char *path, size_t i);
 /* Resolve `rel` against the directory of the YAML file (absolute paths kept). */
 int ycfg_resolve_path(const struct ycfg *y, const char *rel, char *buf, size_t len);
 
+/* The name in names[] (NULL-terminated) closest to word by edit distance,
+ * if near enough to look like a typo (1 edit for words up to 3 letters, 2 up
+ * to 8, else 3), else NULL. Key suggestions here; govctl's command names. */
+const char *ycfg_closest(const char *word, const char *const *names);
+
 #endif

@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "common/datapath.h"
 #include "common/ycfg.h"
 #include "governor/budget.h"
 #include "governor/metrics.h"
@@ -58,6 +60,22 @@ static int path_key(struct ctx *x, yaml_node_t *map, const char *path, const cha
 			   "range", "path too long once resolved against the config's directory");
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/* A policy path: relative to the config's folder, else (when not there and
+ * relative) the installed-data search path (common/datapath.h), so an
+ * installed config's `policies/default.yaml` finds /usr/share/govd's. When
+ * neither has it the config-relative path stays, and the policy loader names it. */
+static int policy_key(struct ctx *x, yaml_node_t *map, const char *path, char *out, size_t len)
+{
+	int rc = path_key(x, map, path, "policy", false, out, len);
+	yaml_node_t *n = ycfg_get(x->y, map, "policy");
+	if (rc || !out[0] || access(out, R_OK) == 0 || !n || n->type != YAML_SCALAR_NODE)
+		return rc;
+	char found[CONFIG_PATH_LEN];
+	if (govd_data_find((const char *)n->data.scalar.value, found, sizeof(found)) == 0)
+		snprintf(out, len, "%s", found);
 	return 0;
 }
 
@@ -153,7 +171,7 @@ static void read_device(struct ctx *x, yaml_node_t *e, const char *path, struct 
 		snprintf(d->backend, sizeof(d->backend), "%s", known[b]);
 	yaml_node_t *pn = ycfg_get(x->y, e, "policy");
 	if (pn) {
-		path_key(x, e, path, "policy", false, d->policy_path, sizeof(d->policy_path));
+		policy_key(x, e, path, d->policy_path, sizeof(d->policy_path));
 		where(pn, &d->policy_line, &d->policy_col);
 	} else if (x->have_node_policy) {
 		snprintf(d->policy_path, sizeof(d->policy_path), "%s", c->policy_path);
@@ -227,7 +245,7 @@ static void read_root(struct ctx *x, yaml_node_t *root)
 	ycfg_check_keys(x->y, root, "", root_keys);
 	ycfg_string(x->y, root, "", "node", false, c->node, sizeof(c->node));
 	yaml_node_t *pn = ycfg_get(x->y, root, "policy");
-	if (pn && path_key(x, root, "", "policy", false, c->policy_path, sizeof(c->policy_path)) == 0) {
+	if (pn && policy_key(x, root, "", c->policy_path, sizeof(c->policy_path)) == 0) {
 		x->have_node_policy = true;
 		where(pn, &x->node_policy_line, &x->node_policy_col);
 	}

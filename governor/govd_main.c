@@ -8,6 +8,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/ycfg.h"
 #include "governor/daemon.h"
 
 #define EXIT_USAGE 2
@@ -34,9 +35,11 @@ static void notify(void *ctx, const char *state)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: govd --config FILE [--dry-run] [--check] [--log-level LEVEL]\n"
+		   "       govd --help | --version\n"
 		   "  --dry-run    compute and log every decision, write nothing to any device\n"
 		   "  --check      load and check the config and its policies, then exit\n"
-		   "  --log-level  error|warning|notice|info|debug (overrides the config)\n");
+		   "  --log-level  error|warning|notice|info|debug (overrides the config)\n"
+		   "More: man govd, man govd.yaml, man govd-policy.\n");
 }
 
 static void print_diags(const struct diag_list *d)
@@ -89,7 +92,8 @@ int main(int argc, char **argv)
 	enum log_level level = LOG_NOTICE;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "c:nh", opts, NULL)) != -1) {
+	opterr = 0; /* our messages: a missing argument, or the nearest option */
+	while ((c = getopt_long(argc, argv, ":c:nhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			config = optarg;
@@ -114,9 +118,24 @@ int main(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return 0;
-		default:
+		case ':':
+			fprintf(stderr, "govd: option '%s' needs an argument\n",
+				optopt == 'c' ? "--config" : argv[optind - 1]);
 			usage(stderr);
 			return EXIT_USAGE;
+		default: {
+			static const char *const names[] = { "--config",  "--dry-run", "--check",
+							     "--log-level", "--version", "--help",
+							     NULL };
+			/* optopt: an unknown short option (maybe inside "-nx"); 0: a long one. */
+			char shortopt[3] = { '-', (char)optopt, '\0' };
+			const char *bad = optopt ? shortopt : argv[optind - 1];
+			const char *near = optopt ? NULL : ycfg_closest(bad, names);
+			fprintf(stderr, "govd: unknown option '%s'%s%s%s\n", bad,
+				near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+			usage(stderr);
+			return EXIT_USAGE;
+		}
 		}
 	}
 	if (optind < argc || !config) {

@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "common/datapath.h"
 #include "hal/hal.h"
 #include "hal/hal_backends.h"
 #include "hal/hal_sim.h"
@@ -58,6 +60,12 @@ static int sim_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct d
 	if (cfg->plant) {
 		s->plant = cfg->plant;
 	} else {
+		/* Relative to the working directory, else the installed data
+		 * (common/datapath.h): an installed config's scenarios/default.yaml. */
+		char found[4096];
+		if (scenario_path[0] != '/' && access(scenario_path, R_OK) != 0 &&
+		    govd_data_find(scenario_path, found, sizeof(found)) == 0)
+			scenario_path = found;
 		rc = scenario_load(scenario_path, &s->sc, diags);
 		if (rc)
 			goto free_sim;

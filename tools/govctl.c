@@ -1,48 +1,133 @@
 /* govctl: the command-line front end (subcommand table). */
 #include "tools/govctl.h"
+#include "common/datapath.h"
+#include "common/ycfg.h"
 #include "tools/govctl_report.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int cmd_help(int argc, char **argv);
 
 static const struct govctl_cmd cmds[] = {
 	{ .name = "sim",
 	  .synopsis = "sim --scenario FILE --policy FILE [--seed N] [--out DIR] [--duration S]",
+	  .summary = "run one policy on one scenario in the simulator",
+	  .own_help = true,
 	  .run = govctl_sim },
 	{ .name = "compare",
 	  .synopsis = "compare --scenarios A,B --policies P,Q [--seeds 1,2] [--baseline NAME] [-j N] "
 		      "[--out DIR]",
+	  .summary = "run every scenario x policy x seed and tabulate them against a baseline",
+	  .own_help = true,
 	  .run = govctl_compare },
-	{ .name = "lint", .synopsis = "lint [--format text|json] [--strict] FILE...", .run = govctl_lint },
-	{ .name = "restore", .synopsis = "restore [--state FILE | --config FILE]", .run = govctl_restore },
-	{ .name = "probe", .synopsis = "probe --config FILE [--json]", .run = govctl_probe },
-	{ .name = "report", .synopsis = "report RUN... --baseline RUN [-o DIR] [--sign KEYFILE]", .run = govctl_report },
-	{ .name = "verify", .synopsis = "verify FILE SIGFILE PUBKEY", .run = govctl_verify },
-	{ .name = "keygen", .synopsis = "keygen BASENAME", .run = govctl_keygen },
-	{ .name = "status", .synopsis = "status [--json] [--socket PATH]", .run = govctl_status },
-	{ .name = "set", .synopsis = "set budget-w WATTS [--socket PATH]", .run = govctl_set },
-	{ .name = "hold", .synopsis = "hold [--socket PATH]", .run = govctl_hold },
-	{ .name = "resume", .synopsis = "resume [--socket PATH]", .run = govctl_resume },
-	{ .name = "reload", .synopsis = "reload [--socket PATH]", .run = govctl_reload },
-	{ .name = "help", .synopsis = "help", .run = cmd_help },
+	{ .name = "lint",
+	  .synopsis = "lint [--format text|json] [--strict] FILE...",
+	  .summary = "check policy files (errors name file:line:col)",
+	  .own_help = true,
+	  .run = govctl_lint },
+	{ .name = "restore",
+	  .synopsis = "restore [--state FILE | --config FILE]",
+	  .summary = "put the devices' original settings back from govd's state file",
+	  .own_help = true,
+	  .run = govctl_restore },
+	{ .name = "probe",
+	  .synopsis = "probe --config FILE [--json]",
+	  .summary = "read-only look at what a govd config finds on this machine",
+	  .own_help = true,
+	  .run = govctl_probe },
+	{ .name = "report",
+	  .synopsis = "report RUN... --baseline RUN [-o DIR] [--sign KEYFILE]",
+	  .summary = "write the perf-per-watt report of runs against a baseline",
+	  .own_help = true,
+	  .run = govctl_report },
+	{ .name = "verify",
+	  .synopsis = "verify FILE SIGFILE PUBKEY",
+	  .summary = "check the Ed25519 signature of a report",
+	  .run = govctl_verify },
+	{ .name = "keygen",
+	  .synopsis = "keygen BASENAME",
+	  .summary = "make an Ed25519 key pair for signing reports",
+	  .run = govctl_keygen },
+	{ .name = "status",
+	  .synopsis = "status [--json] [--socket PATH]",
+	  .summary = "a running govd's state: a table, or JSON with --json",
+	  .run = govctl_status },
+	{ .name = "set",
+	  .synopsis = "set budget-w WATTS [--socket PATH]",
+	  .summary = "override a running govd's node power budget",
+	  .run = govctl_set },
+	{ .name = "hold",
+	  .synopsis = "hold [--socket PATH]",
+	  .summary = "keep every device at its current operating point",
+	  .run = govctl_hold },
+	{ .name = "resume",
+	  .synopsis = "resume [--socket PATH]",
+	  .summary = "let the governor decide again after a hold",
+	  .run = govctl_resume },
+	{ .name = "reload",
+	  .synopsis = "reload [--socket PATH]",
+	  .summary = "reload govd's config and policies as one transaction",
+	  .run = govctl_reload },
+	{ .name = "help",
+	  .synopsis = "help [COMMAND]",
+	  .summary = "list the commands, or show one command's usage",
+	  .run = cmd_help },
 };
 
 #define N_CMDS (sizeof(cmds) / sizeof(cmds[0]))
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: govctl COMMAND [ARGS]\ncommands:\n");
+	fprintf(f, "usage: govctl COMMAND [ARGS]   (govctl COMMAND --help, govctl --version)\n"
+		   "commands:\n");
 	for (size_t i = 0; i < N_CMDS; i++)
-		fprintf(f, "  govctl %s\n", cmds[i].synopsis);
+		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].summary ? cmds[i].summary : "");
+}
+
+static const struct govctl_cmd *find_cmd(const char *name)
+{
+	for (size_t i = 0; i < N_CMDS; i++)
+		if (!strcmp(name, cmds[i].name))
+			return &cmds[i];
+	return NULL;
+}
+
+static void cmd_usage(FILE *f, const struct govctl_cmd *c)
+{
+	fprintf(f, "usage: govctl %s\n", c->synopsis);
+	if (c->summary && c->summary[0])
+		fprintf(f, "%c%s.\n", toupper((unsigned char)c->summary[0]), c->summary + 1);
+	fprintf(f, "More: man govctl.\n");
+}
+
+/* The nearest command to a mistyped one, if near enough to be a typo. */
+static const struct govctl_cmd *nearest_cmd(const char *name)
+{
+	const char *names[N_CMDS + 1];
+	for (size_t i = 0; i < N_CMDS; i++)
+		names[i] = cmds[i].name;
+	names[N_CMDS] = NULL;
+	const char *best = ycfg_closest(name, names);
+	return best ? find_cmd(best) : NULL;
 }
 
 static int cmd_help(int argc, char **argv)
 {
+	if (argc >= 2) {
+		const struct govctl_cmd *c = find_cmd(argv[1]);
+		if (!c) {
+			fprintf(stderr, "govctl help: unknown command '%s'\n", argv[1]);
+			return GOVCTL_EXIT_USAGE;
+		}
+		cmd_usage(stdout, c);
+		return GOVCTL_EXIT_OK;
+	}
 	usage(stdout);
 	return GOVCTL_EXIT_OK;
 }
@@ -78,6 +163,13 @@ void govctl_print_diags(const struct diag_list *d)
 	diag_print(d, stderr);
 }
 
+const char *govctl_data_file(const char *path, char *buf, size_t len)
+{
+	if (!path || path[0] == '/' || access(path, R_OK) == 0)
+		return path;
+	return govd_data_find(path, buf, len) == 0 ? buf : path;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -85,11 +177,32 @@ int main(int argc, char **argv)
 		return GOVCTL_EXIT_USAGE;
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
-		return cmd_help(argc, argv);
-	for (size_t i = 0; i < N_CMDS; i++)
-		if (!strcmp(argv[1], cmds[i].name))
-			return cmds[i].run(argc - 1, argv + 1);
-	fprintf(stderr, "govctl: unknown command '%s'\n", argv[1]);
+		return cmd_help(1, argv);
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		printf("govctl %s\n", GOVD_VERSION);
+		return GOVCTL_EXIT_OK;
+	}
+	/* For completions/govctl: the table's names, one per line. */
+	if (!strcmp(argv[1], "--list-commands")) {
+		for (size_t i = 0; i < N_CMDS; i++)
+			printf("%s\n", cmds[i].name);
+		return GOVCTL_EXIT_OK;
+	}
+	const struct govctl_cmd *c = find_cmd(argv[1]);
+	if (c) {
+		/* `govctl CMD --help` for every command without its own. */
+		if (!c->own_help && argc >= 3 &&
+		    (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
+			cmd_usage(stdout, c);
+			return GOVCTL_EXIT_OK;
+		}
+		return c->run(argc - 1, argv + 1);
+	}
+	const struct govctl_cmd *near = nearest_cmd(argv[1]);
+	if (near)
+		fprintf(stderr, "govctl: unknown command '%s'; did you mean '%s'?\n", argv[1], near->name);
+	else
+		fprintf(stderr, "govctl: unknown command '%s'\n", argv[1]);
 	usage(stderr);
 	return GOVCTL_EXIT_USAGE;
 }

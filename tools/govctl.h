@@ -11,9 +11,14 @@
 #define GOVCTL_EXIT_FAIL 1
 #define GOVCTL_EXIT_USAGE 2
 
+/* One row of govctl's subcommand table (tools/govctl.c). `govctl CMD --help`
+ * prints synopsis and summary; man/govctl.1 and completions/govctl are
+ * checked against the table (tests/integration/install_cli.sh). */
 struct govctl_cmd {
 	const char *name;
 	const char *synopsis;
+	const char *summary; /* one line: what it does */
+	bool own_help;	     /* run() prints its own usage on --help (else govctl does) */
 	int (*run)(int argc, char **argv);
 };
 
@@ -35,5 +40,9 @@ int govctl_reload(int argc, char **argv);
 bool govctl_parse_u64(const char *s, uint64_t *out);
 bool govctl_parse_double(const char *s, double *out);
 void govctl_print_diags(const struct diag_list *d);
+/* A policy or scenario argument: as given when absolute or readable, else the
+ * installed copy of that relative path (common/datapath.h) copied into buf,
+ * else as given (the loader then names it). */
+const char *govctl_data_file(const char *path, char *buf, size_t len);
 
 #endif

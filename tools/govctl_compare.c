@@ -24,6 +24,7 @@
 struct list {
 	size_t n;
 	char *v[MAX_ITEMS];
+	char found[MAX_ITEMS][512]; /* installed copies of file items (govctl_data_file) */
 };
 
 struct job {
@@ -44,8 +45,9 @@ static void cmp_usage(FILE *f)
 		   "  " ORACLE_DEFAULT_POLICY "; docs/oracle.md) and a %% of oracle column\n");
 }
 
-/* Splits a comma list in place; empty items are errors. */
-static bool split(char *s, struct list *l)
+/* Splits a comma list in place; empty items are errors. Items of a file list
+ * not found as given may be installed ones. */
+static bool split(char *s, struct list *l, bool files)
 {
 	l->n = 0;
 	for (char *tok = s;;) {
@@ -54,7 +56,9 @@ static bool split(char *s, struct list *l)
 			*c = '\0';
 		if (!*tok || l->n == MAX_ITEMS)
 			return false;
-		l->v[l->n++] = tok;
+		l->v[l->n] = files ? (char *)govctl_data_file(tok, l->found[l->n], sizeof(l->found[0]))
+				   : tok;
+		l->n++;
 		if (!c)
 			return true;
 		tok = c + 1;
@@ -150,10 +154,40 @@ static int oracle_row(const char *scenario, const char *policy, const uint64_t *
 	return 0;
 }
 
+/* Workers report to the parent through one pipe, one write per record (each
+ * under PIPE_BUF, so records of different workers never interleave):
+ * "P<job index>\n" when a run is done, "D<line>\n" for each diagnostic line. */
+static void send_rec(int fd, char kind, const char *text)
+{
+	char buf[1024];
+	int w = snprintf(buf, sizeof(buf), "%c%s", kind, text);
+	if (w < 0)
+		return;
+	if ((size_t)w >= sizeof(buf) - 1)
+		w = (int)sizeof(buf) - 2;
+	buf[w++] = '\n';
+	ssize_t r;
+	while ((r = write(fd, buf, (size_t)w)) < 0 && errno == EINTR)
+		;
+}
+
+static void send_diags(int fd, const struct diag_list *d)
+{
+	char line[2048];
+	for (size_t i = 0; i < d->n; i++) {
+		diag_format(&d->v[i], line, sizeof(line));
+		for (char *p = line; *p; p++)
+			if (*p == '\n')
+				*p = ' ';
+		send_rec(fd, 'D', line);
+	}
+}
+
 static int run_worker(const struct job *jobs, size_t njobs, size_t w, size_t nw,
-		      char *const *scen, char *const *pols, double duration_s)
+		      char *const *scen, char *const *pols, double duration_s, int fd)
 {
 	int bad = 0;
+	char msg[4400], idx[32];
 	for (size_t i = w; i < njobs; i += nw) {
 		const struct job *j = &jobs[i];
 		struct sim_opts o = { .scenario_path = scen[j->si], .policy_path = pols[j->pi],
@@ -162,14 +196,106 @@ static int run_worker(const struct job *jobs, size_t njobs, size_t w, size_t nw,
 		struct sim_result r;
 		struct diag_list d = { 0 };
 		int rc = sim_run(&o, &r, &d);
-		govctl_print_diags(&d);
+		send_diags(fd, &d);
 		diag_clear(&d);
 		if (rc) {
-			fprintf(stderr, "govctl compare: run %s failed (%s)\n", j->dir, strerror(-rc));
+			snprintf(msg, sizeof(msg), "govctl compare: run %s failed (%s)", j->dir,
+				 strerror(-rc));
+			send_rec(fd, 'D', msg);
 			bad = 1;
 		}
+		snprintf(idx, sizeof(idx), "%zu", i);
+		send_rec(fd, 'P', idx);
 	}
 	return bad;
+}
+
+/* The parent's side: diagnostics printed once each however many runs repeat
+ * them; "[k/N] scenario/policy/seed" on stderr while it is a terminal. */
+struct progress {
+	bool tty;
+	size_t done, total, repeats;
+	size_t n_seen, cap_seen;
+	char **seen;
+};
+
+static void progress_diag(struct progress *pg, const char *line)
+{
+	for (size_t i = 0; i < pg->n_seen; i++)
+		if (!strcmp(pg->seen[i], line)) {
+			pg->repeats++;
+			return;
+		}
+	if (pg->n_seen == pg->cap_seen) {
+		size_t cap = pg->cap_seen ? 2 * pg->cap_seen : 16;
+		char **v = realloc(pg->seen, cap * sizeof(*v));
+		if (v) {
+			pg->seen = v;
+			pg->cap_seen = cap;
+		}
+	}
+	if (pg->n_seen < pg->cap_seen) {
+		char *dup = strdup(line);
+		if (dup)
+			pg->seen[pg->n_seen++] = dup;
+	}
+	fprintf(stderr, "%s%s\n", pg->tty ? "\r\033[K" : "", line);
+}
+
+static void progress_step(struct progress *pg, const struct job *j, const char (*sname)[64],
+			  const char (*pname)[64])
+{
+	pg->done++;
+	if (pg->tty)
+		fprintf(stderr, "\r\033[K[%zu/%zu] %s/%s/%llu", pg->done, pg->total, sname[j->si],
+			pname[j->pi], (unsigned long long)j->seed);
+}
+
+static void progress_free(struct progress *pg)
+{
+	for (size_t i = 0; i < pg->n_seen; i++)
+		free(pg->seen[i]);
+	free(pg->seen);
+	pg->seen = NULL;
+	pg->n_seen = pg->cap_seen = 0;
+}
+
+/* Reads the workers' records until every worker has closed its end. */
+static void progress_run(struct progress *pg, int fd, const struct job *jobs, size_t njobs,
+			 const char (*sname)[64], const char (*pname)[64])
+{
+	char buf[8192], line[1100];
+	size_t ll = 0;
+	ssize_t r;
+	for (;;) {
+		r = read(fd, buf, sizeof(buf));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		for (ssize_t i = 0; i < r; i++) {
+			if (buf[i] != '\n') {
+				if (ll < sizeof(line) - 1)
+					line[ll++] = buf[i];
+				continue;
+			}
+			line[ll] = '\0';
+			ll = 0;
+			if (line[0] == 'D') {
+				progress_diag(pg, line + 1);
+			} else if (line[0] == 'P') {
+				uint64_t k;
+				if (govctl_parse_u64(line + 1, &k) && k < njobs)
+					progress_step(pg, &jobs[k], sname, pname);
+			}
+		}
+	}
+	if (pg->tty && pg->done)
+		fprintf(stderr, "\r\033[K");
+	if (pg->repeats)
+		fprintf(stderr, "govctl compare: %zu repeated diagnostic line(s) of other runs not shown\n",
+			pg->repeats);
+	progress_free(pg);
 }
 
 int govctl_compare(int argc, char **argv)
@@ -199,15 +325,15 @@ int govctl_compare(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "j:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			if (!split(optarg, &scen))
+			if (!split(optarg, &scen, true))
 				goto bad_list;
 			break;
 		case 'p':
-			if (!split(optarg, &pols))
+			if (!split(optarg, &pols, true))
 				goto bad_list;
 			break;
 		case 'S':
-			if (!split(optarg, &seeds_s))
+			if (!split(optarg, &seeds_s, false))
 				goto bad_list;
 			have_seeds = true;
 			break;
@@ -246,6 +372,8 @@ int govctl_compare(int argc, char **argv)
 			return GOVCTL_EXIT_USAGE;
 		}
 	}
+	char obuf[512];
+	oracle_policy = govctl_data_file(oracle_policy, obuf, sizeof(obuf));
 	if (optind < argc) {
 		fprintf(stderr, "govctl compare: unexpected argument '%s'\n", argv[optind]);
 		cmp_usage(stderr);
@@ -268,6 +396,7 @@ int govctl_compare(int argc, char **argv)
 	/* Load every file once up front: bad files fail before any run starts,
 	 * with all their diagnostics, and the names label the runs. */
 	struct diag_list d = { 0 };
+	struct progress pg = { .tty = isatty(STDERR_FILENO) == 1 };
 	char sname[MAX_ITEMS][64], pname[MAX_ITEMS][64];
 	uint64_t sdefault_seed[MAX_ITEMS];
 	int bad = 0;
@@ -296,21 +425,30 @@ int govctl_compare(int argc, char **argv)
 			bad = 1;
 		policy_free(p);
 	}
-	govctl_print_diags(&d);
+	/* Through the dedup: the runs repeat these files' warnings. */
+	char line[2048];
+	for (size_t i = 0; i < d.n; i++) {
+		diag_format(&d.v[i], line, sizeof(line));
+		progress_diag(&pg, line);
+	}
 	diag_clear(&d);
-	if (bad)
+	if (bad) {
+		progress_free(&pg);
 		return GOVCTL_EXIT_FAIL;
+	}
 	for (size_t i = 0; i < pols.n; i++)
 		for (size_t k = 0; k < i; k++)
 			if (!strcmp(pname[i], pname[k])) {
 				fprintf(stderr, "govctl compare: two policies are named '%s' (%s, %s)\n",
 					pname[i], pols.v[k], pols.v[i]);
+				progress_free(&pg);
 				return GOVCTL_EXIT_USAGE;
 			}
 	for (size_t i = 0; i < scen.n; i++)
 		for (size_t k = 0; k < i; k++)
 			if (!strcmp(sname[i], sname[k])) {
 				fprintf(stderr, "govctl compare: two scenarios are named '%s'\n", sname[i]);
+				progress_free(&pg);
 				return GOVCTL_EXIT_USAGE;
 			}
 	size_t base = 0;
@@ -324,6 +462,7 @@ int govctl_compare(int argc, char **argv)
 			for (size_t i = 0; i < pols.n; i++)
 				fprintf(stderr, " %s", pname[i]);
 			fprintf(stderr, "\n");
+			progress_free(&pg);
 			return GOVCTL_EXIT_USAGE;
 		}
 	}
@@ -331,8 +470,10 @@ int govctl_compare(int argc, char **argv)
 	size_t nseeds = have_seeds ? seeds_s.n : 1;
 	size_t njobs = scen.n * pols.n * nseeds;
 	struct job *jobs = calloc(njobs, sizeof(*jobs));
-	if (!jobs)
+	if (!jobs) {
+		progress_free(&pg);
 		return GOVCTL_EXIT_FAIL;
+	}
 	size_t n = 0;
 	for (size_t si = 0; si < scen.n; si++)
 		for (size_t pi = 0; pi < pols.n; pi++)
@@ -350,6 +491,13 @@ int govctl_compare(int argc, char **argv)
 		nworkers = njobs;
 	fflush(stdout);
 	fflush(stderr);
+	int pfd[2];
+	if (pipe(pfd) < 0) {
+		fprintf(stderr, "govctl compare: pipe: %s\n", strerror(errno));
+		progress_free(&pg);
+		free(jobs);
+		return GOVCTL_EXIT_FAIL;
+	}
 	pid_t pids[256];
 	size_t started = 0;
 	int failed = 0;
@@ -361,13 +509,19 @@ int govctl_compare(int argc, char **argv)
 			break;
 		}
 		if (pid == 0) {
-			int rc = run_worker(jobs, njobs, w, nworkers, scen.v, pols.v, duration_s);
+			close(pfd[0]);
+			int rc = run_worker(jobs, njobs, w, nworkers, scen.v, pols.v, duration_s,
+					    pfd[1]);
 			fflush(stdout);
 			fflush(stderr);
 			_exit(rc);
 		}
 		pids[started++] = pid;
 	}
+	close(pfd[1]);
+	pg.total = njobs;
+	progress_run(&pg, pfd[0], jobs, njobs, (const char(*)[64])sname, (const char(*)[64])pname);
+	close(pfd[0]);
 	for (size_t w = 0; w < started; w++) {
 		int st;
 		while (waitpid(pids[w], &st, 0) < 0 && errno == EINTR)
@@ -414,10 +568,15 @@ int govctl_compare(int argc, char **argv)
 		free(jobs);
 		return GOVCTL_EXIT_FAIL;
 	}
-	for (size_t si = 0; oracle && si < scen.n; si++)
+	for (size_t si = 0; oracle && si < scen.n; si++) {
+		if (pg.tty)
+			fprintf(stderr, "\r\033[K[oracle %zu/%zu] %s", si + 1, scen.n, sname[si]);
 		if (oracle_row(scen.v[si], oracle_policy, seeds, nseeds, have_seeds,
 			       (unsigned)nworkers, duration_s, &orows[si], oracles))
 			failed = 1;
+	}
+	if (pg.tty && oracle)
+		fprintf(stderr, "\r\033[K");
 
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/compare.md", out);

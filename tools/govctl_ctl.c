@@ -110,6 +110,99 @@ static int simple(int argc, char **argv, const char *cmd)
 	return rc;
 }
 
+/* Integer fields of the status object (JSON: the HAL's integer units, named
+ * in the key: _mw, _khz; docs/units.md). A missing one prints as "-". */
+static bool get_int(json_t *o, const char *key, json_int_t *v)
+{
+	json_t *j = json_object_get(o, key);
+	if (!json_is_integer(j))
+		return false;
+	*v = json_integer_value(j);
+	return true;
+}
+
+static const char *yes_no(json_t *o, const char *key)
+{
+	json_t *j = json_object_get(o, key);
+	return json_is_boolean(j) ? (json_is_true(j) ? "yes" : "no") : "-";
+}
+
+static const char *str_or(json_t *o, const char *key, const char *dflt)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	return s && *s ? s : dflt;
+}
+
+/* A power in mW as "W" with one decimal, a clock in kHz as "MHz" (the
+ * people's units of docs/units.md), "-" when absent or 0 (= none). */
+static const char *fmt_mw(char *buf, size_t len, json_t *o, const char *key)
+{
+	json_int_t v;
+	if (!get_int(o, key, &v) || v <= 0)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%.1f", (double)v / 1000.0);
+	return buf;
+}
+
+static const char *fmt_khz(char *buf, size_t len, json_t *o, const char *key)
+{
+	json_int_t v;
+	if (!get_int(o, key, &v) || v <= 0)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%lld", (long long)(v / 1000));
+	return buf;
+}
+
+static void print_status_table(FILE *f, json_t *st)
+{
+	json_int_t v;
+	json_t *bw = json_object_get(st, "budget_w");
+	fprintf(f, "node      %s\n", str_or(st, "node", "-"));
+	fprintf(f, "config    %s\n", str_or(st, "config", "-"));
+	fprintf(f, "period    %lld ms\n", get_int(st, "period_ms", &v) ? (long long)v : -1LL);
+	if (json_is_number(bw))
+		fprintf(f, "budget    %.1f W%s\n", json_number_value(bw),
+			json_is_true(json_object_get(st, "budget_overridden")) ? " (set by govctl)" : "");
+	else
+		fprintf(f, "budget    none\n");
+	fprintf(f, "dry run   %s\nheld      %s\n", yes_no(st, "dry_run"), yes_no(st, "held"));
+	json_int_t p = 0, o = 0, r = 0, rr = 0;
+	get_int(st, "periods", &p);
+	get_int(st, "overruns", &o);
+	get_int(st, "reloads", &r);
+	get_int(st, "reloads_refused", &rr);
+	fprintf(f, "periods   %lld (%lld overruns), %lld reloads (%lld refused)\n\n", (long long)p,
+		(long long)o, (long long)r, (long long)rr);
+
+	json_t *devs = json_object_get(st, "devices");
+	int wn = 6, wb = 7, wp = 6; /* DEVICE, BACKEND, POLICY */
+	size_t i;
+	json_t *d;
+	json_array_foreach(devs, i, d) {
+		int n = (int)strlen(str_or(d, "name", "-")), b = (int)strlen(str_or(d, "backend", "-")),
+		    q = (int)strlen(str_or(d, "policy", "-"));
+		wn = n > wn ? n : wn;
+		wb = b > wb ? b : wb;
+		wp = q > wp ? q : wp;
+	}
+	fprintf(f, "%-*s  %-*s  %-*s  %8s  %6s  %11s  %9s  %8s  %10s\n", wn, "DEVICE", wb, "BACKEND",
+		wp, "POLICY", "CLK MHz", "LOCKED", "LIMIT W", "GRANT W", "PERIODS", "ACT ERRORS");
+	json_array_foreach(devs, i, d) {
+		char clk[32], lim[32], grant[32];
+		json_int_t per = 0, ae = 0;
+		get_int(d, "periods", &per);
+		get_int(d, "actuate_errors", &ae);
+		fprintf(f, "%-*s  %-*s  %-*s  %8s  %6s  %11s  %9s  %8lld  %10lld\n", wn,
+			str_or(d, "name", "-"), wb, str_or(d, "backend", "-"), wp,
+			str_or(d, "policy", "-"), fmt_khz(clk, sizeof(clk), d, "clk_max_khz"),
+			yes_no(d, "clk_locked"), fmt_mw(lim, sizeof(lim), d, "power_limit_mw"),
+			fmt_mw(grant, sizeof(grant), d, "budget_grant_mw"), (long long)per,
+			(long long)ae);
+	}
+}
+
 int govctl_status(int argc, char **argv)
 {
 	struct ctl_args a;
@@ -124,9 +217,13 @@ int govctl_status(int argc, char **argv)
 	if (rc)
 		return rc;
 	json_t *st = json_object_get(reply, "status");
-	/* One line for scripts, indented for people. */
-	char *s = json_dumps(st ? st : json_null(),
-			     a.json ? JSON_COMPACT : JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+	if (!a.json) {
+		print_status_table(stdout, st);
+		json_decref(reply);
+		return GOVCTL_EXIT_OK;
+	}
+	/* One line for scripts: the daemon's object as it sent it. */
+	char *s = json_dumps(st ? st : json_null(), JSON_COMPACT | JSON_REAL_PRECISION(10));
 	json_decref(reply);
 	if (!s)
 		return GOVCTL_EXIT_FAIL;

@@ -167,6 +167,11 @@ int govctl_sim(int argc, char **argv)
 			return GOVCTL_EXIT_USAGE;
 		}
 	}
+	/* Relative paths not found here may be installed ones (/usr/share/govd). */
+	char sbuf[512], pbuf[512], obuf[512], dbuf[512];
+	o.scenario_path = govctl_data_file(o.scenario_path, sbuf, sizeof(sbuf));
+	o.policy_path = govctl_data_file(o.policy_path, pbuf, sizeof(pbuf));
+	oracle = govctl_data_file(oracle, obuf, sizeof(obuf));
 	if (optind < argc) {
 		fprintf(stderr, "govctl sim: unexpected argument '%s'\n", argv[optind]);
 		sim_usage(stderr);
@@ -179,7 +184,8 @@ int govctl_sim(int argc, char **argv)
 			return GOVCTL_EXIT_USAGE;
 		}
 		oo.scenario_path = oracle;
-		oo.policy_path = o.policy_path ? o.policy_path : ORACLE_DEFAULT_POLICY;
+		oo.policy_path = o.policy_path ? o.policy_path
+					       : govctl_data_file(ORACLE_DEFAULT_POLICY, dbuf, sizeof(dbuf));
 		oo.seed = o.seed;
 		oo.have_seed = o.have_seed;
 		oo.duration_s = o.duration_s;
