@@ -29,6 +29,10 @@ static const struct govctl_cmd cmds[] = {
 	{ .name = "hold", .synopsis = "hold [--socket PATH]", .run = govctl_hold },
 	{ .name = "resume", .synopsis = "resume [--socket PATH]", .run = govctl_resume },
 	{ .name = "reload", .synopsis = "reload [--socket PATH]", .run = govctl_reload },
+	{ .name = "fleet",
+	  .synopsis = "fleet status|set-budget WATTS|allocate (--config FILE | --endpoints URLS "
+		      "--group G)",
+	  .run = govctl_fleet },
 	{ .name = "help", .synopsis = "help", .run = cmd_help },
 };
 
