@@ -91,16 +91,24 @@ int fleet_target(uint64_t budget_mw, const struct fleet_rec *r, size_t n, const 
 	int prio = 0;
 	for (bool first = true; pool > 0 && next_class(r, n, NULL, first, prio, &prio); first = false)
 		pool = share(r, n, prio, want, pool, out);
-	/* Nobody asked for the rest: spread it by headroom, so a node whose
-	 * demand estimate lags is not capped for nothing. */
-	if (pool > 0) {
+	/* Nobody asked for the rest: spread it by headroom, the highest class
+	 * first, so a node whose demand estimate lags a burst is not capped for
+	 * nothing, and high-priority nodes get that slack before the others. */
+	for (bool first = true; pool > 0 && next_class(r, n, NULL, first, prio, &prio); first = false) {
 		u128 head = 0;
 		for (size_t i = 0; i < n; i++)
-			head += r[i].max_mw - out[i];
+			if (r[i].priority == prio)
+				head += r[i].max_mw - out[i];
+		uint64_t given = 0;
 		for (size_t i = 0; i < n && head > 0; i++) {
+			if (r[i].priority != prio)
+				continue;
 			uint64_t h = r[i].max_mw - out[i];
-			out[i] += head <= pool ? h : (uint64_t)((u128)h * pool / head);
+			uint64_t s = head <= pool ? h : (uint64_t)((u128)h * pool / head);
+			out[i] += s;
+			given += s;
 		}
+		pool -= given;
 	}
 	/* Hysteresis: keep a grant the target is close to. */
 	if (cur) {

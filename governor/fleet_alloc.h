@@ -6,7 +6,8 @@
  *  - fleet_target: what each node should have. Floors first; then priority
  *    classes from the highest, each node up to its demand (a class that does
  *    not fit shares what is left in proportion to its demand above floor);
- *    what no demand takes is spread by headroom up to each node's maximum.
+ *    what no demand takes is spread by headroom up to each node's maximum,
+ *    again the highest class first (burst room for high priority).
  *    Two-threshold hysteresis against the current grants: a grant is raised
  *    only when the target is more than up_frac above it and lowered only when
  *    more than down_frac below, so grants do not chatter.

@@ -12,7 +12,8 @@ static int cmd_help(int argc, char **argv);
 
 static const struct govctl_cmd cmds[] = {
 	{ .name = "sim",
-	  .synopsis = "sim --scenario FILE --policy FILE [--seed N] [--out DIR] [--duration S]",
+	  .synopsis = "sim --scenario FILE --policy FILE [--seed N] [--out DIR] [--duration S] | sim "
+		      "--fleet [--fit] ...",
 	  .run = govctl_sim },
 	{ .name = "compare",
 	  .synopsis = "compare --scenarios A,B --policies P,Q [--seeds 1,2] [--baseline NAME] [-j N] "

@@ -78,6 +78,28 @@ static void test_leftover_by_headroom(void **state)
 	assert_int_equal(out[1], 1100);
 }
 
+static void test_leftover_high_priority_first(void **state)
+{
+	(void)state;
+	const struct fleet_params p = FLEET_PARAMS_DEFAULT;
+	struct fleet_rec r[3] = { rec(100, 1000, 200, 0), rec(100, 1000, 200, 2),
+				  rec(100, 500, 200, 2) };
+	uint64_t out[3];
+	struct fleet_target_result res;
+	/* demands met (600), 700 left: priority 2 fills its headroom first
+	 * (800 + 300 > 700: shared 8:3), the low one keeps its demand and
+	 * the 1 mW the shares rounded away */
+	assert_int_equal(fleet_target(1300, r, 3, NULL, &p, out, &res), 0);
+	assert_int_equal(out[0], 201);
+	assert_int_equal(out[1], 200 + 509);
+	assert_int_equal(out[2], 200 + 190);
+	/* more than priority 2 can take: the rest goes down a class */
+	assert_int_equal(fleet_target(2000, r, 3, NULL, &p, out, &res), 0);
+	assert_int_equal(out[1], 1000);
+	assert_int_equal(out[2], 500);
+	assert_int_equal(out[0], 500);
+}
+
 static void test_infeasible_stays_in_budget(void **state)
 {
 	(void)state;
@@ -267,6 +289,7 @@ int main(void)
 		cmocka_unit_test(test_floors_then_priority),
 		cmocka_unit_test(test_class_shares_by_demand),
 		cmocka_unit_test(test_leftover_by_headroom),
+		cmocka_unit_test(test_leftover_high_priority_first),
 		cmocka_unit_test(test_infeasible_stays_in_budget),
 		cmocka_unit_test(test_hysteresis_two_thresholds),
 		cmocka_unit_test(test_bad_input),
