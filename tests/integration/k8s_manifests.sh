@@ -108,6 +108,10 @@ d = yaml.safe_load(open(sys.argv[1]))
 for k, v in d["data"].items():
     open(os.path.join(sys.argv[2], k), "w").write(v)
 PY
+$py - "$tmp/etc/govd.yaml" <<'PY' || fail "the ConfigMap's govd.yaml fails configs/schema/govd-config.schema.json"
+import json, sys, jsonschema, yaml
+jsonschema.validate(yaml.safe_load(open(sys.argv[1])), json.load(open("configs/schema/govd-config.schema.json")))
+PY
 if [ -x "$build/govd" ]; then
 	"$build/govd" --check --config "$tmp/etc/govd.yaml" || fail "the ConfigMap's govd.yaml fails govd --check"
 fi
