@@ -4,8 +4,10 @@
 # nodes on the sim backend (docs/fleet.md):
 #  - a budget change (down, then up) converges within CONVERGE_PERIODS
 #    allocator periods;
+#  - an allocator paused past its lease is deposed: after it resumes its
+#    writes fail the leader compare and the grants' epoch never goes back;
 #  - killing the allocator's govd hands allocation to another within the
-#    lease TTL (+ two periods) and the dead node's grant is freed;
+#    lease TTL (+ a few periods) and the dead node's grant is freed;
 #  - losing quorum moves every node to its safe budget (logged), and back
 #    to a grant once quorum returns (logged);
 #  - at every sample (100 ms) the written grants sum to no more than the
@@ -139,6 +141,25 @@ change_budget "$b_mid"
 # the high-priority node is served first at the low budget: not below the others
 q "s['nodes'][0]['node']" | grep -qx n1 || fail "status not sorted by node"
 
+# A deposed allocator cannot write: pause the allocator's govd past its
+# lease, let another take over, resume it; its next grants txn fails the
+# leader compare (logged) and the grants stay the new allocator's.
+paused=$(q 's["allocator"]')
+case $paused in n1|n2|n3) ;; *) fail "allocator '$paused' is not a node" ;; esac
+eval "pp=\$pid_$paused"
+kill -STOP "$pp"
+other() { l=$(q 's["allocator"]' 2>/dev/null) && [ -n "$l" ] && [ "$l" != None ] && [ "$l" != "$paused" ]; }
+wait_for "an allocator other than the paused $paused" $(( (TTL_S * 1000 + 4 * PERIOD_MS) / 100 + 10 )) other
+epoch_new=$(q 's["epoch"]')
+kill -CONT "$pp"
+deposed() { grep -q "no longer allocating" "$tmp/$paused.err"; }
+wait_for "$paused to find itself deposed" 50 deposed
+sleep 1
+[ "$(q 's["epoch"]')" -ge "$epoch_new" ] || fail "grants went back to the deposed allocator's epoch"
+[ "$(q 's["allocator"]')" != "$paused" ] || fail "the deposed allocator leads again at once"
+wait_for "convergence after the deposition" $((CONVERGE_PERIODS * PERIOD_MS / 100)) converged "$b_mid"
+echo "deposed allocator $paused wrote nothing (grants epoch $(q 's["epoch"]'))"
+
 # Allocator failover: kill -9 its govd.
 leader=$(q 's["allocator"]')
 echo "allocator: $leader"
@@ -207,6 +228,7 @@ for line in open(sys.argv[1]):
 grace = int(sys.argv[2]) / 1000.0
 assert len(rows) >= 20, f"only {len(rows)} samples"
 last_drop = -1e9
+last_epoch = 0
 prev_budget = None
 bad = 0
 for t, s in rows:
@@ -216,6 +238,9 @@ for t, s in rows:
     prev_budget = b
     if g is None:
         continue
+    if s["epoch"] < last_epoch:
+        print(f"t={t}: grants of epoch {s['epoch']} after epoch {last_epoch}"); bad += 1
+    last_epoch = s["epoch"]
     if gb is not None and g > gb + 1e-6:
         print(f"t={t}: grants {g} W > their budget {gb} W"); bad += 1
     if b is not None and g > b + 1e-6 and t - last_drop > grace:
@@ -223,8 +248,17 @@ for t, s in rows:
 print(f"{len(rows)} samples, {bad} over budget")
 sys.exit(1 if bad else 0)
 PY
+# SIGTERM: govd revokes its lease on the way out, so its record goes at
+# once (well before the TTL), and it exits 0 (ASan builds: no report)
 for n in n1 n2 n3; do
 	[ "$n" = "$leader" ] && continue
-	eval "kill -TERM \$pid_$n"
+	eval "p=\$pid_$n"
+	kill -TERM "$p"
+	set +e; wait "$p"; rc=$?; set -e
+	[ "$rc" = 0 ] || fail "$n exited $rc after SIGTERM"
+	! grep -q "Sanitizer" "$tmp/$n.err" || fail "$n: sanitizer report"
+	break
 done
+gone() { q "int('$n' not in [x['node'] for x in s['nodes']])" | grep -qx 1; }
+wait_for "$n's record revoked" 5 gone
 echo "fleet_etcd: ok"
