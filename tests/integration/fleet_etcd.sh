@@ -4,8 +4,11 @@
 # nodes on the sim backend (docs/fleet.md):
 #  - a budget change (down, then up) converges within CONVERGE_PERIODS
 #    allocator periods;
-#  - an allocator paused past its lease is deposed: after it resumes its
+#  - `govctl fleet allocate` (started first) allocates as a service; paused
+#    past its lease it is deposed: after it resumes its
 #    writes fail the leader compare and the grants' epoch never goes back;
+#  - the leader key deleted under a live allocator: its next write fails
+#    the leader compare, another election follows;
 #  - killing the allocator's govd hands allocation to another within the
 #    lease TTL (+ a few periods) and the dead node's grant is freed;
 #  - losing quorum moves every node to its safe budget (logged), and back
@@ -29,12 +32,13 @@ etcd_pids=() govd_pids=() sampler=
 cleanup() {
 	for p in "${govd_pids[@]}" "${etcd_pids[@]}" $sampler; do kill -9 "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
+	[ -n "${KEEP_TMP:-}" ] && { echo "kept $tmp"; return; }
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
 fail() {
 	echo "FAIL: $*" >&2
-	for f in "$tmp"/n*.err; do [ -f "$f" ] && sed "s|^|  $(basename "$f"): |" "$f" | tail -25 >&2; done
+	for f in "$tmp"/n*.err "$tmp"/svc.err; do [ -f "$f" ] && sed "s|^|  $(basename "$f"): |" "$f" | tail -25 >&2; done
 	exit 1
 }
 
@@ -98,6 +102,13 @@ YAML
 	eval "pid_$n=$!"
 }
 status() { "$govctl" fleet status --json --endpoints "$endpoints" --cluster ci --group rack1 --timeout-ms 500; }
+# the allocator as a service first, so it wins the first election
+"$govctl" fleet allocate --endpoints "$endpoints" --cluster ci --group rack1 --id svc \
+	--period-ms $PERIOD_MS --ttl-s $TTL_S --timeout-ms 300 2>"$tmp/svc.err" &
+govd_pids+=($!)
+pid_svc=$!
+svc_first() { grep -q "svc is the allocator" "$tmp/svc.err"; }
+wait_for "govctl fleet allocate elected" 100 svc_first
 start_node n1 1 true
 start_node n2 0 true
 start_node n3 0 true
@@ -145,7 +156,7 @@ q "s['nodes'][0]['node']" | grep -qx n1 || fail "status not sorted by node"
 # lease, let another take over, resume it; its next grants txn fails the
 # leader compare (logged) and the grants stay the new allocator's.
 paused=$(q 's["allocator"]')
-case $paused in n1|n2|n3) ;; *) fail "allocator '$paused' is not a node" ;; esac
+[ "$paused" = svc ] || fail "allocator '$paused', not govctl fleet allocate (svc)"
 eval "pp=\$pid_$paused"
 kill -STOP "$pp"
 other() { l=$(q 's["allocator"]' 2>/dev/null) && [ -n "$l" ] && [ "$l" != None ] && [ "$l" != "$paused" ]; }
@@ -153,12 +164,30 @@ wait_for "an allocator other than the paused $paused" $(( (TTL_S * 1000 + 4 * PE
 epoch_new=$(q 's["epoch"]')
 kill -CONT "$pp"
 deposed() { grep -q "no longer allocating" "$tmp/$paused.err"; }
+# the deposed service keeps campaigning; it must not lead at once: stop it
+# after it noticed, so the failover below is between govd nodes
 wait_for "$paused to find itself deposed" 50 deposed
 sleep 1
 [ "$(q 's["epoch"]')" -ge "$epoch_new" ] || fail "grants went back to the deposed allocator's epoch"
 [ "$(q 's["allocator"]')" != "$paused" ] || fail "the deposed allocator leads again at once"
 wait_for "convergence after the deposition" $((CONVERGE_PERIODS * PERIOD_MS / 100)) converged "$b_mid"
 echo "deposed allocator $paused wrote nothing (grants epoch $(q 's["epoch"]'))"
+kill -TERM "$pid_svc"
+set +e; wait "$pid_svc"; rc=$?; set -e
+[ "$rc" = 0 ] || fail "govctl fleet allocate exited $rc after SIGTERM"
+grep -q "svc stopped" "$tmp/svc.err" || fail "govctl fleet allocate: no stop logged"
+
+# The leader key deleted under a live allocator (its lease still valid):
+# its next grants txn fails the create_revision compare; someone leads again.
+cur=$(q 's["allocator"]')
+case $cur in n1|n2|n3) ;; *) fail "allocator '$cur' is not a node" ;; esac
+ETCDCTL_API=3 etcdctl --endpoints "$endpoints" del /govd/ci/rack1/leader >/dev/null
+not_own() { grep -q "no longer allocating (the leader key is no longer its own)" "$tmp/$cur.err"; }
+wait_for "$cur to find the leader key gone" 50 not_own
+someone() { l=$(q 's["allocator"]' 2>/dev/null) && [ -n "$l" ] && [ "$l" != None ]; }
+wait_for "a leader again" 50 someone
+wait_for "convergence after the new election" $((CONVERGE_PERIODS * PERIOD_MS / 100)) converged "$b_mid"
+echo "leader key deleted under $cur: its write refused, $(q 's["allocator"]') allocates"
 
 # Allocator failover: kill -9 its govd.
 leader=$(q 's["allocator"]')
