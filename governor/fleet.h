@@ -2,11 +2,13 @@
  * grant, safe fallback) and the allocator (leader election, phased grant
  * writes conditioned on leadership). Keys under /govd/<cluster>/<group>/:
  *   budget          {"budget_mw": N}                    govctl fleet set-budget
- *   leader          {"id": ..., "epoch": ...}           lease-bound, made only if absent
+ *   leader          {"id": ..., "since_unix_ms": ...}   lease-bound, made only if absent
  *   nodes/<node>    {"floor_mw", "max_mw", "demand_mw", "draw_mw", "applied_mw",
  *                    "safe_mw", "priority", "state"}    lease-bound
  *   grants          {"epoch", "allocator", "budget_mw", "round", "pending",
- *                    "infeasible", "grants": {node: mW}, "targets": {node: mW}}
+ *                    "infeasible", "written_unix_ms", "grants": {node: mW},
+ *                    "targets": {node: mW}}  written only while the leader key's
+ *                                             create_revision is the allocator's epoch
  * This file owns that format (writer and reader). */
 #ifndef GOVD_GOVERNOR_FLEET_H
 #define GOVD_GOVERNOR_FLEET_H

@@ -65,8 +65,10 @@ int fleet_target(uint64_t budget_mw, const struct fleet_rec *r, size_t n, const 
  * max(write[i], r[i].applied_mw) stays <= budget_mw, given prev[] (the
  * grants in force, FLEET_NO_GRANT for none). Decreases go out at once;
  * increases by priority (highest first), then record order, as far as the
- * headroom allows. Returns how many nodes are still below target (0:
- * converged). */
+ * headroom allows. When the exposure is already over the budget (nodes
+ * applying more than granted: a join at its safe budget) nothing rises
+ * until it is back under. write[i] <= target[i] always. Returns how many
+ * nodes are still below target (0: converged). */
 size_t fleet_phase(uint64_t budget_mw, const struct fleet_rec *r, size_t n, const uint64_t *prev,
 		   const uint64_t *target, uint64_t *write);
 
