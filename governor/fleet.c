@@ -487,6 +487,14 @@ static int put_record(struct fleet_agent *a)
 	return 0;
 }
 
+static bool stopping(struct fleet_agent *a)
+{
+	pthread_mutex_lock(&a->mu);
+	bool s = a->stop;
+	pthread_mutex_unlock(&a->mu);
+	return s;
+}
+
 static void *agent_main(void *arg)
 {
 	struct fleet_agent *a = arg;
@@ -505,7 +513,9 @@ static void *agent_main(void *arg)
 			decide(a, govd_mono_ms(), ok);
 			ok = ok && put_record(a) == 0;
 		}
-		if (a->cfg.allocator) {
+		/* a stop waits for at most the round's current request (etcd
+		 * down: timeout_ms per endpoint), not for the whole round */
+		if (a->cfg.allocator && !stopping(a)) {
 			struct fleet_round fr;
 			if (fleet_allocator_round(&a->al, govd_mono_ms(), &fr)) {
 				if (!logged_alloc_err)
