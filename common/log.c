@@ -84,8 +84,10 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
 	FILE *out = cur_sink ? cur_sink : stderr;
 	va_list ap;
 	va_start(ap, fmt);
+	flockfile(out); /* one line at a time: the fleet agent logs from its own thread */
 	fprintf(out, "%sgovd: %s: ", cur_journal ? journal_prio[lvl] : "", level_names[lvl]);
 	vfprintf(out, fmt, ap);
 	fputc('\n', out);
+	funlockfile(out);
 	va_end(ap);
 }

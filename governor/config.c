@@ -18,7 +18,7 @@ _Static_assert(CONFIG_MAX_DEVICES == METRICS_MAX_DEVICES, "every configured devi
 
 static const char *const root_keys[] = { "node",	 "policy",	 "budget_w", "dry_run",
 					 "log_level",	 "state_file",	 "decision_log",
-					 "metrics",	 "control",	 "devices",  NULL };
+					 "metrics",	 "control",	 "devices",  "fleet", NULL };
 static const char *const declog_keys[] = { "dir", "max_bytes", "keep", "mode", "heartbeat_s",
 					   "compress", NULL };
 static const char *const declog_modes[] = { "full", "compact", NULL };
@@ -324,6 +324,9 @@ static void read_root(struct ctx *x, yaml_node_t *root)
 		read_role(x, k, "operator", CTL_ROLE_OPERATOR);
 	}
 	read_devices(x, root);
+	yaml_node_t *fl = ycfg_get(x->y, root, "fleet"); /* docs/fleet.md */
+	if (fl)
+		fleet_config_read(x->y, fl, &c->fleet);
 }
 
 static void defaults(struct config *c)
@@ -341,6 +344,7 @@ static void defaults(struct config *c)
 	snprintf(c->control.socket, sizeof(c->control.socket), "%s", CTLSOCK_DEFAULT_PATH);
 	c->control.mode = 0660;
 	c->control.group = (gid_t)-1;
+	fleet_config_defaults(&c->fleet);
 }
 
 static int finish(struct ycfg *y, struct config **out, struct diag_list *diags, size_t first)
@@ -452,6 +456,10 @@ bool config_reloadable_at(const struct config *a, const struct config *b, char *
 	    a->control.enabled != b->control.enabled || strcmp(a->control.socket, b->control.socket) ||
 	    a->control.mode != b->control.mode || a->control.group != b->control.group) {
 		snprintf(why, len, "metrics or control socket address changed: restart govd");
+		return false;
+	}
+	if (memcmp(&a->fleet, &b->fleet, sizeof(a->fleet))) {
+		snprintf(why, len, "fleet section changed: restart govd");
 		return false;
 	}
 	return true;

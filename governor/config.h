@@ -18,6 +18,7 @@
 #include "common/diag.h"
 #include "common/log.h"
 #include "governor/ctlsock.h"
+#include "governor/fleet_cfg.h"
 #include "hal/hal.h"
 
 #define CONFIG_MAX_DEVICES 64 /* BUDGET_MAX_DEVICES */
@@ -68,6 +69,7 @@ struct config {
 	} control;
 	size_t n_devices;
 	struct config_device dev[CONFIG_MAX_DEVICES];
+	struct fleet_config fleet; /* fleet.enabled: a `fleet:` section (docs/fleet.md) */
 };
 
 #define CONFIG_DEFAULT_STATE_FILE "/var/lib/govd/state.json"

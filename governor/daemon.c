@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "governor/fleet_daemon.h"
 #include "governor/sim.h"
 #include "hal/hal_sim.h"
 
@@ -261,9 +262,11 @@ int daemon_restore_state(const char *state_file, bool *found, struct statefile_r
 
 /* ---- metrics endpoint and control socket ---- */
 
-/* The node budget in force: govctl's, else the config's. */
+/* The node budget in force: the fleet's grant, else govctl's, else the config's. */
 static double budget_w(const struct daemon *d)
 {
+	if (d->fleet)
+		return daemon_fleet_budget_w(d);
 	return d->budget_override_w > 0 ? d->budget_override_w : d->plan.cfg->budget_w;
 }
 
@@ -366,6 +369,7 @@ static void on_ctlsock(void *ctx, int fd)
 
 static void stop_endpoints(struct daemon *d)
 {
+	daemon_fleet_stop(d);
 	if (d->msrv)
 		metrics_stop(d->msrv);
 	d->msrv = NULL;
@@ -408,6 +412,8 @@ static int start_endpoints(struct daemon *d, struct diag_list *diags)
 			goto err;
 		log_notice("control socket %s", c->control.socket);
 	}
+	if ((rc = daemon_fleet_start(d, diags)))
+		goto err;
 	return 0;
 err:
 	stop_endpoints(d);
@@ -744,6 +750,7 @@ int daemon_tick(struct daemon *d)
 	uint64_t tick_ns = 0, adv_ns = 0;
 	int first_err = 0;
 
+	daemon_fleet_period(d);
 	divide_budget(d);
 	for (size_t i = 0; i < d->n; i++) {
 		struct daemon_dev *dd = &d->dev[i];

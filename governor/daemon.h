@@ -37,6 +37,7 @@ struct daemon_hooks {
 typedef void (*daemon_fd_cb)(void *ctx, int fd);
 
 struct daemon;
+struct fleet_agent;
 
 struct daemon_dev {
 	struct daemon *d;
@@ -82,6 +83,7 @@ struct daemon {
 	bool budget_was_infeasible;
 	bool budget_unusable;       /* budget_divvy refused the limits (logged once) */
 	double budget_override_w;   /* govctl set budget-w; 0: the config's budget_w */
+	struct fleet_agent *fleet;  /* config fleet section: the grant is the budget (fleet_daemon.c) */
 	bool held;                  /* govctl hold */
 	struct metrics_snapshot *snap;
 	struct metrics_server *msrv;

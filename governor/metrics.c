@@ -609,6 +609,31 @@ int metrics_render(const struct metrics_snapshot *s, FILE *f)
 	family(f, "govd_node_power_budget_watts", "gauge",
 	       "Node power budget shared among the devices (absent: none).");
 	sample(f, "govd_node_power_budget_watts", "", s->node_budget_w);
+	/* ---- fleet (docs/fleet.md) ---- */
+	if (s->fleet.enabled) {
+		static const char *const modes[] = { "no_grant", "granted", "safe" };
+		family(f, "govd_fleet_grant_watts", "gauge",
+		       "Last grant from the fleet allocator (absent: none received).");
+		sample(f, "govd_fleet_grant_watts", "", s->fleet.grant_w);
+		family(f, "govd_fleet_budget_watts", "gauge",
+		       "Node budget the fleet agent enforces (the grant, or the safe budget).");
+		sample(f, "govd_fleet_budget_watts", "", s->fleet.budget_w);
+		family(f, "govd_fleet_draw_watts", "gauge", "Node draw reported to the fleet.");
+		sample(f, "govd_fleet_draw_watts", "", s->fleet.draw_w);
+		family(f, "govd_fleet_mode", "gauge", "1 for the agent's mode (safe: fallback).");
+		for (int m = 0; m < 3; m++) {
+			snprintf(l, sizeof(l), "mode=\"%s\"", modes[m]);
+			sample(f, "govd_fleet_mode", l, s->fleet.mode == m);
+		}
+		family(f, "govd_fleet_fallbacks_total", "counter",
+		       "Times the node fell back to its safe budget.");
+		sample_u64(f, "govd_fleet_fallbacks_total", "", s->fleet.fallbacks);
+		family(f, "govd_fleet_allocator", "gauge", "1 while this node is the group's allocator.");
+		sample(f, "govd_fleet_allocator", "", s->fleet.allocating);
+		family(f, "govd_fleet_etcd_up", "gauge", "1 when the last etcd request succeeded.");
+		sample(f, "govd_fleet_etcd_up", "", s->fleet.etcd_ok);
+	}
+	/* ---- end fleet ---- */
 	family(f, "govd_hold", "gauge", "1 while an operator holds the operating points (govctl hold).");
 	sample(f, "govd_hold", "", s->held);
 	family(f, "govd_dry_run", "gauge", "1 in observe mode: decisions are logged, not actuated.");

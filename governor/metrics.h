@@ -126,6 +126,12 @@ struct metrics_snapshot {
 		uint64_t count;
 		double sum_s;
 	} tick;
+	struct {                           /* fleet budget (docs/fleet.md); absent unless enabled */
+		bool enabled, allocating, etcd_ok;
+		int mode;                  /* enum fleet_mode: 0 no grant yet, 1 granted, 2 safe */
+		double budget_w, grant_w, draw_w; /* grant_w NaN: none received */
+		uint64_t fallbacks;
+	} fleet;
 	size_t n_devices;
 	struct metrics_device dev[METRICS_MAX_DEVICES];
 };

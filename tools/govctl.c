@@ -16,8 +16,9 @@ static int cmd_help(int argc, char **argv);
 
 static const struct govctl_cmd cmds[] = {
 	{ .name = "sim",
-	  .synopsis = "sim --scenario FILE --policy FILE [--seed N] [--out DIR] [--duration S]",
-	  .summary = "run one policy on one scenario in the simulator",
+	  .synopsis = "sim --scenario FILE --policy FILE [--seed N] [--out DIR] [--duration S] | sim "
+		      "--fleet [--fit] ...",
+	  .summary = "run one policy on one scenario (or a fleet) in the simulator",
 	  .own_help = true,
 	  .run = govctl_sim },
 	{ .name = "compare",
@@ -74,6 +75,12 @@ static const struct govctl_cmd cmds[] = {
 	  .synopsis = "reload [--socket PATH]",
 	  .summary = "reload govd's config and policies as one transaction",
 	  .run = govctl_reload },
+	{ .name = "fleet",
+	  .synopsis = "fleet status|set-budget WATTS|allocate (--config FILE | --endpoints URLS "
+		      "--group G)",
+	  .summary = "a fleet's power budget on etcd: status, set the budget, run an allocator",
+	  .own_help = true,
+	  .run = govctl_fleet },
 	{ .name = "help",
 	  .synopsis = "help [COMMAND]",
 	  .summary = "list the commands, or show one command's usage",

@@ -36,6 +36,11 @@ int govctl_hold(int argc, char **argv);
 int govctl_resume(int argc, char **argv);
 int govctl_reload(int argc, char **argv);
 
+/* tools/govctl_fleet.c: fleet budgets on etcd (docs/fleet.md). */
+int govctl_fleet(int argc, char **argv);
+/* tools/govctl_fleet_sim.c: govctl sim --fleet. */
+int govctl_fleet_sim(int argc, char **argv);
+
 /* Strict number parsing for flags; false on junk. */
 bool govctl_parse_u64(const char *s, uint64_t *out);
 bool govctl_parse_double(const char *s, double *out);

@@ -83,6 +83,9 @@ static int run_oracle(const struct oracle_opts *oo, const char *out_dir)
 
 int govctl_sim(int argc, char **argv)
 {
+	for (int i = 1; i < argc; i++) /* the fleet scenario: tools/govctl_fleet_sim.c */
+		if (!strcmp(argv[i], "--fleet"))
+			return govctl_fleet_sim(argc, argv);
 	static const struct option opts[] = {
 		{ "scenario", required_argument, NULL, 's' },
 		{ "policy", required_argument, NULL, 'p' },
