@@ -49,7 +49,8 @@ struct loop_cfg {
 };
 
 struct loop_result {
-	double power_w;     /* accelerator rail, mean over the window */
+	double power_w;     /* board (accelerator + HBM rails), mean over the window */
+	double accel_w;     /* accelerator rail alone: what the power cap holds */
 	double tokens_s;    /* output tokens / s */
 	double requests_s;  /* completed requests / s */
 	double clk_mhz;     /* mean effective clock */
@@ -109,14 +110,15 @@ static void run_loop(const struct loop_cfg *c, struct loop_result *out)
 		submit_one(&x, 0.0);
 
 	const double dt = PLANT_TICK_S;
-	double t = 0, e0 = 0, clk = 0, busy = 0, act = 0, mem = 0, run_n = 0;
+	double t = 0, e0 = 0, ea0 = 0, clk = 0, busy = 0, act = 0, mem = 0, run_n = 0;
 	uint64_t tok0 = 0, done0 = 0;
 	long n = 0;
 	bool measuring = false;
 	while (t < c->warm_s + c->measure_s - 1e-9) {
 		if (!measuring && t >= c->warm_s - 1e-9) {
 			measuring = true;
-			e0 = d.energy_j;
+			e0 = d.energy_j + d.mem_energy_j;
+			ea0 = d.energy_j;
 			tok0 = server_get_stats(x.srv)->tokens_generated;
 			done0 = server_get_stats(x.srv)->completed;
 		}
@@ -135,7 +137,9 @@ static void run_loop(const struct loop_cfg *c, struct loop_result *out)
 		t += dt;
 	}
 	const struct server_stats *st = server_get_stats(x.srv);
-	out->power_w = (d.energy_j - e0) / c->measure_s;
+	/* Board power (accelerator + HBM rails): what NVML and ML.ENERGY report. */
+	out->power_w = (d.energy_j + d.mem_energy_j - e0) / c->measure_s;
+	out->accel_w = (d.energy_j - ea0) / c->measure_s;
 	out->tokens_s = (double)(st->tokens_generated - tok0) / c->measure_s;
 	out->requests_s = (double)(st->completed - done0) / c->measure_s;
 	out->clk_mhz = clk / (double)n;
@@ -347,7 +351,7 @@ static double mlperf_check(const char *model, uint32_t tp, uint32_t max_batch, d
 		      p500.requests_s, MLPERF_MAXQ_SPS * per, p500.tokens_s, p500.power_w, p500.clk_mhz, p500.busy);
 	print_message("  ratio model %.3f, published %.3f, tolerance %.0f%% -> error %+.1f%%\n",
 		      model_ratio, published, MLPERF_TOL * 100, (model_ratio / published - 1) * 100);
-	assert_true(p500.power_w < 505.0);
+	assert_true(p500.accel_w < 505.0);
 	return model_ratio / published - 1;
 }
 
