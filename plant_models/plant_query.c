@@ -44,6 +44,17 @@ static int eval(const struct plant_query *q, uint32_t f, struct plant_point *o)
 	return 0;
 }
 
+double plant_query_hbm_need_b(const struct plant_query *q)
+{
+	const struct model_spec *m = q->model;
+	if (m->kind != SERVER_LLM)
+		return 0;
+	double kvb = q->int8 && m->kv_bytes_per_token_int8 > 0 ? m->kv_bytes_per_token_int8
+							      : m->kv_bytes_per_token;
+	double tokens = (double)q->batch * (q->prefill ? q->prompt : q->context);
+	return m->params_b * 1e9 * (q->int8 ? 1.0 : 2.0) + kvb * tokens;
+}
+
 int plant_query_point(const struct plant_query *q, uint32_t lock_mhz, double limit_w,
 		      struct plant_point *out)
 {
@@ -57,6 +68,8 @@ int plant_query_point(const struct plant_query *q, uint32_t lock_mhz, double lim
 		return -EINVAL;
 	if (lock_mhz != 0 && (lock_mhz < v->min_mhz || lock_mhz > v->max_mhz))
 		return -EINVAL;
+	if (q->model->kind == SERVER_LLM && plant_query_hbm_need_b(q) > p->hbm_gb * 1e9 * 0.9)
+		return -ENOSPC;
 	uint32_t ceil = lock_mhz ? dvfs_snap_mhz(v, lock_mhz) : v->max_mhz;
 	memset(out, 0, sizeof(*out));
 	uint32_t thr = ceil < v->max_mhz ? DEV_THR_APP_CLOCKS : 0;

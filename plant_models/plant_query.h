@@ -37,9 +37,13 @@ struct plant_point {
 	struct device_load load;
 };
 
+/* HBM the query's weights and KV cache need, bytes (0 for fixed-cost models). */
+double plant_query_hbm_need_b(const struct plant_query *q);
+
 /* Steady state at ceiling lock_mhz (snapped to the table; 0 = unlocked) under
- * limit_w (0 = the default TGP). -EINVAL on a bad query or a limit outside
- * the preset's range. */
+ * limit_w (0 = the default TGP). -EINVAL on a bad query, a clock outside the
+ * table or a limit outside the preset's range; -ENOSPC when weights and KV
+ * (batch x context, or x prompt) do not fit 90 % of HBM. */
 int plant_query_point(const struct plant_query *q, uint32_t lock_mhz, double limit_w,
 		      struct plant_point *out);
 

@@ -18,6 +18,11 @@ static const struct govctl_cmd cmds[] = {
 	  .synopsis = "compare --scenarios A,B --policies P,Q [--seeds 1,2] [--baseline NAME] [-j N] "
 		      "[--out DIR]",
 	  .run = govctl_compare },
+	{ .name = "plant",
+	  .synopsis = "plant --preset NAME --model NAME [--precision MODE] --phase decode|prefill "
+		      "--batch N [--context N] [--prompt N] (--clocks all|MHZ,... | --power-limits W,...) "
+		      "[--csv] [--plot FILE.svg]",
+	  .run = govctl_plant },
 	{ .name = "lint", .synopsis = "lint [--format text|json] [--strict] FILE...", .run = govctl_lint },
 	{ .name = "restore", .synopsis = "restore [--state FILE | --config FILE]", .run = govctl_restore },
 	{ .name = "probe", .synopsis = "probe --config FILE [--json]", .run = govctl_probe },
