@@ -81,7 +81,7 @@ static const struct plant_preset presets[] = {
 		.description = "NVIDIA A100 SXM4 80 GB (HBM2e 2.0 TB/s, 400 W TGP)",
 		.dvfs = { .min_mhz = 210, .max_mhz = 1410, .step_mhz = 15, .base_mhz = 1095,
 			  .v_min = 0.84, .v_max = 1.00, .knee_mhz = 1080 },
-		.power = { .idle_w = 45.0, .c_eff = 230.0, .leak_w_ref = 50.0, .leak_ref_c = 75.0,
+		.power = { .idle_w = 45.0, .c_eff = 290.0, .leak_w_ref = 50.0, .leak_ref_c = 75.0,
 			   .leak_per_c = 0.02, .mem_idle_w = 10.0, .mem_w_per_tbps = 20.0, .uncore_w_per_tbps = 50.0,
 			   .host_idle_w = 60.0, .host_busy_w = 60.0, .tgp_default_w = 400.0,
 			   .tgp_min_w = 100.0, .tgp_max_w = 500.0 },
