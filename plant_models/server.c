@@ -93,6 +93,22 @@ int server_step_cost(const struct model_spec *m, const struct serving_stack *sta
 	return dynbatch_step_cost(m, dev, int8, batch, clk_mhz, out);
 }
 
+struct model_spec model_spec_kernel(const struct plant_preset *p, double mem_share,
+				    double activity, double t_s)
+{
+	struct model_spec m;
+	memset(&m, 0, sizeof(m));
+	m.name = "kernel";
+	m.kind = SERVER_DYNBATCH;
+	m.mfu_bf16 = m.mfu_int8 = 0.5;
+	m.activity_bf16 = m.activity_int8 = activity;
+	/* +1 FLOP: a positive compute part even for a pure stream. */
+	m.flops_per_request = t_s * (1 - mem_share) * p->peak_bf16_tflops * 1e12 * 0.5 + 1;
+	m.bytes_per_request = t_s * mem_share * p->hbm_tbps * 1e12;
+	m.sources = "calibration kernel (docs/plant-models.md, \"Calibration below fmax\")";
+	return m;
+}
+
 const struct model_spec *model_spec_find(const char *name)
 {
 	if (!name)

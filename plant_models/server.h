@@ -65,6 +65,12 @@ struct model_spec {
 };
 
 const struct model_spec *model_spec_find(const char *name);
+/* A fixed-cost (SERVER_DYNBATCH) kernel for calibration against published
+ * clock sweeps: of its t_s at the max clock on preset p, share mem_share
+ * streams HBM and the rest is BF16 tensor-core work at mfu 0.5; `activity`
+ * is the compute part's switching activity. */
+struct model_spec model_spec_kernel(const struct plant_preset *p, double mem_share,
+				    double activity, double t_s);
 const char *const *model_spec_names(void);
 
 struct request {

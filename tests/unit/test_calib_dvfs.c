@@ -108,22 +108,6 @@ static bool pers_read(const char *instr, struct pers_row *rows, size_t n)
 	return true;
 }
 
-/* A fixed-cost workload: share `mem` of its max-clock time streams HBM, the
- * rest is clock-bound tensor-core work. */
-static struct model_spec kernel_spec(const struct plant_preset *p, double mem, double act)
-{
-	struct model_spec m;
-	memset(&m, 0, sizeof(m));
-	m.name = "kernel";
-	m.kind = SERVER_DYNBATCH;
-	m.mfu_bf16 = m.mfu_int8 = 0.5;
-	m.activity_bf16 = m.activity_int8 = act;
-	const double t_s = 0.1;
-	m.flops_per_request = t_s * (1 - mem) * p->peak_bf16_tflops * 1e12 * 0.5 + 1;
-	m.bytes_per_request = t_s * mem * p->hbm_tbps * 1e12;
-	return m;
-}
-
 struct rel {
 	double thr, pow, energy; /* relative to the max clock; power = accel + HBM */
 };
@@ -169,7 +153,7 @@ static void test_perseus_a100(void **state)
 	}
 	const struct plant_preset *p = plant_preset_find("a100-sxm");
 	assert_non_null(p);
-	struct model_spec m = kernel_spec(p, PERS_MEM_SHARE, PERS_ACTIVITY);
+	struct model_spec m = model_spec_kernel(p, PERS_MEM_SHARE, PERS_ACTIVITY, 0.1);
 	struct plant_query q = { .preset = p, .model = &m, .batch = 1, .inlet_c = 30 };
 	struct plant_point top;
 	assert_int_equal(plant_query_point(&q, 0, PERS_LIMIT_W, &top), 0);
@@ -243,7 +227,7 @@ static void test_memory_bound_shape(void **state)
 	const char *presets[] = { "h200-sxm", "a100-sxm" };
 	for (int k = 0; k < 2; k++) {
 		const struct plant_preset *p = plant_preset_find(presets[k]);
-		struct model_spec m = kernel_spec(p, 1.0, 1.0);
+		struct model_spec m = model_spec_kernel(p, 1.0, 1.0, 0.1);
 		struct plant_query q = { .preset = p, .model = &m, .batch = 1, .inlet_c = 30 };
 		struct plant_point top;
 		assert_int_equal(plant_query_point(&q, 0, 0, &top), 0);
