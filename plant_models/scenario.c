@@ -217,7 +217,7 @@ static void read_server(struct loader *ld, yaml_node_t *root)
 {
 	static const char *const keys[] = {"max_batch", "max_queue", "kv_capacity_tokens",
 					   "batch_timeout_ms", "chunked_prefill", "max_prefill_tokens",
-					   NULL};
+					   "stack", NULL};
 	yaml_node_t *m = section(ld, root, "server", keys);
 	struct server_cfg *c = &ld->s->server;
 	c->max_batch = (uint32_t)get_i(ld, m, "server", "max_batch", 0, 4096, 0);
@@ -229,6 +229,13 @@ static void read_server(struct loader *ld, yaml_node_t *root)
 	ycfg_bool(&ld->y, m, "server", "chunked_prefill", false, &c->chunked_prefill);
 	c->max_prefill_tokens =
 		(uint32_t)get_i(ld, m, "server", "max_prefill_tokens", 0, 1048576, 0);
+	/* The serving stack's per-iteration costs; absent: the model's own. */
+	const char *const *stacks = serving_stack_names();
+	int si = -1;
+	c->stack = NULL;
+	if (m && ycfg_get(&ld->y, m, "stack") &&
+	    ycfg_enum(&ld->y, m, "server", "stack", false, stacks, &si) == 0)
+		c->stack = serving_stack_find(stacks[si]);
 }
 
 static void read_generator(struct loader *ld, yaml_node_t *m, struct generator_params *g)

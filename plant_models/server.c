@@ -81,6 +81,34 @@ const struct server_stats *server_get_stats(const struct server *s)
 	return s->kind == SERVER_LLM ? llm_server_stats(s->u.llm) : dynbatch_stats(s->u.dyn);
 }
 
+int server_step_cost(const struct model_spec *m, const struct serving_stack *stack,
+		     const struct plant_preset *dev, bool int8, bool prefill, uint32_t batch,
+		     uint32_t context, uint32_t prompt, uint32_t clk_mhz, struct step_cost *out)
+{
+	if (!m)
+		return -EINVAL;
+	if (m->kind == SERVER_LLM)
+		return llm_step_cost(m, stack, dev, int8, prefill, batch, context, prompt, clk_mhz,
+				     out);
+	return dynbatch_step_cost(m, dev, int8, batch, clk_mhz, out);
+}
+
+struct model_spec model_spec_kernel(const struct plant_preset *p, double mem_share,
+				    double activity, double t_s)
+{
+	struct model_spec m;
+	memset(&m, 0, sizeof(m));
+	m.name = "kernel";
+	m.kind = SERVER_DYNBATCH;
+	m.mfu_bf16 = m.mfu_int8 = 0.5;
+	m.activity_bf16 = m.activity_int8 = activity;
+	/* +1 FLOP: a positive compute part even for a pure stream. */
+	m.flops_per_request = t_s * (1 - mem_share) * p->peak_bf16_tflops * 1e12 * 0.5 + 1;
+	m.bytes_per_request = t_s * mem_share * p->hbm_tbps * 1e12;
+	m.sources = "calibration kernel (docs/plant-models.md, \"Calibration below fmax\")";
+	return m;
+}
+
 const struct model_spec *model_spec_find(const char *name)
 {
 	if (!name)

@@ -27,6 +27,12 @@ static const struct govctl_cmd cmds[] = {
 	  .summary = "run every scenario x policy x seed and tabulate them against a baseline",
 	  .own_help = true,
 	  .run = govctl_compare },
+	{ .name = "plant",
+	  .synopsis = "plant --preset NAME --model NAME [--precision MODE] --phase decode|prefill "
+		      "--batch N [--context N] [--prompt N] (--clocks all|MHZ,... | --power-limits W,...) "
+		      "[--csv] [--plot FILE.svg]",
+	  .summary = "what the simulator's plant predicts per locked clock or power limit",
+	  .run = govctl_plant },
 	{ .name = "lint",
 	  .synopsis = "lint [--format text|json] [--strict] FILE...",
 	  .summary = "check policy files (errors name file:line:col)",

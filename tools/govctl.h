@@ -25,6 +25,8 @@ struct govctl_cmd {
 int govctl_sim(int argc, char **argv);
 int govctl_compare(int argc, char **argv);
 int govctl_lint(int argc, char **argv);
+/* tools/govctl_plant.c: the plant's steady-state predictions (docs/plant-models.md). */
+int govctl_plant(int argc, char **argv);
 int govctl_restore(int argc, char **argv);
 /* tools/govctl_probe.c: read-only look at a govd config's devices. */
 int govctl_probe(int argc, char **argv);

@@ -26,6 +26,7 @@ static struct plant_preset dev_h100(void)
 	p.hbm_gb = 80;
 	p.peak_bf16_tflops = 989;
 	p.peak_int8_tops = 1979;
+	p.bw_sat_frac = 0.70;
 	return p;
 }
 
@@ -217,16 +218,18 @@ static void test_decode_memory_bound_flat_vs_clock(void **state)
 {
 	(void)state;
 	double hi = decode_step_ms(1, 128, false, 1980);
-	double mid = decode_step_ms(1, 128, false, 1200);
-	double lo = decode_step_ms(1, 128, false, 900);
-	print_message("memory-bound decode step: %.3f ms @1980, %.3f @1200, %.3f @900 MHz\n", hi,
+	double mid = decode_step_ms(1, 128, false, 1395);
+	double lo = decode_step_ms(1, 128, false, 990);
+	print_message("memory-bound decode step: %.3f ms @1980, %.3f @1395, %.3f @990 MHz\n", hi,
 		      mid, lo);
 	/* 16 GB of weights at ~2.7 TB/s: about 6 ms a step. */
 	assert_true(hi > 5.0 && hi < 9.0);
-	/* Clock at 61%: bandwidth untouched; 45%: only mildly slower. */
+	/* Down to 0.70 x fmax the bandwidth is untouched (bw_sat_frac); at 0.5 the
+	 * weight stream gets 0.5 / 0.7 of it: the step (host time included) grows
+	 * by less than 1.4x. */
 	assert_true(mid / hi < 1.03);
-	assert_true(lo / hi > mid / hi);
-	assert_true(lo / hi < 1.15);
+	assert_true(lo / hi > 1.25);
+	assert_true(lo / hi < 1.40);
 }
 
 static void test_decode_compute_bound_scales_with_clock(void **state)
@@ -238,7 +241,7 @@ static void test_decode_compute_bound_scales_with_clock(void **state)
 	print_message("compute-bound decode step: %.3f ms (GPU %.3f) @1980, %.3f (GPU %.3f) @990 MHz\n",
 		      hi, g_hi, lo, g_lo);
 	/* Half the clock: the GPU part of the step nearly doubles (its
-	 * memory-bound attention reads only grow ~8% at 50% clock); host time per
+	 * memory-bound attention reads grow 1.4x at 50% clock, bw_sat_frac); host time per
 	 * step does not scale. */
 	assert_true(g_lo / g_hi > 1.75);
 	assert_true(g_lo / g_hi < 2.05);
@@ -252,10 +255,12 @@ static void test_int8_decode_faster(void **state)
 	double bf = decode_step_ms(1, 128, false, 1980);
 	double i8 = decode_step_ms(1, 128, true, 1980);
 	print_message("batch-1 decode: BF16 %.3f ms, INT8 %.3f ms\n", bf, i8);
-	/* Weights halve; host time per step does not. */
+	/* Weights halve, but the 8-bit linear layers reach lin_bw_int8 (0.72) of
+	 * BF16's bandwidth (fitted to a published +34 % FP8 throughput at batch
+	 * 16, docs/serving-model.md); host time per step does not scale. */
 	assert_true(i8 < bf);
 	assert_true(i8 / bf > 0.5);
-	assert_true(i8 / bf < 0.65);
+	assert_true(i8 / bf < 0.80);
 }
 
 static void test_batch_and_kv_limits(void **state)

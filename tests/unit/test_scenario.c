@@ -197,6 +197,21 @@ static void test_server_prefill_keys(void **state)
 	scenario_free(s);
 }
 
+/* server.stack picks the serving stack; absent, the model's own (NULL). */
+static void test_server_stack_key(void **state)
+{
+	(void)state;
+	struct diag_list dl = {0};
+	struct scenario *s = load_ok(GOOD "server-stack.yaml", &dl);
+	assert_int_equal(dl.n, 0);
+	assert_non_null(s->server.stack);
+	assert_string_equal(s->server.stack->name, "tensorrt-llm");
+	scenario_free(s);
+	s = load_ok(GOOD "minimal.yaml", &dl);
+	assert_null(s->server.stack);
+	scenario_free(s);
+}
+
 static void test_trace_relative_to_scenario_file(void **state)
 {
 	(void)state;
@@ -307,6 +322,8 @@ static const struct bad_case bad_cases[] = {
 	{"unknown-preset.yaml", -EINVAL,
 	 {"unknown-preset.yaml:1:9: error: preset: unknown value 'h200-sxn' (did you mean "
 	  "'h200-sxm'?); valid: @PRESETS@"}},
+	{"unknown-stack.yaml", -EINVAL,
+	 {"unknown-stack.yaml:2:10: error: server.stack: unknown value 'tgi'; valid: vllm, tensorrt-llm"}},
 	{"unknown-model.yaml", -EINVAL,
 	 {"unknown-model.yaml:1:8: error: model: unknown value 'gpt-5'; valid: @MODELS@"}},
 	{"missing-workload.yaml", -EINVAL,
@@ -467,6 +484,7 @@ int main(void)
 		cmocka_unit_test(test_sensor_faults_scenario_content),
 		cmocka_unit_test(test_minimal_defaults),
 		cmocka_unit_test(test_server_prefill_keys),
+		cmocka_unit_test(test_server_stack_key),
 		cmocka_unit_test(test_trace_relative_to_scenario_file),
 		cmocka_unit_test(test_trace_env_expansion),
 		cmocka_unit_test(test_azure_trace_found_via_shared_data),
