@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/fsafe.h"
 #include "common/log.h"
 #include "governor/sim.h"
 #include "hal/hal_sim.h"
@@ -240,6 +241,12 @@ static int write_state(struct daemon *d, struct diag_list *diags)
 int daemon_restore_state(const char *state_file, bool *found, struct statefile_result *res,
 			 struct diag_list *diags)
 {
+	return daemon_restore_for(state_file, NULL, found, res, diags);
+}
+
+int daemon_restore_for(const char *state_file, const struct config *cfg, bool *found,
+		       struct statefile_result *res, struct diag_list *diags)
+{
 	json_t *doc;
 	memset(res, 0, sizeof(*res));
 	*found = false;
@@ -249,10 +256,29 @@ int daemon_restore_state(const char *state_file, bool *found, struct statefile_r
 	if (rc)
 		return rc;
 	*found = true;
-	rc = statefile_restore(doc, res, diags);
+	rc = statefile_restore(doc, cfg, res, diags);
 	json_decref(doc);
 	if (rc == 0)
 		rc = statefile_remove(state_file);
+	return rc;
+}
+
+int daemon_check_dirs(const struct config *c, struct diag_list *diags)
+{
+	struct fsafe_err e;
+	const char *what = "state file";
+	int rc = fsafe_private_dir_of(c->state_file, 0700, &e);
+	if (!rc && c->declog.dir[0]) {
+		what = "decision log";
+		rc = fsafe_private_dir(c->declog.dir, 0750, &e);
+	}
+	if (!rc && c->control.enabled) {
+		what = "control socket";
+		rc = fsafe_private_dir_of(c->control.socket, 0750, &e);
+	}
+	if (rc)
+		diag_add(diags, DIAG_ERROR, c->path, 0, 0, "", "directory",
+			 "%s directory refused: %s; not starting", what, e.msg);
 	return rc;
 }
 
@@ -462,7 +488,7 @@ int daemon_init(struct daemon *d, const char *config_path, bool dry_run,
 	int rc;
 
 	memset(d, 0, sizeof(*d));
-	d->tfd = d->sfd = -1;
+	d->tfd = d->sfd = d->lock_fd = -1;
 	if (hooks)
 		d->hooks = *hooks;
 	d->clock.ops = &mono_ops;
@@ -476,6 +502,14 @@ int daemon_init(struct daemon *d, const char *config_path, bool dry_run,
 	d->dry_run_cli = dry_run;
 	d->dry_run = dry_run || c->dry_run;
 
+	/* Nothing is read, restored or created before these: the directories
+	 * are govd's alone, and no live instance runs these devices. */
+	if ((rc = daemon_check_dirs(c, diags)))
+		goto err_plan;
+	long holder;
+	if ((rc = statefile_lock(c->state_file, &d->lock_fd, &holder, diags)))
+		goto err_plan;
+
 	/* A state file left behind: a run ended without restoring. Its
 	 * originals are the true ones; recording the devices as they are now
 	 * would lose them, so a failed restore stops the start. */
@@ -487,7 +521,7 @@ int daemon_init(struct daemon *d, const char *config_path, bool dry_run,
 	} else {
 		bool found;
 		struct statefile_result res;
-		rc = daemon_restore_state(c->state_file, &found, &res, diags);
+		rc = daemon_restore_for(c->state_file, c, &found, &res, diags);
 		if (rc && !found) {
 			/* Damaged or unreadable: its originals are unknown, so
 			 * recording the devices as they are now could make a
@@ -511,11 +545,6 @@ int daemon_init(struct daemon *d, const char *config_path, bool dry_run,
 				 res.restored, c->state_file);
 	}
 
-	if (c->declog.dir[0] && (rc = sim_mkdirs(c->declog.dir))) {
-		diag_add(diags, DIAG_ERROR, c->declog.dir, 0, 0, "", "io",
-			 "cannot create the decision-log directory: %s", strerror(-rc));
-		goto err_plan;
-	}
 	d->dev = calloc(c->n_devices, sizeof(*d->dev));
 	if (!d->dev) {
 		rc = -ENOMEM;
@@ -598,6 +627,8 @@ err_devs:
 	d->dev = NULL;
 	d->n = 0;
 err_plan:
+	statefile_unlock(d->lock_fd);
+	d->lock_fd = -1;
 	daemon_plan_free(&d->plan);
 	return rc;
 }
@@ -653,6 +684,8 @@ void daemon_fini(struct daemon *d)
 	if (d->sfd >= 0)
 		close(d->sfd);
 	d->tfd = d->sfd = -1;
+	statefile_unlock(d->lock_fd); /* after the restore: the devices are free */
+	d->lock_fd = -1;
 	daemon_plan_free(&d->plan);
 }
 

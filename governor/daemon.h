@@ -90,6 +90,7 @@ struct daemon {
 	struct govd_clock clock;    /* CLOCK_MONOTONIC, ms */
 	uint64_t start_ms;
 	int tfd, sfd;
+	int lock_fd; /* the instance lock on the state file (statefile_lock) */
 	bool state_written;
 	bool stop;
 	int exit_code;
@@ -136,5 +137,14 @@ int daemon_add_fd(struct daemon *d, int fd, daemon_fd_cb cb, void *ctx);
  * says whether there was a file. Diags name what failed. */
 int daemon_restore_state(const char *state_file, bool *found, struct statefile_result *res,
 			 struct diag_list *diags);
+/* The same with the config whose devices the entries must name (their
+ * backend and options come from cfg, never from the file alone); NULL: the
+ * recorded ones (a state file the caller checked). */
+int daemon_restore_for(const char *state_file, const struct config *cfg, bool *found,
+		       struct statefile_result *res, struct diag_list *diags);
+/* The directories govd writes (state file's, decision log, control
+ * socket's): created private when absent, else owned by govd's user and not
+ * writable by group/others; a diag names the one that is not. */
+int daemon_check_dirs(const struct config *c, struct diag_list *diags);
 
 #endif

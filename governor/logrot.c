@@ -34,12 +34,22 @@ struct logrot {
 
 static int open_fd(struct logrot *l)
 {
-	int fd = open(l->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	/* O_NOFOLLOW: a planted symlink in place of the log is refused, not
+	 * written through (the directory itself is checked by the daemon). */
+	int fd = open(l->path,
+		      O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK,
+		      0640);
 	if (fd < 0)
 		return -errno;
 	struct stat st;
-	if (fstat(fd, &st)) {
-		int rc = -errno;
+	int fl, rc = 0;
+	if (fstat(fd, &st))
+		rc = -errno;
+	else if (!S_ISREG(st.st_mode))
+		rc = -EINVAL; /* a FIFO or device in its place: never block on it */
+	else if ((fl = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK))
+		rc = -errno;
+	if (rc) {
 		close(fd);
 		return rc;
 	}
