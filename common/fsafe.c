@@ -163,6 +163,31 @@ free_buf:
 	return rc;
 }
 
+long fsafe_getline(FILE *f, char **line, size_t *cap, size_t max_line)
+{
+	size_t n = 0;
+	int c = EOF;
+	for (;;) {
+		if (n + 2 > *cap) {
+			size_t nc = *cap ? *cap * 2 : 256;
+			char *nb = realloc(*line, nc);
+			if (!nb)
+				return -ENOMEM;
+			*line = nb;
+			*cap = nc;
+		}
+		if ((c = getc_unlocked(f)) == EOF)
+			break;
+		if (n == max_line)
+			return -E2BIG;
+		(*line)[n++] = (char)c;
+		if (c == '\n')
+			break;
+	}
+	(*line)[n] = '\0';
+	return n == 0 && c == EOF ? -1 : (long)n;
+}
+
 int fsafe_create(const char *path, mode_t mode, bool replace, struct fsafe_err *e)
 {
 	memset(e, 0, sizeof(*e));

@@ -40,6 +40,11 @@ FILE *fsafe_fopen_read(const char *path, size_t max_bytes, struct fsafe_err *e);
 int fsafe_read_all(const char *path, size_t max_bytes, size_t max_line, char **buf, size_t *len,
 		   struct fsafe_err *e);
 
+/* One line of f into *line (grown as needed, NUL-terminated, newline kept),
+ * at most max_line bytes: its length, -1 at end of file, -E2BIG for a longer
+ * line (the rest of it is not read). */
+long fsafe_getline(FILE *f, char **line, size_t *cap, size_t max_line);
+
 /* Creates path for writing with O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, mode.
  * replace: an existing non-directory entry (file or symlink) is unlinked
  * first, never written through. fd or -errno with e set. */

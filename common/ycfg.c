@@ -515,7 +515,9 @@ static int node_double(struct ycfg *y, const yaml_node_t *n, const char *path, c
 			   describe(n, got, sizeof(got)));
 		return -EINVAL;
 	}
-	if (!isfinite(v) || errno == ERANGE) {
+	/* ERANGE on underflow (4.9e-324, 1e-400) is a tiny finite value,
+	 * checked against the range like any other; only overflow is not finite. */
+	if (!isfinite(v) || (errno == ERANGE && fabs(v) > 1.0)) {
 		ycfg_error(y, n, path, "range", "expected a finite number, got %s",
 			   describe(n, got, sizeof(got)));
 		return -EINVAL;

@@ -87,6 +87,64 @@ int daemon_plan_load(const char *config_path, struct daemon_plan *out, struct di
 	return rc;
 }
 
+/* What would fail at start, judged without opening a device (govd --check
+ * runs as ExecStartPre, beside nothing it may disturb). */
+int daemon_plan_check(const struct daemon_plan *p, struct diag_list *diags)
+{
+	const struct config *c = p->cfg;
+	int rc = 0;
+	for (size_t i = 0; i < c->n_devices; i++) {
+		const struct config_device *d = &c->dev[i];
+		char kp[64];
+		for (size_t k = 0; k < d->n_opts; k++) {
+			if (strcmp(d->keys[k], "slices"))
+				continue;
+			/* the serving backend refuses a slice listed twice at open */
+			char names[HAL_MAX_SLICES + 1][HAL_NAME_LEN];
+			size_t n = 0;
+			for (const char *q = d->values[k]; *q && n <= HAL_MAX_SLICES;) {
+				while (*q == ' ' || *q == ',')
+					q++;
+				size_t len = strcspn(q, ",");
+				while (len && q[len - 1] == ' ')
+					len--;
+				if (!len)
+					break;
+				snprintf(names[n], HAL_NAME_LEN, "%.*s", (int)len, q);
+				for (size_t j = 0; j < n; j++)
+					if (!strcmp(names[j], names[n])) {
+						snprintf(kp, sizeof(kp), "devices[%zu].options.slices", i);
+						diag_add(diags, DIAG_ERROR, c->path, d->line, d->col, kp,
+							 "duplicate-slice", "slice '%s' listed twice",
+							 names[n]);
+						rc = -EINVAL;
+					}
+				n++;
+				q += strcspn(q, ",");
+			}
+		}
+		/* A meter (modbus) offers nothing settable: its limits are all
+		 * zero, and a controller that needs a clock range refuses them. */
+		const struct controller_ops *ctl = controller_find(p->pol[i]->control.controller);
+		if (!strcmp(d->backend, "modbus") && ctl && ctl->init) {
+			struct hal_limits zero;
+			void *st = NULL;
+			memset(&zero, 0, sizeof(zero));
+			if (ctl->init(&st, p->pol[i], &zero)) {
+				snprintf(kp, sizeof(kp), "devices[%zu].backend", i);
+				diag_add(diags, DIAG_ERROR, c->path, d->line, d->col, kp, "meter-controller",
+					 "device %s is a modbus meter (nothing settable) but its policy %s "
+					 "runs controller %s, which needs a settable clock range",
+					 d->name, p->pol[i]->name, ctl->name);
+				rc = -EINVAL;
+			} else if (ctl->fini) {
+				ctl->fini(st);
+			}
+		}
+	}
+	return rc;
+}
+
 /* ---- clock ---- */
 
 static uint64_t mono_now_ms(void *ctx)
@@ -153,13 +211,35 @@ static void make_dry(struct daemon_dev *dd)
 
 /* ---- governors ---- */
 
+/* The decision log's write health, once per episode in the journal: the
+ * first failed write warns, the first good one after says how many records
+ * were lost (logrot drops them whole, so the file stays valid JSONL). */
+static void log_health(struct daemon_dev *dd)
+{
+	if (!dd->log)
+		return;
+	bool failing = logrot_failing(dd->log);
+	if (failing && !dd->log_failing)
+		log_warn("%s: decision log: writes failing (%s); records are dropped whole until "
+			 "they succeed (govd_decision_log_write_errors_total)",
+			 dd->cfg->name, strerror(-logrot_last_error(dd->log)));
+	else if (!failing && dd->log_failing)
+		log_notice("%s: decision log: writes succeed again; %llu record(s) lost in all",
+			   dd->cfg->name, (unsigned long long)logrot_dropped(dd->log));
+	dd->log_failing = failing;
+}
+
 /* After each period of a device: its metrics from the governor's state. */
 static int on_period(void *ctx, const struct gov_period *p)
 {
 	struct daemon_dev *dd = ctx;
 	struct daemon *d = dd->d;
-	if (d->snap && dd->metrics_idx >= 0)
+	log_health(dd);
+	if (d->snap && dd->metrics_idx >= 0) {
 		metrics_device_update(&d->snap->dev[dd->metrics_idx], dd->g, p, 0);
+		if (dd->log)
+			d->snap->dev[dd->metrics_idx].log_write_errors = logrot_errors(dd->log);
+	}
 	return 0;
 }
 
@@ -647,8 +727,13 @@ int daemon_restore_all(struct daemon *d)
 				strerror(-rc), why && why[0] ? ": " : "", why ? why : "");
 			failed++;
 		}
-		if (dd->log)
+		if (dd->log) {
 			fflush(logrot_file(dd->log));
+			log_health(dd);
+			if (dd->log_failing)
+				log_err("%s: decision log: the restore record could not be written",
+					dd->cfg->name);
+		}
 	}
 	if (failed)
 		return -EIO;

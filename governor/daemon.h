@@ -50,6 +50,7 @@ struct daemon_dev {
 	struct governor *g;         /* NULL until initialised */
 	const struct config_device *cfg; /* in d->plan.cfg */
 	struct logrot *log;
+	bool log_failing;           /* a decision-log write-failure episode is on */
 	uint32_t grant_mw;          /* node budget share in force; 0: none */
 };
 
@@ -142,6 +143,10 @@ int daemon_restore_state(const char *state_file, bool *found, struct statefile_r
  * recorded ones (a state file the caller checked). */
 int daemon_restore_for(const char *state_file, const struct config *cfg, bool *found,
 		       struct statefile_result *res, struct diag_list *diags);
+/* Checks of a loaded plan that would otherwise fail only at start (a slice
+ * listed twice in a device's options, a meter under a controller that needs
+ * clocks), without opening any device; govd --check. 0 or -EINVAL + diags. */
+int daemon_plan_check(const struct daemon_plan *p, struct diag_list *diags);
 /* The directories govd writes (state file's, decision log, control
  * socket's): created private when absent, else owned by govd's user and not
  * writable by group/others; a diag names the one that is not. */

@@ -79,6 +79,7 @@ struct metrics_device {
 	uint64_t decisions[GOV_R_COUNT];   /* periods carrying each reason bit */
 	uint64_t telemetry_faults[GOV_SIG_N]; /* fault onsets (none -> fault) */
 	uint64_t actuate_errors;
+	uint64_t log_write_errors;         /* decision-log writes that failed (daemon) */
 	struct metrics_dev_acc acc;
 };
 

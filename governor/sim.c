@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/fsafe.h"
 #include "common/hist.h"
 #include "governor/governor.h"
 #include "governor/jsonx.h"
@@ -454,9 +455,10 @@ static FILE *open_out(const char *dir, const char *name, struct diag_list *diags
 {
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	FILE *f = fopen(path, "w");
+	struct fsafe_err fe;
+	FILE *f = fsafe_fcreate(path, 0644, true, &fe);
 	if (!f)
-		diag_add(diags, DIAG_ERROR, path, 0, 0, "", "io", "cannot write: %s", strerror(errno));
+		diag_add(diags, DIAG_ERROR, path, 0, 0, "", "io", "%s", fe.msg);
 	return f;
 }
 
