@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -905,6 +907,151 @@ int daemon_tick(struct daemon *d)
 
 /* ---- reload ---- */
 
+/* ---- reload: parsing off the loop ---- */
+
+/* A reload's parse runs in a thread: a huge or hostile policy costs that
+ * thread, not the periods. The loop waits for it while still ticking and
+ * reading signals; SIGTERM abandons it (the thread frees its own result),
+ * and so does the time bound. */
+struct reload_job {
+	pthread_mutex_t mu;
+	bool done, abandoned;
+	int efd;
+	char *path;
+	struct daemon_plan plan;
+	struct diag_list diags;
+	int rc;
+};
+
+static void job_free(struct reload_job *j)
+{
+	if (j->rc == 0)
+		daemon_plan_free(&j->plan);
+	diag_clear(&j->diags);
+	close(j->efd);
+	free(j->path);
+	pthread_mutex_destroy(&j->mu);
+	free(j);
+}
+
+static void *reload_thread(void *arg)
+{
+	struct reload_job *j = arg;
+	int rc = daemon_plan_load(j->path, &j->plan, &j->diags);
+	pthread_mutex_lock(&j->mu);
+	j->rc = rc;
+	j->done = true;
+	bool abandoned = j->abandoned;
+	uint64_t one = 1;
+	if (!abandoned) {
+		ssize_t w = write(j->efd, &one, sizeof(one)); /* cannot fail: a counter */
+		(void)w;
+	}
+	pthread_mutex_unlock(&j->mu);
+	if (abandoned)
+		job_free(j);
+	return NULL;
+}
+
+/* The loop's own work while it waits: periods and signals. */
+static void on_timer(struct daemon *d);
+
+static int plan_load_off_loop(struct daemon *d, const char *path, struct daemon_plan *out,
+			      struct diag_list *diags)
+{
+	struct reload_job *j = calloc(1, sizeof(*j));
+	if (!j)
+		return -ENOMEM;
+	pthread_mutex_init(&j->mu, NULL);
+	j->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	j->path = strdup(path);
+	j->rc = -EINTR;
+	pthread_t th;
+	pthread_attr_t at;
+	if (j->efd < 0 || !j->path || pthread_attr_init(&at)) {
+		j->rc = -ENOMEM;
+		job_free(j);
+		return -ENOMEM;
+	}
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	int e = pthread_create(&th, &at, reload_thread, j);
+	pthread_attr_destroy(&at);
+	if (e) {
+		job_free(j);
+		return -e;
+	}
+	uint64_t t0 = govd_mono_ms();
+	int rc = 0;
+	for (;;) {
+		struct pollfd pfd[3] = { { .fd = j->efd, .events = POLLIN },
+					 { .fd = d->tfd, .events = POLLIN },
+					 { .fd = d->sfd, .events = POLLIN } };
+		uint64_t now = govd_mono_ms();
+		if (now - t0 >= DAEMON_RELOAD_PARSE_MAX_MS) {
+			diag_add(diags, DIAG_ERROR, path, 0, 0, "", "reload-timeout",
+				 "parsing the config and its policies took longer than %d ms; "
+				 "reload abandoned",
+				 DAEMON_RELOAD_PARSE_MAX_MS);
+			rc = -ETIMEDOUT;
+			break;
+		}
+		int n = poll(pfd, d->tfd >= 0 ? 3 : 1, (int)(DAEMON_RELOAD_PARSE_MAX_MS - (now - t0)));
+		if (n < 0 && errno != EINTR) {
+			rc = -errno;
+			break;
+		}
+		if (n <= 0)
+			continue;
+		if (pfd[0].revents & POLLIN)
+			break;
+		if (d->tfd >= 0 && (pfd[2].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+			while (read(d->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+				if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+					log_notice("%s from pid %u during a reload: abandoning it, "
+						   "restoring and stopping",
+						   si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT",
+						   si.ssi_pid);
+					d->stop = true;
+				} else if (si.ssi_signo == SIGHUP) {
+					log_notice("SIGHUP from pid %u: a reload is already running",
+						   si.ssi_pid);
+				}
+			}
+			if (d->stop) {
+				diag_add(diags, DIAG_ERROR, path, 0, 0, "", "reload-abandoned",
+					 "stopping: reload abandoned");
+				rc = -ECANCELED;
+				break;
+			}
+		}
+		if (d->tfd >= 0 && (pfd[1].revents & POLLIN))
+			on_timer(d); /* periods go on while the thread parses */
+	}
+	pthread_mutex_lock(&j->mu);
+	bool done = j->done;
+	if (!done || rc)
+		j->abandoned = true;
+	pthread_mutex_unlock(&j->mu);
+	if (!done)
+		return rc; /* the thread frees the job when it ends */
+	if (rc) {
+		job_free(j);
+		return rc;
+	}
+	for (size_t i = 0; i < j->diags.n; i++) {
+		const struct diag *g = &j->diags.v[i];
+		diag_add(diags, g->sev, g->file, g->line, g->col, g->path, g->code, "%s", g->msg);
+	}
+	rc = j->rc;
+	if (rc == 0) {
+		*out = j->plan;
+		j->rc = -1; /* ownership moved: job_free must not free it */
+	}
+	job_free(j);
+	return rc;
+}
+
 int daemon_reload(struct daemon *d, struct diag_list *diags)
 {
 	struct daemon_plan np;
@@ -912,7 +1059,7 @@ int daemon_reload(struct daemon *d, struct diag_list *diags)
 	char why[512];
 	int rc;
 
-	rc = daemon_plan_load(d->plan.cfg->path, &np, diags);
+	rc = plan_load_off_loop(d, d->plan.cfg->path, &np, diags);
 	if (rc)
 		return rc;
 	const struct config *oc = d->plan.cfg, *nc = np.cfg;

@@ -124,6 +124,9 @@ int daemon_tick(struct daemon *d);
 /* SIGHUP: config + policies as a transaction; the old stay on any error
  * (diags say why). 0 or -errno. */
 int daemon_reload(struct daemon *d, struct diag_list *diags);
+/* A reload parses its files in a thread for at most this long; the loop
+ * keeps ticking and a SIGTERM meanwhile abandons the reload and stops. */
+#define DAEMON_RELOAD_PARSE_MAX_MS 10000
 /* Restores every device, removes the state file when all were restored.
  * 0 or -EIO. Idempotent. */
 int daemon_restore_all(struct daemon *d);

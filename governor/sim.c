@@ -630,7 +630,7 @@ int sim_run(const struct sim_opts *o, struct sim_result *res, struct diag_list *
 		json_t *sum = summary_json(&a, sc, pol, seed, &g, plant->t_s, &meta);
 		char path[4200];
 		snprintf(path, sizeof(path), "%s/summary.json", res->out_dir);
-		if (!sum || json_dump_file(sum, path, JSON_INDENT(2) |
+		if (!sum || jsonx_dump_file(sum, path, JSON_INDENT(2) |
 						      JSON_REAL_PRECISION(SUMMARY_REAL_PRECISION))) {
 			diag_add(diags, DIAG_ERROR, path, 0, 0, "", "io", "cannot write summary");
 			rc = -EIO;

@@ -526,7 +526,7 @@ int govctl_compare(int argc, char **argv)
 	else
 		json_decref(oracles);
 	snprintf(path, sizeof(path), "%s/compare.json", out);
-	if (json_dump_file(cj, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10))) {
+	if (jsonx_dump_file(cj, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10))) {
 		fprintf(stderr, "govctl compare: cannot write %s\n", path);
 		failed = 1;
 	}
