@@ -40,7 +40,7 @@ int ycfg_load_file(struct ycfg *y, const char *path, struct diag_list *diags);
 /* The whole file into *buf (malloc'd, NUL-terminated, *len without the NUL;
  * caller frees), for callers that need the bytes too (hashing). Read with
  * fsafe_read_all: a regular file only (a FIFO, directory or device is an
- * error, never a hang), at most 16 MiB, lines at most 64 KiB; same diags as
+ * error, never a hang), at most 1 MiB, lines at most 64 KiB; same diags as
  * ycfg_load_file; on error *buf is NULL. */
 int ycfg_read_file(const char *path, char **buf, size_t *len, struct diag_list *diags);
 int ycfg_load_string(struct ycfg *y, const char *name, const char *text, size_t len,

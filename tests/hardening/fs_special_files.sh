@@ -55,13 +55,13 @@ kill -TERM "${pids[-1]}"
 set +e; timeout 20 tail --pid="${pids[-1]}" -f /dev/null; set -e
 wait "${pids[-1]}" || fail "govd did not stop cleanly after the refused reload"
 [ ! -e "$tmp/run/state.json" ] || fail "no restore after SIGTERM"
-# bounds: a 100 KiB line in a policy, a 17 MiB policy, a 5 KiB trace row
+# bounds: a 100 KiB line in a policy, a 2 MiB policy, a 5 KiB trace row
 $py -c "print('name: ' + 'x' * 100000)" >"$tmp/long.yaml"
 try long-line "longer than 65536 bytes" "$govctl" lint "$tmp/long.yaml"
 $py -c "
 import sys
-sys.stdout.write('# pad\n' * (17 * 1024 * 1024 // 6 + 1))" >"$tmp/big.yaml"
-try big-file "over the limit of 16777216" "$govctl" lint "$tmp/big.yaml"
+sys.stdout.write('# pad\n' * (2 * 1024 * 1024 // 6 + 1))" >"$tmp/big.yaml"
+try big-file "over the limit of 1048576" "$govctl" lint "$tmp/big.yaml"
 { head -2 tests/data/traces/four-rows-1s.csv; $py -c "print('2023-11-16 18:15:46.6805900,' + '1' * 5000 + ',1')"; } >"$tmp/long.csv"
 sed "s#trace: .*#trace: $tmp/long.csv#" tests/data/scenarios/good/trace-relative.yaml >"$tmp/tr-long.yaml"
 try trace-long-row "line longer than 4096 bytes" "$govctl" sim --scenario "$tmp/tr-long.yaml" --policy policies/balanced.yaml --out "$tmp/o"
