@@ -420,7 +420,9 @@ int ycfg_check_keys(struct ycfg *y, yaml_node_t *map, const char *path,
 		for (size_t i = 0; allowed[i]; i++)
 			if (strcmp(allowed[i], name) == 0)
 				known = true;
-		if (!known) {
+		if (!known && y->diags && y->diags->n >= DIAG_MAX) {
+			problems++; /* the list is full: no suggestion to compute */
+		} else if (!known) {
 			const char *sug = closest(name, allowed);
 			if (sug)
 				ycfg_error(y, k, ycfg_join(kp, sizeof(kp), path, name), "unknown-key",
