@@ -12,6 +12,7 @@ tmp=$(mktemp -d /tmp/govd-hardening-XXXXXX)
 pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 	for m in "${mounts[@]}"; do umount "$m" 2>/dev/null || true; done
 	rm -rf "$tmp"
 }

@@ -28,7 +28,10 @@ v = [l.split()[-1] for l in t.splitlines() if l.startswith("govd_decision_log_wr
 print(int(float(v[0])) if v else -1)
 PY
 }
-m0=$(metric) || { ss -ltnp >&2; fail "metrics endpoint on port $port not reachable"; }
+# the device's series appear with its first published period
+published() { [ "$(metric)" != -1 ]; }
+wait_for "the first published period" published
+m0=$(metric)
 [ "$m0" = 0 ] || fail "write errors before the disk filled: $m0"
 # fill it while govd runs
 dd if=/dev/zero of="$tmp/run/log/fill" bs=4k 2>/dev/null || true
