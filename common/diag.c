@@ -1,8 +1,12 @@
 #include "common/diag.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "common/fsafe.h"
 
 static char *dup_or_empty(const char *s)
 {
@@ -15,6 +19,14 @@ static char *dup_or_empty(const char *s)
 void diag_add(struct diag_list *l, enum diag_sev sev, const char *file, int line, int col,
 	      const char *path, const char *code, const char *fmt, ...)
 {
+	/* Bounded: a file of 40k bad keys gives DIAG_MAX lines, not 40k. */
+	if (l->n >= DIAG_MAX) {
+		struct diag *last = &l->v[l->n - 1];
+		if (sev == DIAG_ERROR)
+			last->sev = DIAG_ERROR;
+		return;
+	}
+	bool full = l->n == DIAG_MAX - 1;
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 8;
 		struct diag *v = realloc(l->v, cap * sizeof(*v));
@@ -23,17 +35,22 @@ void diag_add(struct diag_list *l, enum diag_sev sev, const char *file, int line
 		l->v = v;
 		l->cap = cap;
 	}
-	char msg[1024];
+	char raw[1024], msg[1024], kp[512], src[512];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	if (full)
+		snprintf(raw, sizeof(raw), "too many problems: the first %d are shown", DIAG_MAX - 1);
+	/* Keys, values and names come from files and peers: they reach a
+	 * terminal or the journal, so control bytes (ESC ...) go escaped. */
+	fsafe_escape(msg, sizeof(msg), raw);
 	struct diag *d = &l->v[l->n++];
 	d->sev = sev;
-	d->file = dup_or_empty(file);
+	d->file = dup_or_empty(fsafe_escape(src, sizeof(src), file ? file : ""));
 	d->line = line;
 	d->col = col;
-	d->path = dup_or_empty(path);
+	d->path = dup_or_empty(fsafe_escape(kp, sizeof(kp), path ? path : ""));
 	d->code = dup_or_empty(code);
 	d->msg = dup_or_empty(msg);
 }

@@ -22,6 +22,11 @@ struct diag_list {
 	size_t n, cap;
 };
 
+/* At most this many per list; the last says the rest were dropped. */
+#define DIAG_MAX 1000
+
+/* file, path and the message are stored with control bytes escaped
+ * (fsafe_escape). */
 void diag_add(struct diag_list *l, enum diag_sev sev, const char *file, int line, int col,
 	      const char *path, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 8, 9)));

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/fsafe.h"
+
 static const char *const level_names[] = { "error", "warning", "notice", "info", "debug" };
 /* Syslog priorities as libsystemd's <systemd/sd-daemon.h> spells them (SD_ERR
  * "<3>", SD_WARNING "<4>", SD_NOTICE "<5>", SD_INFO "<6>", SD_DEBUG "<7>"):
@@ -82,12 +84,13 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
 	if (lvl > cur_level)
 		return;
 	FILE *out = cur_sink ? cur_sink : stderr;
+	char raw[2048], msg[2048];
 	va_list ap;
 	va_start(ap, fmt);
-	flockfile(out); /* one line at a time: the fleet agent logs from its own thread */
-	fprintf(out, "%sgovd: %s: ", cur_journal ? journal_prio[lvl] : "", level_names[lvl]);
-	vfprintf(out, fmt, ap);
-	fputc('\n', out);
-	funlockfile(out);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	/* Names and values from files and peers: one line, no terminal
+	 * controls, whatever they hold. */
+	fprintf(out, "%sgovd: %s: %s\n", cur_journal ? journal_prio[lvl] : "", level_names[lvl],
+		fsafe_escape(msg, sizeof(msg), raw));
 }

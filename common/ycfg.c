@@ -11,10 +11,13 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/fsafe.h"
 #include "common/strjoin.h"
 
-/* A scenario or policy file is a few KiB; refuse absurd inputs early. */
-#define YCFG_MAX_FILE_BYTES (16u * 1024u * 1024u)
+/* 1 MiB: a policy or scenario is KiBs; libyaml's document takes ~25x its
+ * input in memory (a 16 MiB list file took 430 MB and 2 s). */
+#define YCFG_MAX_FILE_BYTES (1u * 1024u * 1024u)
+#define YCFG_MAX_LINE (64u * 1024u)
 
 static void verror(struct ycfg *y, enum diag_sev sev, const yaml_node_t *n, const char *path,
 		   const char *code, const char *fmt, va_list ap) __attribute__((format(printf, 6, 0)));
@@ -91,6 +94,62 @@ static int parse_error(struct ycfg *y, yaml_parser_t *p)
 	return -EINVAL;
 }
 
+/* Depth and width bounded on the event stream, before the document is
+ * built: libyaml's scanner does work proportional to the nesting depth for
+ * every token, so a 40k-deep file costs seconds; aborting at the first event
+ * past YCFG_MAX_DEPTH keeps the cost linear in the input. */
+static int check_structure(struct ycfg *y, const char *text, size_t len)
+{
+	yaml_parser_t p;
+	if (!yaml_parser_initialize(&p)) {
+		diag_add(y->diags, DIAG_ERROR, y->file, 0, 0, "", "yaml-memory",
+			 "cannot initialise the YAML parser");
+		return -ENOMEM;
+	}
+	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+	size_t width[YCFG_MAX_DEPTH + 1];
+	bool is_map[YCFG_MAX_DEPTH + 1];
+	int depth = 0, rc = 0;
+	for (;;) {
+		yaml_event_t ev;
+		if (!yaml_parser_parse(&p, &ev))
+			break; /* the loader reports syntax errors with their context */
+		yaml_event_type_t t = ev.type;
+		int line = (int)ev.start_mark.line + 1, col = (int)ev.start_mark.column + 1;
+		yaml_event_delete(&ev);
+		if (t == YAML_STREAM_END_EVENT)
+			break;
+		bool node = t == YAML_SCALAR_EVENT || t == YAML_ALIAS_EVENT ||
+			    t == YAML_SEQUENCE_START_EVENT || t == YAML_MAPPING_START_EVENT;
+		/* a mapping holds two nodes per entry (key and value) */
+		if (node && depth > 0 &&
+		    ++width[depth] > (is_map[depth] ? 2u : 1u) * YCFG_MAX_ENTRIES) {
+			diag_add(y->diags, DIAG_ERROR, y->file, line, col, "", "yaml-width",
+				 "more than %d entries in one %s (limit %d)", YCFG_MAX_ENTRIES,
+				 is_map[depth] ? "mapping" : "list", YCFG_MAX_ENTRIES);
+			rc = -E2BIG;
+			break;
+		}
+		if (t == YAML_SEQUENCE_START_EVENT || t == YAML_MAPPING_START_EVENT) {
+			if (depth == YCFG_MAX_DEPTH) {
+				diag_add(y->diags, DIAG_ERROR, y->file, line, col, "", "yaml-depth",
+					 "nested deeper than %d levels (limit %d)", YCFG_MAX_DEPTH,
+					 YCFG_MAX_DEPTH);
+				rc = -E2BIG;
+				break;
+			}
+			depth++;
+			width[depth] = 0;
+			is_map[depth] = t == YAML_MAPPING_START_EVENT;
+		} else if ((t == YAML_SEQUENCE_END_EVENT || t == YAML_MAPPING_END_EVENT) &&
+			   depth > 0) {
+			depth--;
+		}
+	}
+	yaml_parser_delete(&p);
+	return rc;
+}
+
 int ycfg_load_string(struct ycfg *y, const char *name, const char *text, size_t len,
 		     struct diag_list *diags)
 {
@@ -100,6 +159,9 @@ int ycfg_load_string(struct ycfg *y, const char *name, const char *text, size_t 
 	if (!y->file)
 		return -ENOMEM;
 
+	int rc = check_structure(y, text, len);
+	if (rc)
+		return rc;
 	yaml_parser_t p;
 	if (!yaml_parser_initialize(&p)) {
 		diag_add(diags, DIAG_ERROR, y->file, 0, 0, "", "yaml-memory",
@@ -107,7 +169,6 @@ int ycfg_load_string(struct ycfg *y, const char *name, const char *text, size_t 
 		return -ENOMEM;
 	}
 	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
-	int rc = 0;
 	if (!yaml_parser_load(&p, &y->doc)) {
 		rc = parse_error(y, &p);
 		goto delete_parser;
@@ -136,56 +197,10 @@ delete_parser:
 
 int ycfg_read_file(const char *path, char **buf, size_t *len, struct diag_list *diags)
 {
-	*buf = NULL;
-	*len = 0;
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		int err = errno;
-		diag_add(diags, DIAG_ERROR, path, 0, 0, "", "file", "cannot open: %s", strerror(err));
-		return -err;
-	}
-	char *b = NULL;
-	size_t n = 0, cap = 0;
-	int rc = 0;
-	for (;;) {
-		/* One byte spare for the terminating NUL. */
-		if (cap - n < 2) {
-			if (cap >= YCFG_MAX_FILE_BYTES) {
-				diag_add(diags, DIAG_ERROR, path, 0, 0, "", "file",
-					 "file larger than %u bytes", YCFG_MAX_FILE_BYTES);
-				rc = -EFBIG;
-				goto free_buf;
-			}
-			cap = cap ? cap * 2 : 4096;
-			char *nb = realloc(b, cap);
-			if (!nb) {
-				rc = -ENOMEM;
-				goto free_buf;
-			}
-			b = nb;
-		}
-		size_t got = fread(b + n, 1, cap - n - 1, f);
-		n += got;
-		if (got == 0) {
-			if (ferror(f)) {
-				int err = errno ? errno : EIO;
-				diag_add(diags, DIAG_ERROR, path, 0, 0, "", "file", "cannot read: %s",
-					 strerror(err));
-				rc = -err;
-				goto free_buf;
-			}
-			break;
-		}
-	}
-	fclose(f);
-	b[n] = '\0';
-	*buf = b;
-	*len = n;
-	return 0;
-
-free_buf:
-	free(b);
-	fclose(f);
+	struct fsafe_err e;
+	int rc = fsafe_read_all(path, YCFG_MAX_FILE_BYTES, YCFG_MAX_LINE, buf, len, &e);
+	if (rc)
+		diag_add(diags, DIAG_ERROR, path, e.line, 0, "", "file", "%s", e.msg);
 	return rc;
 }
 
@@ -339,6 +354,46 @@ const char *ycfg_closest(const char *word, const char *const *names)
 	return best_d <= limit ? best : NULL;
 }
 
+struct key_ref {
+	const char *name;
+	size_t idx;
+};
+
+static int key_ref_cmp(const void *a, const void *b)
+{
+	const struct key_ref *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+	return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* first[i]: the index of the first pair with pair i's key (i itself when it
+ * is the first). Sorting, not comparing each key with every earlier one:
+ * 40k keys stay milliseconds. NULL on no memory (duplicates then go
+ * unreported; the readers take the first). */
+static size_t *first_of_keys(struct ycfg *y, const yaml_node_pair_t *pairs, size_t n)
+{
+	size_t *first = malloc((n ? n : 1) * sizeof(*first));
+	struct key_ref *refs = malloc((n ? n : 1) * sizeof(*refs));
+	size_t m = 0;
+	if (!first || !refs) {
+		free(first);
+		free(refs);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		first[i] = i;
+		yaml_node_t *k = yaml_document_get_node(&y->doc, pairs[i].key);
+		if (k && k->type == YAML_SCALAR_NODE)
+			refs[m++] = (struct key_ref){ scalar(k), i };
+	}
+	qsort(refs, m, sizeof(*refs), key_ref_cmp);
+	for (size_t j = 1; j < m; j++)
+		if (!strcmp(refs[j].name, refs[j - 1].name))
+			first[refs[j].idx] = first[refs[j - 1].idx];
+	free(refs);
+	return first;
+}
+
 int ycfg_check_keys(struct ycfg *y, yaml_node_t *map, const char *path,
 		    const char *const *allowed)
 {
@@ -348,6 +403,8 @@ int ycfg_check_keys(struct ycfg *y, yaml_node_t *map, const char *path,
 		return 1;
 	int problems = 0;
 	char kp[256], names[512];
+	yaml_node_pair_t *pairs = map->data.mapping.pairs.start;
+	size_t *first = first_of_keys(y, pairs, (size_t)(map->data.mapping.pairs.top - pairs));
 	for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
 	     p++) {
 		yaml_node_t *k = yaml_document_get_node(&y->doc, p->key);
@@ -362,7 +419,9 @@ int ycfg_check_keys(struct ycfg *y, yaml_node_t *map, const char *path,
 		for (size_t i = 0; allowed[i]; i++)
 			if (strcmp(allowed[i], name) == 0)
 				known = true;
-		if (!known) {
+		if (!known && y->diags && y->diags->n >= DIAG_MAX) {
+			problems++; /* the list is full: no suggestion to compute */
+		} else if (!known) {
 			const char *sug = ycfg_closest(name, allowed);
 			if (sug)
 				ycfg_error(y, k, ycfg_join(kp, sizeof(kp), path, name), "unknown-key",
@@ -374,19 +433,16 @@ int ycfg_check_keys(struct ycfg *y, yaml_node_t *map, const char *path,
 					   strjoin(names, sizeof(names), allowed, ", "));
 			problems++;
 		}
-		for (yaml_node_pair_t *q = map->data.mapping.pairs.start; q < p; q++) {
-			yaml_node_t *k0 = yaml_document_get_node(&y->doc, q->key);
-			if (k0 && k0->type == YAML_SCALAR_NODE && strcmp(scalar(k0), name) == 0) {
-				ycfg_error(y, k, ycfg_join(kp, sizeof(kp), path, name),
-					   "duplicate-key",
-					   "duplicate key '%s' (first given at line %d:%d)", name,
-					   (int)k0->start_mark.line + 1,
-					   (int)k0->start_mark.column + 1);
-				problems++;
-				break;
-			}
+		size_t i = (size_t)(p - map->data.mapping.pairs.start);
+		if (first && first[i] != i) {
+			yaml_node_t *k0 = yaml_document_get_node(&y->doc, pairs[first[i]].key);
+			ycfg_error(y, k, ycfg_join(kp, sizeof(kp), path, name), "duplicate-key",
+				   "duplicate key '%s' (first given at line %d:%d)", name,
+				   (int)k0->start_mark.line + 1, (int)k0->start_mark.column + 1);
+			problems++;
 		}
 	}
+	free(first);
 	return problems;
 }
 
@@ -461,7 +517,9 @@ static int node_double(struct ycfg *y, const yaml_node_t *n, const char *path, c
 			   describe(n, got, sizeof(got)));
 		return -EINVAL;
 	}
-	if (!isfinite(v) || errno == ERANGE) {
+	/* ERANGE on underflow (4.9e-324, 1e-400) is a tiny finite value,
+	 * checked against the range like any other; only overflow is not finite. */
+	if (!isfinite(v) || (errno == ERANGE && fabs(v) > 1.0)) {
 		ycfg_error(y, n, path, "range", "expected a finite number, got %s",
 			   describe(n, got, sizeof(got)));
 		return -EINVAL;

@@ -21,6 +21,11 @@
 
 #include "common/diag.h"
 
+/* Structure bounds, checked on the event stream before the document is built
+ * (an error naming the limit at the file:line:col where it is passed). */
+#define YCFG_MAX_DEPTH 64
+#define YCFG_MAX_ENTRIES 100000 /* items of one list, keys of one mapping */
+
 struct ycfg {
 	yaml_document_t doc;
 	bool loaded;
@@ -33,8 +38,10 @@ struct ycfg {
  * Call ycfg_fini afterwards whatever the result. */
 int ycfg_load_file(struct ycfg *y, const char *path, struct diag_list *diags);
 /* The whole file into *buf (malloc'd, NUL-terminated, *len without the NUL;
- * caller frees), for callers that need the bytes too (hashing). Same limit
- * (16 MiB) and diags as ycfg_load_file; on error *buf is NULL. */
+ * caller frees), for callers that need the bytes too (hashing). Read with
+ * fsafe_read_all: a regular file only (a FIFO, directory or device is an
+ * error, never a hang), at most 1 MiB, lines at most 64 KiB; same diags as
+ * ycfg_load_file; on error *buf is NULL. */
 int ycfg_read_file(const char *path, char **buf, size_t *len, struct diag_list *diags);
 int ycfg_load_string(struct ycfg *y, const char *name, const char *text, size_t len,
 		     struct diag_list *diags);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/datapath.h"
+#include "common/fsafe.h"
 #include "common/ycfg.h"
 #include "governor/budget.h"
 #include "governor/metrics.h"
@@ -165,7 +166,14 @@ static void read_device(struct ctx *x, yaml_node_t *e, const char *path, struct 
 	if (!ycfg_is_map(x->y, e, path))
 		return;
 	ycfg_check_keys(x->y, e, path, dev_keys);
-	ycfg_string(x->y, e, path, "name", true, d->name, sizeof(d->name));
+	struct fsafe_err fe;
+	if (ycfg_string(x->y, e, path, "name", true, d->name, sizeof(d->name)) == 0 && d->name[0] &&
+	    !fsafe_name_ok(d->name, sizeof(d->name) - 1, &fe)) {
+		/* it names the decision log file and metrics labels */
+		ycfg_error(x->y, ycfg_get(x->y, e, "name"), ycfg_join(kp, sizeof(kp), path, "name"),
+			   "range", "device name %s", fe.msg);
+		d->name[0] = '\0';
+	}
 	int b = -1;
 	if (ycfg_enum(x->y, e, path, "backend", true, known, &b) == 0 && b >= 0)
 		snprintf(d->backend, sizeof(d->backend), "%s", known[b]);

@@ -7,11 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/fsafe.h"
 #include "common/log.h"
 #include "governor/fleet_daemon.h"
 #include "governor/sim.h"
@@ -87,6 +90,64 @@ int daemon_plan_load(const char *config_path, struct daemon_plan *out, struct di
 	return rc;
 }
 
+/* What would fail at start, judged without opening a device (govd --check
+ * runs as ExecStartPre, beside nothing it may disturb). */
+int daemon_plan_check(const struct daemon_plan *p, struct diag_list *diags)
+{
+	const struct config *c = p->cfg;
+	int rc = 0;
+	for (size_t i = 0; i < c->n_devices; i++) {
+		const struct config_device *d = &c->dev[i];
+		char kp[64];
+		for (size_t k = 0; k < d->n_opts; k++) {
+			if (strcmp(d->keys[k], "slices"))
+				continue;
+			/* the serving backend refuses a slice listed twice at open */
+			char names[HAL_MAX_SLICES + 1][HAL_NAME_LEN];
+			size_t n = 0;
+			for (const char *q = d->values[k]; *q && n <= HAL_MAX_SLICES;) {
+				while (*q == ' ' || *q == ',')
+					q++;
+				size_t len = strcspn(q, ",");
+				while (len && q[len - 1] == ' ')
+					len--;
+				if (!len)
+					break;
+				snprintf(names[n], HAL_NAME_LEN, "%.*s", (int)len, q);
+				for (size_t j = 0; j < n; j++)
+					if (!strcmp(names[j], names[n])) {
+						snprintf(kp, sizeof(kp), "devices[%zu].options.slices", i);
+						diag_add(diags, DIAG_ERROR, c->path, d->line, d->col, kp,
+							 "duplicate-slice", "slice '%s' listed twice",
+							 names[n]);
+						rc = -EINVAL;
+					}
+				n++;
+				q += strcspn(q, ",");
+			}
+		}
+		/* A meter (modbus) offers nothing settable: its limits are all
+		 * zero, and a controller that needs a clock range refuses them. */
+		const struct controller_ops *ctl = controller_find(p->pol[i]->control.controller);
+		if (!strcmp(d->backend, "modbus") && ctl && ctl->init) {
+			struct hal_limits zero;
+			void *st = NULL;
+			memset(&zero, 0, sizeof(zero));
+			if (ctl->init(&st, p->pol[i], &zero)) {
+				snprintf(kp, sizeof(kp), "devices[%zu].backend", i);
+				diag_add(diags, DIAG_ERROR, c->path, d->line, d->col, kp, "meter-controller",
+					 "device %s is a modbus meter (nothing settable) but its policy %s "
+					 "runs controller %s, which needs a settable clock range",
+					 d->name, p->pol[i]->name, ctl->name);
+				rc = -EINVAL;
+			} else if (ctl->fini) {
+				ctl->fini(st);
+			}
+		}
+	}
+	return rc;
+}
+
 /* ---- clock ---- */
 
 static uint64_t mono_now_ms(void *ctx)
@@ -153,13 +214,35 @@ static void make_dry(struct daemon_dev *dd)
 
 /* ---- governors ---- */
 
+/* The decision log's write health, once per episode in the journal: the
+ * first failed write warns, the first good one after says how many records
+ * were lost (logrot drops them whole, so the file stays valid JSONL). */
+static void log_health(struct daemon_dev *dd)
+{
+	if (!dd->log)
+		return;
+	bool failing = logrot_failing(dd->log);
+	if (failing && !dd->log_failing)
+		log_warn("%s: decision log: writes failing (%s); records are dropped whole until "
+			 "they succeed (govd_decision_log_write_errors_total)",
+			 dd->cfg->name, strerror(-logrot_last_error(dd->log)));
+	else if (!failing && dd->log_failing)
+		log_notice("%s: decision log: writes succeed again; %llu record(s) lost in all",
+			   dd->cfg->name, (unsigned long long)logrot_dropped(dd->log));
+	dd->log_failing = failing;
+}
+
 /* After each period of a device: its metrics from the governor's state. */
 static int on_period(void *ctx, const struct gov_period *p)
 {
 	struct daemon_dev *dd = ctx;
 	struct daemon *d = dd->d;
-	if (d->snap && dd->metrics_idx >= 0)
+	log_health(dd);
+	if (d->snap && dd->metrics_idx >= 0) {
 		metrics_device_update(&d->snap->dev[dd->metrics_idx], dd->g, p, 0);
+		if (dd->log)
+			d->snap->dev[dd->metrics_idx].log_write_errors = logrot_errors(dd->log);
+	}
 	fault_episodes_period(&dd->episodes, dd->cfg->name, p);
 	return 0;
 }
@@ -244,6 +327,12 @@ static int write_state(struct daemon *d, struct diag_list *diags)
 int daemon_restore_state(const char *state_file, bool *found, struct statefile_result *res,
 			 struct diag_list *diags)
 {
+	return daemon_restore_for(state_file, NULL, found, res, diags);
+}
+
+int daemon_restore_for(const char *state_file, const struct config *cfg, bool *found,
+		       struct statefile_result *res, struct diag_list *diags)
+{
 	json_t *doc;
 	memset(res, 0, sizeof(*res));
 	*found = false;
@@ -253,10 +342,29 @@ int daemon_restore_state(const char *state_file, bool *found, struct statefile_r
 	if (rc)
 		return rc;
 	*found = true;
-	rc = statefile_restore(doc, res, diags);
+	rc = statefile_restore(doc, cfg, res, diags);
 	json_decref(doc);
 	if (rc == 0)
 		rc = statefile_remove(state_file);
+	return rc;
+}
+
+int daemon_check_dirs(const struct config *c, struct diag_list *diags)
+{
+	struct fsafe_err e;
+	const char *what = "state file";
+	int rc = fsafe_private_dir_of(c->state_file, 0700, &e);
+	if (!rc && c->declog.dir[0]) {
+		what = "decision log";
+		rc = fsafe_private_dir(c->declog.dir, 0750, &e);
+	}
+	if (!rc && c->control.enabled) {
+		what = "control socket";
+		rc = fsafe_private_dir_of(c->control.socket, 0750, &e);
+	}
+	if (rc)
+		diag_add(diags, DIAG_ERROR, c->path, 0, 0, "", "directory",
+			 "%s directory refused: %s; not starting", what, e.msg);
 	return rc;
 }
 
@@ -474,7 +582,7 @@ int daemon_init(struct daemon *d, const char *config_path, bool dry_run,
 	int rc;
 
 	memset(d, 0, sizeof(*d));
-	d->tfd = d->sfd = -1;
+	d->tfd = d->sfd = d->lock_fd = -1;
 	if (hooks)
 		d->hooks = *hooks;
 	d->clock.ops = &mono_ops;
@@ -488,6 +596,14 @@ int daemon_init(struct daemon *d, const char *config_path, bool dry_run,
 	d->dry_run_cli = dry_run;
 	d->dry_run = dry_run || c->dry_run;
 
+	/* Nothing is read, restored or created before these: the directories
+	 * are govd's alone, and no live instance runs these devices. */
+	if ((rc = daemon_check_dirs(c, diags)))
+		goto err_plan;
+	long holder;
+	if ((rc = statefile_lock(c->state_file, &d->lock_fd, &holder, diags)))
+		goto err_plan;
+
 	/* A state file left behind: a run ended without restoring. Its
 	 * originals are the true ones; recording the devices as they are now
 	 * would lose them, so a failed restore stops the start. */
@@ -499,7 +615,7 @@ int daemon_init(struct daemon *d, const char *config_path, bool dry_run,
 	} else {
 		bool found;
 		struct statefile_result res;
-		rc = daemon_restore_state(c->state_file, &found, &res, diags);
+		rc = daemon_restore_for(c->state_file, c, &found, &res, diags);
 		if (rc && !found) {
 			/* Damaged or unreadable: its originals are unknown, so
 			 * recording the devices as they are now could make a
@@ -523,11 +639,6 @@ int daemon_init(struct daemon *d, const char *config_path, bool dry_run,
 				 res.restored, c->state_file);
 	}
 
-	if (c->declog.dir[0] && (rc = sim_mkdirs(c->declog.dir))) {
-		diag_add(diags, DIAG_ERROR, c->declog.dir, 0, 0, "", "io",
-			 "cannot create the decision-log directory: %s", strerror(-rc));
-		goto err_plan;
-	}
 	d->dev = calloc(c->n_devices, sizeof(*d->dev));
 	if (!d->dev) {
 		rc = -ENOMEM;
@@ -610,6 +721,8 @@ err_devs:
 	d->dev = NULL;
 	d->n = 0;
 err_plan:
+	statefile_unlock(d->lock_fd);
+	d->lock_fd = -1;
 	daemon_plan_free(&d->plan);
 	return rc;
 }
@@ -628,8 +741,13 @@ int daemon_restore_all(struct daemon *d)
 				strerror(-rc), why && why[0] ? ": " : "", why ? why : "");
 			failed++;
 		}
-		if (dd->log)
+		if (dd->log) {
 			fflush(logrot_file(dd->log));
+			log_health(dd);
+			if (dd->log_failing)
+				log_err("%s: decision log: the restore record could not be written",
+					dd->cfg->name);
+		}
 	}
 	if (failed)
 		return -EIO;
@@ -665,6 +783,8 @@ void daemon_fini(struct daemon *d)
 	if (d->sfd >= 0)
 		close(d->sfd);
 	d->tfd = d->sfd = -1;
+	statefile_unlock(d->lock_fd); /* after the restore: the devices are free */
+	d->lock_fd = -1;
 	daemon_plan_free(&d->plan);
 }
 
@@ -800,6 +920,151 @@ int daemon_tick(struct daemon *d)
 
 /* ---- reload ---- */
 
+/* ---- reload: parsing off the loop ---- */
+
+/* A reload's parse runs in a thread: a huge or hostile policy costs that
+ * thread, not the periods. The loop waits for it while still ticking and
+ * reading signals; SIGTERM abandons it (the thread frees its own result),
+ * and so does the time bound. */
+struct reload_job {
+	pthread_mutex_t mu;
+	bool done, abandoned;
+	int efd;
+	char *path;
+	struct daemon_plan plan;
+	struct diag_list diags;
+	int rc;
+};
+
+static void job_free(struct reload_job *j)
+{
+	if (j->rc == 0)
+		daemon_plan_free(&j->plan);
+	diag_clear(&j->diags);
+	close(j->efd);
+	free(j->path);
+	pthread_mutex_destroy(&j->mu);
+	free(j);
+}
+
+static void *reload_thread(void *arg)
+{
+	struct reload_job *j = arg;
+	int rc = daemon_plan_load(j->path, &j->plan, &j->diags);
+	pthread_mutex_lock(&j->mu);
+	j->rc = rc;
+	j->done = true;
+	bool abandoned = j->abandoned;
+	uint64_t one = 1;
+	if (!abandoned) {
+		ssize_t w = write(j->efd, &one, sizeof(one)); /* cannot fail: a counter */
+		(void)w;
+	}
+	pthread_mutex_unlock(&j->mu);
+	if (abandoned)
+		job_free(j);
+	return NULL;
+}
+
+/* The loop's own work while it waits: periods and signals. */
+static void on_timer(struct daemon *d);
+
+static int plan_load_off_loop(struct daemon *d, const char *path, struct daemon_plan *out,
+			      struct diag_list *diags)
+{
+	struct reload_job *j = calloc(1, sizeof(*j));
+	if (!j)
+		return -ENOMEM;
+	pthread_mutex_init(&j->mu, NULL);
+	j->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	j->path = strdup(path);
+	j->rc = -EINTR;
+	pthread_t th;
+	pthread_attr_t at;
+	if (j->efd < 0 || !j->path || pthread_attr_init(&at)) {
+		j->rc = -ENOMEM;
+		job_free(j);
+		return -ENOMEM;
+	}
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	int e = pthread_create(&th, &at, reload_thread, j);
+	pthread_attr_destroy(&at);
+	if (e) {
+		job_free(j);
+		return -e;
+	}
+	uint64_t t0 = govd_mono_ms();
+	int rc = 0;
+	for (;;) {
+		struct pollfd pfd[3] = { { .fd = j->efd, .events = POLLIN },
+					 { .fd = d->tfd, .events = POLLIN },
+					 { .fd = d->sfd, .events = POLLIN } };
+		uint64_t now = govd_mono_ms();
+		if (now - t0 >= DAEMON_RELOAD_PARSE_MAX_MS) {
+			diag_add(diags, DIAG_ERROR, path, 0, 0, "", "reload-timeout",
+				 "parsing the config and its policies took longer than %d ms; "
+				 "reload abandoned",
+				 DAEMON_RELOAD_PARSE_MAX_MS);
+			rc = -ETIMEDOUT;
+			break;
+		}
+		int n = poll(pfd, d->tfd >= 0 ? 3 : 1, (int)(DAEMON_RELOAD_PARSE_MAX_MS - (now - t0)));
+		if (n < 0 && errno != EINTR) {
+			rc = -errno;
+			break;
+		}
+		if (n <= 0)
+			continue;
+		if (pfd[0].revents & POLLIN)
+			break;
+		if (d->tfd >= 0 && (pfd[2].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+			while (read(d->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+				if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+					log_notice("%s from pid %u during a reload: abandoning it, "
+						   "restoring and stopping",
+						   si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT",
+						   si.ssi_pid);
+					d->stop = true;
+				} else if (si.ssi_signo == SIGHUP) {
+					log_notice("SIGHUP from pid %u: a reload is already running",
+						   si.ssi_pid);
+				}
+			}
+			if (d->stop) {
+				diag_add(diags, DIAG_ERROR, path, 0, 0, "", "reload-abandoned",
+					 "stopping: reload abandoned");
+				rc = -ECANCELED;
+				break;
+			}
+		}
+		if (d->tfd >= 0 && (pfd[1].revents & POLLIN))
+			on_timer(d); /* periods go on while the thread parses */
+	}
+	pthread_mutex_lock(&j->mu);
+	bool done = j->done;
+	if (!done || rc)
+		j->abandoned = true;
+	pthread_mutex_unlock(&j->mu);
+	if (!done)
+		return rc; /* the thread frees the job when it ends */
+	if (rc) {
+		job_free(j);
+		return rc;
+	}
+	for (size_t i = 0; i < j->diags.n; i++) {
+		const struct diag *g = &j->diags.v[i];
+		diag_add(diags, g->sev, g->file, g->line, g->col, g->path, g->code, "%s", g->msg);
+	}
+	rc = j->rc;
+	if (rc == 0) {
+		*out = j->plan;
+		j->rc = -1; /* ownership moved: job_free must not free it */
+	}
+	job_free(j);
+	return rc;
+}
+
 int daemon_reload(struct daemon *d, struct diag_list *diags)
 {
 	struct daemon_plan np;
@@ -807,7 +1072,7 @@ int daemon_reload(struct daemon *d, struct diag_list *diags)
 	char why[512];
 	int rc;
 
-	rc = daemon_plan_load(d->plan.cfg->path, &np, diags);
+	rc = plan_load_off_loop(d, d->plan.cfg->path, &np, diags);
 	if (rc)
 		return rc;
 	const struct config *oc = d->plan.cfg, *nc = np.cfg;

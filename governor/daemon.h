@@ -52,6 +52,7 @@ struct daemon_dev {
 	struct governor *g;         /* NULL until initialised */
 	const struct config_device *cfg; /* in d->plan.cfg */
 	struct logrot *log;
+	bool log_failing;           /* a decision-log write-failure episode is on */
 	uint32_t grant_mw;          /* node budget share in force; 0: none */
 	struct fault_episodes episodes; /* peer and sensor faults in the journal (faultlog.h) */
 };
@@ -94,6 +95,7 @@ struct daemon {
 	struct govd_clock clock;    /* CLOCK_MONOTONIC, ms */
 	uint64_t start_ms;
 	int tfd, sfd;
+	int lock_fd; /* the instance lock on the state file (statefile_lock) */
 	bool state_written;
 	bool stop;
 	int exit_code;
@@ -126,6 +128,9 @@ int daemon_tick(struct daemon *d);
 /* SIGHUP: config + policies as a transaction; the old stay on any error
  * (diags say why). 0 or -errno. */
 int daemon_reload(struct daemon *d, struct diag_list *diags);
+/* A reload parses its files in a thread for at most this long; the loop
+ * keeps ticking and a SIGTERM meanwhile abandons the reload and stops. */
+#define DAEMON_RELOAD_PARSE_MAX_MS 10000
 /* Restores every device, removes the state file when all were restored.
  * 0 or -EIO. Idempotent. */
 int daemon_restore_all(struct daemon *d);
@@ -140,5 +145,18 @@ int daemon_add_fd(struct daemon *d, int fd, daemon_fd_cb cb, void *ctx);
  * says whether there was a file. Diags name what failed. */
 int daemon_restore_state(const char *state_file, bool *found, struct statefile_result *res,
 			 struct diag_list *diags);
+/* The same with the config whose devices the entries must name (their
+ * backend and options come from cfg, never from the file alone); NULL: the
+ * recorded ones (a state file the caller checked). */
+int daemon_restore_for(const char *state_file, const struct config *cfg, bool *found,
+		       struct statefile_result *res, struct diag_list *diags);
+/* Checks of a loaded plan that would otherwise fail only at start (a slice
+ * listed twice in a device's options, a meter under a controller that needs
+ * clocks), without opening any device; govd --check. 0 or -EINVAL + diags. */
+int daemon_plan_check(const struct daemon_plan *p, struct diag_list *diags);
+/* The directories govd writes (state file's, decision log, control
+ * socket's): created private when absent, else owned by govd's user and not
+ * writable by group/others; a diag names the one that is not. */
+int daemon_check_dirs(const struct config *c, struct diag_list *diags);
 
 #endif

@@ -56,6 +56,8 @@ static int check(const char *path)
 		for (size_t i = 0; i < p.cfg->n_devices; i++)
 			if (!hal_backend_find(p.cfg->dev[i].backend, &dl))
 				rc = -ENOTSUP;
+		if (!rc)
+			rc = daemon_plan_check(&p, &dl);
 	}
 	print_diags(&dl);
 	diag_clear(&dl);

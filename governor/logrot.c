@@ -29,7 +29,19 @@ struct logrot {
 	char *line_start; /* bytes of the current line so far, for header detection */
 	size_t ls_len;
 	uint64_t rotations, errors;
-	int first_err;
+	int first_err, last_err;
+	/* Write-failure handling (a full disk): line_end is the offset just
+	 * after the last complete line on disk; a failed write is cut back to
+	 * it, the rest of that record is dropped (dropping), and the next one
+	 * starts on a clean line. need_nl: the cut failed, so a newline goes
+	 * first. failing: the latest write failed (cleared by a good one). */
+	uint64_t line_end;
+	bool dropping, need_nl, failing;
+	uint64_t dropped;
+	/* A rotation that failed is retried only after this size (backoff
+	 * doubling), so a stuck one does not run, or write a header, every
+	 * period. */
+	uint64_t rotate_at, rotate_backoff;
 	FILE *f;
 	char *buf;
 	bool compress;
@@ -41,17 +53,28 @@ extern char **environ;
 
 static int open_fd(struct logrot *l)
 {
-	int fd = open(l->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	/* O_NOFOLLOW: a planted symlink in place of the log is refused, not
+	 * written through (the directory itself is checked by the daemon). */
+	int fd = open(l->path,
+		      O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK,
+		      0640);
 	if (fd < 0)
 		return -errno;
 	struct stat st;
-	if (fstat(fd, &st)) {
-		int rc = -errno;
+	int fl, rc = 0;
+	if (fstat(fd, &st))
+		rc = -errno;
+	else if (!S_ISREG(st.st_mode))
+		rc = -EINVAL; /* a FIFO or device in its place: never block on it */
+	else if ((fl = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK))
+		rc = -errno;
+	if (rc) {
 		close(fd);
 		return rc;
 	}
 	l->fd = fd;
 	l->size = (uint64_t)st.st_size;
+	l->line_end = l->size;
 	return 0;
 }
 
@@ -101,6 +124,7 @@ out:
 static void note_err(struct logrot *l, int rc)
 {
 	l->errors++;
+	l->last_err = rc;
 	if (!l->first_err)
 		l->first_err = rc;
 }
@@ -147,21 +171,44 @@ static void gz_spawn(struct logrot *l)
 
 static int rotate(struct logrot *l)
 {
+	gz_reap(l, true); /* the last gzip works on path.1, which the shift renames */
+	int rc = logrot_shift(l->path, l->keep);
+	if (rc) {
+		/* Nothing moved: keep appending to the same file, no new header,
+		 * and try again only after it grew by the backoff. */
+		note_err(l, rc);
+		l->rotate_backoff = l->rotate_backoff ? l->rotate_backoff * 2 : 64 * 1024;
+		if (l->rotate_backoff > l->max_bytes)
+			l->rotate_backoff = l->max_bytes;
+		l->rotate_at = l->size + l->rotate_backoff;
+		return 0;
+	}
+	l->rotate_backoff = 0;
+	l->rotate_at = 0;
 	close(l->fd);
 	l->fd = -1;
-	gz_reap(l, true);
-	int rc = logrot_shift(l->path, l->keep);
-	if (rc)
-		note_err(l, rc); /* keep logging into whatever path now holds */
 	if (l->compress && l->keep > 0)
-		gz_spawn(l);
+		gz_spawn(l); /* path.1 is the file just closed */
 	rc = open_fd(l);
 	if (rc)
 		return rc;
 	l->rotations++;
 	if (l->header && (rc = fd_write_all(l->fd, l->header, l->header_len)) == 0)
 		l->size += l->header_len;
+	l->line_end = l->size;
 	return rc;
+}
+
+/* A write that failed part-way: the file goes back to its last complete
+ * line, so it never holds a partial one. */
+static void cut_back(struct logrot *l)
+{
+	if (l->fd >= 0 && l->size != l->line_end) {
+		if (ftruncate(l->fd, (off_t)l->line_end) == 0)
+			l->size = l->line_end;
+		else
+			l->need_nl = true; /* the next record starts on a line of its own */
+	}
 }
 
 /* Remembers header lines (a copy of the latest) as they pass: a line is
@@ -203,34 +250,69 @@ static ssize_t cookie_write(void *cookie, const char *p, size_t n)
 {
 	struct logrot *l = cookie;
 	int rc;
+	/* The tail of a record whose start failed: dropped up to its newline,
+	 * reported as written so stdio does not retry it. */
+	if (l->dropping) {
+		const char *nl = memchr(p, '\n', n);
+		if (!nl)
+			return (ssize_t)n;
+		l->dropping = false;
+		size_t skip = (size_t)(nl - p) + 1;
+		if (skip == n)
+			return (ssize_t)n;
+		ssize_t w = cookie_write(cookie, p + skip, n - skip);
+		return w < 0 ? w : (ssize_t)n;
+	}
 	/* A rotation that could not reopen the file (directory gone, disk
 	 * full): try again with each write rather than log nothing until a
 	 * restart. */
 	if (l->fd < 0) {
-		if ((rc = open_fd(l))) {
-			note_err(l, rc);
-			errno = -rc;
-			return -1;
-		}
+		if ((rc = open_fd(l)))
+			goto failed;
 		if (l->size == 0 && l->header &&
 		    (rc = fd_write_all(l->fd, l->header, l->header_len)) == 0)
 			l->size += l->header_len;
+		l->line_end = l->size;
+	}
+	if (l->need_nl) {
+		if ((rc = fd_write_all(l->fd, "\n", 1)))
+			goto failed;
+		l->need_nl = false;
+		l->size++;
+		l->line_end = l->size;
 	}
 	gz_reap(l, false);
 	rc = fd_write_all(l->fd, p, n);
 	if (rc) {
-		note_err(l, rc);
-		errno = -rc;
-		return -1;
+		/* part of it may be on disk: fd_write_all stops at the error */
+		struct stat st;
+		if (l->fd >= 0 && fstat(l->fd, &st) == 0)
+			l->size = (uint64_t)st.st_size;
+		goto failed;
 	}
+	const char *last_nl = n ? memrchr(p, '\n', n) : NULL;
+	if (last_nl)
+		l->line_end = l->size + (uint64_t)(last_nl - p) + 1;
 	l->size += n;
+	l->failing = false;
 	track_header(l, p, n);
 	/* Only between lines: every file holds whole lines. */
-	if (l->max_bytes && l->size >= l->max_bytes && n > 0 && p[n - 1] == '\n') {
+	if (l->max_bytes && l->size >= l->max_bytes && l->size >= l->rotate_at && n > 0 &&
+	    p[n - 1] == '\n') {
 		rc = rotate(l);
 		if (rc)
 			note_err(l, rc);
 	}
+	return (ssize_t)n;
+
+failed:
+	note_err(l, rc);
+	cut_back(l);
+	l->failing = true;
+	l->dropped++;
+	l->dropping = n == 0 || p[n - 1] != '\n';
+	/* The record is lost whole (counted); stdio must not keep it and
+	 * write it again after the cut, so it is reported as written. */
 	return (ssize_t)n;
 }
 
@@ -306,6 +388,21 @@ uint64_t logrot_rotations(const struct logrot *l)
 uint64_t logrot_errors(const struct logrot *l)
 {
 	return l->errors;
+}
+
+int logrot_last_error(const struct logrot *l)
+{
+	return l->last_err ? l->last_err : l->first_err;
+}
+
+bool logrot_failing(const struct logrot *l)
+{
+	return l->failing;
+}
+
+uint64_t logrot_dropped(const struct logrot *l)
+{
+	return l->dropped;
 }
 
 int logrot_close(struct logrot *l)

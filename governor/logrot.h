@@ -32,8 +32,19 @@ int logrot_open(struct logrot **out, const struct logrot_cfg *cfg);
 /* The stream to write; owned by l (do not fclose). */
 FILE *logrot_file(struct logrot *l);
 uint64_t logrot_rotations(const struct logrot *l);
-/* Write errors since open (the stream also sets its error flag). */
+/* Write errors since open. A failed write (disk full) never leaves a partial
+ * line: the file is cut back to its last complete line, the record is
+ * dropped whole (counted in logrot_dropped; the stream sees success, so it
+ * does not retry it after the cut) and the next one starts on a clean line.
+ * A rotation that fails keeps appending to the same file without a new
+ * header and is retried after a growing backoff. */
 uint64_t logrot_errors(const struct logrot *l);
+/* True while the latest write failed (a failing episode); false again after
+ * a write that succeeded. */
+bool logrot_failing(const struct logrot *l);
+uint64_t logrot_dropped(const struct logrot *l);
+/* The latest write error (-errno), 0 when none. */
+int logrot_last_error(const struct logrot *l);
 /* Flushes, closes. 0 or the first -errno seen. */
 int logrot_close(struct logrot *l);
 /* path.(keep-1) -> path.keep, ..., path -> path.1 (the oldest is replaced);

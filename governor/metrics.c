@@ -761,6 +761,8 @@ int metrics_render(const struct metrics_snapshot *s, FILE *f)
 		}
 	DEV_COUNTER("govd_actuation_errors_total", "Periods in which a device write failed.",
 		    actuate_errors);
+	DEV_COUNTER("govd_decision_log_write_errors_total",
+		    "Decision-log writes that failed (the record is dropped whole).", log_write_errors);
 	fflush(f);
 	return ferror(f) ? -EIO : 0;
 }

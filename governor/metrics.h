@@ -112,6 +112,7 @@ struct metrics_device {
 	/* INT8 quality gate per slice: open now, and open -> closed transitions. */
 	bool gate_open[HAL_MAX_SLICES];
 	uint64_t gate_closures[HAL_MAX_SLICES];
+	uint64_t log_write_errors;         /* decision-log writes that failed (daemon) */
 	struct metrics_dev_acc acc;
 };
 

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/fsafe.h"
 #include "common/hist.h"
 #include "governor/governor.h"
 #include "governor/jsonx.h"
@@ -454,9 +455,10 @@ static FILE *open_out(const char *dir, const char *name, struct diag_list *diags
 {
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	FILE *f = fopen(path, "w");
+	struct fsafe_err fe;
+	FILE *f = fsafe_fcreate(path, 0644, true, &fe);
 	if (!f)
-		diag_add(diags, DIAG_ERROR, path, 0, 0, "", "io", "cannot write: %s", strerror(errno));
+		diag_add(diags, DIAG_ERROR, path, 0, 0, "", "io", "%s", fe.msg);
 	return f;
 }
 
@@ -628,7 +630,7 @@ int sim_run(const struct sim_opts *o, struct sim_result *res, struct diag_list *
 		json_t *sum = summary_json(&a, sc, pol, seed, &g, plant->t_s, &meta);
 		char path[4200];
 		snprintf(path, sizeof(path), "%s/summary.json", res->out_dir);
-		if (!sum || json_dump_file(sum, path, JSON_INDENT(2) |
+		if (!sum || jsonx_dump_file(sum, path, JSON_INDENT(2) |
 						      JSON_REAL_PRECISION(SUMMARY_REAL_PRECISION))) {
 			diag_add(diags, DIAG_ERROR, path, 0, 0, "", "io", "cannot write summary");
 			rc = -EIO;

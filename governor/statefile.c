@@ -8,6 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include "common/fsafe.h"
 #include "hal/sysfs_io.h"
 
 #define ORIGINAL_MAX 16384
@@ -100,9 +104,12 @@ int statefile_write(const char *path, const json_t *doc)
 		rc = -ENOMEM;
 		goto free_tmp;
 	}
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	/* A stale or planted state.json.tmp (file or symlink) is unlinked,
+	 * never written through. */
+	struct fsafe_err fe;
+	int fd = fsafe_create(tmp, 0600, true, &fe);
 	if (fd < 0) {
-		rc = -errno;
+		rc = fd;
 		goto free_text;
 	}
 	size_t len = strlen(text), off = 0;
@@ -146,10 +153,23 @@ free_tmp:
 int statefile_read(const char *path, json_t **out, struct diag_list *diags)
 {
 	json_error_t e;
+	struct fsafe_err fe;
 	*out = NULL;
-	if (access(path, F_OK))
-		return -errno;
-	json_t *doc = json_load_file(path, 0, &e);
+	/* Its restore entries direct root writes: only a file this user (or
+	 * root) owns, in a directory no one else can write, is read at all. */
+	int rc = fsafe_trusted_file(path, &fe);
+	if (rc == -ENOENT)
+		return rc;
+	char *text = NULL;
+	size_t len = 0;
+	if (!rc)
+		rc = fsafe_read_all(path, STATEFILE_MAX_BYTES, 0, &text, &len, &fe);
+	if (rc) {
+		diag_add(diags, DIAG_ERROR, path, 0, 0, "", "file", "state file %s", fe.msg);
+		return rc == -ENOENT ? -EIO : rc;
+	}
+	json_t *doc = json_loadb(text, len, 0, &e);
+	free(text);
 	if (!doc) {
 		diag_add(diags, DIAG_ERROR, path, e.line > 0 ? e.line : 0, e.column > 0 ? e.column : 0,
 			 "", "parse", "state file does not parse: %s", e.text);
@@ -167,6 +187,56 @@ int statefile_read(const char *path, json_t **out, struct diag_list *diags)
 	return 0;
 }
 
+int statefile_lock(const char *path, int *fd_out, long *holder, struct diag_list *diags)
+{
+	char lp[4200];
+	*fd_out = -1;
+	*holder = 0;
+	snprintf(lp, sizeof(lp), "%s.lock", path);
+	int fd = open(lp, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+	if (fd < 0) {
+		int err = errno;
+		diag_add(diags, DIAG_ERROR, lp, 0, 0, "", "lock", "cannot open the instance lock: %s",
+			 strerror(err));
+		return -err;
+	}
+	struct stat st;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		diag_add(diags, DIAG_ERROR, lp, 0, 0, "", "lock", "instance lock is not a regular file");
+		close(fd);
+		return -EINVAL;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		int err = errno;
+		char buf[32] = "";
+		ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+		if (n > 0)
+			buf[n] = '\0';
+		*holder = strtol(buf, NULL, 10);
+		if (err == EWOULDBLOCK)
+			diag_add(diags, DIAG_ERROR, lp, 0, 0, "", "lock",
+				 "another govd (pid %ld) holds this state file and its devices; "
+				 "one writer per device: stop it first",
+				 *holder);
+		else
+			diag_add(diags, DIAG_ERROR, lp, 0, 0, "", "lock", "flock: %s", strerror(err));
+		close(fd);
+		return err == EWOULDBLOCK ? -EBUSY : -err;
+	}
+	char pid[32];
+	int n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) == 0 && pwrite(fd, pid, (size_t)n, 0) == n)
+		(void)fsync(fd);
+	*fd_out = fd;
+	return 0;
+}
+
+void statefile_unlock(int fd)
+{
+	if (fd >= 0)
+		close(fd); /* the lock goes with the descriptor; the file stays */
+}
+
 int statefile_remove(const char *path)
 {
 	if (unlink(path)) {
@@ -177,47 +247,130 @@ int statefile_remove(const char *path)
 	return fsync_dir_of(path);
 }
 
-/* The sysfs form: writes in the recorded order, each attempted. */
-static int replay(const char *dev, const json_t *list, struct diag_list *diags)
+/* The device a state entry names, as hal_open wants it: with a config, the
+ * config's own entry of that name (backend and options never come from the
+ * file alone); without one (govctl restore --state on a trusted file), the
+ * recorded backend and options. */
+struct restore_dev {
+	struct hal_dev_cfg cfg;
+	const char *keys[64], *vals[64];
+};
+
+static int restore_dev_cfg(const char *name, const json_t *d, const struct config *config,
+			   struct restore_dev *rd, struct diag_list *diags)
 {
+	memset(rd, 0, sizeof(*rd));
+	rd->cfg.name = name;
+	rd->cfg.keys = rd->keys;
+	rd->cfg.values = rd->vals;
+	const char *backend = json_string_value(json_object_get(d, "backend"));
+	if (config) {
+		for (size_t i = 0; i < config->n_devices; i++) {
+			const struct config_device *cd = &config->dev[i];
+			if (strcmp(cd->name, name))
+				continue;
+			if (!backend || strcmp(cd->backend, backend)) {
+				diag_add(diags, DIAG_ERROR, name, 0, 0, "backend", "restore",
+					 "state file records backend '%s' but the config has '%s'; "
+					 "nothing written",
+					 backend ? backend : "?", cd->backend);
+				return -EINVAL;
+			}
+			config_dev_cfg(cd, &rd->cfg);
+			return 0;
+		}
+		diag_add(diags, DIAG_ERROR, name, 0, 0, "", "restore",
+			 "state file names a device the config does not have; nothing written "
+			 "(restore it with `govctl restore --state` after checking the file)");
+		return -ENODEV;
+	}
+	const char *k;
+	json_t *v;
+	size_t n = 0;
+	json_object_foreach((json_t *)json_object_get(d, "options"), k, v) {
+		if (n == 64 || !json_is_string(v))
+			return -EINVAL;
+		rd->keys[n] = k;
+		rd->vals[n++] = json_string_value(v);
+	}
+	rd->cfg.backend = backend;
+	rd->cfg.n_opts = n;
+	return backend ? 0 : -EINVAL;
+}
+
+/* A value to write back: a short token (a number, "auto", "manual"). */
+static bool value_ok(const char *v)
+{
+	size_t n = strlen(v);
+	if (n == 0 || n > 63)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((v[i] >= '0' && v[i] <= '9') || (v[i] >= 'a' && v[i] <= 'z') ||
+		      (v[i] >= 'A' && v[i] <= 'Z') || v[i] == '_' || v[i] == '-' || v[i] == ' '))
+			return false;
+	return true;
+}
+
+/* The sysfs form: writes in the recorded order, each attempted, but only to
+ * paths the backend itself would write for this device: the device is opened
+ * (read-only) and its own restore list names the allowed paths. A path it
+ * would not write is never written, whatever the file says. */
+static int replay(const char *dev, const struct restore_dev *rd, const json_t *list,
+		  struct diag_list *diags)
+{
+	struct hal_dev hd = { 0 };
+	int rc = hal_open(&hd, &rd->cfg, diags);
+	if (rc)
+		return rc;
+	json_t *mine = NULL;
+	if (hd.ops->get_original) {
+		char *buf = malloc(ORIGINAL_MAX);
+		if (buf && hd.ops->get_original(&hd, buf, ORIGINAL_MAX) == 0)
+			mine = json_loads(buf, 0, NULL);
+		free(buf);
+	}
+	hal_close(&hd); /* nothing written: close restores nothing */
+	const json_t *allowed = json_object_get(mine, "restore");
+	if (!json_is_array(allowed)) {
+		diag_add(diags, DIAG_ERROR, dev, 0, 0, "", "restore",
+			 "backend %s has no write list to check the recorded one against; nothing "
+			 "written",
+			 rd->cfg.backend);
+		json_decref(mine);
+		return -EINVAL;
+	}
 	size_t i;
 	json_t *e;
-	int rc = 0;
 	json_array_foreach(list, i, e) {
 		const char *p = json_string_value(json_object_get(e, "path"));
 		const char *v = json_string_value(json_object_get(e, "value"));
-		int r = p && v ? sysfs_write_str(p, v) : -EINVAL;
+		bool known = false;
+		size_t j;
+		json_t *a;
+		json_array_foreach(allowed, j, a) {
+			const char *ap = json_string_value(json_object_get(a, "path"));
+			if (p && ap && !strcmp(p, ap))
+				known = true;
+		}
+		int r = !p || !v ? -EINVAL : !known ? -EPERM : !value_ok(v) ? -EINVAL
+									    : sysfs_write_str(p, v);
 		if (r) {
-			diag_add(diags, DIAG_ERROR, dev, 0, 0, "", "restore", "restore[%zu] %s = %s: %s",
-				 i, p ? p : "?", v ? v : "?", strerror(-r));
+			diag_add(diags, DIAG_ERROR, dev, 0, 0, "", "restore", "restore[%zu] %s = %s: %s%s",
+				 i, p ? p : "?", v ? v : "?", strerror(-r),
+				 r == -EPERM ? " (not a file this device's backend writes; skipped)" : "");
 			if (!rc)
 				rc = r;
 		}
 	}
+	json_decref(mine);
 	return rc;
 }
 
-static int reopen_and_write(const char *name, const json_t *d, const json_t *orig,
+static int reopen_and_write(const char *name, const struct restore_dev *rd, const json_t *orig,
 			    struct diag_list *diags)
 {
-	const char *keys[64], *vals[64];
-	size_t n = 0;
-	const char *k;
-	json_t *v;
-	json_t *opts = json_object_get(d, "options");
-	json_object_foreach(opts, k, v) {
-		if (n == 64 || !json_is_string(v))
-			return -EINVAL;
-		keys[n] = k;
-		vals[n++] = json_string_value(v);
-	}
-	struct hal_dev_cfg cfg = { .name = name,
-				   .backend = json_string_value(json_object_get(d, "backend")),
-				   .n_opts = n,
-				   .keys = keys,
-				   .values = vals };
 	struct hal_dev dev = { 0 };
-	if (!cfg.backend)
+	if (!rd->cfg.backend)
 		return -EINVAL;
 	/* A damaged record must not reach the device (a limit cast to uint32_t
 	 * from any JSON integer could be anything): refuse it whole. */
@@ -234,7 +387,7 @@ static int reopen_and_write(const char *name, const json_t *d, const json_t *ori
 			 HAL_POWER_MAX_MW, HAL_MAX_SLICES);
 		return -EINVAL;
 	}
-	int rc = hal_open(&dev, &cfg, diags);
+	int rc = hal_open(&dev, &rd->cfg, diags);
 	if (rc)
 		return rc;
 	int r;
@@ -274,7 +427,8 @@ static int reopen_and_write(const char *name, const json_t *d, const json_t *ori
 	return rc;
 }
 
-int statefile_restore(const json_t *doc, struct statefile_result *res, struct diag_list *diags)
+int statefile_restore(const json_t *doc, const struct config *config, struct statefile_result *res,
+		      struct diag_list *diags)
 {
 	size_t i;
 	json_t *d;
@@ -284,15 +438,24 @@ int statefile_restore(const json_t *doc, struct statefile_result *res, struct di
 		const json_t *orig = json_object_get(d, "original");
 		const json_t *list = json_object_get(orig, "restore");
 		int rc;
-		if (!name)
-			name = "?";
+		struct fsafe_err fe;
+		struct restore_dev rd;
 		res->devices++;
+		if (!name || !fsafe_name_ok(name, HAL_NAME_LEN - 1, &fe)) {
+			diag_add(diags, DIAG_ERROR, "?", 0, 0, "name", "restore",
+				 "state file entry %zu has no valid device name%s%s; nothing written", i,
+				 name ? ": " : "", name ? fe.msg : "");
+			res->failed++;
+			continue;
+		}
 		if (!json_is_object(orig))
 			rc = -EINVAL;
+		else if ((rc = restore_dev_cfg(name, d, config, &rd, diags)))
+			;
 		else if (json_is_array(list))
-			rc = replay(name, list, diags);
+			rc = replay(name, &rd, list, diags);
 		else
-			rc = reopen_and_write(name, d, orig, diags);
+			rc = reopen_and_write(name, &rd, orig, diags);
 		if (rc == -EINVAL && !json_is_object(orig))
 			diag_add(diags, DIAG_ERROR, name, 0, 0, "", "restore",
 				 "state file entry has no original settings");

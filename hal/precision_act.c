@@ -19,8 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/fdio.h"
 #include "common/clock.h"
+#include "common/fdio.h"
+#include "common/fsafe.h"
 #include "hal/curl_util.h"
 
 int pact_kind_parse(const char *s, enum pact_kind *out)
@@ -94,46 +95,8 @@ out_free:
 /* The whole of a small file (at most 1 MiB: -EFBIG beyond), malloc'd. */
 static int read_small_file(const char *path, char **buf, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return -errno;
-	size_t cap = 4096, n = 0;
-	char *b = malloc(cap);
-	int rc = 0;
-	if (!b) {
-		rc = -ENOMEM;
-		goto out_close;
-	}
-	for (;;) {
-		if (n == cap) {
-			if (cap >= (1u << 20)) {
-				rc = -EFBIG;
-				break;
-			}
-			char *nb = realloc(b, cap * 2);
-			if (!nb) {
-				rc = -ENOMEM;
-				break;
-			}
-			b = nb;
-			cap *= 2;
-		}
-		size_t r = fread(b + n, 1, cap - n, f);
-		n += r;
-		if (r == 0)
-			break;
-	}
-	if (!rc && ferror(f))
-		rc = -EIO;
-	if (rc) {
-		free(b);
-		b = NULL;
-	}
-out_close:
-	fclose(f);
-	*buf = b;
-	*len = n;
-	return rc;
+	struct fsafe_err e;
+	return fsafe_read_all(path, 1u << 20, 0, buf, len, &e);
 }
 
 int pact_read_applied_file(const char *path, const char *field, uint64_t *gen)

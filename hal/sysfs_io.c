@@ -17,7 +17,8 @@ int sysfs_read_str(const char *path, char *buf, size_t len)
 {
 	if (len == 0)
 		return -EINVAL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO in a (fixture) tree cannot hang the loop */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
 	size_t n = 0;
@@ -58,7 +59,7 @@ int sysfs_read_i64(const char *path, int64_t *out)
 int sysfs_write_str(const char *path, const char *s)
 {
 	/* No O_CREAT: a missing attribute is an error, never a new file. */
-	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
 	size_t len = strlen(s), off = 0;

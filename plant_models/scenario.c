@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/fsafe.h"
 #include "common/ycfg.h"
 #include "plant_models/device.h"
 
@@ -606,6 +607,13 @@ int scenario_load(const char *path, struct scenario **out, struct diag_list *dia
 
 	basename_noext(path, s->name, sizeof(s->name));
 	ycfg_string(&ld.y, root, "", "name", false, s->name, sizeof(s->name));
+	struct fsafe_err fe;
+	if (!fsafe_name_ok(s->name, sizeof(s->name) - 1, &fe)) {
+		/* it names run directories under --out (out/sim/NAME-...) */
+		yaml_node_t *nn = ycfg_get(&ld.y, root, "name");
+		err(&ld, nn ? nn : root, "name", "range", "scenario name %s%s", fe.msg,
+		    nn ? "" : " (the name comes from the file name: set name:)");
+	}
 	ycfg_string(&ld.y, root, "", "description", false, s->description, sizeof(s->description));
 
 	const char *const *presets = plant_preset_names();

@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fsafe.h"
+
 /* Regenerate with tools/fit-workload.py (Azure LLM inference trace 2023, code;
  * Splitwise, ISCA'24; Azure Public Dataset, CC-BY-4.0). */
 const struct generator_params generator_azure_code_fit = {
@@ -151,10 +153,11 @@ static const char *shown(const char *s, size_t len, char *buf, size_t blen)
 int trace_load(const char *path, struct trace **out, struct diag_list *diags)
 {
 	*out = NULL;
-	FILE *f = fopen(path, "r");
+	struct fsafe_err fe;
+	FILE *f = fsafe_fopen_read(path, TRACE_MAX_BYTES, &fe);
 	if (!f) {
 		int err = errno;
-		diag_add(diags, DIAG_ERROR, path, 0, 0, "", "file", "cannot open: %s", strerror(err));
+		diag_add(diags, DIAG_ERROR, path, 0, 0, "", "file", "%s", fe.msg);
 		return -err;
 	}
 	int rc = 0;
@@ -176,9 +179,15 @@ int trace_load(const char *path, struct trace **out, struct diag_list *diags)
 	int64_t first_ns = 0, prev_ns = 0;
 	long prev_line = 0;
 	bool header_seen = false;
-	ssize_t got;
-	while ((got = getline(&line, &lcap, f)) >= 0) {
+	long got;
+	while ((got = fsafe_getline(f, &line, &lcap, TRACE_MAX_LINE)) >= 0 || got == -E2BIG) {
 		lineno++;
+		if (got == -E2BIG) {
+			diag_add(diags, DIAG_ERROR, path, (int)lineno, 0, "", "line-length",
+				 "line longer than %u bytes", TRACE_MAX_LINE);
+			rc = -EFBIG;
+			goto free_line;
+		}
 		size_t len = (size_t)got;
 		while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
 			len--;
@@ -256,12 +265,20 @@ int trace_load(const char *path, struct trace **out, struct diag_list *diags)
 				       "expected a timestamp not before the previous row's (line %ld); "
 				       "got %s, %.7f s earlier",
 				       prev_line, shown(line, l1, fbuf, sizeof(fbuf)),
-				       (double)(prev_ns - ns) * 1e-9))
+				       ((double)prev_ns - (double)ns) * 1e-9)) /* 1900..2200 spans more than int64 ns */
 				break;
 			continue;
 		}
 		if (t->n == 0)
 			first_ns = ns;
+		int64_t since_ns;
+		if (__builtin_sub_overflow(ns, first_ns, &since_ns)) {
+			if (!row_error(&rd, lineno,
+				       "expected a timestamp within 292 years of the first row's; got %s",
+				       shown(line, l1, fbuf, sizeof(fbuf))))
+				break;
+			continue;
+		}
 		prev_ns = ns;
 		prev_line = lineno;
 		/* A request always produces at least one token, and a prompt has at
@@ -287,10 +304,10 @@ int trace_load(const char *path, struct trace **out, struct diag_list *diags)
 			cap = ncap;
 		}
 		t->rows[t->n++] = (struct trace_row){
-			.t_s = (double)(ns - first_ns) * 1e-9, .ctx_tokens = ctx, .gen_tokens = gen};
+			.t_s = (double)since_ns * 1e-9, .ctx_tokens = ctx, .gen_tokens = gen};
 	}
-	if (ferror(f)) {
-		int err = errno ? errno : EIO;
+	if (got == -ENOMEM || ferror(f)) {
+		int err = got == -ENOMEM ? ENOMEM : errno ? errno : EIO;
 		diag_add(diags, DIAG_ERROR, path, (int)lineno, 0, "", "file", "cannot read: %s",
 			 strerror(err));
 		rc = -err;

@@ -6,6 +6,11 @@
  * Deterministic for a seed. Pure model except trace_load, which reads a file. */
 #ifndef GOVD_PLANT_WORKLOAD_H
 #define GOVD_PLANT_WORKLOAD_H
+
+/* Trace bounds (fsafe): a trace is a regular file of at most 256 MiB with
+ * lines of at most 4 KiB (a row is under 100 bytes). */
+#define TRACE_MAX_BYTES (256u * 1024u * 1024u)
+#define TRACE_MAX_LINE 4096u
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

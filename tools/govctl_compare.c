@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/fsafe.h"
 #include "governor/jsonx.h"
 #include "governor/oracle.h"
 #include "governor/policy.h"
@@ -547,7 +548,15 @@ int govctl_compare(int argc, char **argv)
 		char path[4200];
 		json_error_t err;
 		snprintf(path, sizeof(path), "%s/summary.json", jobs[i].dir);
-		json_t *s = json_load_file(path, 0, &err);
+		struct fsafe_err fe;
+		char *text = NULL;
+		size_t tl = 0;
+		json_t *s = NULL;
+		if (fsafe_read_all(path, FSAFE_MAX_BYTES, 0, &text, &tl, &fe))
+			snprintf(err.text, sizeof(err.text), "%.150s", fe.msg);
+		else
+			s = json_loadb(text, tl, 0, &err);
+		free(text);
 		if (!s) {
 			fprintf(stderr, "govctl compare: %s: %s\n", path, err.text);
 			failed = 1;
@@ -580,9 +589,10 @@ int govctl_compare(int argc, char **argv)
 
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/compare.md", out);
-	FILE *md = fopen(path, "w");
+	struct fsafe_err mfe;
+	FILE *md = fsafe_fcreate(path, 0644, true, &mfe);
 	if (!md) {
-		fprintf(stderr, "govctl compare: cannot write %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "govctl compare: %s: %s\n", path, mfe.msg);
 		failed = 1;
 	}
 	printf("%-16s %-20s %9s %8s %8s %10s %9s %10s %7s %9s %6s%s\n", "scenario", "policy",
@@ -675,7 +685,7 @@ int govctl_compare(int argc, char **argv)
 	else
 		json_decref(oracles);
 	snprintf(path, sizeof(path), "%s/compare.json", out);
-	if (json_dump_file(cj, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10))) {
+	if (jsonx_dump_file(cj, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10))) {
 		fprintf(stderr, "govctl compare: cannot write %s\n", path);
 		failed = 1;
 	}

@@ -1110,7 +1110,7 @@ int govctl_report(int argc, char **argv)
 	char path[4200];
 	int bad = 0;
 	snprintf(path, sizeof(path), "%s/report.json", out);
-	if (json_dump_file(rep, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10))) {
+	if (jsonx_dump_file(rep, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10))) {
 		fprintf(stderr, "govctl report: cannot write %s\n", path);
 		bad = 1;
 	}

@@ -10,9 +10,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/fsafe.h"
 #include "governor/opoint.h"
 #include "governor/policy.h"
 #include "tools/govctl_report.h"
+
+/* A decision log is MiBs; rotated files stay under max_bytes. */
+#define RP_LOG_MAX_BYTES (2048ul * 1024 * 1024)
 
 static int fail(char *err, size_t len, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static int fail(char *err, size_t len, int rc, const char *fmt, ...)
@@ -243,18 +247,24 @@ static uint64_t compact_max_gap(json_t *h)
 
 static int read_log(struct rp_run *r, const char *path, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "r");
+	struct fsafe_err fe;
+	FILE *f = fsafe_fopen_read(path, RP_LOG_MAX_BYTES, &fe);
 	if (!f)
-		return fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
+		return fail(err, errlen, -errno, "%s: %s", path, fe.msg);
 	char *line = NULL;
 	size_t cap = 0, lineno = 0, pcap = 0;
-	ssize_t len;
+	long len;
 	int rc = 0;
 	bool header = false;
 	uint64_t compact_gap = 0; /* compact log: the most periods a heartbeat may skip */
 	double prev_seq = -1;
-	while ((len = getline(&line, &cap, f)) > 0) {
+	while ((len = fsafe_getline(f, &line, &cap, FSAFE_MAX_LINE)) > 0 || len == -E2BIG) {
 		lineno++;
+		if (len == -E2BIG) {
+			rc = fail(err, errlen, -EFBIG, "%s:%zu:1: error: line longer than %u bytes",
+				  path, lineno, FSAFE_MAX_LINE);
+			goto out_close;
+		}
 		/* A last line without its newline is a write torn by a crash
 		 * (kill -9): the log is valid up to its last complete line. */
 		if (line[len - 1] != '\n' && feof(f))
@@ -506,6 +516,7 @@ int rp_run_load(const char *path, struct rp_run *r, char *err, size_t errlen)
 	if (stat(path, &st))
 		return fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
 	bool is_dir = S_ISDIR(st.st_mode);
+	struct fsafe_err fe;
 	snprintf(log, sizeof(log), is_dir ? "%s/decisions.jsonl" : "%s", path);
 	snprintf(r->log_path, sizeof(r->log_path), "%s", log);
 	int rc = read_log(r, log, err, errlen);
@@ -517,8 +528,15 @@ int rp_run_load(const char *path, struct rp_run *r, char *err, size_t errlen)
 	if (is_dir) {
 		snprintf(sum, sizeof(sum), "%s/summary.json", path);
 		if (!stat(sum, &st)) {
-			json_error_t je;
-			json_t *s = json_load_file(sum, 0, &je);
+			json_error_t je = { .line = 0 };
+			char *text = NULL;
+			size_t tl = 0;
+			json_t *s = NULL;
+			if (fsafe_read_all(sum, FSAFE_MAX_BYTES, 0, &text, &tl, &fe))
+				snprintf(je.text, sizeof(je.text), "%.150s", fe.msg);
+			else
+				s = json_loadb(text, tl, 0, &je);
+			free(text);
 			if (!s) {
 				rc = fail(err, errlen, -EINVAL, "%s:%d:%d: error: %s", sum, je.line, je.column,
 					  je.text);

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/fsafe.h"
 #include "hal/hal.h"
 #include "tools/govctl_report.h"
 
@@ -19,30 +20,10 @@
 
 static char *slurp(const char *path)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	for (;;) {
-		if (len + 4096 + 1 > cap) {
-			cap = cap ? 2 * cap : 65536;
-			char *nb = realloc(buf, cap);
-			if (!nb) {
-				free(buf);
-				fclose(f);
-				return NULL;
-			}
-			buf = nb;
-		}
-		size_t got = fread(buf + len, 1, 4096, f);
-		len += got;
-		if (got < 4096)
-			break;
-	}
-	fclose(f);
-	buf[len] = '\0';
-	return buf;
+	struct fsafe_err e;
+	char *buf;
+	size_t len;
+	return fsafe_read_all(path, FSAFE_MAX_BYTES, 0, &buf, &len, &e) ? NULL : buf;
 }
 
 /* Count occurrences of pat in s. */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/fsafe.h"
 #include "tools/govctl_report.h"
 
 struct doc {
@@ -711,7 +712,10 @@ static const char css[] =
 
 int rp_render(json_t *rep, const struct rp_plots *plots, const char *path, bool html)
 {
-	FILE *f = fopen(path, "w");
+	/* -o is a path the user names: a planted symlink there is replaced,
+	 * never followed */
+	struct fsafe_err fe;
+	FILE *f = fsafe_fcreate(path, 0644, true, &fe);
 	if (!f)
 		return -errno;
 	struct doc d = { .f = f, .html = html };

@@ -2,12 +2,16 @@
  * in its state file and did not restore (crash, kill -9, failed restore).
  * systemd runs it as ExecStopPost, so it must be quiet and succeed when
  * there is nothing to do. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "common/fsafe.h"
+
 #include "governor/config.h"
 #include "governor/daemon.h"
+#include "governor/statefile.h"
 #include "tools/govctl.h"
 
 static void restore_usage(FILE *f)
@@ -64,13 +68,35 @@ int govctl_restore(int argc, char **argv)
 			return GOVCTL_EXIT_FAIL;
 		}
 		snprintf(path, sizeof(path), "%s", cfg->state_file);
-		config_free(cfg);
 	}
-	bool found;
-	struct statefile_result res;
-	int rc = daemon_restore_state(path, &found, &res, &d);
+	bool found = false;
+	struct statefile_result res = { 0 };
+	int rc = 0, lock_fd = -1;
+	long holder;
+	struct fsafe_err fe;
+	/* Nothing there: nothing to lock or restore (ExecStopPost's usual case).
+	 * Otherwise the file must be trusted (it directs root writes) and no
+	 * live govd may hold it: one writer per device. */
+	int t = fsafe_trusted_file(path, &fe);
+	if (t == -ENOENT)
+		goto done;
+	if (t) {
+		fprintf(stderr, "govctl restore: %s: refused: %s\n", path, fe.msg);
+		config_free(cfg);
+		return GOVCTL_EXIT_FAIL;
+	}
+	if ((rc = statefile_lock(path, &lock_fd, &holder, &d)) == 0)
+		rc = daemon_restore_for(path, cfg, &found, &res, &d);
+	statefile_unlock(lock_fd);
+done:
+	config_free(cfg);
 	govctl_print_diags(&d);
 	diag_clear(&d);
+	if (rc == -EBUSY) {
+		fprintf(stderr, "govctl restore: %s: govd pid %ld is running on it; nothing restored\n",
+			path, holder);
+		return GOVCTL_EXIT_FAIL;
+	}
 	if (rc) {
 		fprintf(stderr, "govctl restore: %s: %zu of %zu device(s) not restored (%s); the state "
 				"file stays\n",

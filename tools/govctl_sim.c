@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "governor/jsonx.h"
 #include "governor/oracle.h"
 #include "governor/sim.h"
 #include "tools/govctl.h"
@@ -70,7 +71,7 @@ static int run_oracle(const struct oracle_opts *oo, const char *out_dir)
 	json_t *j = oracle_json(&r);
 	snprintf(path, sizeof(path), "%s/oracle.json", dir);
 	if ((rc = sim_mkdirs(dir)) || !j ||
-	    json_dump_file(j, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10))) {
+	    jsonx_dump_file(j, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10))) {
 		fprintf(stderr, "govctl sim: cannot write %s\n", path);
 		ret = GOVCTL_EXIT_FAIL;
 	} else {

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fsafe.h"
 #include "tools/govctl.h"
 #include "tools/govctl_report.h"
 
@@ -19,48 +20,10 @@
 
 static int read_all(const char *path, unsigned char **out, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return -errno;
-	size_t cap = 65536, n = 0;
-	unsigned char *buf = malloc(cap);
-	int rc = 0;
-	if (!buf) {
-		rc = -ENOMEM;
-		goto close_file;
-	}
-	for (;;) {
-		if (n == cap) {
-			if (cap >= MAX_SIGNED) {
-				rc = -EFBIG;
-				goto free_buf;
-			}
-			unsigned char *nb = realloc(buf, cap * 2);
-			if (!nb) {
-				rc = -ENOMEM;
-				goto free_buf;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-		size_t got = fread(buf + n, 1, cap - n, f);
-		n += got;
-		if (got == 0) {
-			if (ferror(f))
-				rc = -EIO;
-			break;
-		}
-	}
-	if (rc)
-		goto free_buf;
-	*out = buf;
-	*len = n;
-	fclose(f);
-	return 0;
-free_buf:
-	free(buf);
-close_file:
-	fclose(f);
+	struct fsafe_err e;
+	char *buf;
+	int rc = fsafe_read_all(path, MAX_SIGNED, 0, &buf, len, &e);
+	*out = (unsigned char *)buf;
 	return rc;
 }
 
@@ -104,10 +67,13 @@ static int write_hex(const char *path, const unsigned char *bin, size_t n, mode_
 		return -ENOMEM;
 	sodium_bin2hex(hex, 2 * n + 1, bin, n);
 	strcat(hex, "\n");
-	int fd = open(path, O_WRONLY | O_CREAT | (excl ? O_EXCL | O_NOFOLLOW : O_TRUNC), mode);
+	/* Never through a planted symlink: a replaced .pub or .sig is
+	 * unlinked and created afresh; a secret key is never replaced. */
+	struct fsafe_err fe;
+	int fd = fsafe_create(path, mode, !excl, &fe);
 	int rc = 0;
 	if (fd < 0) {
-		rc = -errno;
+		rc = fd;
 		goto free_hex;
 	}
 	size_t len = strlen(hex);

@@ -303,10 +303,21 @@ static void test_start_restores_leftover(void **st)
 	assert_int_equal(daemon_restore_all(&d), 0);
 	daemon_fini(&d);
 
-	/* a leftover that cannot be restored stops the start and stays */
+	/* the device is reopened with the config's options, never the file's */
 	FILE *f = fopen(state_path, "w");
 	fputs("{\"format\":\"govd-state/1\",\"devices\":[{\"name\":\"gpu0\",\"backend\":\"sim\","
 	      "\"options\":{\"scenario\":\"/nonexistent.yaml\"},\"original\":{\"generic\":true}}]}",
+	      f);
+	fclose(f);
+	assert_int_equal(daemon_init(&d, cfg_path, false, NULL, &dl), 0);
+	assert_int_equal(daemon_restore_all(&d), 0);
+	daemon_fini(&d);
+
+	/* a leftover that cannot be restored (a device the config lacks) stops
+	 * the start and stays */
+	f = fopen(state_path, "w");
+	fputs("{\"format\":\"govd-state/1\",\"devices\":[{\"name\":\"gpu9\",\"backend\":\"sim\","
+	      "\"options\":{},\"original\":{\"generic\":true}}]}",
 	      f);
 	fclose(f);
 	assert_int_equal(daemon_init(&d, cfg_path, false, NULL, &dl), -EIO);

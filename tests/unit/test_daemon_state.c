@@ -103,26 +103,35 @@ static void test_write_read_remove(void **st)
 	unlink(path);
 }
 
-/* The sysfs form: a list of writes replayed in order, each attempted. */
+/* The sysfs form: a list of writes replayed in order, each attempted, each
+ * only to a path the backend itself writes for that device. */
+#define GPU0 "sys/devices/pci0000:00/0000:00:03.1/0000:03:00.0"
 static void test_replay_list(void **st)
 {
-	char a[256], b[256], text[2048], path[256], buf[64];
-	snprintf(a, sizeof(a), "%s/power1_cap", dir);
-	snprintf(b, sizeof(b), "%s/level", dir);
+	char fx[256], a[512], b[512], victim[300], text[4096], path[256], buf[64];
+	snprintf(fx, sizeof(fx), "%s/fx", dir);
+	snprintf(text, sizeof(text), "cp -a tests/data/sysfs/xeon-mi210 %s", fx);
+	assert_int_equal(system(text), 0);
+	snprintf(a, sizeof(a), "%s/" GPU0 "/hwmon/hwmon3/power1_cap", fx);
+	snprintf(b, sizeof(b), "%s/" GPU0 "/power_dpm_force_performance_level", fx);
+	snprintf(victim, sizeof(victim), "%s/victim", dir);
 	snprintf(path, sizeof(path), "%s/replay.json", dir);
 	put(a, "250000000\n");
 	put(b, "manual\n");
+	put(victim, "untouched\n");
 	snprintf(text, sizeof(text),
 		 "{\"format\":\"govd-state/1\",\"devices\":[{\"name\":\"gpu0\",\"backend\":\"sysfs\","
-		 "\"options\":{},\"original\":{\"backend\":\"sysfs\",\"restore\":["
-		 "{\"path\":\"%s\",\"value\":\"300000000\"},{\"path\":\"%s/gone/x\",\"value\":\"1\"},"
+		 "\"options\":{\"root\":\"%s\",\"pci\":\"0000:03:00.0\"},\"original\":{\"backend\":"
+		 "\"sysfs\",\"restore\":["
+		 "{\"path\":\"%s\",\"value\":\"300000000\"},{\"path\":\"%s\",\"value\":\"1\"},"
 		 "{\"path\":\"%s\",\"value\":\"auto\"}]}}]}",
-		 a, dir, b);
+		 fx, a, victim, b);
 	put(path, text);
 	struct diag_list d = { 0 };
 	bool found;
 	struct statefile_result r;
-	/* one write fails: the others still happen, the file stays */
+	/* one entry names a file the backend never writes: skipped, the others
+	 * still happen, the state file stays */
 	assert_int_equal(daemon_restore_state(path, &found, &r, &d), -EIO);
 	assert_true(found);
 	assert_int_equal(r.devices, 1);
@@ -131,10 +140,13 @@ static void test_replay_list(void **st)
 	assert_string_equal(buf, "300000000");
 	get(b, buf, sizeof(buf));
 	assert_string_equal(buf, "auto");
+	get(victim, buf, sizeof(buf));
+	assert_string_equal(buf, "untouched\n");
 	assert_int_equal(access(path, F_OK), 0);
 	assert_int_equal(d.n, 1);
 	assert_string_equal(d.v[0].file, "gpu0");
-	assert_non_null(strstr(d.v[0].msg, "gone/x"));
+	assert_non_null(strstr(d.v[0].msg, "victim"));
+	assert_non_null(strstr(d.v[0].msg, "not a file this device's backend writes"));
 	diag_clear(&d);
 }
 

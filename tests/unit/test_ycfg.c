@@ -78,7 +78,7 @@ static void test_read_file(void **state)
 	assert_int_equal(dl.n, 1);
 	assert_int_equal(ycfg_read_file("tests", &buf, &len, &dl), -EISDIR);
 	assert_null(buf);
-	assert_string_equal(diag_str(&dl, 1), "tests: error: cannot read: Is a directory");
+	assert_string_equal(diag_str(&dl, 1), "tests: error: is a directory, not a regular file");
 	diag_clear(&dl);
 }
 
@@ -114,7 +114,7 @@ static void test_directory_is_read_error(void **state)
 	struct ycfg y;
 	int rc = ycfg_load_file(&y, "tests", &dl);
 	assert_int_equal(rc, -EISDIR);
-	assert_string_equal(diag_str(&dl, 0), "tests: error: cannot read: Is a directory");
+	assert_string_equal(diag_str(&dl, 0), "tests: error: is a directory, not a regular file");
 	ycfg_fini(&y);
 	diag_clear(&dl);
 }
