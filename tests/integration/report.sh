@@ -6,7 +6,7 @@
 #    default scenario gets a measured gain (the govd controller's GO:
 #    report_govd.sh);
 #  - a live decision log alone gives a report with recomputed figures;
-#  - the same runs give byte-identical reports;
+#  - the same runs give byte-identical reports apart from the generation time;
 #  - report.json signed with Ed25519 verifies, and fails once edited;
 #  - report.html renders in headless Chromium to a non-blank screenshot.
 # Exit 77 (skip) when the Azure trace, gnuplot, python3 or chromium is missing.
@@ -46,20 +46,26 @@ python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0 else 1)" "$clamps"
 grep -q 'NO-GO' "$out/r1/report.md"
 grep -q '<svg' "$out/r1/report.html"
 
-# 2. Byte-identical when regenerated from the same runs (into another dir).
-"$gv" report "$out/hot-int8" --baseline "$out/hot-fw" -o "$out/r1b" >/dev/null
+# 2. Byte-identical when regenerated from the same runs (into another dir),
+#    apart from the one line carrying the generation time.
+SOURCE_DATE_EPOCH=2000000000 "$gv" report "$out/hot-int8" --baseline "$out/hot-fw" -o "$out/r1b" >/dev/null
 for f in report.json report.md report.html; do
-	cmp "$out/r1/$f" "$out/r1b/$f"
+	! cmp -s "$out/r1/$f" "$out/r1b/$f" || { echo "FAIL: $f carries no generation time"; exit 1; }
+	[ "$(diff "$out/r1/$f" "$out/r1b/$f" | grep -c '^[<>]')" -eq 2 ] ||
+		{ echo "FAIL: $f differs beyond one line"; diff "$out/r1/$f" "$out/r1b/$f" | head; exit 1; }
+	cmp <(grep -v 'generated_at\|Generated at ' "$out/r1/$f") <(grep -v 'generated_at\|Generated at ' "$out/r1b/$f")
 done
-echo "regenerated report: byte-identical"
+grep -q '"generated_at": "2033-05-18T03:33:20Z"' "$out/r1b/report.json"
+echo "regenerated report: byte-identical apart from the generation time"
 
 # 3. Signing: verify OK, then an edited report fails.
 "$gv" keygen "$out/owner" >/dev/null
 "$gv" report "$out/hot-int8" --baseline "$out/hot-fw" -o "$out/rs" --sign "$out/owner.key" >/dev/null
-cmp "$out/r1/report.json" "$out/rs/report.json"
+cmp <(grep -v generated_at "$out/r1/report.json") <(grep -v generated_at "$out/rs/report.json")
 "$gv" verify "$out/rs/report.json" "$out/rs/report.json.sig" "$out/owner.pub"
+cp "$out/rs/report.json" "$out/rs/before.json"
 sed -i 's/"verdict": "NO-GO"/"verdict": "GO"/' "$out/rs/report.json"
-! cmp -s "$out/r1/report.json" "$out/rs/report.json" || { echo "FAIL: the edit did not apply"; exit 1; }
+! cmp -s "$out/rs/before.json" "$out/rs/report.json" || { echo "FAIL: the edit did not apply"; exit 1; }
 if "$gv" verify "$out/rs/report.json" "$out/rs/report.json.sig" "$out/owner.pub" 2>/dev/null; then
 	echo "FAIL: an edited report.json still verifies"
 	exit 1
