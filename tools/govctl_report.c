@@ -1216,6 +1216,7 @@ int govctl_report(int argc, char **argv)
 		runs[n] = &store[n];
 		n++;
 	}
+	size_t n_cmdline = n;
 	/* Alternatives: each run once, those given already skipped. */
 	for (size_t a = 0; a < n_alts; a++) {
 		char ra[PATH_MAX], rb[PATH_MAX];
@@ -1294,7 +1295,9 @@ int govctl_report(int argc, char **argv)
 				 "alternative");
 		roles[i] = role_buf[i];
 	}
-	for (size_t i = 0; i < n; i++)
+	/* (A compare directory holds every seed: only runs named on the
+	 * command line are warned about.) */
+	for (size_t i = 0; i < n_cmdline; i++)
 		if (i != bi && !strncmp(roles[i], "alternative", 11) &&
 		    (strcmp(runs[i]->scenario, b->scenario) || runs[i]->seed != b->seed))
 			fprintf(stderr, "govctl report: warning: %s and the baseline %s differ in scenario "

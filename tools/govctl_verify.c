@@ -697,7 +697,11 @@ static int verify_signoffs(int argc, char **argv)
 
 int govctl_verify(int argc, char **argv)
 {
-	if (argc != 4)
+	/* Three positionals: the detached signature of --sign; else sign-offs. */
+	bool opt = false;
+	for (int i = 1; i < argc; i++)
+		opt |= argv[i][0] == '-';
+	if (argc != 4 || opt)
 		return verify_signoffs(argc, argv);
 	if (sodium_init() < 0) {
 		fprintf(stderr, "govctl verify: libsodium failed to initialise\n");

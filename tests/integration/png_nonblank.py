@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """Exit 0 when a PNG (8-bit RGB/RGBA/grey, non-interlaced, as Chromium
 writes screenshots) has more than one distinct pixel colour, 1 when it is a
-single colour, 2 when it cannot be read. Standard library only (no PIL)."""
+single colour, 2 when it cannot be read. Standard library only (no PIL).
+
+With --color RRGGBB:MIN (repeatable) it also counts the pixels within 40 of
+that colour on every channel and exits 1 unless each count reaches MIN: a
+figure drawn in its series' colours, not only a frame."""
 import struct
 import sys
 import zlib
 
 
-def pixels_vary(path):
+def pixels_vary(path, colors=None):
     data = open(path, "rb").read()
     if data[:8] != b"\x89PNG\r\n\x1a\n":
         raise ValueError("not a PNG")
@@ -26,6 +30,7 @@ def pixels_vary(path):
     if depth != 8 or interlace or ctype not in (0, 2, 4, 6):
         raise ValueError("unsupported PNG format")
     bpp = {0: 1, 2: 3, 4: 2, 6: 4}[ctype]
+    vary = False
     raw = zlib.decompress(b"".join(idat))
     stride = w * bpp
     prev = bytearray(stride)
@@ -50,17 +55,36 @@ def pixels_vary(path):
                 line[i] = (line[i] + pr) & 255
         if first is None:
             first = bytes(line[:bpp])
-        if line != first * w:
+        if colors is None and line != first * w:
             return True, w, h
+        if colors is not None:
+            vary = vary or line != first * w
+            if bpp >= 3:
+                for x in range(0, stride, bpp):
+                    r, g, b = line[x], line[x + 1], line[x + 2]
+                    for c in colors:
+                        cr, cg, cb = c["rgb"]
+                        if abs(r - cr) <= 40 and abs(g - cg) <= 40 and abs(b - cb) <= 40:
+                            c["n"] += 1
         prev = line
-    return False, w, h
+    return vary, w, h
 
 
 if __name__ == "__main__":
+    args, colors = sys.argv[1:], None
+    while len(args) >= 3 and args[1] == "--color":
+        hexc, need = args[2].split(":")
+        colors = (colors or []) + [{"hex": hexc, "rgb": bytes.fromhex(hexc), "min": int(need), "n": 0}]
+        del args[1:3]
     try:
-        vary, w, h = pixels_vary(sys.argv[1])
-    except (OSError, ValueError, zlib.error, struct.error, TypeError) as e:
-        print(f"png_nonblank: {sys.argv[1]}: {e}")
+        vary, w, h = pixels_vary(args[0], colors)
+    except (OSError, ValueError, zlib.error, struct.error, TypeError, IndexError) as e:
+        print(f"png_nonblank: {args[0] if args else '?'}: {e}")
         sys.exit(2)
-    print(f"png_nonblank: {sys.argv[1]}: {w}x{h}, {'several colours' if vary else 'one colour'}")
-    sys.exit(0 if vary else 1)
+    ok = vary
+    counts = ""
+    for c in colors or []:
+        counts += f", #{c['hex']}: {c['n']} px (need {c['min']})"
+        ok = ok and c["n"] >= c["min"]
+    print(f"png_nonblank: {args[0]}: {w}x{h}, {'several colours' if vary else 'one colour'}{counts}")
+    sys.exit(0 if ok else 1)
