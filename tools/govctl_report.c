@@ -2,6 +2,7 @@
  * -> report.json, report.md, report.html (docs/report.md). The analysis fills
  * one JSON document; the Markdown and HTML are rendered from it
  * (govctl_report_render.c), so the three never disagree. */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -403,6 +404,59 @@ static json_t *primary(const struct rp_run *r, const struct rp_run *b, const cha
 	return o;
 }
 
+/* Window evidence rows: the text with each number replaced by '#', and the
+ * numbers' ranges over the windows that share that text. */
+#define EV_NUMS 24
+struct ev_group {
+	enum rp_class cls;
+	char tmpl[512];
+	size_t nn, count;
+	char lo[EV_NUMS][24], hi[EV_NUMS][24];
+	json_t *spans;
+	double tmin, tmax, energy_j, cost_j;
+};
+
+static size_t ev_template(const char *s, char *tmpl, size_t len, char tok[][24])
+{
+	size_t n = 0, o = 0;
+	for (size_t i = 0; s[i] && o + 2 < len;) {
+		bool neg = s[i] == '-' && isdigit((unsigned char)s[i + 1]) &&
+			   (i == 0 || s[i - 1] == ' ' || s[i - 1] == '(');
+		if ((isdigit((unsigned char)s[i]) || neg) && n < EV_NUMS) {
+			size_t j = i + 1;
+			while (isdigit((unsigned char)s[j]) ||
+			       (s[j] == '.' && isdigit((unsigned char)s[j + 1])))
+				j++;
+			snprintf(tok[n++], 24, "%.*s", (int)(j - i < 23 ? j - i : 23), s + i);
+			tmpl[o++] = '#';
+			i = j;
+		} else {
+			tmpl[o++] = s[i++];
+		}
+	}
+	tmpl[o] = '\0';
+	return n;
+}
+
+static void ev_fill(const struct ev_group *g, char *out, size_t len)
+{
+	size_t o = 0, k = 0;
+	for (const char *p = g->tmpl; *p && o + 1 < len; p++) {
+		int w;
+		if (*p == '#' && k < g->nn) {
+			w = strcmp(g->lo[k], g->hi[k]) ? snprintf(out + o, len - o, "%s..%s", g->lo[k], g->hi[k])
+							: snprintf(out + o, len - o, "%s", g->lo[k]);
+			k++;
+		} else {
+			w = snprintf(out + o, len - o, "%c", *p);
+		}
+		if (w < 0 || (size_t)w >= len - o)
+			break;
+		o += (size_t)w;
+	}
+	out[o < len ? o : len - 1] = '\0';
+}
+
 static json_t *bottlenecks(const struct rp_run *r, const struct runinfo *ri, const char *role)
 {
 	json_t *o = json_object();
@@ -427,7 +481,8 @@ static json_t *bottlenecks(const struct rp_run *r, const struct runinfo *ri, con
 	}
 	json_object_set_new(o, "ranking", rk);
 	json_t *ws = json_array(), *groups = json_array();
-	size_t idle = 0;
+	struct ev_group *grp = calloc(r->nw + 1, sizeof(*grp));
+	size_t idle = 0, ngr = 0;
 	for (size_t k = 0; k < r->nw; k++) {
 		const struct rp_wstats *w = &r->w[k];
 		char why[512];
@@ -456,46 +511,63 @@ static json_t *bottlenecks(const struct rp_run *r, const struct runinfo *ri, con
 		json_object_set_new(x, "tbt_p99_ms", jsonx_real(w->tbt_p99));
 		json_object_set_new(x, "tail", json_boolean(w->tail));
 		json_array_append_new(ws, x);
-		/* Identical evidence collapses into one row with a count. */
-		json_t *gr = NULL;
-		size_t gi;
-		json_t *gx;
-		json_array_foreach(groups, gi, gx)
-		{
-			if (!strcmp(json_string_value(json_object_get(gx, "evidence")), why) &&
-			    !strcmp(json_string_value(json_object_get(gx, "class")), rp_class_name(c)))
-				gr = gx;
+		/* Evidence that differs only in its numbers collapses into one
+		 * row with a count and each number's range. */
+		char tmpl[512], tok[EV_NUMS][24];
+		size_t nn = ev_template(why, tmpl, sizeof(tmpl), tok);
+		struct ev_group *gr = NULL;
+		for (size_t q = 0; q < ngr && !gr; q++)
+			if (grp[q].cls == c && grp[q].nn == nn && !strcmp(grp[q].tmpl, tmpl))
+				gr = &grp[q];
+		if (!gr && grp) {
+			gr = &grp[ngr++];
+			memset(gr, 0, sizeof(*gr));
+			gr->cls = c;
+			gr->nn = nn;
+			snprintf(gr->tmpl, sizeof(gr->tmpl), "%s", tmpl);
+			gr->spans = json_array();
+			gr->tmin = INFINITY;
+			gr->tmax = -INFINITY;
+			for (size_t q = 0; q < nn; q++) {
+				snprintf(gr->lo[q], sizeof(gr->lo[q]), "%.23s", tok[q]);
+				snprintf(gr->hi[q], sizeof(gr->hi[q]), "%.23s", tok[q]);
+			}
 		}
-		if (!gr) {
-			gr = json_object();
-			json_object_set_new(gr, "class", json_string(rp_class_name(c)));
-			json_object_set_new(gr, "evidence", json_string(why));
-			json_object_set_new(gr, "count", json_integer(0));
-			json_object_set_new(gr, "windows", json_array());
-			json_object_set_new(gr, "tokens_per_joule_min", json_null());
-			json_object_set_new(gr, "tokens_per_joule_max", json_null());
-			json_object_set_new(gr, "energy_j", json_real(0));
-			json_object_set_new(gr, "cost_j", json_real(0));
-			json_array_append_new(groups, gr);
+		if (!gr)
+			continue;
+		gr->count++;
+		for (size_t q = 0; q < nn; q++) {
+			if (strtod(tok[q], NULL) < strtod(gr->lo[q], NULL))
+				snprintf(gr->lo[q], sizeof(gr->lo[q]), "%.23s", tok[q]);
+			if (strtod(tok[q], NULL) > strtod(gr->hi[q], NULL))
+				snprintf(gr->hi[q], sizeof(gr->hi[q]), "%.23s", tok[q]);
 		}
-		json_object_set_new(gr, "count", json_integer(json_integer_value(json_object_get(gr, "count")) + 1));
 		json_t *span = json_array();
 		json_array_append_new(span, json_real(w->t0_s));
 		json_array_append_new(span, json_real(w->t1_s));
-		json_array_append_new(json_object_get(gr, "windows"), span);
+		json_array_append_new(gr->spans, span);
 		if (isfinite(w->tpj)) {
-			json_t *lo = json_object_get(gr, "tokens_per_joule_min");
-			json_t *hi = json_object_get(gr, "tokens_per_joule_max");
-			if (!json_is_number(lo) || w->tpj < json_number_value(lo))
-				json_object_set_new(gr, "tokens_per_joule_min", json_real(w->tpj));
-			if (!json_is_number(hi) || w->tpj > json_number_value(hi))
-				json_object_set_new(gr, "tokens_per_joule_max", json_real(w->tpj));
+			gr->tmin = fmin(gr->tmin, w->tpj);
+			gr->tmax = fmax(gr->tmax, w->tpj);
 		}
-		json_object_set_new(gr, "energy_j", json_real(json_number_value(json_object_get(gr, "energy_j")) +
-							     (isfinite(w->energy_j) ? w->energy_j : 0)));
-		json_object_set_new(gr, "cost_j", json_real(json_number_value(json_object_get(gr, "cost_j")) +
-							   (isfinite(w->cost_j) ? w->cost_j : 0)));
+		gr->energy_j += isfinite(w->energy_j) ? w->energy_j : 0;
+		gr->cost_j += isfinite(w->cost_j) ? w->cost_j : 0;
 	}
+	for (size_t q = 0; q < ngr; q++) {
+		json_t *x = json_object();
+		char ev[1024];
+		ev_fill(&grp[q], ev, sizeof(ev));
+		json_object_set_new(x, "class", json_string(rp_class_name(grp[q].cls)));
+		json_object_set_new(x, "evidence", json_string(ev));
+		json_object_set_new(x, "count", json_integer((json_int_t)grp[q].count));
+		json_object_set_new(x, "windows", grp[q].spans);
+		json_object_set_new(x, "tokens_per_joule_min", jsonx_real(grp[q].tmin));
+		json_object_set_new(x, "tokens_per_joule_max", jsonx_real(grp[q].tmax));
+		json_object_set_new(x, "energy_j", jsonx_real(grp[q].energy_j));
+		json_object_set_new(x, "cost_j", jsonx_real(grp[q].cost_j));
+		json_array_append_new(groups, x);
+	}
+	free(grp);
 	json_object_set_new(o, "window_groups", groups);
 	json_object_set_new(o, "idle_windows", json_integer((json_int_t)idle));
 	json_object_set_new(o, "windows", ws);
@@ -1402,10 +1474,7 @@ int govctl_report(int argc, char **argv)
 	json_object_set_new(evo, "kind", json_string(rp_evidence_name(ev)));
 	json_object_set_new(evo, "detail", json_string(ev_detail));
 	json_object_set_new(evo, "statement",
-			    json_sprintf("%s evidence: %s%s", ev == RP_EV_SIMULATED ? "Simulated"
-							      : ev == RP_EV_DRY_RUN ? "Live dry-run"
-										  : "Live governed",
-					 ev_detail,
+			    json_sprintf("%s%s", ev_detail,
 					 ev == RP_EV_SIMULATED ? ". Nothing here was measured on hardware."
 					 : ev == RP_EV_DRY_RUN ? ". The governor observed the device but did "
 								 "not actuate it."

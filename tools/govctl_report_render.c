@@ -468,8 +468,9 @@ static void sec_bottlenecks(struct doc *d, json_t *rep, const struct rp_plots *p
 		}
 		tend(d);
 		char idle[B];
-		para(d, "Windows by evidence (%s idle or tail window(s) left out; identical evidence is one row "
-			"with its count; every window is in report.json bottlenecks.runs[].windows):",
+		para(d, "Windows by evidence (%s idle or tail window(s) left out; evidence that differs only in "
+			"its numbers is one row with its count and each number's range; every window is in "
+			"report.json bottlenecks.runs[].windows):",
 		     n_(r, "idle_windows", 0, idle, B));
 		const char *wc[] = { "windows", "count", "class", "tokens/J (min-max)", "cost (J)",
 				     "evidence" };
