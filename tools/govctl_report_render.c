@@ -840,11 +840,11 @@ int rp_render(json_t *rep, const struct rp_plots *plots, json_t *signoffs, FILE 
 	if (html) {
 		fputs("<p class=\"evidence\" id=\"evidence\"><b>Evidence: ", f);
 		put_esc(&d, s_(ev, "kind"));
-		fputs("</b>. ", f);
+		fputs("</b>: ", f);
 		put_esc(&d, s_(ev, "statement"));
 		fputs("</p>\n", f);
 	} else {
-		fprintf(f, "> **Evidence: %s.** %s\n\n", s_(ev, "kind"), s_(ev, "statement"));
+		fprintf(f, "> **Evidence: %s:** %s\n\n", s_(ev, "kind"), s_(ev, "statement"));
 	}
 	/* One line each, so a regeneration differs only on the first. */
 	char line[9000];
