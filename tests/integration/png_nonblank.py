@@ -5,13 +5,15 @@ single colour, 2 when it cannot be read. Standard library only (no PIL).
 
 With --color RRGGBB:MIN (repeatable) it also counts the pixels within 40 of
 that colour on every channel and exits 1 unless each count reaches MIN: a
-figure drawn in its series' colours, not only a frame."""
+figure drawn in its series' colours, not only a frame. With --bands N the
+image is cut into N bands of equal height (one figure each) and every band
+must pass on its own."""
 import struct
 import sys
 import zlib
 
 
-def pixels_vary(path, colors=None):
+def pixels_vary(path, colors=None, bands=1):
     data = open(path, "rb").read()
     if data[:8] != b"\x89PNG\r\n\x1a\n":
         raise ValueError("not a PNG")
@@ -31,6 +33,11 @@ def pixels_vary(path, colors=None):
         raise ValueError("unsupported PNG format")
     bpp = {0: 1, 2: 3, 4: 2, 6: 4}[ctype]
     vary = False
+    band_h = max(1, h // bands)
+    if colors is not None:
+        for c in colors:
+            c["band"] = [0] * bands
+    vary_b = [False] * bands
     raw = zlib.decompress(b"".join(idat))
     stride = w * bpp
     prev = bytearray(stride)
@@ -58,29 +65,49 @@ def pixels_vary(path, colors=None):
         if colors is None and line != first * w:
             return True, w, h
         if colors is not None:
+            k = min(y // band_h, bands - 1)
+            if not vary_b[k] and line != bytes(line[:bpp]) * w:
+                vary_b[k] = True
             vary = vary or line != first * w
             if bpp >= 3:
-                for x in range(0, stride, bpp):
-                    r, g, b = line[x], line[x + 1], line[x + 2]
-                    for c in colors:
-                        cr, cg, cb = c["rgb"]
-                        if abs(r - cr) <= 40 and abs(g - cg) <= 40 and abs(b - cb) <= 40:
-                            c["n"] += 1
+                for c in colors:
+                    cr, cg, cb = c["rgb"]
+                    n = 0
+                    for x in range(0, stride, bpp):
+                        if abs(line[x] - cr) <= 40 and abs(line[x + 1] - cg) <= 40 and abs(line[x + 2] - cb) <= 40:
+                            n += 1
+                    c["n"] += n
+                    c["band"][k] += n
         prev = line
+    if colors is not None and bands > 1:
+        return vary_b, w, h
     return vary, w, h
 
 
 if __name__ == "__main__":
-    args, colors = sys.argv[1:], None
-    while len(args) >= 3 and args[1] == "--color":
-        hexc, need = args[2].split(":")
-        colors = (colors or []) + [{"hex": hexc, "rgb": bytes.fromhex(hexc), "min": int(need), "n": 0}]
+    args, colors, bands = sys.argv[1:], None, 1
+    while len(args) >= 3 and args[1] in ("--color", "--bands"):
+        if args[1] == "--bands":
+            bands = int(args[2])
+        else:
+            hexc, need = args[2].split(":")
+            colors = (colors or []) + [{"hex": hexc, "rgb": bytes.fromhex(hexc), "min": int(need), "n": 0}]
         del args[1:3]
+    if bands > 1 and colors is None:
+        colors = []
     try:
-        vary, w, h = pixels_vary(args[0], colors)
+        vary, w, h = pixels_vary(args[0], colors, bands)
     except (OSError, ValueError, zlib.error, struct.error, TypeError, IndexError) as e:
         print(f"png_nonblank: {args[0] if args else '?'}: {e}")
         sys.exit(2)
+    if bands > 1:
+        ok = True
+        for k in range(bands):
+            counts = "".join(f", #{c['hex']}: {c['band'][k]} px (need {c['min']})" for c in colors)
+            good = vary[k] and all(c["band"][k] >= c["min"] for c in colors)
+            ok = ok and good
+            print(f"png_nonblank: {args[0]}: band {k + 1}/{bands}: {'ok' if good else 'BLANK or without its colours'}{counts}")
+        sys.exit(0 if ok else 1)
     ok = vary
     counts = ""
     for c in colors or []:

@@ -44,6 +44,10 @@ echo "hot naive-int8: $verdict, $cls, $clamps clamp event(s), $clamp_windows the
 [ "$clamp_windows" -gt 0 ] && [ "$blocker" -eq 1 ]
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0 else 1)" "$clamps"
 grep -q 'NO-GO' "$out/r1/report.md"
+# The clamps are marked on the time series, as many as the run had.
+marks=$(q "$j" "sum(e['count'] for e in r['figures'][0]['events'] if e['kind']=='hardware clamp' and e['role']=='candidate')")
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) == float(sys.argv[2]) else 1)" "$marks" "$clamps" ||
+	{ echo "FAIL: $marks clamp marks for $clamps clamp events"; exit 1; }
 grep -q '<svg' "$out/r1/report.html"
 
 # 2. Byte-identical when regenerated from the same runs (into another dir),
@@ -108,6 +112,23 @@ rel=$(python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['primary_metri
 echo "live log: $src, tokens/J off the ground truth by $rel"
 [ "$src" = "recomputed from the decision log" ]
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) < 0.05 else 1)" "$rel"
+
+# 4a. Where the evidence comes from: a log from a device (not the sim
+#     backend) is live governed, with device, driver and firmware; one whose
+#     header says dry_run is a live dry-run. Neither cap lifts to GO here.
+mkdir "$out/gov" "$out/dry"
+sed '1s/sim-0\.1\.0/535.104.05/g' "$out/hot-int8/decisions.jsonl" >"$out/gov/decisions.jsonl"
+sed '1s/sim-0\.1\.0/535.104.05/g; 1s/"dry_run":false/"dry_run":true/' "$out/hot-int8/decisions.jsonl" >"$out/dry/decisions.jsonl"
+"$gv" report "$out/gov" --baseline "$out/hot-fw" -o "$out/r4g" >/dev/null
+"$gv" report "$out/dry" --baseline "$out/hot-fw" -o "$out/r4d" >/dev/null
+[ "$(q "$out/r4g/report.json" "r['evidence']['runs'][0]['kind']")" = "live governed" ] || { echo "FAIL: governed kind"; exit 1; }
+q "$out/r4g/report.json" "r['evidence']['runs'][0]['detail']" | grep -q 'driver 535.104.05, firmware 535.104.05' ||
+	{ echo "FAIL: governed detail lacks driver/firmware"; exit 1; }
+[ "$(q "$out/r4d/report.json" "r['evidence']['runs'][0]['kind']")" = "live dry-run" ] || { echo "FAIL: dry-run kind"; exit 1; }
+# The report's evidence is the weakest of candidate and baseline: the
+# baseline here is simulated.
+[ "$(q "$out/r4d/report.json" "r['evidence']['kind']")" = simulated ] || { echo "FAIL: weakest evidence"; exit 1; }
+echo "evidence kinds: live governed, live dry-run, simulated"
 
 # 4b. Run directories with spaces and quotes: the report is written, and the
 #     commands it records quote them for the shell.
