@@ -249,6 +249,7 @@ struct rp_run {
 	 * simulator's own judgement of each window, tail included */
 	struct rp_simwin {
 		bool idle, tail, sla_met;
+		double tokens;    /* true tokens of the window */
 		double q_ms[6];   /* ttft_p95 .. e2e_p99; NaN: nothing completed */
 	} *sw;
 	size_t nsw;

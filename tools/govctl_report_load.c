@@ -356,6 +356,7 @@ static void read_summary(struct rp_run *r, json_t *s)
 			w->idle = json_is_true(json_object_get(x, "idle"));
 			w->tail = json_is_true(json_object_get(x, "tail"));
 			w->sla_met = json_is_true(json_object_get(x, "sla_met"));
+			w->tokens = jnum(x, "tokens");
 			for (int q = 0; q < 6; q++)
 				w->q_ms[q] = jnum(x, rp_target_keys[q]);
 		}
@@ -639,8 +640,9 @@ int rp_run_windows(struct rp_run *r)
 	for (size_t k = 0; k < nw; k++) {
 		judged += r->w[k].judged;
 		met += r->w[k].sla_met;
+		/* The sim's true tokens of the window when it wrote them. */
 		if (r->w[k].sla_met)
-			met_tokens += r->w[k].tokens;
+			met_tokens += k < r->nsw && isfinite(r->sw[k].tokens) ? r->sw[k].tokens : r->w[k].tokens;
 	}
 	/* Summary and plots count the same windows: the judged ones. */
 	if (!r->have_summary || r->nsw) {
