@@ -792,8 +792,13 @@ static void sec_signoff(struct doc *d, json_t *rep, json_t *signoffs)
 			any = true;
 			char kb[24];
 			snprintf(kb, sizeof(kb), "%.16s...", s_(e, "key"));
-			bool ok = !strcmp(s_(e, "status"), "valid");
-			const char *cells[] = { role, ok ? "signed" : "INVALID", s_(e, "name"),
+			/* Valid without a signers list: signed, but whose key it is
+			 * was not checked; the check column says so. */
+			bool ok = json_is_true(g(e, "valid"));
+			const char *state = !ok ? "INVALID"
+					    : strcmp(s_(e, "status"), "valid") ? "signed (key not checked)"
+									       : "signed";
+			const char *cells[] = { role, state, s_(e, "name"),
 						s_(e, "decision"), s_(e, "date"), kb, s_(e, "status") };
 			trow(d, cells, 7, ok ? "pass" : "fail");
 		}

@@ -63,6 +63,8 @@ grep -q '<td>INVALID</td>' "$out/r/report.html" || fail "html: the refused entry
 cp "$out/good.signoffs" "$R.signoffs"
 "$gv" signoff "$R" --role power-modeling --decision GO --key "$out/sched.key" --name carol >/dev/null
 ! "$gv" verify "$R" --signers "$out/signers" >/dev/null 2>&1 || fail "a key listed for another role accepted"
+# Signed without a signers list: the HTML does not pretend the key was checked.
+grep -q '<td>signed (key not checked)</td>' "$out/r/report.html" || fail "html: unchecked key shown as checked"
 
 # All three owners: verify passes with --require-all.
 cp "$out/good.signoffs" "$R.signoffs"
