@@ -96,4 +96,10 @@ grep -q 'chmod 600' "$out/e1"
 printf 'power-modeling carol nothex\n' >"$out/bad-signers"
 ! "$gv" verify "$R" --signers "$out/bad-signers" 2>"$out/e2" || fail "malformed signers file accepted"
 grep -q "bad-signers:1:22: error: public key is not 64 hex digits" "$out/e2" || { cat "$out/e2"; fail "no file:line:col"; }
+# And the report's own new argument: an --alternatives path with no run.
+set +e
+"$gv" report "$out/balanced" --baseline "$out/firmware-default" --alternatives "$out/none" -o "$out/rx" 2>"$out/e3"
+rc=$?
+set -e
+[ "$rc" -eq 2 ] && grep -q 'no run there' "$out/e3" || fail "--alternatives without a run: rc $rc"
 echo "sign-off: listed, refused when tampered, edited or by an unlisted key; html shows the state"
