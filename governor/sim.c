@@ -4,6 +4,7 @@
  * governor sees, so a faulty sensor cannot flatter a policy. */
 #include "governor/sim.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -156,6 +157,7 @@ struct acc {
 	uint64_t windows, windows_met, windows_idle;
 	sim_window_cb on_window;
 	void *window_ctx;
+	json_t *per_window;   /* summary.json sla.per_window rows; NULL: not written */
 	bool io_error;
 };
 
@@ -217,6 +219,12 @@ static void win_judge(struct acc *a, uint64_t t_ms, struct sim_window *w)
 		hist_delta(&d[m], metric_hist(st, (enum sla_metric)m), &a->win->at_start[m]);
 		empty = empty && d[m].n == 0;
 	}
+	assert(policy_n_sla_targets <= SIM_SLA_QUANTILES);
+	for (size_t i = 0; i < SIM_SLA_QUANTILES; i++)
+		w->quantile_ms[i] = i < policy_n_sla_targets && d[policy_sla_targets[i].metric].n
+					    ? hist_quantile(&d[policy_sla_targets[i].metric],
+							    policy_sla_targets[i].q)
+					    : NAN;
 	if (empty) {
 		w->idle = st->queue_len + st->running == 0;
 		w->sla_met = w->idle;
@@ -229,7 +237,7 @@ static void win_judge(struct acc *a, uint64_t t_ms, struct sim_window *w)
 		double target_ms = policy_sla_value(p, t);
 		if (target_ms <= 0)
 			continue;
-		double q_ms = hist_quantile(&d[t->metric], t->q);
+		double q_ms = w->quantile_ms[i];
 		if (q_ms > target_ms)
 			met = false;
 		w->sla_ratio = fmax(w->sla_ratio, q_ms / target_ms);
@@ -241,11 +249,35 @@ static void win_judge(struct acc *a, uint64_t t_ms, struct sim_window *w)
 	w->sla_met = met;
 }
 
+/* One row of summary.json's sla.per_window: the judgement the run's
+ * attainment counts (the tail is listed, marked, and not counted), so a
+ * report plots exactly the windows the summary judged. */
+static void win_record(struct acc *a, const struct sim_window *w)
+{
+	if (!a->per_window)
+		return;
+	json_t *o = json_object();
+	json_object_set_new(o, "index", json_integer(w->index));
+	json_object_set_new(o, "start_s", jsonx_real(w->start_s));
+	json_object_set_new(o, "end_s", jsonx_real(w->end_s));
+	json_object_set_new(o, "idle", json_boolean(w->idle));
+	json_object_set_new(o, "tail", json_boolean(w->tail));
+	json_object_set_new(o, "sla_met", json_boolean(w->sla_met));
+	json_object_set_new(o, "tokens", json_integer((json_int_t)w->tokens));
+	json_object_set_new(o, "energy_j", jsonx_real(w->energy_j[HAL_RAIL_ACCEL] +
+						      w->energy_j[HAL_RAIL_MEMORY] +
+						      w->energy_j[HAL_RAIL_HOST]));
+	for (size_t i = 0; i < policy_n_sla_targets && i < SIM_SLA_QUANTILES; i++)
+		json_object_set_new(o, policy_sla_targets[i].key, jsonx_real(w->quantile_ms[i]));
+	json_array_append_new(a->per_window, o);
+}
+
 static void win_close(struct acc *a, uint64_t t_ms)
 {
 	struct sim_window w;
 
 	win_judge(a, t_ms, &w);
+	win_record(a, &w);
 	if (w.idle) {
 		a->windows_idle++;
 	} else {
@@ -403,6 +435,8 @@ static json_t *summary_json(const struct acc *a, const struct scenario *sc, cons
 	json_object_set_new(tg, "min_tokens_per_s", jsonx_real(pol->sla.min_tokens_per_s));
 	json_object_set_new(tg, "attainment", jsonx_real(pol->sla.attainment));
 	json_object_set_new(sla, "targets", tg);
+	if (a->per_window)
+		json_object_set_new(sla, "per_window", json_incref(a->per_window));
 	json_object_set_new(o, "sla", sla);
 
 	json_t *th = json_object();
@@ -568,6 +602,7 @@ int sim_run(const struct sim_opts *o, struct sim_result *res, struct diag_list *
 	for (size_t s = 0; s < a.n_slices; s++)
 		a.max_drop[s] = policy_slice_max_drop(pol, sc->slices[s].name);
 	a.max_tj_c = plant->dev.tj_c;
+	a.per_window = output ? json_array() : NULL;
 	a.win = calloc(1, sizeof(*a.win));
 	if (!a.win) {
 		rc = -ENOMEM;
@@ -611,11 +646,13 @@ int sim_run(const struct sim_opts *o, struct sim_result *res, struct diag_list *
 	uint64_t t_end_ms = (uint64_t)llround(plant->t_s * 1000.0);
 	if (a.windows + a.windows_idle == 0) {
 		win_close(&a, t_end_ms);
-	} else if (a.on_window && t_end_ms > a.win->start_ms) {
+	} else if ((a.on_window || a.per_window) && t_end_ms > a.win->start_ms) {
 		struct sim_window w;
 		win_judge(&a, t_end_ms, &w);
 		w.tail = true;
-		a.on_window(a.window_ctx, &w);
+		win_record(&a, &w);
+		if (a.on_window)
+			a.on_window(a.window_ctx, &w);
 	}
 	if (!o->force_op)
 		governor_restore(&g);
@@ -645,6 +682,7 @@ int sim_run(const struct sim_opts *o, struct sim_result *res, struct diag_list *
 	}
 err_win:
 	free(a.win);
+	json_decref(a.per_window);
 err_files:
 	if (a.ts && fclose(a.ts) && !rc)
 		rc = -EIO;

@@ -2,29 +2,41 @@
  * -> report.json, report.md, report.html (docs/report.md). The analysis fills
  * one JSON document; the Markdown and HTML are rendered from it
  * (govctl_report_render.c), so the three never disagree. */
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
+#include "common/fsafe.h"
+#include "govd_commit.h"
 #include "governor/jsonx.h"
 #include "governor/opoint.h"
 #include "governor/sim.h"
 #include "tools/govctl.h"
 #include "tools/govctl_report.h"
 
-#define MAX_RUNS 12
+#define MAX_RUNS 32
 
 static void rep_usage(FILE *f)
 {
-	fprintf(f, "usage: govctl report RUN... --baseline RUN [-o DIR] [--sign KEYFILE]\n"
+	fprintf(f, "usage: govctl report RUN... --baseline RUN [--alternatives PATH]... [-o DIR]\n"
+		   "                     [--sign KEYFILE]\n"
 		   "  RUN: a govctl sim output directory (summary.json, timeseries.csv,\n"
 		   "  decisions.jsonl) or a live govd's decisions.jsonl; the first RUN is the\n"
-		   "  candidate. Writes report.html, report.md, report.json (and with --sign\n"
-		   "  report.json.sig) into DIR (default out/report).\n");
+		   "  candidate, runs of the candidate's or the baseline's policy with other seeds\n"
+		   "  are their seeds. --alternatives: runs that were tried instead (a run, a\n"
+		   "  directory of runs or a govctl compare output directory). Writes\n"
+		   "  report.html, report.md, report.json (and with --sign report.json.sig)\n"
+		   "  into DIR (default out/report).\n");
 }
 
 static bool same_demand(const struct rp_run *a, const struct rp_run *b)
@@ -119,36 +131,29 @@ static void sensitivities(struct rp_run **runs, size_t n, const struct rp_thresh
 	}
 }
 
-/* Cost of each window against the best tokens/J any run reached for the same
- * demand; a run without a peer is measured against its own 90th percentile. */
+/* Cost of each window against the best tokens/J another run reached for the
+ * same demand, floored by the run's own 90th-percentile window (so the run
+ * that is best in every window still shows what its slow windows cost). */
 static void costs(struct rp_run **runs, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		struct rp_run *r = runs[i];
-		bool peer = false;
-		for (size_t j = 0; j < n; j++)
-			peer |= same_demand(r, runs[j]);
-		double p90 = NAN;
-		if (!peer) {
-			double *v = malloc((r->nw + 1) * sizeof(*v));
-			size_t m = 0;
-			for (size_t k = 0; v && k < r->nw; k++)
-				if (r->w[k].busy && isfinite(r->w[k].tpj))
-					v[m++] = r->w[k].tpj;
-			if (v && m) {
-				qsort(v, m, sizeof(*v), cmp_double);
-				p90 = v[(size_t)floor(0.9 * (double)(m - 1))];
-			}
-			free(v);
-		}
+		double *v = malloc((r->nw + 1) * sizeof(*v));
 		for (size_t k = 0; k < r->nw; k++) {
 			struct rp_wstats *w = &r->w[k];
-			double best = peer ? w->tpj : p90;
-			for (size_t j = 0; peer && j < n; j++)
-				if (same_demand(r, runs[j]) && k < runs[j]->nw && runs[j]->w[k].tpj > best)
-					best = runs[j]->w[k].tpj;
+			double peer = NAN;
+			for (size_t j = 0; j < n; j++)
+				if (same_demand(r, runs[j]) && k < runs[j]->nw && runs[j]->w[k].busy &&
+				    isfinite(runs[j]->w[k].tpj) && !(runs[j]->w[k].tpj <= peer))
+					peer = runs[j]->w[k].tpj;
+			size_t m = 0;
+			for (size_t q = 0; v && q < r->nw; q++)
+				if (r->w[q].busy)
+					v[m++] = r->w[q].tpj;
+			double best = v ? rp_reference_tpj(peer, v, m) : peer;
 			w->cost_j = w->busy ? rp_window_cost_j(w->energy_j, w->tokens, best) : 0;
 		}
+		free(v);
 	}
 }
 
@@ -213,7 +218,7 @@ static void side_of(const struct rp_run *r, struct rp_side *s)
 	s->attainment = r->attainment;
 	s->attainment_goal = isfinite(r->attainment_goal) ? r->attainment_goal : 0.99;
 	s->latency_ok = true;
-	const double v[6] = { r->ttft_p95, r->ttft_p99, r->tbt_p95, r->tbt_p99, NAN, r->e2e_p99 };
+	const double v[6] = { r->ttft_p95, r->ttft_p99, r->tbt_p95, r->tbt_p99, r->e2e_p95, r->e2e_p99 };
 	for (int i = 0; i < 6; i++)
 		if (r->targets[i] > 0 && isfinite(v[i]) && v[i] > r->targets[i])
 			s->latency_ok = false;
@@ -400,6 +405,59 @@ static json_t *primary(const struct rp_run *r, const struct rp_run *b, const cha
 	return o;
 }
 
+/* Window evidence rows: the text with each number replaced by '#', and the
+ * numbers' ranges over the windows that share that text. */
+#define EV_NUMS 24
+struct ev_group {
+	enum rp_class cls;
+	char tmpl[512];
+	size_t nn, count;
+	char lo[EV_NUMS][24], hi[EV_NUMS][24];
+	json_t *spans;
+	double tmin, tmax, energy_j, cost_j;
+};
+
+static size_t ev_template(const char *s, char *tmpl, size_t len, char tok[][24])
+{
+	size_t n = 0, o = 0;
+	for (size_t i = 0; s[i] && o + 2 < len;) {
+		bool neg = s[i] == '-' && isdigit((unsigned char)s[i + 1]) &&
+			   (i == 0 || s[i - 1] == ' ' || s[i - 1] == '(');
+		if ((isdigit((unsigned char)s[i]) || neg) && n < EV_NUMS) {
+			size_t j = i + 1;
+			while (isdigit((unsigned char)s[j]) ||
+			       (s[j] == '.' && isdigit((unsigned char)s[j + 1])))
+				j++;
+			snprintf(tok[n++], 24, "%.*s", (int)(j - i < 23 ? j - i : 23), s + i);
+			tmpl[o++] = '#';
+			i = j;
+		} else {
+			tmpl[o++] = s[i++];
+		}
+	}
+	tmpl[o] = '\0';
+	return n;
+}
+
+static void ev_fill(const struct ev_group *g, char *out, size_t len)
+{
+	size_t o = 0, k = 0;
+	for (const char *p = g->tmpl; *p && o + 1 < len; p++) {
+		int w;
+		if (*p == '#' && k < g->nn) {
+			w = strcmp(g->lo[k], g->hi[k]) ? snprintf(out + o, len - o, "%s..%s", g->lo[k], g->hi[k])
+							: snprintf(out + o, len - o, "%s", g->lo[k]);
+			k++;
+		} else {
+			w = snprintf(out + o, len - o, "%c", *p);
+		}
+		if (w < 0 || (size_t)w >= len - o)
+			break;
+		o += (size_t)w;
+	}
+	out[o < len ? o : len - 1] = '\0';
+}
+
 static json_t *bottlenecks(const struct rp_run *r, const struct runinfo *ri, const char *role)
 {
 	json_t *o = json_object();
@@ -408,21 +466,24 @@ static json_t *bottlenecks(const struct rp_run *r, const struct runinfo *ri, con
 	json_object_set_new(o, "run_class", json_string(rp_class_name(ri->cls)));
 	json_object_set_new(o, "run_class_rule",
 			    json_string(r->clamp_events > 0
-						? "entered hardware slowdown: thermal-bound whatever the cost ranking"
-						: "the class with the largest perf-per-watt cost"));
+						? "entered hardware slowdown: thermal-bound whatever the energy ranking"
+						: "the class with the largest share of the busy windows' energy"));
 	json_t *rk = json_array();
 	for (size_t i = 0; i < ri->nrank; i++) {
 		json_t *x = json_object();
 		json_object_set_new(x, "class", json_string(rp_class_name(ri->rank[i].cls)));
 		json_object_set_new(x, "windows", json_integer((json_int_t)ri->rank[i].windows));
+		json_object_set_new(x, "energy_j", jsonx_real(ri->rank[i].energy_j));
+		json_object_set_new(x, "share_of_busy_energy", jsonx_real(ri->rank[i].share_of_busy));
 		json_object_set_new(x, "cost_j", jsonx_real(ri->rank[i].cost_j));
 		json_object_set_new(x, "share_of_energy", jsonx_real(ri->rank[i].share_of_energy));
 		json_object_set_new(x, "tokens_per_joule_if_removed", jsonx_real(ri->rank[i].tpj_if_removed));
 		json_array_append_new(rk, x);
 	}
 	json_object_set_new(o, "ranking", rk);
-	json_t *ws = json_array();
-	size_t idle = 0;
+	json_t *ws = json_array(), *groups = json_array();
+	struct ev_group *grp = calloc(r->nw + 1, sizeof(*grp));
+	size_t idle = 0, ngr = 0;
 	for (size_t k = 0; k < r->nw; k++) {
 		const struct rp_wstats *w = &r->w[k];
 		char why[512];
@@ -437,6 +498,7 @@ static json_t *bottlenecks(const struct rp_run *r, const struct runinfo *ri, con
 		json_object_set_new(x, "class", json_string(rp_class_name(c)));
 		json_object_set_new(x, "evidence", json_string(why));
 		json_object_set_new(x, "tokens_per_joule", jsonx_real(w->tpj));
+		json_object_set_new(x, "energy_j", jsonx_real(w->energy_j));
 		json_object_set_new(x, "cost_j", jsonx_real(w->cost_j));
 		json_object_set_new(x, "max_junction_c", jsonx_real(w->max_tj_c));
 		json_object_set_new(x, "clamp_periods", json_integer((json_int_t)w->clamp_periods));
@@ -448,8 +510,66 @@ static json_t *bottlenecks(const struct rp_run *r, const struct runinfo *ri, con
 		json_object_set_new(x, "utilisation", jsonx_real(w->mean_util));
 		json_object_set_new(x, "ttft_p99_ms", jsonx_real(w->ttft_p99));
 		json_object_set_new(x, "tbt_p99_ms", jsonx_real(w->tbt_p99));
+		json_object_set_new(x, "tail", json_boolean(w->tail));
 		json_array_append_new(ws, x);
+		/* Evidence that differs only in its numbers collapses into one
+		 * row with a count and each number's range. */
+		char tmpl[512], tok[EV_NUMS][24];
+		size_t nn = ev_template(why, tmpl, sizeof(tmpl), tok);
+		struct ev_group *gr = NULL;
+		for (size_t q = 0; q < ngr && !gr; q++)
+			if (grp[q].cls == c && grp[q].nn == nn && !strcmp(grp[q].tmpl, tmpl))
+				gr = &grp[q];
+		if (!gr && grp) {
+			gr = &grp[ngr++];
+			memset(gr, 0, sizeof(*gr));
+			gr->cls = c;
+			gr->nn = nn;
+			snprintf(gr->tmpl, sizeof(gr->tmpl), "%s", tmpl);
+			gr->spans = json_array();
+			gr->tmin = INFINITY;
+			gr->tmax = -INFINITY;
+			for (size_t q = 0; q < nn; q++) {
+				snprintf(gr->lo[q], sizeof(gr->lo[q]), "%.23s", tok[q]);
+				snprintf(gr->hi[q], sizeof(gr->hi[q]), "%.23s", tok[q]);
+			}
+		}
+		if (!gr)
+			continue;
+		gr->count++;
+		for (size_t q = 0; q < nn; q++) {
+			if (strtod(tok[q], NULL) < strtod(gr->lo[q], NULL))
+				snprintf(gr->lo[q], sizeof(gr->lo[q]), "%.23s", tok[q]);
+			if (strtod(tok[q], NULL) > strtod(gr->hi[q], NULL))
+				snprintf(gr->hi[q], sizeof(gr->hi[q]), "%.23s", tok[q]);
+		}
+		json_t *span = json_array();
+		json_array_append_new(span, json_real(w->t0_s));
+		json_array_append_new(span, json_real(w->t1_s));
+		json_array_append_new(gr->spans, span);
+		if (isfinite(w->tpj)) {
+			gr->tmin = fmin(gr->tmin, w->tpj);
+			gr->tmax = fmax(gr->tmax, w->tpj);
+		}
+		gr->energy_j += isfinite(w->energy_j) ? w->energy_j : 0;
+		gr->cost_j += isfinite(w->cost_j) ? w->cost_j : 0;
 	}
+	for (size_t q = 0; q < ngr; q++) {
+		json_t *x = json_object();
+		char ev[1024];
+		ev_fill(&grp[q], ev, sizeof(ev));
+		json_object_set_new(x, "class", json_string(rp_class_name(grp[q].cls)));
+		json_object_set_new(x, "evidence", json_string(ev));
+		json_object_set_new(x, "count", json_integer((json_int_t)grp[q].count));
+		json_object_set_new(x, "windows", grp[q].spans);
+		json_object_set_new(x, "tokens_per_joule_min", jsonx_real(grp[q].tmin));
+		json_object_set_new(x, "tokens_per_joule_max", jsonx_real(grp[q].tmax));
+		json_object_set_new(x, "energy_j", jsonx_real(grp[q].energy_j));
+		json_object_set_new(x, "cost_j", jsonx_real(grp[q].cost_j));
+		json_array_append_new(groups, x);
+	}
+	free(grp);
+	json_object_set_new(o, "window_groups", groups);
 	json_object_set_new(o, "idle_windows", json_integer((json_int_t)idle));
 	json_object_set_new(o, "windows", ws);
 	json_t *sl = json_array();
@@ -516,14 +636,16 @@ static void validation(json_t *rows, const struct rp_run *r, const struct rp_run
 	     r->attainment >= goal ? "PASS" : "FAIL", sla_g);
 	static const char *const names[6] = { "TTFT p95", "TTFT p99", "TBT p95",
 					      "TBT p99",  "e2e p95",  "e2e p99" };
-	const double v[6] = { r->ttft_p95, r->ttft_p99, r->tbt_p95, r->tbt_p99, NAN, r->e2e_p99 };
+	const double v[6] = { r->ttft_p95, r->ttft_p99, r->tbt_p95, r->tbt_p99, r->e2e_p95, r->e2e_p99 };
 	for (int i = 0; i < 6; i++) {
-		if (!(r->targets[i] > 0) || isnan(v[i]))
+		/* Every target the policy sets is a row; a figure the run lacks
+		 * is a FAIL, not a silent skip. */
+		if (!(r->targets[i] > 0))
 			continue;
 		snprintf(thr, sizeof(thr), "<= %.0f ms%s", r->targets[i],
 			 r->have_summary ? "" : " (worst window)");
 		vrow(rows, r->label, "all", names[i], thr, jsonx_real(v[i]),
-		     v[i] <= r->targets[i] ? "PASS" : "FAIL", sla_g);
+		     v[i] <= r->targets[i] ? "PASS" : isnan(v[i]) ? "FAIL (not measured)" : "FAIL", sla_g);
 	}
 	for (size_t s = 0; s < r->n_slices; s++) {
 		const struct rp_slice *x = &r->slices[s];
@@ -649,8 +771,21 @@ static json_t *monitors(struct rp_run **runs, size_t n, const struct rp_run *b)
 				if (!r->w[k].clamp_periods)
 					med[nm++] = r->w[k].tbt_p99;
 			}
-		json_object_set_new(x, "corr_thermal_vs_ttft_p99", jsonx_real(cp ? rp_pearson(cp, tt, nj) : NAN));
-		json_object_set_new(x, "corr_thermal_vs_tbt_p99", jsonx_real(cp ? rp_pearson(cp, tb, nj) : NAN));
+		double c1 = cp ? rp_pearson(cp, tt, nj) : NAN, c2 = cp ? rp_pearson(cp, tb, nj) : NAN;
+		double stress = 0;
+		for (size_t k = 0; cp && k < nj; k++)
+			stress += cp[k];
+		json_object_set_new(x, "corr_thermal_vs_ttft_p99", jsonx_real(c1));
+		json_object_set_new(x, "corr_thermal_vs_tbt_p99", jsonx_real(c2));
+		/* An empty correlation says why, not a dash. */
+		json_object_set_new(x, "correlation_note",
+				    isfinite(c1) && isfinite(c2) ? json_null()
+				    : !(stress > 0) ? json_string("no clamp, nothing to correlate (no judged window "
+								  "clamped or reached the soft ceiling)")
+				    : nj < 3 ? json_string("fewer than 3 judged windows served requests: "
+							   "nothing to correlate")
+					     : json_string("thermal stress or latency constant over the judged "
+							   "windows: no correlation defined"));
 		json_object_set_new(x, "median_tbt_p99_ms_without_clamp", jsonx_real(med ? median(med, nm) : NAN));
 		for (size_t k = 0; med && k < nj; k++)
 			med[k] = tt[k];
@@ -791,20 +926,46 @@ static json_t *mitigation(struct rp_run **runs, size_t n, size_t bi, const struc
 				addressed = ri[bi].rank[k].cls;
 			}
 		}
-		if (ri[i].dec.verdict == RP_NOGO || !(r->tpj > b->tpj)) {
-			char why[1024] = "";
+		/* An alternative that lost (blocked, no gain over the baseline, or
+		 * less than the candidate's) is a rejected alternative, with why. */
+		bool lost_to_cand = i != 0 && !(r->tpj >= c->tpj);
+		if (ri[i].dec.verdict == RP_NOGO || !(r->tpj > b->tpj) || lost_to_cand) {
+			char why[2048] = "";
+			size_t l;
 			for (size_t k = 0; k < ri[i].dec.n; k++)
 				if (ri[i].dec.reasons[k].blocker) {
-					size_t l = strlen(why);
+					l = strlen(why);
 					snprintf(why + l, sizeof(why) - l, "%s%s", l ? "; " : "",
 						 ri[i].dec.reasons[k].text);
 				}
+			l = strlen(why);
+			if (lost_to_cand)
+				snprintf(why + l, sizeof(why) - l,
+					 "%stokens/J %.4f against the candidate's %.4f (%+.1f%%)%s", l ? "; " : "",
+					 r->tpj, c->tpj, 100 * (r->tpj / c->tpj - 1),
+					 ri[i].dec.verdict == RP_NOGO ? "" : ": a smaller gain for the same demand");
+			else if (!(r->tpj > b->tpj) && !strstr(why, "below the baseline"))
+				snprintf(why + l, sizeof(why) - l, "%sno perf-per-watt gain over the baseline "
+								   "(tokens/J %.4f vs %.4f)",
+					 l ? "; " : "", r->tpj, b->tpj);
+			l = strlen(why);
+			if (ri[i].dec.verdict != RP_NOGO) {
+				size_t nc = 0;
+				for (size_t k = 0; k < ri[i].dec.n; k++)
+					nc += !ri[i].dec.reasons[k].blocker;
+				snprintf(why + l, sizeof(why) - l, "; against the baseline alone it would be %s "
+								   "(%zu condition(s))",
+					 rp_verdict_name(ri[i].dec.verdict), nc);
+			}
 			json_t *x = json_object();
 			json_object_set_new(x, "alternative", json_sprintf("policy %s (controller %s)", r->policy,
 									   r->controller));
+			json_object_set_new(x, "run", json_string(r->label));
 			json_object_set_new(x, "label", json_string("measured"));
 			json_object_set_new(x, "tokens_per_joule", jsonx_real(r->tpj));
-			json_object_set_new(x, "why", json_string(why[0] ? why : "no perf-per-watt gain"));
+			json_object_set_new(x, "gain_vs_baseline", jsonx_real(r->tpj / b->tpj - 1));
+			json_object_set_new(x, "verdict_vs_baseline", json_string(rp_verdict_name(ri[i].dec.verdict)));
+			json_object_set_new(x, "why", json_string(why));
 			json_array_append_new(rej, x);
 			continue;
 		}
@@ -886,22 +1047,184 @@ static json_t *mitigation(struct rp_run **runs, size_t n, size_t bi, const struc
 	return o;
 }
 
+/* Runs of one arm: the same policy (file and controller) on the same scenario. */
+static bool same_arm(const struct rp_run *a, const struct rp_run *b)
+{
+	return !strcmp(a->scenario, b->scenario) && !strcmp(a->policy, b->policy) &&
+	       !strcmp(a->controller, b->controller) && !strcmp(a->policy_hash, b->policy_hash);
+}
+
+static enum rp_evidence evidence_of(const struct rp_run *r, char *detail, size_t len)
+{
+	if (r->have_summary || !strncmp(r->driver, "sim", 3)) {
+		snprintf(detail, len, "plant preset %s, sim backend %s, firmware %s", r->dev_model,
+			 r->driver[0] ? r->driver : "?", r->firmware[0] ? r->firmware : "?");
+		return RP_EV_SIMULATED;
+	}
+	snprintf(detail, len, "device %s (%s), driver %s, firmware %s", r->dev_model, r->dev_name,
+		 r->driver[0] ? r->driver : "?", r->firmware[0] ? r->firmware : "?");
+	return r->dry_run ? RP_EV_DRY_RUN : RP_EV_GOVERNED;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool is_run(const char *path)
+{
+	struct stat st;
+	char p[1200];
+	if (stat(path, &st))
+		return false;
+	if (S_ISREG(st.st_mode))
+		return true;
+	snprintf(p, sizeof(p), "%s/decisions.jsonl", path);
+	return !stat(p, &st) && S_ISREG(st.st_mode);
+}
+
+/* The runs an --alternatives PATH names, in name order: PATH itself when it
+ * is a run, else every run directory under PATH/runs (govctl compare's
+ * layout) or under PATH. */
+static int alternatives_of(const char *path, char **out, size_t *n, size_t cap)
+{
+	if (is_run(path)) {
+		if (*n == cap)
+			return -E2BIG;
+		out[(*n)++] = strdup(path);
+		return out[*n - 1] ? 0 : -ENOMEM;
+	}
+	char dir[1200];
+	snprintf(dir, sizeof(dir), "%s/runs", path);
+	DIR *d = opendir(dir);
+	if (!d) {
+		snprintf(dir, sizeof(dir), "%s", path);
+		d = opendir(dir);
+	}
+	if (!d)
+		return -errno;
+	size_t first = *n;
+	struct dirent *e;
+	int rc = 0;
+	while ((e = readdir(d))) {
+		char p[2400];
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		if (!is_run(p))
+			continue;
+		if (*n == cap) {
+			rc = -E2BIG;
+			break;
+		}
+		if (!(out[(*n)++] = strdup(p))) {
+			rc = -ENOMEM;
+			break;
+		}
+	}
+	closedir(d);
+	if (!rc && *n == first)
+		rc = -ENOENT;
+	qsort(out + first, *n - first, sizeof(*out), cmp_str);
+	return rc;
+}
+
+static json_t *spread_json(const struct rp_spread *s)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "n", json_integer((json_int_t)s->n));
+	json_object_set_new(o, "min", jsonx_real(s->min));
+	json_object_set_new(o, "median", jsonx_real(s->median));
+	json_object_set_new(o, "max", jsonx_real(s->max));
+	return o;
+}
+
+/* The one place report outputs are opened (mode 0644, truncated). */
+static FILE *open_output(const char *dir, const char *name, char *path, size_t len)
+{
+	/* -o is a path the user names: a planted symlink there is replaced,
+	 * never followed */
+	struct fsafe_err fe;
+	snprintf(path, len, "%s/%s", dir, name);
+	return fsafe_fcreate(path, 0644, true, &fe);
+}
+
+/* report.json, report.md, report.html (and with a key report.json.sig) into
+ * out. 0, or 1 with the error printed. */
+static int write_outputs(const char *out, json_t *rep, const struct rp_plots *plots, const char *key)
+{
+	char path[4200];
+	int bad = 0;
+	FILE *f = open_output(out, "report.json", path, sizeof(path));
+	if (!f || json_dumpf(rep, f, JSON_INDENT(1) | JSON_REAL_PRECISION(10)) || fputc('\n', f) == EOF) {
+		fprintf(stderr, "govctl report: cannot write %s\n", path);
+		bad = 1;
+	}
+	if (f && fclose(f) && !bad) {
+		fprintf(stderr, "govctl report: cannot write %s\n", path);
+		bad = 1;
+	}
+	for (int html = 0; html <= 1; html++) {
+		f = open_output(out, html ? "report.html" : "report.md", path, sizeof(path));
+		int rc = f ? rp_render(rep, plots, NULL, f, html) : -errno;
+		if (f && fclose(f) && !rc)
+			rc = -errno;
+		if (rc) {
+			fprintf(stderr, "govctl report: cannot write %s\n", path);
+			bad = 1;
+		}
+	}
+	if (!bad && key) {
+		char jp[4200], sp[4200], err[512];
+		snprintf(jp, sizeof(jp), "%s/report.json", out);
+		snprintf(sp, sizeof(sp), "%s/report.json.sig", out);
+		if (govctl_sign_file(jp, key, sp, err, sizeof(err))) {
+			fprintf(stderr, "govctl report: signing failed: %s\n", err);
+			bad = 1;
+		}
+	}
+	return bad;
+}
+
+/* UTC, ISO 8601; SOURCE_DATE_EPOCH when set (reproducible builds' convention). */
+static void generated_at(char *buf, size_t len)
+{
+	time_t t = time(NULL);
+	const char *sde = getenv("SOURCE_DATE_EPOCH");
+	uint64_t v;
+	if (sde && govctl_parse_u64(sde, &v) && v < (uint64_t)1 << 40)
+		t = (time_t)v;
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
 int govctl_report(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "baseline", required_argument, NULL, 'b' },
+		{ "alternatives", required_argument, NULL, 'a' },
 		{ "out", required_argument, NULL, 'o' },
 		{ "sign", required_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *baseline = NULL, *out = "out/report", *key = NULL;
+	const char *alt_args[MAX_RUNS];
+	size_t n_alt_args = 0;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
 			baseline = optarg;
+			break;
+		case 'a':
+			if (n_alt_args == MAX_RUNS) {
+				fprintf(stderr, "govctl report: at most %d --alternatives\n", MAX_RUNS);
+				return GOVCTL_EXIT_USAGE;
+			}
+			alt_args[n_alt_args++] = optarg;
 			break;
 		case 'o':
 			out = optarg;
@@ -931,10 +1254,23 @@ int govctl_report(int argc, char **argv)
 	struct rp_run *store = calloc(MAX_RUNS, sizeof(*store));
 	struct rp_run *runs[MAX_RUNS];
 	struct runinfo *ri = calloc(MAX_RUNS, sizeof(*ri));
+	char *alts[MAX_RUNS];
+	size_t n_alts = 0;
 	int ret = GOVCTL_EXIT_FAIL;
 	size_t n = 0, bi = 0;
 	if (!store || !ri)
 		goto free_all;
+	for (size_t a = 0; a < n_alt_args; a++) {
+		int rc = alternatives_of(alt_args[a], alts, &n_alts, MAX_RUNS);
+		if (rc) {
+			fprintf(stderr, "govctl report: --alternatives %s: %s\n", alt_args[a],
+				rc == -ENOENT ? "no run there (a run directory, a directory of runs or a "
+						"govctl compare output directory)"
+				: rc == -E2BIG ? "too many runs" : strerror(-rc));
+			ret = GOVCTL_EXIT_USAGE;
+			goto free_all;
+		}
+	}
 	for (size_t i = 0; i <= nargs; i++) {
 		const char *path = i < nargs ? argv[optind + i] : baseline;
 		if (i == nargs) {
@@ -950,6 +1286,28 @@ int govctl_report(int argc, char **argv)
 		}
 		char err[1400];
 		if (rp_run_load(path, &store[n], err, sizeof(err))) {
+			fprintf(stderr, "govctl report: %s\n", err);
+			goto free_runs;
+		}
+		runs[n] = &store[n];
+		n++;
+	}
+	size_t n_cmdline = n;
+	/* Alternatives: each run once, those given already skipped. */
+	for (size_t a = 0; a < n_alts; a++) {
+		char ra[PATH_MAX], rb[PATH_MAX];
+		bool dup = false;
+		for (size_t j = 0; j < n && !dup; j++)
+			dup = realpath(alts[a], ra) && realpath(runs[j]->dir, rb) && !strcmp(ra, rb);
+		if (dup)
+			continue;
+		if (n == MAX_RUNS) {
+			fprintf(stderr, "govctl report: at most %d runs with the alternatives\n", MAX_RUNS);
+			ret = GOVCTL_EXIT_USAGE;
+			goto free_runs;
+		}
+		char err[1400];
+		if (rp_run_load(alts[a], &store[n], err, sizeof(err))) {
 			fprintf(stderr, "govctl report: %s\n", err);
 			goto free_runs;
 		}
@@ -984,27 +1342,6 @@ int govctl_report(int argc, char **argv)
 	for (size_t i = 0; i < n; i++)
 		rp_recommend(&ri[i].side, &ri[bi].side, th, &ri[i].dec);
 	const struct rp_run *b = runs[bi];
-	for (size_t i = 0; i < n; i++)
-		if (i != bi && (strcmp(runs[i]->scenario, b->scenario) || runs[i]->seed != b->seed))
-			fprintf(stderr, "govctl report: warning: %s and the baseline %s differ in scenario "
-					"or seed: the comparison is not like for like\n",
-				runs[i]->label, b->label);
-
-	json_t *rep = json_object();
-	json_object_set_new(rep, "report_version", json_integer(1));
-	json_object_set_new(rep, "generated_by", json_string("govctl report " GOVD_VERSION));
-	{
-		/* Canonical order (getopt permutes argv), without the output
-		 * directory or the key file: the same runs give the same bytes
-		 * wherever the report is written. */
-		char cmd[8192] = "govctl report";
-		for (size_t i = 0; i < nargs; i++)
-			sim_shell_append(cmd, sizeof(cmd), argv[optind + i]);
-		size_t l = strlen(cmd);
-		snprintf(cmd + l, sizeof(cmd) - l, " --baseline");
-		sim_shell_append(cmd, sizeof(cmd), baseline);
-		json_object_set_new(rep, "command", json_string(cmd));
-	}
 	/* The candidate is the first RUN that is not the baseline: runs[0]. */
 	if (bi == 0 && n > 1) {
 		struct rp_run *t = runs[0];
@@ -1015,20 +1352,171 @@ int govctl_report(int argc, char **argv)
 		ri[1] = tr;
 		bi = 1;
 	}
+	/* Roles: the candidate's and the baseline's other seeds, alternatives. */
+	char role_buf[MAX_RUNS][64];
+	const char *roles[MAX_RUNS];
+	for (size_t i = 0; i < n; i++) {
+		if (i == bi)
+			snprintf(role_buf[i], sizeof(role_buf[i]), "baseline");
+		else if (i == 0)
+			snprintf(role_buf[i], sizeof(role_buf[i]), "candidate");
+		else if (same_arm(runs[i], runs[0]) && runs[i]->seed != runs[0]->seed)
+			snprintf(role_buf[i], sizeof(role_buf[i]), "candidate seed %llu",
+				 (unsigned long long)runs[i]->seed);
+		else if (same_arm(runs[i], b) && runs[i]->seed != b->seed)
+			snprintf(role_buf[i], sizeof(role_buf[i]), "baseline seed %llu",
+				 (unsigned long long)runs[i]->seed);
+		else
+			snprintf(role_buf[i], sizeof(role_buf[i]), "%s",
+				 "alternative");
+		roles[i] = role_buf[i];
+	}
+	/* (A compare directory holds every seed: only runs named on the
+	 * command line are warned about.) */
+	for (size_t i = 0; i < n_cmdline; i++)
+		if (i != bi && !strncmp(roles[i], "alternative", 11) &&
+		    (strcmp(runs[i]->scenario, b->scenario) || runs[i]->seed != b->seed))
+			fprintf(stderr, "govctl report: warning: %s and the baseline %s differ in scenario "
+					"or seed: the comparison is not like for like\n",
+				runs[i]->label, b->label);
+	if (strcmp(runs[0]->scenario, b->scenario) || runs[0]->seed != b->seed)
+		fprintf(stderr, "govctl report: warning: the candidate %s and the baseline %s differ in "
+				"scenario or seed: the comparison is not like for like\n",
+			runs[0]->label, b->label);
+
+	/* Seeds: each candidate-arm run paired with the baseline-arm run of its
+	 * seed; the gain is judged over the pairs. */
+	struct rp_seed_pair pairs[MAX_RUNS];
+	size_t npairs = 0;
+	struct rp_decision dec = ri[0].dec;
+	for (size_t i = 0; i < n; i++) {
+		if (!(i == 0 || !strncmp(roles[i], "candidate seed", 14)))
+			continue;
+		for (size_t j = 0; j < n; j++) {
+			if (!(j == bi || !strncmp(roles[j], "baseline seed", 13)) || runs[j]->seed != runs[i]->seed ||
+			    strcmp(runs[j]->scenario, runs[i]->scenario))
+				continue;
+			pairs[npairs++] = (struct rp_seed_pair){ .seed = runs[i]->seed,
+								 .cand_tpj = runs[i]->tpj,
+								 .base_tpj = runs[j]->tpj };
+			if (i != 0) {
+				struct rp_decision o;
+				rp_recommend(&ri[i].side, &ri[j].side, th, &o);
+				rp_merge_seed(&dec, &o, runs[i]->seed);
+			}
+			break;
+		}
+	}
+	double gains[MAX_RUNS], ctpj[MAX_RUNS], btpj[MAX_RUNS];
+	for (size_t i = 0; i < npairs; i++) {
+		gains[i] = pairs[i].cand_tpj / pairs[i].base_tpj - 1;
+		ctpj[i] = pairs[i].cand_tpj;
+		btpj[i] = pairs[i].base_tpj;
+	}
+	struct rp_spread gsp = rp_spread_of(gains, npairs), csp = rp_spread_of(ctpj, npairs),
+			 bsp = rp_spread_of(btpj, npairs);
+	/* The evidence: the weakest of the candidate's and the baseline's runs. */
+	enum rp_evidence ev = RP_EV_GOVERNED;
+	char ev_detail[512] = "";
+	json_t *evr = json_array();
+	for (size_t i = 0; i < n; i++) {
+		char det[512];
+		enum rp_evidence e = evidence_of(runs[i], det, sizeof(det));
+		json_t *x = json_object();
+		json_object_set_new(x, "run", json_string(runs[i]->label));
+		json_object_set_new(x, "role", json_string(roles[i]));
+		json_object_set_new(x, "kind", json_string(rp_evidence_name(e)));
+		json_object_set_new(x, "detail", json_string(det));
+		json_array_append_new(evr, x);
+		bool arm = i == 0 || i == bi || !strncmp(roles[i], "candidate seed", 14) ||
+			   !strncmp(roles[i], "baseline seed", 13);
+		if (arm && (e < ev || !ev_detail[0])) {
+			ev = e;
+			snprintf(ev_detail, sizeof(ev_detail), "%s", det);
+		}
+	}
+	rp_cap_evidence(&dec, ev, ev_detail, &gsp, th);
+	if (npairs >= 2)
+		snprintf(dec.summary, sizeof(dec.summary),
+			 "tokens/J gain over %zu paired seeds: median %+.1f%% (min %+.1f%%, max %+.1f%%); "
+			 "seed %llu: tokens/J %.4f vs %.4f",
+			 npairs, 100 * gsp.median, 100 * gsp.min, 100 * gsp.max,
+			 (unsigned long long)runs[0]->seed, runs[0]->tpj, b->tpj);
+	else
+		snprintf(dec.summary, sizeof(dec.summary), "%s", ri[0].dec.summary);
+
+	json_t *rep = json_object();
+	json_object_set_new(rep, "report_version", json_integer(2));
+	json_object_set_new(rep, "generated_by", json_string("govctl report " GOVD_VERSION));
+	{
+		char ts[64];
+		generated_at(ts, sizeof(ts));
+		json_object_set_new(rep, "generated_at", json_string(ts));
+	}
+	json_object_set_new(rep, "govd_version", json_string(GOVD_VERSION));
+	json_object_set_new(rep, "source_commit", json_string(GOVD_SOURCE_COMMIT));
+	{
+		/* Canonical order (getopt permutes argv), without the output
+		 * directory or the key file: the same runs give the same bytes
+		 * wherever the report is written. */
+		char cmd[8192] = "govctl report";
+		for (size_t i = 0; i < nargs; i++)
+			sim_shell_append(cmd, sizeof(cmd), argv[optind + i]);
+		size_t l = strlen(cmd);
+		snprintf(cmd + l, sizeof(cmd) - l, " --baseline");
+		sim_shell_append(cmd, sizeof(cmd), baseline);
+		for (size_t a = 0; a < n_alt_args; a++) {
+			l = strlen(cmd);
+			snprintf(cmd + l, sizeof(cmd) - l, " --alternatives");
+			sim_shell_append(cmd, sizeof(cmd), alt_args[a]);
+		}
+		json_object_set_new(rep, "command", json_string(cmd));
+	}
 	json_object_set_new(rep, "candidate", json_string(runs[0]->label));
 	json_object_set_new(rep, "baseline", json_string(b->label));
-	json_t *rec = decision_json(&ri[0].dec);
+	json_t *evo = json_object();
+	json_object_set_new(evo, "kind", json_string(rp_evidence_name(ev)));
+	json_object_set_new(evo, "detail", json_string(ev_detail));
+	json_object_set_new(evo, "statement",
+			    json_sprintf("%s%s", ev_detail,
+					 ev == RP_EV_SIMULATED ? ". Nothing here was measured on hardware."
+					 : ev == RP_EV_DRY_RUN ? ". The governor observed the device but did "
+								 "not actuate it."
+							       : "."));
+	json_object_set_new(evo, "runs", evr);
+	json_object_set_new(rep, "evidence", evo);
+	json_t *sj = json_object(), *pj = json_array();
+	for (size_t i = 0; i < npairs; i++) {
+		json_t *x = json_object();
+		json_object_set_new(x, "seed", json_integer((json_int_t)pairs[i].seed));
+		json_object_set_new(x, "candidate_tokens_per_joule", jsonx_real(pairs[i].cand_tpj));
+		json_object_set_new(x, "baseline_tokens_per_joule", jsonx_real(pairs[i].base_tpj));
+		json_object_set_new(x, "gain", jsonx_real(pairs[i].cand_tpj / pairs[i].base_tpj - 1));
+		json_array_append_new(pj, x);
+	}
+	json_object_set_new(sj, "paired_seeds", json_integer((json_int_t)npairs));
+	json_object_set_new(sj, "pairs", pj);
+	json_object_set_new(sj, "candidate_tokens_per_joule", spread_json(&csp));
+	json_object_set_new(sj, "baseline_tokens_per_joule", spread_json(&bsp));
+	json_object_set_new(sj, "gain", spread_json(&gsp));
+	json_object_set_new(sj, "rule", json_string("with 2 or more paired seeds the gain is the median "
+						    "over seeds; a seed that loses, or a spread wider "
+						    "than the median gain, is a condition; under 3 "
+						    "seeds the verdict is at most GO WITH CONDITIONS"));
+	json_object_set_new(rep, "seeds", sj);
+	json_t *rec = decision_json(&dec);
 	json_object_set_new(rec, "candidate", json_string(runs[0]->label));
 	json_object_set_new(rec, "baseline", json_string(b->label));
+	json_object_set_new(rec, "evidence", json_string(rp_evidence_name(ev)));
+	json_object_set_new(rec, "run_class", json_string(rp_class_name(ri[0].cls)));
 	json_object_set_new(rep, "recommendation", rec);
 
 	json_t *hand = json_array(), *prim = json_array(), *bott = json_array(), *vm = json_array();
 	json_t *missing = json_array();
 	for (size_t i = 0; i < n; i++) {
-		const char *role = i == bi ? "baseline" : i == 0 ? "candidate" : "alternative";
-		json_array_append_new(hand, handoff(runs[i], role));
-		json_array_append_new(prim, primary(runs[i], b, role));
-		json_array_append_new(bott, bottlenecks(runs[i], &ri[i], role));
+		json_array_append_new(hand, handoff(runs[i], roles[i]));
+		json_array_append_new(prim, primary(runs[i], b, roles[i]));
+		json_array_append_new(bott, bottlenecks(runs[i], &ri[i], roles[i]));
 		validation(vm, runs[i], b, i == bi);
 	}
 	/* Older runs (and govd's logs) lack the run metadata: said per run. */
@@ -1043,6 +1531,10 @@ int govctl_report(int argc, char **argv)
 			json_array_append_new(missing, json_sprintf(
 				"%s: the compiler that built the run is not recorded: the compiler "
 				"shown is the policy's metadata.validated_with", r->label));
+		if (r->have_summary && !r->nsw)
+			json_array_append_new(missing, json_sprintf(
+				"%s: summary.json has no sla.per_window (written before it was): "
+				"windows are judged from the decision log's quantiles", r->label));
 	}
 	json_array_append_new(missing, json_string("the decision-log header carries no SLA targets, "
 						   "thermal ceiling or rollback triggers: for a live log "
@@ -1085,17 +1577,18 @@ int govctl_report(int argc, char **argv)
 	json_object_set_new(rep, "validation_matrix", vmo);
 	json_object_set_new(rep, "monitors", monitors(runs, n, b));
 	json_t *so = json_array();
-	static const char *const roles[3] = { "systems performance", "runtime scheduler",
-					      "power modeling" };
 	for (int i = 0; i < 3; i++) {
 		json_t *x = json_object();
-		json_object_set_new(x, "role", json_string(roles[i]));
-		json_object_set_new(x, "owner", json_null());
-		json_object_set_new(x, "decision", json_null());
-		json_object_set_new(x, "date", json_null());
+		json_object_set_new(x, "role", json_string(rp_roles[i]));
+		json_object_set_new(x, "command",
+				    json_sprintf("govctl signoff REPORT_DIR/report.json --role '%s' --decision "
+						 "GO|GO-WITH-CONDITIONS|NO-GO --key KEYFILE",
+						 rp_roles[i]));
 		json_array_append_new(so, x);
 	}
 	json_object_set_new(rep, "signoff", so);
+	json_object_set_new(rep, "figures",
+			    rp_figures(runs[0], b, runs, roles, n, pairs, npairs));
 
 	int mk = sim_mkdirs(out);
 	if (mk) {
@@ -1104,40 +1597,15 @@ int govctl_report(int argc, char **argv)
 		goto free_runs;
 	}
 	struct rp_plots plots;
-	rp_make_plots(runs, n, &plots);
+	rp_make_plots(json_object_get(rep, "figures"), &plots);
 	if (plots.n && !plots.svg[0])
 		fprintf(stderr, "govctl report: warning: no plots: %s\n", plots.why[0]);
-	char path[4200];
-	int bad = 0;
-	snprintf(path, sizeof(path), "%s/report.json", out);
-	if (jsonx_dump_file(rep, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10))) {
-		fprintf(stderr, "govctl report: cannot write %s\n", path);
-		bad = 1;
-	}
-	snprintf(path, sizeof(path), "%s/report.md", out);
-	if (rp_render(rep, &plots, path, false)) {
-		fprintf(stderr, "govctl report: cannot write %s\n", path);
-		bad = 1;
-	}
-	snprintf(path, sizeof(path), "%s/report.html", out);
-	if (rp_render(rep, &plots, path, true)) {
-		fprintf(stderr, "govctl report: cannot write %s\n", path);
-		bad = 1;
-	}
+	int bad = write_outputs(out, rep, &plots, key);
 	rp_plots_free(&plots);
-	if (!bad && key) {
-		char jp[4200], sp[4200], err[512];
-		snprintf(jp, sizeof(jp), "%s/report.json", out);
-		snprintf(sp, sizeof(sp), "%s/report.json.sig", out);
-		if (govctl_sign_file(jp, key, sp, err, sizeof(err))) {
-			fprintf(stderr, "govctl report: signing failed: %s\n", err);
-			bad = 1;
-		}
-	}
 	if (!bad) {
-		printf("%s: %s vs %s: tokens/J %.4f vs %.4f (%+.1f%%), %s\n",
-		       rp_verdict_name(ri[0].dec.verdict), runs[0]->label, b->label, runs[0]->tpj, b->tpj,
-		       100 * ri[0].dec.gain, rp_class_name(ri[0].cls));
+		printf("%s: %s vs %s: tokens/J %.4f vs %.4f (%+.1f%%), %s; %s evidence, %zu paired seed(s)\n",
+		       rp_verdict_name(dec.verdict), runs[0]->label, b->label, runs[0]->tpj, b->tpj,
+		       100 * ri[0].dec.gain, rp_class_name(ri[0].cls), rp_evidence_name(ev), npairs);
 		printf("report: %s/report.html, %s/report.md, %s/report.json%s\n", out, out, out,
 		       key ? " (signed: report.json.sig)" : "");
 	}
@@ -1147,6 +1615,8 @@ free_runs:
 	for (size_t i = 0; i < MAX_RUNS && store; i++)
 		rp_run_free(&store[i]);
 free_all:
+	for (size_t a = 0; a < n_alts; a++)
+		free(alts[a]);
 	free(store);
 	free(ri);
 	return ret;

@@ -67,9 +67,13 @@ struct rp_wstats {
 	double host_share;                /* host / (accel + memory + host) */
 	double mean_queue, max_queue;
 	double int8_share;
-	double ttft_p95, ttft_p99, tbt_p95, tbt_p99, e2e_p99; /* at the window's close, ms */
+	/* The window's quantiles (ms): the simulator's own per-window histograms
+	 * when the run has sla.per_window, else the estimator's at the close. */
+	double ttft_p95, ttft_p99, tbt_p95, tbt_p99, e2e_p95, e2e_p99;
 	double requests;                  /* requests in the latency window at the close */
 	bool busy, judged, sla_met;
+	bool tail;                        /* shorter than window_s after a full one: not judged */
+	bool judged_by_sim;               /* judged/sla_met are summary.json's per_window */
 	double clock_sens;                /* NaN: not measured */
 	bool sens_pooled;                 /* from the run-wide median, not this window's pair */
 	enum rp_class cls;
@@ -96,16 +100,27 @@ double rp_window_cost_j(double energy_j, double tokens, double best_tpj);
 struct rp_rank {
 	enum rp_class cls;
 	size_t windows;
+	double energy_j;         /* of the class's busy windows */
+	double share_of_busy;    /* energy_j / energy of all busy windows: the ranking key */
 	double cost_j;
 	double share_of_energy;  /* cost / run energy */
 	double tpj_if_removed;   /* run tokens / (energy - cost) */
 };
-/* Sums cost per class over busy windows, sorted by cost descending (ties:
- * enum order); idle is left out. Returns the number of ranks written. */
+/* Sums energy and cost per class over busy windows, sorted by the class's
+ * share of the busy windows' energy, descending (ties: enum order); idle is
+ * left out. Returns the number of ranks written. */
 size_t rp_rank_classes(const struct rp_wstats *w, size_t n, double run_tokens, double run_energy_j,
 		       struct rp_rank *out, size_t cap);
+/* The efficiency a window's cost is measured against: the best tokens/J
+ * another run reached in the same window of the same demand (peer_best, NaN
+ * when none), floored by the 90th percentile of the run's own busy windows
+ * (own[], n; reordered) so that the run that is best in every window still
+ * shows what its slow windows cost. NaN when neither exists. */
+double rp_reference_tpj(double peer_best, double *own, size_t n);
+
 /* The run's bottleneck: thermal when the run entered hardware slowdown (a
- * protection event outranks any cost), else the top of the ranking, else idle. */
+ * protection event outranks any energy share), else the top of the ranking
+ * (largest share of busy energy), else idle. */
 enum rp_class rp_run_class(const struct rp_rank *r, size_t n, double clamp_events);
 
 /* Least-squares slope of y over x; NaN with fewer than 2 distinct x. */
@@ -147,6 +162,29 @@ struct rp_decision {
 void rp_recommend(const struct rp_side *cand, const struct rp_side *base,
 		  const struct rp_thresholds *th, struct rp_decision *out);
 
+/* Where the evidence comes from, weakest first. */
+enum rp_evidence { RP_EV_SIMULATED, RP_EV_DRY_RUN, RP_EV_GOVERNED };
+const char *rp_evidence_name(enum rp_evidence e); /* "simulated", "live dry-run", "live governed" */
+
+/* min / median / max of n values (sorted in place); NaN when n is 0. */
+struct rp_spread {
+	size_t n;
+	double min, median, max;
+};
+struct rp_spread rp_spread_of(double *v, size_t n);
+
+/* Adds the blockers of another seed's decision (prefixed "seed N: ") to d
+ * and makes d NO-GO when that seed's is. */
+void rp_merge_seed(struct rp_decision *d, const struct rp_decision *other, uint64_t seed);
+
+/* Judges the gain against its spread over paired seeds and caps what the
+ * evidence can support: from simulation alone, from a dry-run, or from
+ * fewer than 3 seeds the verdict is at most GO WITH CONDITIONS, with the
+ * condition naming what would lift it. gain: the paired candidate/baseline
+ * gains over seeds (n 0 or 1: one run, no spread). */
+void rp_cap_evidence(struct rp_decision *d, enum rp_evidence ev, const char *ev_detail,
+		     const struct rp_spread *gain, const struct rp_thresholds *th);
+
 /* ---- runs (govctl_report_load.c) ---- */
 
 struct rp_period {
@@ -159,6 +197,7 @@ struct rp_period {
 	double win_s, win_requests;
 	double queue_len, running;
 	uint32_t throttle, reasons;
+	uint32_t gate_open;       /* bit per slice: inputs.quality[s].gate_open */
 	size_t n_faults;
 	bool clk_locked;
 	double int8_before[HAL_MAX_SLICES], int8_after[HAL_MAX_SLICES];
@@ -181,6 +220,7 @@ struct rp_run {
 	bool have_summary;        /* false: live decision log, figures recomputed */
 	char scenario[64], policy[64], controller[32], policy_hash[40], policy_path[1024];
 	char govd_version[32];
+	bool dry_run;             /* header dry_run: the governor observed, did not actuate */
 	uint64_t seed;
 	double period_s;
 	char dev_name[HAL_NAME_LEN], dev_model[HAL_NAME_LEN], driver[HAL_NAME_LEN], firmware[HAL_NAME_LEN];
@@ -198,13 +238,21 @@ struct rp_run {
 	/* run figures (summary.json, or recomputed from the log) */
 	double duration_s, tokens, e_accel, e_mem, e_host, e_total, tpj, tpj_sla;
 	double attainment, windows, windows_met;
-	double ttft_p95, ttft_p99, tbt_p95, tbt_p99, e2e_p99;
+	double ttft_p95, ttft_p99, tbt_p95, tbt_p99, e2e_p95, e2e_p99;
 	double max_tj_c, clamp_events, clamp_time_s, above_ceiling_s;
 	double int8_token_frac, breaches, rollbacks, telemetry_faults;
 	bool failed;
 	char fail_reason[128];
 	size_t n_slices;
 	struct rp_slice slices[HAL_MAX_SLICES];
+	/* summary.json sla.per_window (sim runs since it was written): the
+	 * simulator's own judgement of each window, tail included */
+	struct rp_simwin {
+		bool idle, tail, sla_met;
+		double tokens;    /* true tokens of the window */
+		double q_ms[6];   /* ttft_p95 .. e2e_p99; NaN: nothing completed */
+	} *sw;
+	size_t nsw;
 	/* per period, per window */
 	struct rp_period *p;
 	size_t np;
@@ -228,20 +276,57 @@ int rp_run_load(const char *path, struct rp_run *r, char *err, size_t errlen);
 void rp_run_free(struct rp_run *r);
 /* Windows (policy SLA window) and their evidence, without sensitivity/cost. */
 int rp_run_windows(struct rp_run *r);
+/* summary.json sla.targets keys in rp_run.targets order. */
+extern const char *const rp_target_keys[6];
 
-/* ---- plots (govctl_report_plot.c) ---- */
+/* ---- figures (govctl_report_figures.c) and plots (govctl_report_plot.c) ---- */
+/* The figures of the report as report.json's "figures" array: every figure
+ * the HTML shows, with the data it is drawn from (docs/report.md). c: the
+ * candidate, b: the baseline; all: every run (operating points); seeds:
+ * paired candidate/baseline tokens/J per seed (n_seeds >= 2: a spread
+ * figure). */
+struct rp_seed_pair {
+	uint64_t seed;
+	double cand_tpj, base_tpj;
+};
+json_t *rp_figures(const struct rp_run *c, const struct rp_run *b, struct rp_run *const *all,
+		   const char *const *roles, size_t n, const struct rp_seed_pair *seeds,
+		   size_t n_seeds);
+
 struct rp_plots {
 #define RP_MAX_PLOTS 16
 	char *svg[RP_MAX_PLOTS];   /* NULL when not made */
 	char *why[RP_MAX_PLOTS];   /* why not (gnuplot missing, ...) */
+	const char *id[RP_MAX_PLOTS];    /* the figure's id (points into the figures JSON) */
 	const char *title[RP_MAX_PLOTS];
 	size_t n;
 };
-void rp_make_plots(struct rp_run *const *runs, size_t nruns, struct rp_plots *out);
+/* One SVG per figure of figs (rp_figures' array), drawn by gnuplot. */
+void rp_make_plots(json_t *figs, struct rp_plots *out);
 void rp_plots_free(struct rp_plots *p);
 
 /* ---- rendering (govctl_report_render.c) ---- */
-/* report.md (html false) or report.html from the report document; 0 or -errno. */
-int rp_render(json_t *rep, const struct rp_plots *plots, const char *path, bool html);
+/* report.md (html false) or report.html from the report document into f
+ * (not closed); signoffs: the entries appended beside the report (NULL:
+ * none yet). 0 or -errno. */
+int rp_render(json_t *rep, const struct rp_plots *plots, json_t *signoffs, FILE *f, bool html);
+/* The sign-off section of report.html alone, between the markers
+ * RP_SIGNOFF_BEGIN and RP_SIGNOFF_END, so govctl signoff can rewrite it. */
+#define RP_SIGNOFF_BEGIN "<!-- govd:signoff:begin -->"
+#define RP_SIGNOFF_END "<!-- govd:signoff:end -->"
+void rp_render_signoff(json_t *rep, json_t *signoffs, FILE *f, bool html);
+
+/* ---- sign-off (govctl_verify.c) ---- */
+int govctl_signoff(int argc, char **argv);
+/* The three roles the workflow asks to sign, in order. */
+extern const char *const rp_roles[3];
+/* Reads REPORT.signoffs (JSON lines) beside report.json and checks each
+ * entry against the report's current bytes and, with a signers file, the
+ * keys listed for its role. Returns an array of
+ * {role, name, decision, date, key, status} (status "valid", or why not)
+ * or NULL with err set when the file cannot be read; *n_bad counts the
+ * entries that are not valid. */
+json_t *rp_signoffs_check(const char *report_json, const char *signers_path, size_t *n_bad,
+			  char *err, size_t errlen);
 
 #endif

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hal/hal.h"
@@ -97,16 +98,15 @@ enum rp_class rp_classify(const struct rp_wstats *w, const struct rp_thresholds 
 	if (isfinite(w->clock_sens)) {
 		const char *src = w->sens_pooled ? "run-wide median" : "this window vs another run";
 		if (w->clock_sens >= th->compute_sens) {
-			say(why, len,
-			    "clock sensitivity %.2f (%s; rule >= %.2f): busy time scales with 1/f; "
-			    "utilisation %.2f at %.0f MHz",
-			    w->clock_sens, src, th->compute_sens, w->mean_util, w->mean_clk_mhz);
+			/* No per-window numbers here (utilisation and clock are
+			 * their own columns): identical evidence collapses. */
+			say(why, len, "clock sensitivity %.2f (%s; rule >= %.2f): busy time scales with 1/f",
+			    w->clock_sens, src, th->compute_sens);
 			return RP_C_COMPUTE;
 		}
 		say(why, len,
-		    "clock sensitivity %.2f (%s; rule < %.2f): busy time barely moves with the clock; "
-		    "utilisation %.2f at %.0f MHz",
-		    w->clock_sens, src, th->compute_sens, w->mean_util, w->mean_clk_mhz);
+		    "clock sensitivity %.2f (%s; rule < %.2f): busy time barely moves with the clock",
+		    w->clock_sens, src, th->compute_sens);
 		return RP_C_MEMORY;
 	}
 	say(why, len,
@@ -144,22 +144,29 @@ size_t rp_rank_classes(const struct rp_wstats *w, size_t n, double run_tokens, d
 	memset(r, 0, sizeof(r));
 	for (int c = 0; c < RP_C_N; c++)
 		r[c].cls = (enum rp_class)c;
+	double busy_e = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (w[i].cls == RP_C_IDLE || (unsigned)w[i].cls >= RP_C_N)
 			continue;
 		r[w[i].cls].windows++;
 		r[w[i].cls].cost_j += w[i].cost_j;
+		if (w[i].energy_j > 0) {
+			r[w[i].cls].energy_j += w[i].energy_j;
+			busy_e += w[i].energy_j;
+		}
 	}
 	size_t k = 0;
 	struct rp_rank sorted[RP_C_N];
 	for (int c = 1; c < RP_C_N; c++)
 		if (r[c].windows)
 			sorted[k++] = r[c];
-	/* insertion sort: cost descending, stable on the enum order */
+	for (size_t i = 0; i < k; i++)
+		sorted[i].share_of_busy = busy_e > 0 ? sorted[i].energy_j / busy_e : 0;
+	/* insertion sort: energy share descending, stable on the enum order */
 	for (size_t i = 1; i < k; i++) {
 		struct rp_rank x = sorted[i];
 		size_t j = i;
-		while (j > 0 && sorted[j - 1].cost_j < x.cost_j) {
+		while (j > 0 && sorted[j - 1].share_of_busy < x.share_of_busy) {
 			sorted[j] = sorted[j - 1];
 			j--;
 		}
@@ -174,6 +181,45 @@ size_t rp_rank_classes(const struct rp_wstats *w, size_t n, double run_tokens, d
 		k = cap;
 	memcpy(out, sorted, k * sizeof(*out));
 	return k;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+double rp_reference_tpj(double peer_best, double *own, size_t n)
+{
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++)
+		if (isfinite(own[i]))
+			own[m++] = own[i];
+	double p90 = NAN;
+	if (m) {
+		qsort(own, m, sizeof(*own), cmp_dbl);
+		p90 = own[(size_t)floor(0.9 * (double)(m - 1))];
+	}
+	if (!isfinite(peer_best))
+		return p90;
+	return isfinite(p90) && p90 > peer_best ? p90 : peer_best;
+}
+
+struct rp_spread rp_spread_of(double *v, size_t n)
+{
+	struct rp_spread s = { .n = 0, .min = NAN, .median = NAN, .max = NAN };
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++)
+		if (isfinite(v[i]))
+			v[m++] = v[i];
+	if (!m)
+		return s;
+	qsort(v, m, sizeof(*v), cmp_dbl);
+	s.n = m;
+	s.min = v[0];
+	s.max = v[m - 1];
+	s.median = m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+	return s;
 }
 
 enum rp_class rp_run_class(const struct rp_rank *r, size_t n, double clamp_events)
@@ -248,6 +294,8 @@ static void add_reason(struct rp_decision *d, bool blocker, const char *fmt, ...
 	d->reasons[d->n++].blocker = blocker;
 }
 
+static void decide(struct rp_decision *d);
+
 static bool sla_ok(const struct rp_side *s)
 {
 	return s->latency_ok && s->attainment >= s->attainment_goal;
@@ -311,13 +359,71 @@ void rp_recommend(const struct rp_side *c, const struct rp_side *b, const struct
 		add_reason(d, false, "figures recomputed from a decision log (filtered rails, windowed "
 				     "throughput), not a simulator's ground truth");
 
-	bool blocked = false;
-	for (size_t i = 0; i < d->n; i++)
-		blocked |= d->reasons[i].blocker;
-	d->verdict = blocked ? RP_NOGO : d->n ? RP_GO_COND : RP_GO;
+	decide(d);
 	snprintf(d->summary, sizeof(d->summary),
 		 "tokens/J %.4f vs baseline %.4f (%+.1f%%), SLA attainment %.3f, %.0f clamp event(s), "
 		 "%s quality breaches",
 		 c->tpj, b->tpj, 100 * d->gain, c->attainment, c->clamp_events,
 		 isnan(c->breaches) ? "unknown" : c->breaches == 0 ? "no" : "some");
+}
+
+static const char *const evidence_names[] = { "simulated", "live dry-run", "live governed" };
+
+const char *rp_evidence_name(enum rp_evidence e)
+{
+	return (unsigned)e <= RP_EV_GOVERNED ? evidence_names[e] : "?";
+}
+
+static void decide(struct rp_decision *d)
+{
+	bool blocked = false;
+	for (size_t i = 0; i < d->n; i++)
+		blocked |= d->reasons[i].blocker;
+	d->verdict = blocked ? RP_NOGO : d->n ? RP_GO_COND : RP_GO;
+}
+
+void rp_merge_seed(struct rp_decision *d, const struct rp_decision *o, uint64_t seed)
+{
+	for (size_t i = 0; i < o->n; i++)
+		if (o->reasons[i].blocker)
+			add_reason(d, true, "seed %llu: %s", (unsigned long long)seed, o->reasons[i].text);
+	decide(d);
+}
+
+void rp_cap_evidence(struct rp_decision *d, enum rp_evidence ev, const char *detail,
+		     const struct rp_spread *g, const struct rp_thresholds *th)
+{
+	size_t seeds = g && g->n ? g->n : 1;
+	if (g && g->n >= 2) {
+		/* The gain is the median over seeds, judged against its spread. */
+		d->gain = g->median;
+		if (!(g->median >= 0))
+			add_reason(d, true, "median tokens/J gain over %zu seeds is %+.1f%% (min %+.1f%%, "
+					    "max %+.1f%%)",
+				   g->n, 100 * g->median, 100 * g->min, 100 * g->max);
+		else if (!(g->min > 0))
+			add_reason(d, false, "the gain is not consistent over seeds: median %+.1f%%, min "
+					     "%+.1f%%, max %+.1f%%; a seed loses to the baseline",
+				   100 * g->median, 100 * g->min, 100 * g->max);
+		else if (g->max - g->min > g->median)
+			add_reason(d, false, "the seed-to-seed spread of the gain (%+.1f%% .. %+.1f%%) is "
+					     "wider than the median gain %+.1f%%",
+				   100 * g->min, 100 * g->max, 100 * g->median);
+		else if (g->median < th->min_gain)
+			add_reason(d, false, "median gain %+.1f%% over %zu seeds is under %.0f%%", 100 * g->median,
+				   g->n, 100 * th->min_gain);
+	}
+	if (seeds < 3)
+		add_reason(d, false, "%zu seed(s) only: at least 3 seeds of candidate and baseline "
+				     "(govctl compare --seeds 1,2,3) lift this condition",
+			   seeds);
+	if (ev == RP_EV_SIMULATED)
+		add_reason(d, false, "evidence is simulated (%s): a dry-run on the target hardware "
+				     "(govd --dry-run) then a live canary lift this condition",
+			   detail && *detail ? detail : "plant model");
+	else if (ev == RP_EV_DRY_RUN)
+		add_reason(d, false, "evidence is a live dry-run (%s): the governor observed but did not "
+				     "actuate; a live governed canary lifts this condition",
+			   detail && *detail ? detail : "device");
+	decide(d);
 }

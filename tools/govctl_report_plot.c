@@ -1,7 +1,9 @@
 /* govctl report: the plots, drawn by gnuplot (Debian's gnuplot-nox, svg
- * terminal) from data files in a temporary directory; the SVGs are read back
- * to be inlined. gnuplot's SVG output has no timestamps, so the same runs give
- * the same bytes. */
+ * terminal) from the figures of report.json (govctl_report_figures.c) through
+ * data files in a temporary directory; the SVGs are read back to be inlined.
+ * gnuplot's SVG output has no timestamps, so the same runs give the same
+ * bytes. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -12,11 +14,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "common/fsafe.h"
 #include "hal/hal.h"
 #include "tools/govctl_report.h"
 
-#define MAX_POINTS 1500
 
 static char *slurp(const char *path)
 {
@@ -87,21 +90,6 @@ static void gp_str(FILE *f, const char *s)
 	fputc('\'', f);
 }
 
-/* A string field in a data file: double quotes, which a data file cannot
- * escape (nor does it run anything): quotes and control characters become
- * spaces so the row keeps its columns. */
-static void dat_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++)
-		fputc((unsigned char)*s < 0x20 || *s == 0x7f || *s == '"' ? ' ' : *s, f);
-	fputc('"', f);
-}
-
-static const char *const colors[] = { "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
-				      "#9467bd", "#8c564b", "#e377c2", "#17becf" };
-#define N_COLORS (sizeof(colors) / sizeof(colors[0]))
-
 static int run_gnuplot(const char *dir, const char *script, char *why, size_t len)
 {
 	pid_t pid = fork();
@@ -141,305 +129,274 @@ static int run_gnuplot(const char *dir, const char *script, char *why, size_t le
 	return 0;
 }
 
-static void common_head(FILE *gp, const char *out, int w, int h)
+
+static double jd(json_t *o, const char *k)
 {
-	fprintf(gp, "reset\nset terminal svg size %d,%d font \"sans,11\" background rgb \"white\"\n", w,
-		h);
-	fprintf(gp, "set output \"%s\"\nset encoding utf8\nset datafile missing \"NaN\"\n"
-		    "set grid lc rgb \"#dddddd\"\nset key noenhanced\n",
-		out);
+	json_t *v = json_object_get(o, k);
+	return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-static void w_power(FILE *gp, const char *dir, const struct rp_run *r, int idx)
+static const char *js(json_t *o, const char *k)
 {
-	char path[600];
-	snprintf(path, sizeof(path), "%s/pw%d.dat", dir, idx);
-	FILE *d = fopen(path, "w");
-	snprintf(path, sizeof(path), "%s/cl%d.dat", dir, idx);
-	FILE *c = fopen(path, "w");
-	if (!d || !c) {
-		if (d)
-			fclose(d);
-		if (c)
-			fclose(c);
-		return;
-	}
-	size_t k = (r->np + MAX_POINTS - 1) / MAX_POINTS;
-	if (k < 1)
-		k = 1;
-	/* Buckets keep the mean power and the peak junction, so a short peak
-	 * survives the thinning. */
-	for (size_t i = 0; i < r->np; i += k) {
-		double a = 0, m = 0, h = 0, tj = -INFINITY;
-		size_t n = 0;
-		for (size_t j = i; j < i + k && j < r->np; j++, n++) {
-			a += r->p[j].p_accel_w;
-			m += r->p[j].p_mem_w;
-			h += r->p[j].p_host_w;
-			tj = fmax(tj, r->p[j].tj_c);
-		}
-		fprintf(d, "%.3f %.2f %.2f %.2f %.2f\n", r->p[i].t_s / 60.0, a / (double)n, m / (double)n,
-			h / (double)n, tj);
-	}
-	size_t clamps = 0;
-	for (size_t i = 0; i < r->np; i++)
-		if ((r->p[i].throttle & HAL_THR_HW_SLOWDOWN) &&
-		    !(i && (r->p[i - 1].throttle & HAL_THR_HW_SLOWDOWN))) {
-			fprintf(c, "%.3f %.2f\n", r->p[i].t_s / 60.0, r->p[i].tj_c);
-			clamps++;
-		}
-	fclose(d);
-	fclose(c);
-	char out[64];
-	snprintf(out, sizeof(out), "plot%d.svg", idx);
-	common_head(gp, out, 900, 340);
-	fprintf(gp, "set title ");
-	char t[300];
-	snprintf(t, sizeof(t), "Power and junction: %s", r->label);
-	gp_str(gp, t);
-	fprintf(gp, " noenhanced\nset xlabel \"time (min)\"\nset ylabel \"rail power (W)\"\n"
-		    "set y2label \"junction (C)\"\nset ytics nomirror\nset y2tics\n"
-		    "set key outside bottom center horizontal\n");
-	double top = isfinite(r->slowdown_c) ? r->slowdown_c + 3 : r->ceiling_c + 10;
-	fprintf(gp, "set y2range [*:%.1f]\nset yrange [0:*]\n", top);
-	fprintf(gp,
-		"plot \"pw%d.dat\" u 1:2 w l lc rgb \"%s\" t \"accel\", \"\" u 1:3 w l lc rgb \"%s\" t "
-		"\"memory\", \"\" u 1:4 w l lc rgb \"%s\" t \"host\", \"\" u 1:5 axes x1y2 w l lw 1.5 lc "
-		"rgb \"%s\" t \"junction\", %.2f axes x1y2 w l dt 2 lc rgb \"#444444\" t \"ceiling "
-		"%.1f C\"",
-		idx, colors[0], colors[2], colors[5], colors[1], r->ceiling_c, r->ceiling_c);
-	if (isfinite(r->slowdown_c))
-		fprintf(gp, ", %.2f axes x1y2 w l dt 3 lc rgb \"#000000\" t \"slowdown %.1f C\"",
-			r->slowdown_c, r->slowdown_c);
-	if (clamps)
-		fprintf(gp, ", \"cl%d.dat\" u 1:2 axes x1y2 w p pt 9 ps 1.2 lc rgb \"#000000\" t "
-			    "\"hardware clamp (%zu)\"",
-			idx, clamps);
-	fprintf(gp, "\n");
+	const char *v = json_string_value(json_object_get(o, k));
+	return v ? v : "";
 }
 
-static void w_p99(FILE *gp, const char *dir, struct rp_run *const *runs, size_t n, int idx)
+/* A colour from the figure: "#rrggbb" only, anything else black (it goes
+ * into the script). */
+static const char *color(json_t *o)
 {
+	const char *c = js(o, "color");
+	if (strlen(c) != 7 || c[0] != '#' || strspn(c + 1, "0123456789abcdefABCDEF") != 6)
+		return "#000000";
+	return c;
+}
+
+/* Data blocks of one figure: each series, then each event row, as a gnuplot
+ * index; returns the next index. */
+static int write_xy(FILE *d, json_t *xs, json_t *ys, int *idx)
+{
+	size_t n = json_array_size(xs);
 	for (size_t i = 0; i < n; i++) {
-		char path[600];
-		snprintf(path, sizeof(path), "%s/w%zu.dat", dir, i);
-		FILE *d = fopen(path, "w");
-		if (!d)
-			return;
-		const struct rp_run *r = runs[i];
-		for (size_t k = 0; k < r->nw; k++) {
-			const struct rp_wstats *w = &r->w[k];
-			if (w->judged && w->requests > 0)
-				fprintf(d, "%.3f %.2f %.3f\n", w->t1_s / 60.0, w->ttft_p99, w->tbt_p99);
-			else
-				fprintf(d, "%.3f NaN NaN\n", w->t1_s / 60.0);
-		}
-		fclose(d);
-	}
-	char out[64];
-	snprintf(out, sizeof(out), "plot%d.svg", idx);
-	common_head(gp, out, 900, 560);
-	fprintf(gp, "set multiplot layout 2,1 title \"Window p99 against the SLA\"\n"
-		    "set key outside right top vertical\nset xlabel \"time (min)\"\n");
-	const char *col[2] = { "2", "3" };
-	const char *lab[2] = { "TTFT p99 (ms)", "TBT p99 (ms)" };
-	const int ti[2] = { 1, 3 };
-	/* A panel without one drawable point (no window served a request; log
-	 * scale needs > 0) is an error to gnuplot: fixed range and a note. */
-	bool have[2] = { false, false };
-	double xmax = 0;
-	for (size_t i = 0; i < n; i++)
-		for (size_t k = 0; k < runs[i]->nw; k++) {
-			const struct rp_wstats *w = &runs[i]->w[k];
-			if (isfinite(w->t1_s))
-				xmax = fmax(xmax, w->t1_s / 60.0);
-			if (!w->judged || !(w->requests > 0))
-				continue;
-			have[0] |= isfinite(w->ttft_p99) && w->ttft_p99 > 0;
-			have[1] |= isfinite(w->tbt_p99);
-		}
-	for (int pnl = 0; pnl < 2; pnl++) {
-		fprintf(gp, "set ylabel \"%s\"\n%s", lab[pnl], pnl == 0 ? "set logscale y\n" : "unset logscale y\n");
-		if (have[pnl])
-			fprintf(gp, "set autoscale xy\nunset label 1\n");
+		double x = json_number_value(json_array_get(xs, i));
+		json_t *yv = ys ? json_array_get(ys, i) : NULL;
+		if (!json_is_number(json_array_get(xs, i)))
+			continue;
+		if (ys && !json_is_number(yv))
+			fprintf(d, "%.6g NaN\n", x);
 		else
-			fprintf(gp, "set xrange [0:%.3f]\nset yrange [1:10]\nset label 1 \"no window "
-				    "served a request\" at graph 0.5,0.5 center\n",
-				xmax > 0 ? xmax : 1.0);
+			fprintf(d, "%.6g %.6g\n", x, ys ? json_number_value(yv) : 0.0);
+	}
+	if (!n)
+		fprintf(d, "NaN NaN\n");
+	fprintf(d, "\n\n");
+	return (*idx)++;
+}
+
+/* A block of one row, for lines drawn from using-expressions alone. */
+static int one_row(FILE *d, int *idx)
+{
+	fprintf(d, "0 0\n\n\n");
+	return (*idx)++;
+}
+
+static bool has_point(json_t *s)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(s, "y"), i, v)
+	{
+		if (json_is_number(v) && json_is_number(json_array_get(json_object_get(s, "x"), i)))
+			return true;
+	}
+	return false;
+}
+
+/* One figure: a multiplot of its panels, stacked, on one x range for time
+ * series, with fixed margins so the panels line up. */
+static void w_figure(FILE *gp, FILE *d, json_t *fig, const char *out)
+{
+	json_t *panels = json_object_get(fig, "panels"), *evs = json_object_get(fig, "events");
+	size_t np = json_array_size(panels);
+	bool scatter = !strcmp(js(fig, "kind"), "scatter");
+	int width = 1000, ph = scatter ? 380 : 190;
+	int h = scatter ? ph + 40 : (int)np * ph + 60;
+	fprintf(gp, "reset\nset terminal svg size %d,%d font \"sans,11\" background rgb \"white\"\n",
+		width, h);
+	fprintf(gp, "set output \"%s\"\nset encoding utf8\nset datafile missing \"NaN\"\n"
+		    "set grid lc rgb \"#dddddd\"\nset key noenhanced\nset termoption noenhanced\n",
+		out);
+	if (scatter)
+		fprintf(gp, "set multiplot layout 1,%zu title ", np);
+	else
+		fprintf(gp, "set multiplot layout %zu,1 title ", np);
+	gp_str(gp, js(fig, "title"));
+	fprintf(gp, "\n");
+	if (!scatter)
+		/* Fixed margins line the panels up; the offsets keep a line at the
+		 * range's top or bottom (a constant limit) off the frame. */
+		fprintf(gp, "set lmargin 10\nset rmargin 30\nset key outside right top vertical\n"
+			    "set offsets 0, 0, graph 0.08, graph 0.04\n");
+	else
+		fprintf(gp, "set key below\nset offsets graph 0.15, graph 0.15, graph 0.15, graph 0.15\n");
+	double xmax = jd(fig, "xmax");
+	int idx = 0;
+	/* Event rows first, shared by every panel. */
+	int ev0 = idx;
+	size_t ne = json_array_size(evs);
+	for (size_t e = 0; e < ne; e++)
+		write_xy(d, json_object_get(json_array_get(evs, e), "x"), NULL, &idx);
+	size_t pi;
+	json_t *p;
+	json_array_foreach(panels, pi, p)
+	{
+		fprintf(gp, "unset arrow\nunset label\nunset logscale\nset autoscale\nset xlabel ");
+		gp_str(gp, scatter ? js(p, "xlabel") : pi + 1 == np ? js(fig, "xlabel") : "");
+		fprintf(gp, "\nset ylabel ");
+		gp_str(gp, js(p, "ylabel"));
+		fprintf(gp, "\n");
+		if (!scatter && isfinite(xmax))
+			fprintf(gp, "set xrange [0:%.6g]\n", xmax);
+		double y0 = jd(p, "ymin"), y1 = jd(p, "ymax");
+		if (isfinite(y0) && isfinite(y1))
+			fprintf(gp, "set yrange [%.6g:%.6g]\n", y0, y1);
+		else if (isfinite(y0))
+			fprintf(gp, "set yrange [%.6g:*]\n", y0);
+		else if (isfinite(y1))
+			fprintf(gp, "set yrange [*:%.6g]\n", y1);
+		else
+			fprintf(gp, "set yrange [*:*]\n");
+		json_t *a = json_object_get(p, "arrow");
+		if (a && isfinite(jd(a, "x0")) && isfinite(jd(a, "y0")) && isfinite(jd(a, "x1")) &&
+		    isfinite(jd(a, "y1")))
+			fprintf(gp, "set arrow 1 from %.6g,%.6g to %.6g,%.6g head filled lw 1.5 lc rgb "
+				    "\"#555555\" front\n",
+				jd(a, "x0"), jd(a, "y0"), jd(a, "x1"), jd(a, "y1"));
+		/* Events on a second axis 0..1, one row per kind near the top. */
+		fprintf(gp, "set y2range [0:1]\nunset y2tics\n");
+		bool drawn = false;
 		fprintf(gp, "plot ");
-		for (size_t i = 0; i < n; i++) {
-			fprintf(gp, "%s\"w%zu.dat\" u 1:%s w lp pt 7 ps 0.4 lc rgb \"%s\" t ", i ? ", " : "", i,
-				col[pnl], colors[i % N_COLORS]);
-			gp_str(gp, runs[i]->label);
-		}
-		double tgt = runs[0]->targets[ti[pnl]];
-		if (tgt > 0)
-			fprintf(gp, ", %.2f w l dt 2 lw 1.5 lc rgb \"#000000\" t \"target %.0f ms\"", tgt, tgt);
-		fprintf(gp, "\n");
-	}
-	fprintf(gp, "unset multiplot\n");
-}
-
-static void w_int8(FILE *gp, const char *dir, struct rp_run *const *runs, size_t n, int idx)
-{
-	char path[600];
-	snprintf(path, sizeof(path), "%s/i8.dat", dir);
-	FILE *d = fopen(path, "w");
-	if (!d)
-		return;
-	fprintf(d, "slice");
-	for (size_t i = 0; i < n; i++) {
-		fprintf(d, " ");
-		dat_str(d, runs[i]->label);
-	}
-	fprintf(d, "\n");
-	/* Slices of the first run; runs of other scenarios may name others. */
-	const struct rp_run *r0 = runs[0];
-	for (size_t s = 0; s < r0->n_slices; s++) {
-		dat_str(d, r0->slices[s].name);
-		for (size_t i = 0; i < n; i++) {
-			double v = NAN;
-			for (size_t t = 0; t < runs[i]->n_slices; t++)
-				if (!strcmp(runs[i]->slices[t].name, r0->slices[s].name))
-					v = runs[i]->slices[t].int8_req_frac;
-			fprintf(d, isfinite(v) ? " %.4f" : " 0", v);
-		}
-		fprintf(d, "\n");
-	}
-	fclose(d);
-	char out[64];
-	snprintf(out, sizeof(out), "plot%d.svg", idx);
-	common_head(gp, out, 900, 340);
-	fprintf(gp, "set title \"INT8 share of requests by slice\"\nset ylabel \"INT8 share\"\n"
-		    "set yrange [0:1.05]\nset style data histograms\n"
-		    "set style histogram clustered gap 1\nset style fill solid 0.85 border -1\n"
-		    "set key outside right top vertical noenhanced\n");
-	fprintf(gp, "plot for [i=2:%zu] \"i8.dat\" u i:xtic(1) t columnheader(i)\n", n + 1);
-	fprintf(gp, "# colours cycle per run\n");
-}
-
-static void w_scatter(FILE *gp, const char *dir, struct rp_run *const *runs, size_t n, int idx)
-{
-	char path[600];
-	snprintf(path, sizeof(path), "%s/sc.dat", dir);
-	FILE *d = fopen(path, "w");
-	if (!d)
-		return;
-	for (size_t i = 0; i < n; i++) {
-		dat_str(d, runs[i]->policy);
-		fprintf(d, " %.3f %.3f %.6f %zu\n", runs[i]->ttft_p99, runs[i]->tbt_p99, runs[i]->tpj, i);
-	}
-	fclose(d);
-	char out[64];
-	snprintf(out, sizeof(out), "plot%d.svg", idx);
-	common_head(gp, out, 900, 360);
-	fprintf(gp, "set multiplot layout 1,2 title \"Tokens per joule against p99, per policy\"\n"
-		    "set ylabel \"tokens/J (all rails)\"\nunset key\nset offsets graph 0.1, graph 0.1, "
-		    "graph 0.1, graph 0.1\n");
-	const char *lab[2] = { "TTFT p99 (ms)", "TBT p99 (ms)" };
-	const int ti[2] = { 1, 3 };
-	/* Target lines as data (arrows are not clipped to their panel), so the
-	 * x range also stretches to show where the target lies. */
-	double lo = INFINITY, hi = -INFINITY;
-	for (size_t i = 0; i < n; i++)
-		if (isfinite(runs[i]->tpj)) {
-			lo = fmin(lo, runs[i]->tpj);
-			hi = fmax(hi, runs[i]->tpj);
-		}
-	for (int pnl = 0; pnl < 2; pnl++) {
-		fprintf(gp, "set xlabel \"%s\"\n", lab[pnl]);
-		double tgt = runs[0]->targets[ti[pnl]];
-		fprintf(gp, "plot \"sc.dat\" u %d:4:5 w p pt 7 ps 1.5 lc variable, \"\" u %d:4:1 w labels "
-			    "offset 0,1 noenhanced",
-			pnl + 2, pnl + 2);
-		if (tgt > 0 && isfinite(lo)) {
-			snprintf(path, sizeof(path), "%s/tg%d.dat", dir, pnl);
-			FILE *t = fopen(path, "w");
-			if (t) {
-				fprintf(t, "%.3f %.6f\n%.3f %.6f\n", tgt, lo, tgt, hi);
-				fclose(t);
-				fprintf(gp, ", \"tg%d.dat\" u 1:2 w l dt 2 lc rgb \"#000000\"", pnl);
+		size_t si;
+		json_t *s;
+		json_array_foreach(json_object_get(p, "series"), si, s)
+		{
+			int ix = write_xy(d, json_object_get(s, "x"), json_object_get(s, "y"), &idx);
+			if (!has_point(s))
+				continue;
+			const char *st = js(s, "style");
+			bool base = !strcmp(js(s, "role"), "baseline");
+			fprintf(gp, "%s\"fig.dat\" index %d u 1:2 ", drawn ? ", " : "", ix);
+			if (!strcmp(st, "points"))
+				fprintf(gp, "w p pt 7 ps 1.6");
+			else if (!strcmp(st, "linespoints"))
+				fprintf(gp, "w lp pt 7 ps 0.5 lw 1.2%s", base ? " dt 2" : "");
+			else
+				fprintf(gp, "w l lw 1.2%s", base ? " dt 2" : "");
+			fprintf(gp, " lc rgb \"%s\" t ", color(s));
+			gp_str(gp, js(s, "label"));
+			if (scatter) {
+				fprintf(gp, ", \"fig.dat\" index %d u 1:2:(", ix);
+				gp_str(gp, js(s, "label"));
+				fprintf(gp, ") w labels offset 0,1.2 font \",9\" notitle");
 			}
+			drawn = true;
 		}
+		size_t li;
+		json_t *ln;
+		json_array_foreach(json_object_get(p, "hlines"), li, ln)
+		{
+			fprintf(gp, "%s%.6g w l dt 3 lw 1.5 lc rgb \"%s\" t ", drawn ? ", " : "", jd(ln, "y"),
+				li % 2 ? "#000000" : "#555555");
+			gp_str(gp, js(ln, "label"));
+			drawn = true;
+		}
+		json_array_foreach(json_object_get(p, "vlines"), li, ln)
+		{
+			double x = jd(ln, "x");
+			fprintf(gp, "%s\"fig.dat\" index %d u (%.6g):(0):(0):(1) axes x1y2 w vectors "
+				    "nohead dt 3 lw 1.5 lc rgb \"#000000\" t ",
+				drawn ? ", " : "", one_row(d, &idx), x);
+			gp_str(gp, js(ln, "label"));
+			drawn = true;
+		}
+		for (size_t e = 0; !scatter && e < ne; e++) {
+			json_t *ev = json_array_get(evs, e);
+			static const char *const kinds[] = { "hardware clamp", "rollback", "safe point",
+							     "gate change" };
+			int k = 0;
+			for (int q = 0; q < 4; q++)
+				if (!strcmp(js(ev, "kind"), kinds[q]))
+					k = q;
+			static const int ptype[4] = { 9, 11, 5, 2 };
+			double y = 0.97 - 0.06 * k - (strcmp(js(ev, "role"), "baseline") ? 0 : 0.03);
+			fprintf(gp, "%s\"fig.dat\" index %d u 1:(%.3f) axes x1y2 w p pt %d ps 1.1 lc rgb \"%s\" ",
+				drawn ? ", " : "", ev0 + (int)e, y, ptype[k], color(ev));
+			if (pi == 0) {
+				fprintf(gp, "t ");
+				gp_str(gp, js(ev, "label"));
+			} else {
+				fprintf(gp, "notitle");
+			}
+			drawn = true;
+		}
+		if (!drawn) /* nothing to draw: an empty frame that says so */
+			fprintf(gp, "0 w l lc rgb \"#ffffff\" t 'no data'");
 		fprintf(gp, "\n");
 	}
 	fprintf(gp, "unset multiplot\n");
 }
 
-void rp_make_plots(struct rp_run *const *runs, size_t nruns, struct rp_plots *out)
+void rp_make_plots(json_t *figs, struct rp_plots *out)
 {
 	memset(out, 0, sizeof(*out));
 	char dir[] = "/tmp/govctl-report-XXXXXX";
-	static const char *const titles[] = { "Power and junction", "p99 against the SLA",
-					      "INT8 share by slice", "Tokens per joule against p99" };
-	size_t np = nruns + 3;
-	if (np > sizeof(out->svg) / sizeof(out->svg[0]))
-		np = sizeof(out->svg) / sizeof(out->svg[0]);
-	out->n = np;
-	for (size_t i = 0; i < np; i++)
-		out->title[i] = i < np - 3 ? titles[0] : titles[i - (np - 3) + 1];
+	size_t n = json_array_size(figs);
+	if (n > RP_MAX_PLOTS)
+		n = RP_MAX_PLOTS;
+	out->n = n;
+	for (size_t i = 0; i < n; i++) {
+		out->id[i] = js(json_array_get(figs, i), "id");
+		out->title[i] = js(json_array_get(figs, i), "title");
+	}
 	char why[400] = "";
 	if (!mkdtemp(dir)) {
 		snprintf(why, sizeof(why), "mkdtemp: %s", strerror(errno));
 		goto set_why;
 	}
-	/* One gnuplot run per plot: a plot gnuplot refuses (no valid points,
-	 * say) costs that plot, not the others. */
+	/* One gnuplot run per figure: a figure gnuplot refuses costs that
+	 * figure, not the others. */
 	char path[600];
-	for (size_t i = 0; i < np; i++) {
-		char script[32], pwhy[400] = "";
-		snprintf(script, sizeof(script), "plot%zu.gp", i);
-		snprintf(path, sizeof(path), "%s/%s", dir, script);
+	for (size_t i = 0; i < n; i++) {
+		char pwhy[400] = "";
+		snprintf(path, sizeof(path), "%s/fig.gp", dir);
 		FILE *gp = fopen(path, "w");
-		if (!gp) {
-			snprintf(why, sizeof(why), "%.200s: %s", path, strerror(errno));
+		snprintf(path, sizeof(path), "%s/fig.dat", dir);
+		FILE *d = fopen(path, "w");
+		if (!gp || !d) {
+			snprintf(why, sizeof(why), "%.200s: %s", dir, strerror(errno));
+			if (gp)
+				fclose(gp);
+			if (d)
+				fclose(d);
 			goto remove_dir;
 		}
-		if (i + 3 < np)
-			w_power(gp, dir, runs[i], (int)i);
-		else if (i + 3 == np)
-			w_p99(gp, dir, runs, nruns, (int)i);
-		else if (i + 2 == np)
-			w_int8(gp, dir, runs, nruns, (int)i);
-		else
-			w_scatter(gp, dir, runs, nruns, (int)i);
-		if (fclose(gp)) {
-			snprintf(why, sizeof(why), "%.200s: %s", path, strerror(errno));
+		w_figure(gp, d, json_array_get(figs, i), "fig.svg");
+		bool bad = fclose(d) != 0;
+		bad |= fclose(gp) != 0;
+		if (bad) {
+			snprintf(why, sizeof(why), "%.200s: %s", dir, strerror(errno));
 			goto remove_dir;
 		}
-		int rc = run_gnuplot(dir, script, pwhy, sizeof(pwhy));
+		int rc = run_gnuplot(dir, "fig.gp", pwhy, sizeof(pwhy));
 		if (rc == -ENOENT) { /* no gnuplot: the same for every plot */
 			snprintf(why, sizeof(why), "%s", pwhy);
 			goto remove_dir;
 		}
-		snprintf(path, sizeof(path), "%s/plot%zu.svg", dir, i);
+		snprintf(path, sizeof(path), "%s/fig.svg", dir);
 		char *svg = rc ? NULL : slurp(path);
 		if (svg)
 			out->svg[i] = inline_svg(svg, (int)i);
 		free(svg);
+		unlink(path);
 		if (!out->svg[i])
 			out->why[i] = strdup(pwhy[0] ? pwhy : "plot not produced");
 	}
 remove_dir:
-	/* Remove what we wrote (plain files only, one level). */
+	/* Remove what we wrote: plain files, one level, then the directory. */
 	{
-		static const char *const pre[] = { "pw", "cl", "w", "plot", "plot" };
-		static const char *const ext[] = { "dat", "dat", "dat", "svg", "gp" };
-		for (size_t i = 0; i < np + 2 * nruns; i++)
-			for (size_t k = 0; k < 5; k++) {
-				snprintf(path, sizeof(path), "%s/%s%zu.%s", dir, pre[k], i, ext[k]);
+		DIR *dd = opendir(dir);
+		struct dirent *e;
+		while (dd && (e = readdir(dd)))
+			if (e->d_name[0] != '.') {
+				snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 				unlink(path);
 			}
-		static const char *const fixed[] = { "gnuplot.err", "i8.dat", "sc.dat", "tg0.dat",
-						     "tg1.dat" };
-		for (size_t k = 0; k < sizeof(fixed) / sizeof(fixed[0]); k++) {
-			snprintf(path, sizeof(path), "%s/%s", dir, fixed[k]);
-			unlink(path);
-		}
+		if (dd)
+			closedir(dd);
 		rmdir(dir);
 	}
 set_why:
-	for (size_t i = 0; i < np; i++)
+	for (size_t i = 0; i < n; i++)
 		if (!out->svg[i] && !out->why[i])
 			out->why[i] = strdup(why[0] ? why : "plot not produced");
 }

@@ -155,12 +155,17 @@ static void tend(struct doc *d)
 	fputs(d->html ? "</table>\n" : "\n", d->f);
 }
 
-static void plot(struct doc *d, const struct rp_plots *p, size_t i)
+/* The figure with this id, inside an anchored <figure> (the HTML test
+ * screenshots each anchor). */
+static void plot(struct doc *d, const struct rp_plots *p, const char *id)
 {
-	if (i >= p->n)
+	size_t i = 0;
+	while (i < p->n && strcmp(p->id[i], id))
+		i++;
+	if (i == p->n)
 		return;
 	if (d->html) {
-		fputs("<figure>", d->f);
+		fprintf(d->f, "<figure id=\"%s\">", p->id[i]);
 		if (p->svg[i])
 			fputs(p->svg[i], d->f);
 		else {
@@ -172,10 +177,13 @@ static void plot(struct doc *d, const struct rp_plots *p, size_t i)
 		put_esc(d, p->title[i]);
 		fputs("</figcaption></figure>\n", d->f);
 	} else if (p->svg[i]) {
-		fprintf(d->f, "*Plot in report.html: %s.*\n\n", p->title[i]);
+		fprintf(d->f, "*Figure %s in report.html: ", p->id[i]);
+		put_esc(d, p->title[i]);
+		fputs(" (data: report.json figures).*\n\n", d->f);
 	} else {
-		fprintf(d->f, "*Plot not available (%s): %s.*\n\n", p->why[i] ? p->why[i] : "?",
-			p->title[i]);
+		fprintf(d->f, "*Figure %s not available (%s): ", p->id[i], p->why[i] ? p->why[i] : "?");
+		put_esc(d, p->title[i]);
+		fputs(".*\n\n", d->f);
 	}
 }
 
@@ -245,8 +253,16 @@ static void sec_recommendation(struct doc *d, json_t *rep)
 	} else {
 		fprintf(d->f, "**%s**\n\n", v);
 	}
-	para(d, "Candidate %s against baseline %s: %s.", s_(rec, "candidate"), s_(rec, "baseline"),
-	     s_(rec, "summary"));
+	para(d, "Candidate %s against baseline %s: %s. Run class: %s.", s_(rec, "candidate"),
+	     s_(rec, "baseline"), s_(rec, "summary"), s_(rec, "run_class"));
+	json_t *sd = g(rep, "seeds");
+	char a[B], b_[B], c[B];
+	if (json_integer_value(g(sd, "paired_seeds")) >= 2)
+		para(d, "Over %s paired seeds: gain min %s, median %s, max %s (%s).",
+		     n_(sd, "paired_seeds", 0, a, B), pct(g(sd, "gain"), "min", b_, B),
+		     pct(g(sd, "gain"), "median", c, B), pct(g(sd, "gain"), "max", a, B), s_(sd, "rule"));
+	else
+		para(d, "One paired seed: no spread to judge the gain against (%s).", s_(sd, "rule"));
 	json_t *rs = g(rec, "reasons");
 	if (json_array_size(rs)) {
 		para(d, "Deciding reasons (blockers make it NO-GO; conditions make it GO WITH CONDITIONS):");
@@ -262,6 +278,20 @@ static void sec_recommendation(struct doc *d, json_t *rep)
 		para(d, "No blocker and no condition: every check passes, every check is guarded by a "
 			"rollback trigger and the gain is above the noise threshold.");
 	}
+}
+
+static void sec_timeseries(struct doc *d, json_t *rep, const struct rp_plots *pl)
+{
+	h(d, 2, "What the governor did over time", "timeseries");
+	para(d, "Candidate %s (solid, blue) against baseline %s (dashed, red), on shared axes; marks on "
+		"every panel: hardware clamps, rollbacks, safe points and quality-gate changes (the "
+		"legend counts them). Long runs are thinned to buckets (mean; junction: the bucket's "
+		"peak). Every figure's data is in report.json (figures).",
+	     s_(rep, "candidate"), s_(rep, "baseline"));
+	static const char *const ids[] = { "fig-clock", "fig-power", "fig-thermal", "fig-int8",
+					   "fig-queue", "fig-tpj", "fig-p99" };
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+		plot(d, pl, ids[i]);
 }
 
 static void sec_handoff(struct doc *d, json_t *rep)
@@ -369,10 +399,29 @@ static void sec_primary(struct doc *d, json_t *rep, const struct rp_plots *pl)
 		trow(d, cells, 8, NULL);
 	}
 	tend(d);
-	para(d, "The per-window series (tokens/J of each SLA window) is in report.json "
-		"(primary_metric.runs[].windows). The log-vs-summary columns check the decision-log "
-		"recomputation a live run relies on against the simulator's ground truth.");
-	plot(d, pl, pl->n >= 1 ? pl->n - 1 : 0);
+	para(d, "The per-window series (tokens/J of each SLA window) is figure fig-tpj and "
+		"primary_metric.runs[].windows in report.json. The log-vs-summary columns check the "
+		"decision-log recomputation a live run relies on against the simulator's ground truth.");
+	json_t *sd = g(rep, "seeds");
+	if (json_integer_value(g(sd, "paired_seeds")) >= 2) {
+		h(d, 3, "Spread over seeds", "seeds");
+		const char *sc[] = { "", "min", "median", "max" };
+		thead(d, sc, 4);
+		static const char *const rows[3][2] = { { "candidate_tokens_per_joule", "candidate tokens/J" },
+						       { "baseline_tokens_per_joule", "baseline tokens/J" },
+						       { "gain", "gain" } };
+		for (int k = 0; k < 3; k++) {
+			json_t *x = g(sd, rows[k][0]);
+			char p1[B], p2[B], p3[B];
+			const char *cells[] = { rows[k][1],
+						k == 2 ? pct(x, "min", p1, B) : n_(x, "min", 4, p1, B),
+						k == 2 ? pct(x, "median", p2, B) : n_(x, "median", 4, p2, B),
+						k == 2 ? pct(x, "max", p3, B) : n_(x, "max", 4, p3, B) };
+			trow(d, cells, 4, NULL);
+		}
+		tend(d);
+		plot(d, pl, "fig-seeds");
+	}
 }
 
 static void sec_bottlenecks(struct doc *d, json_t *rep, const struct rp_plots *pl)
@@ -390,42 +439,73 @@ static void sec_bottlenecks(struct doc *d, json_t *rep, const struct rp_plots *p
 	     n_(th, "busy_util", 2, a, B), n_(th, "cap_ratio", 2, b_, B), n_(th, "cap_share", 2, c, B),
 	     n_(th, "queue_depth", 1, e, B), n_(th, "host_share", 2, f, B), n_(th, "host_util", 2, x, B),
 	     n_(th, "compute_sens", 2, cs, B));
-	para(d, "Cost: the energy a window spends above the best tokens/J any run reached for the same "
-		"demand (same scenario, seed and window); ranked by that cost.");
+	para(d, "Ranking: each class's share of the energy of the run's busy windows (the headline class "
+		"is the largest share; a run that entered hardware slowdown is thermal-bound). Cost: the "
+		"energy a window spends above the best tokens/J another run reached for the same demand "
+		"(same scenario, seed and window), or the run's own 90th-percentile window when that is "
+		"higher, so a class that holds most windows never shows a cost of 0 J by construction.");
 	size_t i;
 	json_t *r;
 	json_array_foreach(g(bo, "runs"), i, r)
 	{
 		h(d, 3, s_(r, "run"), NULL);
 		para(d, "Run classification: %s (%s).", s_(r, "run_class"), s_(r, "run_class_rule"));
-		const char *rc[] = { "rank", "class", "windows", "cost (J)", "share of energy",
-				     "tokens/J if removed" };
-		thead(d, rc, 6);
+		const char *rc[] = { "rank", "class", "windows", "share of busy energy", "cost (J)",
+				     "cost share of run energy", "tokens/J if cost removed" };
+		thead(d, rc, 7);
 		size_t k;
 		json_t *y;
 		json_array_foreach(g(r, "ranking"), k, y)
 		{
-			char rk[32], w[B], co[B], sh[B], t[B];
+			char rk[32], w[B], co[B], sh[B], t[B], eb[B];
 			snprintf(rk, sizeof(rk), "%zu", k + 1);
-			json_t *s = g(y, "share_of_energy");
+			json_t *s = g(y, "share_of_energy"), *sb = g(y, "share_of_busy_energy");
 			snprintf(sh, sizeof(sh), "%.1f%%", json_is_number(s) ? 100 * json_number_value(s) : NAN);
-			const char *cells[] = { rk, s_(y, "class"), n_(y, "windows", 0, w, B),
+			snprintf(eb, sizeof(eb), "%.1f%%", json_is_number(sb) ? 100 * json_number_value(sb) : NAN);
+			const char *cells[] = { rk, s_(y, "class"), n_(y, "windows", 0, w, B), eb,
 						n_(y, "cost_j", 0, co, B), sh,
 						n_(y, "tokens_per_joule_if_removed", 4, t, B) };
-			trow(d, cells, 6, NULL);
+			trow(d, cells, 7, NULL);
 		}
 		tend(d);
 		char idle[B];
-		para(d, "Windows (%s idle window(s) left out):", n_(r, "idle_windows", 0, idle, B));
-		const char *wc[] = { "window (s)", "class", "tokens/J", "cost (J)", "evidence" };
-		thead(d, wc, 5);
-		json_array_foreach(g(r, "windows"), k, y)
+		para(d, "Windows by evidence (%s idle or tail window(s) left out; evidence that differs only in "
+			"its numbers is one row with its count and each number's range; every window is in "
+			"report.json bottlenecks.runs[].windows):",
+		     n_(r, "idle_windows", 0, idle, B));
+		const char *wc[] = { "windows", "count", "class", "tokens/J (min-max)", "cost (J)",
+				     "evidence" };
+		thead(d, wc, 6);
+		json_array_foreach(g(r, "window_groups"), k, y)
 		{
-			char t[B], tp[B], co[B], t0[B], t1[B];
-			snprintf(t, sizeof(t), "%s-%s", n_(y, "t0_s", 0, t0, B), n_(y, "t1_s", 0, t1, B));
-			const char *cells[] = { t, s_(y, "class"), n_(y, "tokens_per_joule", 4, tp, B),
+			char t[600] = "", cn[B], tp[2 * B], co[B], lo[B], hi[B];
+			size_t q;
+			json_t *sp;
+			/* Adjacent windows merge into one span. */
+			double s0 = NAN, s1 = NAN;
+			size_t shown = 0, nsp = json_array_size(g(y, "windows"));
+			for (q = 0; q <= nsp; q++) {
+				sp = json_array_get(g(y, "windows"), q);
+				double a0 = sp ? json_number_value(json_array_get(sp, 0)) : NAN;
+				double a1 = sp ? json_number_value(json_array_get(sp, 1)) : NAN;
+				if (sp && a0 == s1) {
+					s1 = a1;
+					continue;
+				}
+				size_t l = strlen(t);
+				if (isfinite(s0) && shown < 8)
+					snprintf(t + l, sizeof(t) - l, "%s%.0f-%.0f s", shown ? ", " : "", s0, s1);
+				else if (isfinite(s0) && shown == 8)
+					snprintf(t + l, sizeof(t) - l, ", ...");
+				shown += isfinite(s0);
+				s0 = a0;
+				s1 = a1;
+			}
+			snprintf(tp, sizeof(tp), "%s-%s", n_(y, "tokens_per_joule_min", 4, lo, B),
+				 n_(y, "tokens_per_joule_max", 4, hi, B));
+			const char *cells[] = { t, n_(y, "count", 0, cn, B), s_(y, "class"), tp,
 						n_(y, "cost_j", 0, co, B), s_(y, "evidence") };
-			trow(d, cells, 5, NULL);
+			trow(d, cells, 6, NULL);
 		}
 		tend(d);
 		para(d, "By slice:");
@@ -441,8 +521,6 @@ static void sec_bottlenecks(struct doc *d, json_t *rep, const struct rp_plots *p
 			trow(d, cells, 6, NULL);
 		}
 		tend(d);
-		if (pl->n > 3 && i < pl->n - 3)
-			plot(d, pl, i);
 	}
 }
 
@@ -468,7 +546,7 @@ static void point_text(json_t *p, char *buf, size_t len)
 		 n_(p, "clamp_events", 0, f, B));
 }
 
-static void sec_mitigation(struct doc *d, json_t *rep)
+static void sec_mitigation(struct doc *d, json_t *rep, const struct rp_plots *pl)
 {
 	json_t *m = g(rep, "mitigation");
 	h(d, 2, "Mitigation proposal", "mitigation");
@@ -489,15 +567,21 @@ static void sec_mitigation(struct doc *d, json_t *rep)
 		trow(d, cells, 8, NULL);
 	}
 	tend(d);
+	plot(d, pl, "fig-points");
 	h(d, 3, "Rejected alternatives", "rejected");
-	const char *rc[] = { "alternative", "label", "tokens/J", "why rejected" };
-	thead(d, rc, 4);
+	if (!json_array_size(g(m, "rejected")))
+		para(d, "No alternative was tried: pass the other runs (govctl report --alternatives RUN "
+			"or a govctl compare output directory) to have each one's reason here.");
+	const char *rc[] = { "alternative", "run", "label", "tokens/J", "gain vs baseline",
+			     "why rejected" };
+	thead(d, rc, 6);
 	json_array_foreach(g(m, "rejected"), i, x)
 	{
-		char t[B];
-		const char *cells[] = { s_(x, "alternative"), s_(x, "label"),
-					n_(x, "tokens_per_joule", 4, t, B), s_(x, "why") };
-		trow(d, cells, 4, NULL);
+		char t[B], gn[B];
+		const char *cells[] = { s_(x, "alternative"), g(x, "run") ? s_(x, "run") : "—",
+					s_(x, "label"), n_(x, "tokens_per_joule", 4, t, B),
+					pct(x, "gain_vs_baseline", gn, B), s_(x, "why") };
+		trow(d, cells, 6, NULL);
 	}
 	tend(d);
 }
@@ -528,8 +612,6 @@ static void sec_validation(struct doc *d, json_t *rep, const struct rp_plots *pl
 		item(d, "%s: %s (%s)", s_(x, "run"), s_(x, "verdict"), pct(x, "gain", gn, B));
 	}
 	list_end(d);
-	if (pl->n >= 3)
-		plot(d, pl, pl->n - 3);
 }
 
 static void sec_monitors(struct doc *d, json_t *rep, const struct rp_plots *pl)
@@ -561,8 +643,7 @@ static void sec_monitors(struct doc *d, json_t *rep, const struct rp_plots *pl)
 		trow(d, cells, 5, NULL);
 	}
 	tend(d);
-	if (pl->n >= 2)
-		plot(d, pl, pl->n - 2);
+	para(d, "The INT8 share set on each slice over time is figure fig-int8 (above).");
 
 	h(d, 3, "Perf-per-watt trend", "mon-trend");
 	const char *tc[] = { "run", "windows compared", "below baseline", "longest run below",
@@ -613,12 +694,16 @@ static void sec_monitors(struct doc *d, json_t *rep, const struct rp_plots *pl)
 	h(d, 3, "Thermal events against latency tails", "mon-thermal-latency");
 	json_array_foreach(g(m, "thermal_latency"), i, x)
 	{
-		para(d, "%s: correlation of per-window thermal stress (clamp periods, + 1 when the junction "
-			"reached the ceiling) with TTFT p99 %s, with TBT p99 %s; median window TBT p99 "
-			"without a clamp %s ms.",
-		     s_(x, "run"), n_(x, "corr_thermal_vs_ttft_p99", 2, a, B),
-		     n_(x, "corr_thermal_vs_tbt_p99", 2, b_, B),
-		     n_(x, "median_tbt_p99_ms_without_clamp", 1, c, B));
+		if (json_is_string(g(x, "correlation_note")))
+			para(d, "%s: %s; median window TBT p99 without a clamp %s ms.", s_(x, "run"),
+			     s_(x, "correlation_note"), n_(x, "median_tbt_p99_ms_without_clamp", 1, c, B));
+		else
+			para(d, "%s: correlation of per-window thermal stress (clamp periods, + 1 when the "
+				"junction reached the ceiling) with TTFT p99 %s, with TBT p99 %s; median "
+				"window TBT p99 without a clamp %s ms.",
+			     s_(x, "run"), n_(x, "corr_thermal_vs_ttft_p99", 2, a, B),
+			     n_(x, "corr_thermal_vs_tbt_p99", 2, b_, B),
+			     n_(x, "median_tbt_p99_ms_without_clamp", 1, c, B));
 		json_t *ev = g(x, "clamp_events");
 		if (!json_array_size(ev))
 			continue;
@@ -682,22 +767,56 @@ static void sec_monitors(struct doc *d, json_t *rep, const struct rp_plots *pl)
 	(void)y;
 }
 
-static void sec_signoff(struct doc *d, json_t *rep)
+/* The sign-off state: every role the workflow asks for, signed or missing,
+ * from the entries appended beside the report (checked by the caller). */
+static void sec_signoff(struct doc *d, json_t *rep, json_t *signoffs)
 {
 	h(d, 2, "Sign-off", "signoff");
-	para(d, "Each owner records name, decision (GO / GO WITH CONDITIONS / NO-GO) and date. The "
-		"report is sealed by an Ed25519 signature over report.json (govctl report --sign, "
-		"govctl verify).");
-	const char *cols[] = { "role", "owner", "decision", "date", "signature" };
-	thead(d, cols, 5);
+	para(d, "Each owner signs their decision with their own key: govctl signoff REPORT_DIR/report.json "
+		"--role ROLE --decision GO|GO-WITH-CONDITIONS|NO-GO --key KEYFILE appends a signed entry "
+		"to report.json.signoffs; govctl verify REPORT_DIR/report.json --signers FILE lists who "
+		"signed what and when and refuses an edited report or a key not listed for its role.");
+	const char *cols[] = { "role", "state", "owner", "decision", "date (UTC)", "key", "check" };
+	thead(d, cols, 7);
 	size_t i;
 	json_t *x;
 	json_array_foreach(g(rep, "signoff"), i, x)
 	{
-		const char *cells[] = { s_(x, "role"), "", "", "", "" };
-		trow(d, cells, 5, NULL);
+		const char *role = s_(x, "role");
+		bool any = false;
+		size_t k;
+		json_t *e;
+		json_array_foreach(signoffs, k, e)
+		{
+			if (strcmp(s_(e, "role"), role))
+				continue;
+			any = true;
+			char kb[24];
+			snprintf(kb, sizeof(kb), "%.16s...", s_(e, "key"));
+			/* Valid without a signers list: signed, but whose key it is
+			 * was not checked; the check column says so. */
+			bool ok = json_is_true(g(e, "valid"));
+			const char *state = !ok ? "INVALID"
+					    : strcmp(s_(e, "status"), "valid") ? "signed (key not checked)"
+									       : "signed";
+			const char *cells[] = { role, state, s_(e, "name"),
+						s_(e, "decision"), s_(e, "date"), kb, s_(e, "status") };
+			trow(d, cells, 7, ok ? "pass" : "fail");
+		}
+		if (!any) {
+			const char *cells[] = { role, "MISSING", "", "", "", "", "not signed yet" };
+			trow(d, cells, 7, "fail");
+		}
 	}
 	tend(d);
+}
+
+void rp_render_signoff(json_t *rep, json_t *signoffs, FILE *f, bool html)
+{
+	struct doc d = { .f = f, .html = html };
+	fputs(html ? RP_SIGNOFF_BEGIN "\n" : "", f);
+	sec_signoff(&d, rep, signoffs);
+	fputs(html ? RP_SIGNOFF_END "\n" : "", f);
 }
 
 static const char css[] =
@@ -708,16 +827,12 @@ static const char css[] =
 	".verdict{font-size:2em;font-weight:bold;padding:0.3em 0.6em;display:inline-block;"
 	"border-radius:6px}.go{background:#2a2;color:#fff}.cond{background:#e90;color:#fff}"
 	".nogo{background:#c22;color:#fff}figure{margin:1em 0}figcaption{font-style:italic}"
-	"svg{max-width:100%;height:auto}.missing{color:#a00}";
+	"svg{max-width:100%;height:auto}.missing{color:#a00}"
+	".evidence{border:3px solid #e90;background:#fff6e6;padding:0.5em 1em;font-size:1.1em}"
+	".meta{color:#555;font-size:0.9em}";
 
-int rp_render(json_t *rep, const struct rp_plots *plots, const char *path, bool html)
+int rp_render(json_t *rep, const struct rp_plots *plots, json_t *signoffs, FILE *f, bool html)
 {
-	/* -o is a path the user names: a planted symlink there is replaced,
-	 * never followed */
-	struct fsafe_err fe;
-	FILE *f = fsafe_fcreate(path, 0644, true, &fe);
-	if (!f)
-		return -errno;
 	struct doc d = { .f = f, .html = html };
 	const char *title = "Perf-per-watt report";
 	if (html) {
@@ -727,17 +842,38 @@ int rp_render(json_t *rep, const struct rp_plots *plots, const char *path, bool 
 	} else {
 		fprintf(f, "# %s\n\n", title);
 	}
-	para(&d, "Generated by %s: %s", s_(rep, "generated_by"), s_(rep, "command"));
+	json_t *ev = g(rep, "evidence");
+	if (html) {
+		fputs("<p class=\"evidence\" id=\"evidence\"><b>Evidence: ", f);
+		put_esc(&d, s_(ev, "kind"));
+		fputs("</b>: ", f);
+		put_esc(&d, s_(ev, "statement"));
+		fputs("</p>\n", f);
+	} else {
+		fprintf(f, "> **Evidence: %s:** %s\n\n", s_(ev, "kind"), s_(ev, "statement"));
+	}
+	/* One line each, so a regeneration differs only on the first. */
+	char line[9000];
+	snprintf(line, sizeof(line), "Generated at %s", s_(rep, "generated_at"));
+	fputs(html ? "<p class=\"meta\" id=\"generated\">" : "", f);
+	put_esc(&d, line);
+	fputs(html ? "</p>\n" : "\n\n", f);
+	snprintf(line, sizeof(line), "govd %s, source commit %s; %s: %s", s_(rep, "govd_version"),
+		 s_(rep, "source_commit"), s_(rep, "generated_by"), s_(rep, "command"));
+	fputs(html ? "<p class=\"meta\">" : "", f);
+	put_esc(&d, line);
+	fputs(html ? "</p>\n" : "\n\n", f);
 	para(&d, "Candidate: %s. Baseline: %s.", s_(rep, "candidate"), s_(rep, "baseline"));
 	sec_recommendation(&d, rep);
+	sec_timeseries(&d, rep, plots);
 	sec_handoff(&d, rep);
 	sec_primary(&d, rep, plots);
 	sec_bottlenecks(&d, rep, plots);
-	sec_mitigation(&d, rep);
+	sec_mitigation(&d, rep, plots);
 	sec_validation(&d, rep, plots);
 	sec_monitors(&d, rep, plots);
-	sec_signoff(&d, rep);
+	rp_render_signoff(rep, signoffs, f, html);
 	if (html)
 		fputs("</body>\n</html>\n", f);
-	return fclose(f) ? -errno : 0;
+	return ferror(f) ? -EIO : 0;
 }

@@ -6,7 +6,7 @@
 #    default scenario gets a measured gain (the govd controller's GO:
 #    report_govd.sh);
 #  - a live decision log alone gives a report with recomputed figures;
-#  - the same runs give byte-identical reports;
+#  - the same runs give byte-identical reports apart from the generation time;
 #  - report.json signed with Ed25519 verifies, and fails once edited;
 #  - report.html renders in headless Chromium to a non-blank screenshot.
 # Exit 77 (skip) when the Azure trace, gnuplot, python3 or chromium is missing.
@@ -44,22 +44,32 @@ echo "hot naive-int8: $verdict, $cls, $clamps clamp event(s), $clamp_windows the
 [ "$clamp_windows" -gt 0 ] && [ "$blocker" -eq 1 ]
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0 else 1)" "$clamps"
 grep -q 'NO-GO' "$out/r1/report.md"
+# The clamps are marked on the time series, as many as the run had.
+marks=$(q "$j" "sum(e['count'] for e in r['figures'][0]['events'] if e['kind']=='hardware clamp' and e['role']=='candidate')")
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) == float(sys.argv[2]) else 1)" "$marks" "$clamps" ||
+	{ echo "FAIL: $marks clamp marks for $clamps clamp events"; exit 1; }
 grep -q '<svg' "$out/r1/report.html"
 
-# 2. Byte-identical when regenerated from the same runs (into another dir).
-"$gv" report "$out/hot-int8" --baseline "$out/hot-fw" -o "$out/r1b" >/dev/null
+# 2. Byte-identical when regenerated from the same runs (into another dir),
+#    apart from the one line carrying the generation time.
+SOURCE_DATE_EPOCH=2000000000 "$gv" report "$out/hot-int8" --baseline "$out/hot-fw" -o "$out/r1b" >/dev/null
 for f in report.json report.md report.html; do
-	cmp "$out/r1/$f" "$out/r1b/$f"
+	! cmp -s "$out/r1/$f" "$out/r1b/$f" || { echo "FAIL: $f carries no generation time"; exit 1; }
+	[ "$(diff "$out/r1/$f" "$out/r1b/$f" | grep -c '^[<>]')" -eq 2 ] ||
+		{ echo "FAIL: $f differs beyond one line"; diff "$out/r1/$f" "$out/r1b/$f" | head; exit 1; }
+	cmp <(grep -v 'generated_at\|Generated at ' "$out/r1/$f") <(grep -v 'generated_at\|Generated at ' "$out/r1b/$f")
 done
-echo "regenerated report: byte-identical"
+grep -q '"generated_at": "2033-05-18T03:33:20Z"' "$out/r1b/report.json"
+echo "regenerated report: byte-identical apart from the generation time"
 
 # 3. Signing: verify OK, then an edited report fails.
 "$gv" keygen "$out/owner" >/dev/null
 "$gv" report "$out/hot-int8" --baseline "$out/hot-fw" -o "$out/rs" --sign "$out/owner.key" >/dev/null
-cmp "$out/r1/report.json" "$out/rs/report.json"
+cmp <(grep -v generated_at "$out/r1/report.json") <(grep -v generated_at "$out/rs/report.json")
 "$gv" verify "$out/rs/report.json" "$out/rs/report.json.sig" "$out/owner.pub"
+cp "$out/rs/report.json" "$out/rs/before.json"
 sed -i 's/"verdict": "NO-GO"/"verdict": "GO"/' "$out/rs/report.json"
-! cmp -s "$out/r1/report.json" "$out/rs/report.json" || { echo "FAIL: the edit did not apply"; exit 1; }
+! cmp -s "$out/rs/before.json" "$out/rs/report.json" || { echo "FAIL: the edit did not apply"; exit 1; }
 if "$gv" verify "$out/rs/report.json" "$out/rs/report.json.sig" "$out/owner.pub" 2>/dev/null; then
 	echo "FAIL: an edited report.json still verifies"
 	exit 1
@@ -102,6 +112,23 @@ rel=$(python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['primary_metri
 echo "live log: $src, tokens/J off the ground truth by $rel"
 [ "$src" = "recomputed from the decision log" ]
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) < 0.05 else 1)" "$rel"
+
+# 4a. Where the evidence comes from: a log from a device (not the sim
+#     backend) is live governed, with device, driver and firmware; one whose
+#     header says dry_run is a live dry-run. Neither cap lifts to GO here.
+mkdir "$out/gov" "$out/dry"
+sed '1s/sim-0\.1\.0/535.104.05/g' "$out/hot-int8/decisions.jsonl" >"$out/gov/decisions.jsonl"
+sed '1s/sim-0\.1\.0/535.104.05/g; 1s/"dry_run":false/"dry_run":true/' "$out/hot-int8/decisions.jsonl" >"$out/dry/decisions.jsonl"
+"$gv" report "$out/gov" --baseline "$out/hot-fw" -o "$out/r4g" >/dev/null
+"$gv" report "$out/dry" --baseline "$out/hot-fw" -o "$out/r4d" >/dev/null
+[ "$(q "$out/r4g/report.json" "r['evidence']['runs'][0]['kind']")" = "live governed" ] || { echo "FAIL: governed kind"; exit 1; }
+q "$out/r4g/report.json" "r['evidence']['runs'][0]['detail']" | grep -q 'driver 535.104.05, firmware 535.104.05' ||
+	{ echo "FAIL: governed detail lacks driver/firmware"; exit 1; }
+[ "$(q "$out/r4d/report.json" "r['evidence']['runs'][0]['kind']")" = "live dry-run" ] || { echo "FAIL: dry-run kind"; exit 1; }
+# The report's evidence is the weakest of candidate and baseline: the
+# baseline here is simulated.
+[ "$(q "$out/r4d/report.json" "r['evidence']['kind']")" = simulated ] || { echo "FAIL: weakest evidence"; exit 1; }
+echo "evidence kinds: live governed, live dry-run, simulated"
 
 # 4b. Run directories with spaces and quotes: the report is written, and the
 #     commands it records quote them for the shell.
