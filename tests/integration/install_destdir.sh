@@ -85,7 +85,7 @@ grep -q "\"policy_path\": *\"$D$datadir/policies/balanced.yaml\"" "$tmp/sim/summ
 # its run-time paths moved into the test's folder.
 cfg=$D$etc/govd/examples/zz-test-sim.yaml
 mkdir -p "$tmp/run" && chmod 700 "$tmp/run"
-sed -e "s|/tmp/govd-example-sim|$tmp/run|g; s|127.0.0.1:9464|127.0.0.1:0|" \
+sed -e "s|[^ ]*/lib/govd/example-sim|$tmp/run|g; s|127.0.0.1:9464|127.0.0.1:0|" \
 	-e "s|^  socket: .*|&\n  read:\n    users: [$(id -un)]|" \
 	"$D$etc/govd/examples/sim.yaml" >"$cfg"
 grep -q '^policy: policies/' "$cfg" || fail "installed sim example: policy is not policies/... (data search path)"
