@@ -18,6 +18,11 @@ static const struct govctl_cmd cmds[] = {
 	  .synopsis = "compare --scenarios A,B --policies P,Q [--seeds 1,2] [--baseline NAME] [-j N] "
 		      "[--out DIR]",
 	  .run = govctl_compare },
+	{ .name = "qualify", .synopsis = "qualify --scenario FILE [--samples N] [--seed N] [--at S]",
+	  .run = govctl_qualify },
+	{ .name = "scenarios",
+	  .synopsis = "scenarios --seeds A-B --out DIR [--duration S] [--family NAME]",
+	  .run = govctl_scenarios },
 	{ .name = "lint", .synopsis = "lint [--format text|json] [--strict] FILE...", .run = govctl_lint },
 	{ .name = "restore", .synopsis = "restore [--state FILE | --config FILE]", .run = govctl_restore },
 	{ .name = "probe", .synopsis = "probe --config FILE [--json]", .run = govctl_probe },
