@@ -351,9 +351,15 @@ static void quality_gate(struct estimator *e, size_t s, uint64_t dn, uint64_t dk
 				    : qc->max_drop / 2;
 		p0 = fmin(p0, qc->max_drop * 0.9);
 		double p1 = fmin(0.999, qc->max_drop * ESTIMATE_CUSUM_P1_RATIO);
+		double p1s = fmin(0.999, qc->max_drop * ESTIMATE_CUSUM_SMALL_P1_RATIO);
 		double llr = (double)dk * log(p1 / p0) + (double)(dn - dk) * log((1 - p1) / (1 - p0));
+		double llrs =
+			(double)dk * log(p1s / p0) + (double)(dn - dk) * log((1 - p1s) / (1 - p0));
 		o->q_cusum[s] = fmax(0, o->q_cusum[s] + llr);
-		if (o->q_cusum[s] > ESTIMATE_CUSUM_H) {
+		e->q_cusum_small[s] = fmax(0, e->q_cusum_small[s] + llrs);
+		if (o->q_cusum[s] > ESTIMATE_CUSUM_H ||
+		    e->q_cusum_small[s] > ESTIMATE_CUSUM_SMALL_H) {
+			e->q_cusum_small[s] = 0;
 			/* Evidence from before the shift no longer describes the
 			 * slice: the gate starts over from here, without the prior. */
 			o->q_alarm[s] = true;
