@@ -68,6 +68,9 @@ struct est_quality_cfg {
 	double max_drop, confidence;
 	uint32_t min_samples;
 	uint32_t prior_samples, prior_mismatches;
+	/* Online samples before the prior counts, and only while they are
+	 * consistent with it (docs/govd-controller.md); 0: at once. */
+	uint32_t confirm_samples;
 };
 
 struct estimate_cfg {
@@ -95,6 +98,15 @@ struct estimate_cfg {
  * (the 3x detector: ~3200 and ~1270). */
 #define ESTIMATE_CUSUM_SMALL_P1_RATIO 1.5
 #define ESTIMATE_CUSUM_SMALL_H 8.0
+/* The prior-consistency test: the online mismatches of a slice, against
+ * the prior's rate, reject the prior below this tail probability. With a
+ * prior at 0.67 %: a slice really at 4 % is rejected after ~150 samples,
+ * at 2 % after ~600 (the CUSUMs: ~245 and ~950). */
+#define ESTIMATE_PRIOR_REJECT_P 0.001
+/* Whether online evidence (n, k since start) rejects a prior (prior_n,
+ * prior_k). Pure; exposed for tests. */
+bool estimate_prior_rejected(uint64_t n_online, uint64_t k_online, uint32_t prior_n,
+			     uint32_t prior_k);
 
 struct est_sparse; /* one period's histogram delta, sparse */
 
