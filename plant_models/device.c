@@ -78,6 +78,18 @@ double power_memory_w(const struct plant_preset *p, double mem_tbps)
 	return p->power.mem_idle_w + p->power.mem_w_per_tbps * (mem_tbps > 0 ? mem_tbps : 0);
 }
 
+double power_uncore_w(const struct plant_preset *p, double mem_tbps)
+{
+	return p->power.uncore_w_per_tbps * (mem_tbps > 0 ? mem_tbps : 0);
+}
+
+double plant_bw_clock_factor(const struct plant_preset *p, double r)
+{
+	if (!(p->bw_sat_frac > 0) || r >= p->bw_sat_frac)
+		return 1.0;
+	return r > 0 ? r / p->bw_sat_frac : 0.0;
+}
+
 double power_host_w(const struct plant_preset *p, double host_busy)
 {
 	if (host_busy < 0)
@@ -309,8 +321,10 @@ void device_advance(struct device *d, double dt_s, const struct device_load *loa
 	if (d->clk_mhz != d->cache_clk_mhz)
 		cache_clock(d, d->clk_mhz);
 	double leak = d->cache_leak_v * leak_temp_factor(d) - d->cache_leak0_w;
-	d->power_w = p->power.idle_w + p->power.c_eff * d->cache_v2f * act * busy + leak;
-	d->mem_power_w = power_memory_w(p, load ? load->mem_tbps : 0);
+	double mem_tbps = load ? load->mem_tbps : 0;
+	d->power_w = p->power.idle_w + p->power.c_eff * d->cache_v2f * act * busy + leak +
+		     power_uncore_w(p, mem_tbps);
+	d->mem_power_w = power_memory_w(p, mem_tbps);
 	d->host_power_w = power_host_w(p, load ? load->host_busy : 0);
 	d->energy_j += d->power_w * dt_s;
 	d->mem_energy_j += d->mem_power_w * dt_s;

@@ -34,6 +34,9 @@ struct power_params {
 	double leak_per_c;      /* exponential growth per degree C */
 	double mem_idle_w;      /* HBM rail idle */
 	double mem_w_per_tbps;  /* HBM rail power per TB/s of traffic */
+	double uncore_w_per_tbps; /* accel rail: on-die memory path (L2, crossbar, memory
+				   * controllers, PHY) per TB/s of HBM traffic; does not
+				   * scale with the SM clock or voltage */
 	double host_idle_w;     /* host share (CPU, DRAM, NIC) attributed to this accelerator */
 	double host_busy_w;     /* extra host power while orchestrating (busy = 1) */
 	double tgp_default_w;   /* default power limit (TGP) */
@@ -77,6 +80,10 @@ struct plant_preset {
 	double hbm_gb;              /* capacity */
 	double peak_bf16_tflops;    /* dense, at max_mhz */
 	double peak_int8_tops;      /* dense, at max_mhz */
+	/* Achievable HBM bandwidth falls once the SM clock is too low to keep
+	 * enough requests in flight: bandwidth share = min(1, f / (bw_sat_frac
+	 * f_max)) (Little's law with a per-cycle issue limit). */
+	double bw_sat_frac;
 	const char *sources;        /* citation list for the numbers above */
 };
 
@@ -146,5 +153,9 @@ double power_accel_w(const struct plant_preset *p, double mhz, double activity, 
 		     double tj_c);
 double power_memory_w(const struct plant_preset *p, double mem_tbps);
 double power_host_w(const struct plant_preset *p, double host_busy);
+/* Clock-independent on-die power of mem_tbps of HBM traffic (part of power_w). */
+double power_uncore_w(const struct plant_preset *p, double mem_tbps);
+/* Share of the achievable HBM bandwidth left at clock share r = f / f_max. */
+double plant_bw_clock_factor(const struct plant_preset *p, double r);
 
 #endif

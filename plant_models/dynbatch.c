@@ -59,9 +59,9 @@ const struct model_spec dynbatch_models[] = {
 		.flops_per_request = 113.6e9,
 		.bytes_per_request = 20.0e6,
 		.mfu_bf16 = 0.85,
-		.mfu_int8 = 0.50,
-		.activity_bf16 = 0.94,
-		.activity_int8 = 1.00,
+		.mfu_int8 = 0.47,
+		.activity_bf16 = 1.00,
+		.activity_int8 = 0.90,
 		.host_ms_per_step = 0.10,
 		.host_ms_per_request = 0.001,
 		.sources = "246.93 GFLOPs at seq 384 (OpenVINO OMZ bert-large-uncased-whole-word-"
@@ -297,13 +297,15 @@ void dynbatch_advance(struct dynbatch *b, double t_s, double dt_s, uint32_t clk_
 		}
 		if (clk_mhz == 0)
 			break; /* device off: nothing progresses */
-		double tc = b->tc_s * fmax / (double)clk_mhz;
-		double total = tc + b->tm_s + b->th_s;
+		double r = (double)clk_mhz / fmax;
+		double tc = b->tc_s / r;
+		double tm = b->tm_s / plant_bw_clock_factor(b->dev, r);
+		double total = tc + tm + b->th_s;
 		double need = b->rem * total;
 		double span = need < end - t ? need : end - t;
 		double frac = total > 0 ? span / total : b->rem;
-		busy_s += (tc + b->tm_s) * frac;
-		act_s += (tc * b->tc_act + b->tm_s * DYNBATCH_MEM_ACTIVITY) * frac;
+		busy_s += (tc + tm) * frac;
+		act_s += (tc * b->tc_act + tm * DYNBATCH_MEM_ACTIVITY) * frac;
 		host_s += b->th_s * frac;
 		bytes += b->bytes * frac;
 		b->rem -= frac;
@@ -327,4 +329,27 @@ void dynbatch_advance(struct dynbatch *b, double t_s, double dt_s, uint32_t clk_
 const struct server_stats *dynbatch_stats(const struct dynbatch *b)
 {
 	return &b->st;
+}
+
+int dynbatch_step_cost(const struct model_spec *m, const struct plant_preset *dev, bool int8,
+		       uint32_t batch, uint32_t clk_mhz, struct step_cost *out)
+{
+	if (!m || m->kind != SERVER_DYNBATCH || !dev || !out || batch == 0 || clk_mhz == 0 ||
+	    !(m->flops_per_request > 0))
+		return -EINVAL;
+	double peak = (int8 ? dev->peak_int8_tops * m->mfu_int8 : dev->peak_bf16_tflops * m->mfu_bf16);
+	double r = (double)clk_mhz / dev->dvfs.max_mhz;
+	double tc = batch * m->flops_per_request / (peak * 1e12) / r;
+	double bytes = m->bytes_per_request * batch;
+	double tm = bytes / (dev->hbm_tbps * 1e12) / plant_bw_clock_factor(dev, r);
+	double th = (m->host_ms_per_step + m->host_ms_per_request * batch) * 1e-3;
+	double total = tc + tm + th;
+	double act = int8 ? m->activity_int8 : m->activity_bf16;
+	out->step_s = total;
+	out->tokens = batch;
+	out->load.busy = (tc + tm) / total;
+	out->load.activity = tc + tm > 0 ? (tc * act + tm * DYNBATCH_MEM_ACTIVITY) / (tc + tm) : 0;
+	out->load.mem_tbps = bytes / total * 1e-12;
+	out->load.host_busy = th / total;
+	return 0;
 }

@@ -21,5 +21,8 @@ void dynbatch_advance(struct dynbatch *b, double t_s, double dt_s, uint32_t clk_
 		      void (*on_done)(void *ctx, const struct request *r, double t_done_s),
 		      void *ctx);
 const struct server_stats *dynbatch_stats(const struct dynbatch *b);
+/* server_step_cost() for SERVER_DYNBATCH models. */
+int dynbatch_step_cost(const struct model_spec *m, const struct plant_preset *dev, bool int8,
+		       uint32_t batch, uint32_t clk_mhz, struct step_cost *out);
 
 #endif

@@ -24,9 +24,7 @@
 
 /* Serving-model constants shared by every LLM (fitted in docs/serving-model.md). */
 #define BW_EFFICIENCY 0.80   /* achievable share of peak HBM bandwidth */
-#define BW_KNEE_FRAC 0.60    /* below this share of max SM clock ... */
-#define BW_LOSS_AT_ZERO 0.30 /* ... bandwidth falls linearly, by this much at f = 0 */
-#define MEM_ACTIVITY_FRAC 0.67  /* activity of a fully memory-stalled step / compute-bound */
+#define MEM_ACTIVITY_FRAC 0.35  /* activity of a fully memory-stalled step / compute-bound */
 #define COMM_ACTIVITY_FRAC 0.30 /* activity while all-reduce kernels run */
 #define KV_RESERVE_FRAC 0.10    /* HBM kept free for activations, allocator slack */
 #define MIN_KV_SHARE 0.20       /* BF16 weights are loaded only if this much HBM stays for KV */
@@ -61,6 +59,7 @@ struct engine {
 	uint64_t kv_read_tokens; /* sum of ctx_now over run[] */
 	uint64_t kvb;            /* KV bytes per token in this engine */
 	double w_bytes, peak_flops, mfu, act;
+	double lin_bw;           /* achieved bandwidth of the linear layers, relative to BF16's */
 	bool int8;
 };
 
@@ -78,6 +77,7 @@ struct phase {
 struct llm_server {
 	struct server_cfg cfg;
 	const struct model_spec *m;
+	const struct serving_stack *stk;
 	const struct plant_preset *dev;
 	uint64_t kv_cap_b, kv_reserved_b; /* KV cache bytes: capacity, reserved */
 	uint32_t n_running, n_queued;
@@ -93,13 +93,6 @@ struct llm_server {
 struct acc {
 	double busy_s, act_s, bytes, host_s;
 };
-
-static double bw_clock_factor(double r)
-{
-	if (r >= BW_KNEE_FRAC)
-		return 1.0;
-	return 1.0 - BW_LOSS_AT_ZERO * (BW_KNEE_FRAC - r) / BW_KNEE_FRAC;
-}
 
 /* Time of a whole phase at clock share r. The linear layers (weights) and
  * attention (KV cache) are separate kernels, each its own roofline:
@@ -119,14 +112,14 @@ static void roofline(double comp, double mem, double ov, double act_c, double *t
 	*act_s += t * act_c * (MEM_ACTIVITY_FRAC + (1.0 - MEM_ACTIVITY_FRAC) * u);
 }
 
-static struct phase_time phase_time(const struct llm_server *s, const struct phase *ph, double r)
+static struct phase_time phase_time_of(const struct model_spec *m, const struct plant_preset *dev,
+				       const struct engine *e, const struct phase *ph, double r)
 {
-	const struct engine *e = &s->eng[ph->eng];
 	double flops_s = e->peak_flops * r * e->mfu;
-	double bytes_s = s->dev->hbm_tbps * 1e12 * BW_EFFICIENCY * bw_clock_factor(r);
+	double bytes_s = dev->hbm_tbps * 1e12 * BW_EFFICIENCY * plant_bw_clock_factor(dev, r);
 	double t = 0, a = 0;
-	double ov = s->m->gpu_overlap;
-	roofline(ph->flops_lin / flops_s, ph->bytes_lin / bytes_s, ov, e->act, &t, &a);
+	double ov = m->gpu_overlap;
+	roofline(ph->flops_lin / flops_s, ph->bytes_lin / (bytes_s * e->lin_bw), ov, e->act, &t, &a);
 	roofline(ph->flops_attn / flops_s, ph->bytes_attn / bytes_s, ov, e->act, &t, &a);
 	struct phase_time pt;
 	pt.gpu_s = t;
@@ -134,6 +127,11 @@ static struct phase_time phase_time(const struct llm_server *s, const struct pha
 	double dev_s = t + ph->comm_s;
 	pt.total_s = ph->host_fixed_s + (dev_s > ph->host_var_s ? dev_s : ph->host_var_s);
 	return pt;
+}
+
+static struct phase_time phase_time(const struct llm_server *s, const struct phase *ph, double r)
+{
+	return phase_time_of(s->m, s->dev, &s->eng[ph->eng], ph, r);
 }
 
 static void ring_push(struct ring *q, const struct request *r)
@@ -158,6 +156,24 @@ static void ring_pop(struct ring *q)
 static double weight_bytes(const struct model_spec *m, bool int8)
 {
 	return m->params_b * 1e9 * (int8 ? 1.0 : 2.0);
+}
+
+/* What low precision changes (docs/serving-model.md, "Precision"): weight
+ * bytes, KV bytes where the model's 8-bit engine quantises KV, and the
+ * tensor-core peak; mfu and activity are the model's per precision. */
+static void engine_params(struct engine *e, const struct model_spec *m,
+			  const struct plant_preset *dev, bool int8)
+{
+	uint64_t kvb16 = (uint64_t)llround(m->kv_bytes_per_token);
+	e->int8 = int8;
+	e->w_bytes = weight_bytes(m, int8);
+	e->kvb = int8 && m->kv_bytes_per_token_int8 > 0
+			 ? (uint64_t)llround(m->kv_bytes_per_token_int8)
+			 : kvb16;
+	e->peak_flops = (int8 ? dev->peak_int8_tops : dev->peak_bf16_tflops) * 1e12;
+	e->mfu = int8 ? m->mfu_int8 : m->mfu_bf16;
+	e->act = int8 ? m->activity_int8 : m->activity_bf16;
+	e->lin_bw = int8 && m->lin_bw_int8 > 0 ? m->lin_bw_int8 : 1.0;
 }
 
 int llm_server_create(const struct server_cfg *cfg, const struct plant_preset *dev,
@@ -185,6 +201,11 @@ int llm_server_create(const struct server_cfg *cfg, const struct plant_preset *d
 				? VLLM_CHUNK_BIG
 				: VLLM_CHUNK_SMALL;
 	s->m = m;
+	s->stk = cfg->stack ? cfg->stack : serving_stack_find(m->stack);
+	if (!s->stk) {
+		free(s);
+		return -EINVAL;
+	}
 	s->dev = dev;
 	/* Both engines' weights stay resident (the router may pick either);
 	 * where they do not fit beside a useful KV cache, only the INT8 engine is
@@ -202,14 +223,7 @@ int llm_server_create(const struct server_cfg *cfg, const struct plant_preset *d
 	s->kv_cap_b = cfg->kv_capacity_tokens ? cfg->kv_capacity_tokens * kvb16 : (uint64_t)free_b;
 	for (int i = 0; i < ENG_N; i++) {
 		struct engine *e = &s->eng[i];
-		e->int8 = i == ENG_INT8;
-		e->w_bytes = weight_bytes(m, e->int8);
-		e->kvb = e->int8 && m->kv_bytes_per_token_int8 > 0
-				 ? (uint64_t)llround(m->kv_bytes_per_token_int8)
-				 : kvb16;
-		e->peak_flops = (e->int8 ? dev->peak_int8_tops : dev->peak_bf16_tflops) * 1e12;
-		e->mfu = e->int8 ? m->mfu_int8 : m->mfu_bf16;
-		e->act = e->int8 ? m->activity_int8 : m->activity_bf16;
+		engine_params(e, m, dev, i == ENG_INT8);
 		e->wait.cap = s->cfg.max_queue;
 		e->wait.v = malloc(sizeof(*e->wait.v) * s->cfg.max_queue);
 		e->run = malloc(sizeof(*e->run) * s->cfg.max_batch);
@@ -342,8 +356,8 @@ static void setup_prefill(struct llm_server *s, int ei, uint32_t n_new, uint64_t
 	ph->bytes_lin = e->w_bytes;
 	ph->flops_attn = m->attn_flops_per_ctx2 * attn;
 	ph->bytes_attn = (double)e->kvb * (double)n_tok;
-	ph->host_fixed_s = m->host_ms_per_step * 1e-3;
-	ph->host_var_s = (m->host_ms_per_request * n_new + m->host_ms_per_seq_step * n) * 1e-3;
+	ph->host_fixed_s = s->stk->step_ms * 1e-3;
+	ph->host_var_s = (s->stk->request_ms * n_new + s->stk->seq_step_ms * n) * 1e-3;
 	ph->comm_s = comm_s(m, (double)n_tok);
 	ph->rem = 1.0;
 }
@@ -361,8 +375,8 @@ static void setup_decode(struct llm_server *s, int ei)
 	ph->bytes_lin = e->w_bytes;
 	ph->flops_attn = 2.0 * m->attn_flops_per_ctx2 * k;
 	ph->bytes_attn = (double)e->kvb * k;
-	ph->host_fixed_s = m->host_ms_per_step * 1e-3;
-	ph->host_var_s = m->host_ms_per_seq_step * b * 1e-3;
+	ph->host_fixed_s = s->stk->step_ms * 1e-3;
+	ph->host_var_s = s->stk->seq_step_ms * b * 1e-3;
 	ph->comm_s = comm_s(m, b);
 	ph->rem = 1.0;
 }
@@ -550,6 +564,95 @@ double llm_server_prefill_flops(const struct llm_server *s)
 	return s->prefill_flops;
 }
 
+int llm_step_cost(const struct model_spec *m, const struct serving_stack *stk,
+		  const struct plant_preset *dev, bool int8, bool prefill, uint32_t batch,
+		  uint32_t context, uint32_t prompt, uint32_t clk_mhz, struct step_cost *out)
+{
+	if (!m || m->kind != SERVER_LLM || !dev || !out || batch == 0 || clk_mhz == 0 ||
+	    (prefill && prompt == 0))
+		return -EINVAL;
+	if (!stk)
+		stk = serving_stack_find(m->stack);
+	if (!stk)
+		return -EINVAL;
+	struct engine e;
+	memset(&e, 0, sizeof(e));
+	engine_params(&e, m, dev, int8);
+	struct phase ph;
+	memset(&ph, 0, sizeof(ph));
+	double b = batch;
+	ph.host_fixed_s = stk->step_ms * 1e-3;
+	if (prefill) {
+		double n = b * prompt;
+		ph.flops_lin = 2.0 * m->params_b * 1e9 * n;
+		ph.flops_attn = m->attn_flops_per_ctx2 * (double)prompt * prompt * b;
+		ph.bytes_attn = (double)e.kvb * n;
+		ph.host_var_s = (stk->request_ms + stk->seq_step_ms) * b * 1e-3;
+		ph.comm_s = comm_s(m, n);
+		out->tokens = n;
+	} else {
+		double k = b * context;
+		ph.flops_lin = 2.0 * m->params_b * 1e9 * b;
+		ph.flops_attn = 2.0 * m->attn_flops_per_ctx2 * k;
+		ph.bytes_attn = (double)e.kvb * k;
+		ph.host_var_s = stk->seq_step_ms * b * 1e-3;
+		ph.comm_s = comm_s(m, b);
+		out->tokens = b;
+	}
+	ph.bytes_lin = e.w_bytes;
+	double r = (double)clk_mhz / dev->dvfs.max_mhz;
+	struct phase_time pt = phase_time_of(m, dev, &e, &ph, r);
+	struct acc a = { 0, 0, 0, 0 };
+	account(&a, &ph, &pt, 1.0, e.act * COMM_ACTIVITY_FRAC);
+	out->step_s = pt.total_s;
+	out->load.busy = fmin(1.0, a.busy_s / pt.total_s);
+	out->load.activity = a.busy_s > 0 ? a.act_s / a.busy_s : 0.0;
+	out->load.mem_tbps = a.bytes / pt.total_s / 1e12;
+	out->load.host_busy = fmin(1.0, a.host_s / pt.total_s);
+	return 0;
+}
+
+/* Serving stacks: per-iteration costs of the software (docs/serving-model.md). */
+static const struct serving_stack stacks[] = {
+	{
+		.name = "vllm",
+		.step_ms = 0.9,
+		.seq_step_ms = 0.012,
+		.request_ms = 0.3,
+		.sources = "vLLM V1 (as run by the ML.ENERGY Benchmark v3): FITTED to ML.ENERGY "
+			   "Llama-3.1-8B H100 step times at batch 8 and 64 (docs/serving-model.md); "
+			   "the vLLM v0.6.0 performance update (blog.vllm.ai, 2024-09-05) shows CPU "
+			   "work (scheduling, sampling, detokenising) idling an H100 between Llama-3 "
+			   "8B steps, which V1's overlap reduces to about a millisecond",
+	},
+	{
+		.name = "tensorrt-llm",
+		.step_ms = 0.3,
+		.seq_step_ms = 0.005,
+		.request_ms = 0.1,
+		.sources = "TensorRT-LLM in-flight batching with CUDA graphs (MLPerf Inference v4.1 "
+			   "NVIDIA harness): C++ runtime, no Python in the step; assumed a third of "
+			   "vLLM's fixed step cost, not fitted (docs/serving-model.md)",
+	},
+};
+#define N_STACKS (sizeof(stacks) / sizeof(stacks[0]))
+
+const struct serving_stack *serving_stack_find(const char *name)
+{
+	if (!name)
+		return NULL;
+	for (size_t i = 0; i < N_STACKS; i++)
+		if (strcmp(stacks[i].name, name) == 0)
+			return &stacks[i];
+	return NULL;
+}
+
+const char *const *serving_stack_names(void)
+{
+	static const char *const names[N_STACKS + 1] = { "vllm", "tensorrt-llm", NULL };
+	return names;
+}
+
 /* Architecture numbers: Hugging Face config.json of each model (layers,
  * hidden, attention and KV heads); parameter counts from the model cards.
  * Serving parameters (mfu, activity, host, link): docs/serving-model.md. */
@@ -565,10 +668,9 @@ const struct model_spec llm_models[] = {
 		.mfu_int8 = 0.46,
 		.activity_bf16 = 0.85,
 		.activity_int8 = 0.90,
-		.host_ms_per_step = 0.9,
-		.host_ms_per_request = 0.3,
+		.stack = "vllm",
+		.lin_bw_int8 = 0.72,
 		.attn_flops_per_ctx2 = 2.0 * 32 * 4096,
-		.host_ms_per_seq_step = 0.012,
 		.gpu_overlap = 1.0,
 		.sources = "meta-llama/Llama-3.1-8B config.json (num_hidden_layers 32, hidden_size 4096, "
 			   "num_key_value_heads 8, head_dim 128) and model card (8.03B params)",
@@ -586,10 +688,8 @@ const struct model_spec llm_models[] = {
 		.mfu_int8 = 0.60,
 		.activity_bf16 = 0.85,
 		.activity_int8 = 0.90,
-		.host_ms_per_step = 0.3,
-		.host_ms_per_request = 0.1,
+		.stack = "tensorrt-llm",
 		.attn_flops_per_ctx2 = 2.0 * 80 * 8192 / 8,
-		.host_ms_per_seq_step = 0.005,
 		.gpu_overlap = 0.15,
 		.kv_bytes_per_token_int8 = 20480,
 		.comm_ms_per_step = 1.0,
@@ -611,10 +711,8 @@ const struct model_spec llm_models[] = {
 		.mfu_int8 = 0.60,
 		.activity_bf16 = 0.85,
 		.activity_int8 = 0.90,
-		.host_ms_per_step = 0.3,
-		.host_ms_per_request = 0.1,
+		.stack = "tensorrt-llm",
 		.attn_flops_per_ctx2 = 2.0 * 80 * 8192,
-		.host_ms_per_seq_step = 0.005,
 		.gpu_overlap = 0.15,
 		.kv_bytes_per_token_int8 = 163840,
 		.sources = "meta-llama/Llama-2-70b-hf config.json (num_hidden_layers 80, hidden_size 8192, "

@@ -21,6 +21,10 @@ void llm_server_advance(struct llm_server *s, double t_s, double dt_s, uint32_t 
 			void (*on_done)(void *ctx, const struct request *r, double t_done_s),
 			void *ctx);
 const struct server_stats *llm_server_stats(const struct llm_server *s);
+/* server_step_cost() for SERVER_LLM models; stk NULL: the model's stack. */
+int llm_step_cost(const struct model_spec *m, const struct serving_stack *stk,
+		  const struct plant_preset *dev, bool int8, bool prefill, uint32_t batch,
+		  uint32_t context, uint32_t prompt, uint32_t clk_mhz, struct step_cost *out);
 /* FLOPs (linear + attention) of the prefill phases finished so far. */
 double llm_server_prefill_flops(const struct llm_server *s);
 

@@ -12,8 +12,8 @@
 /* Hopper (GH100) silicon, shared by H100 SXM and H200 SXM: the two differ in
  * HBM only, so the DVFS, core power and firmware numbers are the same. */
 #define HOPPER_DVFS                                                                       \
-	{ .min_mhz = 345, .max_mhz = 1980, .step_mhz = 15, .base_mhz = 1590, .v_min = 0.70,   \
-	  .v_max = 1.00, .knee_mhz = 900 }
+	{ .min_mhz = 345, .max_mhz = 1980, .step_mhz = 15, .base_mhz = 1590, .v_min = 0.84,   \
+	  .v_max = 1.00, .knee_mhz = 1560 }
 
 #define HOPPER_FW                                                                          \
 	{ .control_period_s = 0.01, .sw_thermal_target_c = 87.0, .slowdown_c = 89.0,          \
@@ -45,7 +45,7 @@ static const struct plant_preset presets[] = {
 		.description = "NVIDIA H200 SXM 141 GB (HBM3e 4.8 TB/s, 700 W TGP)",
 		.dvfs = HOPPER_DVFS,
 		.power = { .idle_w = 55.0, .c_eff = 382.5, .leak_w_ref = 80.0, .leak_ref_c = 75.0,
-			   .leak_per_c = 0.02, .mem_idle_w = 12.0, .mem_w_per_tbps = 15.0,
+			   .leak_per_c = 0.02, .mem_idle_w = 12.0, .mem_w_per_tbps = 15.0, .uncore_w_per_tbps = 50.0,
 			   .host_idle_w = 60.0, .host_busy_w = 60.0, .tgp_default_w = 700.0,
 			   .tgp_min_w = 200.0, .tgp_max_w = 700.0 },
 		.thermal = HOPPER_THERMAL,
@@ -54,6 +54,7 @@ static const struct plant_preset presets[] = {
 		.hbm_gb = 141.0,
 		.peak_bf16_tflops = 989.0,
 		.peak_int8_tops = 1979.0,
+		.bw_sat_frac = 0.70,
 		.sources = "H200 SXM: 141 GB HBM3e, 4.8 TB/s, 700 W TGP (NVIDIA H200 Tensor Core "
 			   "GPU datasheet); " HOPPER_SOURCES,
 	},
@@ -62,7 +63,7 @@ static const struct plant_preset presets[] = {
 		.description = "NVIDIA H100 SXM 80 GB (HBM3 3.35 TB/s, 700 W TGP)",
 		.dvfs = HOPPER_DVFS,
 		.power = { .idle_w = 55.0, .c_eff = 382.5, .leak_w_ref = 80.0, .leak_ref_c = 75.0,
-			   .leak_per_c = 0.02, .mem_idle_w = 10.0, .mem_w_per_tbps = 15.0,
+			   .leak_per_c = 0.02, .mem_idle_w = 10.0, .mem_w_per_tbps = 15.0, .uncore_w_per_tbps = 50.0,
 			   .host_idle_w = 60.0, .host_busy_w = 60.0, .tgp_default_w = 700.0,
 			   .tgp_min_w = 200.0, .tgp_max_w = 700.0 },
 		.thermal = HOPPER_THERMAL,
@@ -71,6 +72,7 @@ static const struct plant_preset presets[] = {
 		.hbm_gb = 80.0,
 		.peak_bf16_tflops = 989.0,
 		.peak_int8_tops = 1979.0,
+		.bw_sat_frac = 0.70,
 		.sources = "H100 SXM: 80 GB HBM3, 3.35 TB/s, 700 W TGP (NVIDIA H100 Tensor Core "
 			   "GPU datasheet); " HOPPER_SOURCES,
 	},
@@ -78,11 +80,11 @@ static const struct plant_preset presets[] = {
 		.name = "a100-sxm",
 		.description = "NVIDIA A100 SXM4 80 GB (HBM2e 2.0 TB/s, 400 W TGP)",
 		.dvfs = { .min_mhz = 210, .max_mhz = 1410, .step_mhz = 15, .base_mhz = 1095,
-			  .v_min = 0.70, .v_max = 1.00, .knee_mhz = 810 },
-		.power = { .idle_w = 45.0, .c_eff = 230.0, .leak_w_ref = 50.0, .leak_ref_c = 75.0,
-			   .leak_per_c = 0.02, .mem_idle_w = 10.0, .mem_w_per_tbps = 20.0,
+			  .v_min = 0.84, .v_max = 1.00, .knee_mhz = 1080 },
+		.power = { .idle_w = 45.0, .c_eff = 290.0, .leak_w_ref = 50.0, .leak_ref_c = 75.0,
+			   .leak_per_c = 0.02, .mem_idle_w = 10.0, .mem_w_per_tbps = 20.0, .uncore_w_per_tbps = 50.0,
 			   .host_idle_w = 60.0, .host_busy_w = 60.0, .tgp_default_w = 400.0,
-			   .tgp_min_w = 100.0, .tgp_max_w = 400.0 },
+			   .tgp_min_w = 100.0, .tgp_max_w = 500.0 },
 		.thermal = { .c_junction_j_per_k = 90.0, .r_jh_k_per_w = 0.040,
 			     .c_sink_j_per_k = 2000.0, .r_ha_k_per_w = 0.065,
 			     .mem_offset_k_per_w = 0.15 },
@@ -94,6 +96,7 @@ static const struct plant_preset presets[] = {
 		.hbm_gb = 80.0,
 		.peak_bf16_tflops = 312.0,
 		.peak_int8_tops = 624.0,
+		.bw_sat_frac = 0.70,
 		.sources = "A100 SXM4 80 GB: 2,039 GB/s HBM2e, 312 TFLOPS BF16 dense, 624 TOPS INT8 "
 			   "dense, 400 W TGP, boost 1410 MHz (NVIDIA A100 Tensor Core GPU datasheet); "
 			   "clocks 210-1410 MHz in 15 MHz steps, base 1095 MHz, power limit "

@@ -81,6 +81,18 @@ const struct server_stats *server_get_stats(const struct server *s)
 	return s->kind == SERVER_LLM ? llm_server_stats(s->u.llm) : dynbatch_stats(s->u.dyn);
 }
 
+int server_step_cost(const struct model_spec *m, const struct serving_stack *stack,
+		     const struct plant_preset *dev, bool int8, bool prefill, uint32_t batch,
+		     uint32_t context, uint32_t prompt, uint32_t clk_mhz, struct step_cost *out)
+{
+	if (!m)
+		return -EINVAL;
+	if (m->kind == SERVER_LLM)
+		return llm_step_cost(m, stack, dev, int8, prefill, batch, context, prompt, clk_mhz,
+				     out);
+	return dynbatch_step_cost(m, dev, int8, batch, clk_mhz, out);
+}
+
 const struct model_spec *model_spec_find(const char *name)
 {
 	if (!name)

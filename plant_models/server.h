@@ -22,6 +22,21 @@
 
 enum server_kind { SERVER_LLM, SERVER_DYNBATCH };
 
+/* The serving stack's own cost per iteration (docs/serving-model.md, "Serving
+ * stacks"): what the GPU waits for in every step (schedule, launch, sample:
+ * kernel-free time), what overlaps it (per running sequence) and per request.
+ * A property of the software, not of the model. */
+struct serving_stack {
+	const char *name;      /* "vllm", "tensorrt-llm" */
+	double step_ms;        /* per iteration, GPU idle */
+	double seq_step_ms;    /* per running sequence per iteration, overlapped with kernels */
+	double request_ms;     /* per admitted request (tokenise, schedule, detokenise) */
+	const char *sources;
+};
+
+const struct serving_stack *serving_stack_find(const char *name);
+const char *const *serving_stack_names(void);
+
 /* A model served: LLMs by size and KV footprint, fixed-cost ones by FLOPs. */
 struct model_spec {
 	const char *name;            /* "llama-3.1-8b", "llama2-70b-tp8", "bert-large", "resnet50" */
@@ -32,18 +47,20 @@ struct model_spec {
 	double bytes_per_request;    /* SERVER_DYNBATCH: activations/IO bytes */
 	double mfu_bf16, mfu_int8;   /* achievable share of peak compute */
 	double activity_bf16, activity_int8; /* switching activity when compute-bound */
-	double host_ms_per_step;     /* CPU orchestration per iteration / batch */
-	double host_ms_per_request;  /* tokenise, schedule, detokenise */
+	double host_ms_per_step;     /* SERVER_DYNBATCH: CPU orchestration per batch */
+	double host_ms_per_request;  /* SERVER_DYNBATCH: per request */
+	const char *stack;           /* SERVER_LLM: serving stack it was measured on (default) */
 	/* SERVER_LLM additions (docs/serving-model.md); 0 where not modelled. */
 	double attn_flops_per_ctx2;  /* causal prefill attention FLOPs per ctx^2 (2*layers*q_width);
 				      * decode reads 2x this per token of context */
-	double host_ms_per_seq_step; /* CPU per running sequence per iteration (sampling, detokenise) */
 	double comm_ms_per_step;     /* tensor-parallel all-reduce latency per iteration, clock-free */
 	double comm_bytes_per_token; /* all-reduce traffic per token in the step, per GPU */
 	double comm_gbps;            /* achieved all-reduce bus bandwidth, GB/s */
 	double gpu_overlap;          /* kernel time = max(mem, compute) + gpu_overlap * min(...):
 				      * 0 perfect overlap, 1 serial (fitted per deployment) */
 	double kv_bytes_per_token_int8; /* INT8 engine's KV per token (8-bit KV); 0: as BF16 */
+	double lin_bw_int8;          /* 8-bit linear layers' achieved HBM bandwidth relative to
+				      * BF16's (scaled-GEMM kernels at small batch); 0: 1 */
 	const char *sources;
 };
 
@@ -71,6 +88,7 @@ struct server_cfg {
 	 * other than A100, else 2048). */
 	uint32_t max_prefill_tokens;
 	bool chunked_prefill;      /* SERVER_LLM: split prompts to fill the budget (vLLM V1) */
+	const struct serving_stack *stack; /* SERVER_LLM: NULL = the model's default stack */
 };
 
 struct server_stats {
@@ -96,5 +114,18 @@ void server_advance(struct server *s, double t_s, double dt_s, uint32_t clk_mhz,
 		    struct device_load *load,
 		    void (*on_done)(void *ctx, const struct request *r, double t_done_s), void *ctx);
 const struct server_stats *server_get_stats(const struct server *s);
+
+/* One step in steady state, as the servers above compute it: a decode
+ * iteration of `batch` sequences with `context` tokens each, a prefill of
+ * `batch` prompts of `prompt` tokens (whole, one iteration), or a
+ * dynamic batch of `batch` requests; back to back at clk_mhz. Pure. */
+struct step_cost {
+	double step_s;      /* wall time of the step */
+	double tokens;      /* tokens it produces (prefill: prompt tokens; dynbatch: requests) */
+	struct device_load load; /* what back-to-back steps put on the device */
+};
+int server_step_cost(const struct model_spec *m, const struct serving_stack *stack,
+		     const struct plant_preset *dev, bool int8, bool prefill, uint32_t batch,
+		     uint32_t context, uint32_t prompt, uint32_t clk_mhz, struct step_cost *out);
 
 #endif

@@ -21,8 +21,13 @@ static const struct govctl_cmd cmds[] = {
 	{ .name = "qualify", .synopsis = "qualify --scenario FILE [--samples N] [--seed N] [--at S]",
 	  .run = govctl_qualify },
 	{ .name = "scenarios",
-	  .synopsis = "scenarios --seeds A-B --out DIR [--duration S] [--family NAME]",
+	  .synopsis = "scenarios --seeds A-B --out DIR [--duration S]",
 	  .run = govctl_scenarios },
+	{ .name = "plant",
+	  .synopsis = "plant --preset NAME --model NAME [--precision MODE] --phase decode|prefill "
+		      "--batch N [--context N] [--prompt N] (--clocks all|MHZ,... | --power-limits W,...) "
+		      "[--csv] [--plot FILE.svg]",
+	  .run = govctl_plant },
 	{ .name = "lint", .synopsis = "lint [--format text|json] [--strict] FILE...", .run = govctl_lint },
 	{ .name = "restore", .synopsis = "restore [--state FILE | --config FILE]", .run = govctl_restore },
 	{ .name = "probe", .synopsis = "probe --config FILE [--json]", .run = govctl_probe },

@@ -23,6 +23,8 @@ int govctl_lint(int argc, char **argv);
 /* tools/govctl_qualify.c, tools/govctl_scenarios.c (issue 14). */
 int govctl_qualify(int argc, char **argv);
 int govctl_scenarios(int argc, char **argv);
+/* tools/govctl_plant.c: the plant's steady-state predictions (docs/plant-models.md). */
+int govctl_plant(int argc, char **argv);
 int govctl_restore(int argc, char **argv);
 /* tools/govctl_probe.c: read-only look at a govd config's devices. */
 int govctl_probe(int argc, char **argv);

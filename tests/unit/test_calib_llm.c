@@ -49,7 +49,8 @@ struct loop_cfg {
 };
 
 struct loop_result {
-	double power_w;     /* accelerator rail, mean over the window */
+	double power_w;     /* board (accelerator + HBM rails), mean over the window */
+	double accel_w;     /* accelerator rail alone: what the power cap holds */
 	double tokens_s;    /* output tokens / s */
 	double requests_s;  /* completed requests / s */
 	double clk_mhz;     /* mean effective clock */
@@ -109,14 +110,15 @@ static void run_loop(const struct loop_cfg *c, struct loop_result *out)
 		submit_one(&x, 0.0);
 
 	const double dt = PLANT_TICK_S;
-	double t = 0, e0 = 0, clk = 0, busy = 0, act = 0, mem = 0, run_n = 0;
+	double t = 0, e0 = 0, ea0 = 0, clk = 0, busy = 0, act = 0, mem = 0, run_n = 0;
 	uint64_t tok0 = 0, done0 = 0;
 	long n = 0;
 	bool measuring = false;
 	while (t < c->warm_s + c->measure_s - 1e-9) {
 		if (!measuring && t >= c->warm_s - 1e-9) {
 			measuring = true;
-			e0 = d.energy_j;
+			e0 = d.energy_j + d.mem_energy_j;
+			ea0 = d.energy_j;
 			tok0 = server_get_stats(x.srv)->tokens_generated;
 			done0 = server_get_stats(x.srv)->completed;
 		}
@@ -135,7 +137,9 @@ static void run_loop(const struct loop_cfg *c, struct loop_result *out)
 		t += dt;
 	}
 	const struct server_stats *st = server_get_stats(x.srv);
-	out->power_w = (d.energy_j - e0) / c->measure_s;
+	/* Board power (accelerator + HBM rails): what NVML and ML.ENERGY report. */
+	out->power_w = (d.energy_j + d.mem_energy_j - e0) / c->measure_s;
+	out->accel_w = (d.energy_j - ea0) / c->measure_s;
 	out->tokens_s = (double)(st->tokens_generated - tok0) / c->measure_s;
 	out->requests_s = (double)(st->completed - done0) / c->measure_s;
 	out->clk_mhz = clk / (double)n;
@@ -268,7 +272,11 @@ static void test_mlenergy_llama8b_h100(void **state)
 			      "not found; checking against the embedded figures only\n");
 	}
 	print_message("ML.ENERGY v3 Llama-3.1-8B lm-arena-chat H100, 700 W, 30 C inlet "
-		      "(tolerance %.0f%%)\n", MLE_TOL * 100);
+		      "(tolerance %.0f%%), board power (accelerator + HBM)\n", MLE_TOL * 100);
+	print_message("  tokens/s: FIT (first wave, by hand over all rows: mfu, the vllm stack's "
+		      "step costs)\n  power: activity_bf16 FIT in the first wave; the power terms "
+		      "below the max clock\n  (uncore, memory-stalled activity, V/f, bandwidth "
+		      "factor) were NOT set on these rows\n");
 	print_message("%6s %9s %9s %7s %10s %10s %7s %7s %6s\n", "batch", "P model", "P pub",
 		      "err", "tok/s mdl", "tok/s pub", "err", "clk", "Tj");
 	int worst_ok = 1;
@@ -345,9 +353,11 @@ static double mlperf_check(const char *model, uint32_t tp, uint32_t max_batch, d
 		      p700.requests_s, MLPERF_MAXP_SPS * per, p700.tokens_s, p700.power_w, p700.clk_mhz, p700.busy, p700.activity, p700.mem_tbps, p700.running);
 	print_message("  500 W: %.2f samples/s per replica (published %.2f), %.0f tok/s, %.0f W, %.0f MHz, busy %.2f\n",
 		      p500.requests_s, MLPERF_MAXQ_SPS * per, p500.tokens_s, p500.power_w, p500.clk_mhz, p500.busy);
+	print_message("  (gpu_overlap was fitted on this ratio in the first wave; the V/f, uncore "
+		      "and bandwidth terms were not)\n");
 	print_message("  ratio model %.3f, published %.3f, tolerance %.0f%% -> error %+.1f%%\n",
 		      model_ratio, published, MLPERF_TOL * 100, (model_ratio / published - 1) * 100);
-	assert_true(p500.power_w < 505.0);
+	assert_true(p500.accel_w < 505.0);
 	return model_ratio / published - 1;
 }
 

@@ -137,7 +137,8 @@ static void check_row(const char *row, double published, double model, double to
 static void test_power_ratios(void **state)
 {
 	(void)state;
-	printf("MLPerf Inference v4.1, H200 SXM, Offline, per GPU:\n");
+	printf("MLPerf Inference v4.1, H200 SXM, Offline, per GPU (all rows FIT: V/f knee, "
+	       "c_eff, activities, bert mfu_int8):\n");
 	check_row("resnet50 int8: 350 W / 700 W throughput",
 		  pub[RN_350].samples_per_s / pub[RN_700].samples_per_s,
 		  res[RN_350].samples_per_s / res[RN_700].samples_per_s, 0.10);
@@ -147,7 +148,12 @@ static void test_power_ratios(void **state)
 	check_row("bert int8 (bert-99) / fp16 (bert-99.9) at 700 W",
 		  pub[B8_700].samples_per_s / pub[B16_700].samples_per_s,
 		  res[B8_700].samples_per_s / res[B16_700].samples_per_s, 0.10);
-	printf("held out (not fitted):\n");
+	/* Not held out any more: the Hopper V/f knee (1560 MHz, 0.84 V) was
+	 * chosen among five settings as the one that put this row in tolerance
+	 * too (docs/calibration.md). The out-of-sample checks of the Hopper V/f
+	 * are test_calib_dvfs (compute-bound shape, power-limit minimum) and
+	 * test_calib_llm's llama2-70b MaxQ ratio. */
+	printf("FIT too (it chose among the knee settings, docs/calibration.md):\n");
 	check_row("bert-99.9 fp16: 450 W / 700 W throughput",
 		  pub[B16_450].samples_per_s / pub[B16_700].samples_per_s,
 		  res[B16_450].samples_per_s / res[B16_700].samples_per_s, 0.10);

@@ -173,7 +173,8 @@ static void test_device_power_matches_helpers(void **state)
 		uint32_t clk = d.clk_mhz;
 		double tj = d.tj_c;
 		device_advance(&d, TICK, &l);
-		double want = power_accel_w(d.p, clk, l.activity, l.busy, tj);
+		double want = power_accel_w(d.p, clk, l.activity, l.busy, tj) +
+			      power_uncore_w(d.p, l.mem_tbps);
 		assert_true(fabs(d.power_w - want) < 1e-3 * want);
 	}
 	assert_true(fabs(d.mem_power_w - power_memory_w(d.p, 3.0)) < 1e-9);

@@ -42,7 +42,8 @@ static double batch_time(int n_int8, int n_bf16, double clk_mhz)
 		    n_bf16 * toy.flops_per_request / (p->peak_bf16_tflops * 1e12 * toy.mfu_bf16);
 	double tm = (n_int8 + n_bf16) * toy.bytes_per_request / (p->hbm_tbps * 1e12);
 	double th = (toy.host_ms_per_step + toy.host_ms_per_request * (n_int8 + n_bf16)) * 1e-3;
-	return tc * p->dvfs.max_mhz / clk_mhz + tm + th;
+	double r = clk_mhz / p->dvfs.max_mhz;
+	return tc / r + tm / plant_bw_clock_factor(p, r) + th;
 }
 
 struct done_log {

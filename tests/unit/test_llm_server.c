@@ -252,10 +252,12 @@ static void test_int8_decode_faster(void **state)
 	double bf = decode_step_ms(1, 128, false, 1980);
 	double i8 = decode_step_ms(1, 128, true, 1980);
 	print_message("batch-1 decode: BF16 %.3f ms, INT8 %.3f ms\n", bf, i8);
-	/* Weights halve; host time per step does not. */
+	/* Weights halve, but the 8-bit linear layers reach lin_bw_int8 (0.72) of
+	 * BF16's bandwidth (fitted to a published +34 % FP8 throughput at batch
+	 * 16, docs/serving-model.md); host time per step does not scale. */
 	assert_true(i8 < bf);
 	assert_true(i8 / bf > 0.5);
-	assert_true(i8 / bf < 0.65);
+	assert_true(i8 / bf < 0.80);
 }
 
 static void test_batch_and_kv_limits(void **state)
