@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "governor/controller.h"
+#include "governor/govd_predict.h"
 
 /* The latency loop's parameters, shared by govd and slo-dvfs. */
 #define LATENCY_PARAMS                                                                         \
@@ -48,6 +49,14 @@ static const struct ctl_param govd_params[] = {
 	{ "thermal_margin_c", 0, 20, 1.0, "kept between the predicted junction and the ceiling" },
 	{ "sat_hold_s", 0, 3600, 120, "BF16 hold after mixed precision saturated at max clock" },
 	{ "sat_s", 0.5, 600, 5, "mix over slack_high at the max clock this long: BF16" },
+	{ "predict", 0, 1, 1, "1: the clock from the online model (least predicted power meeting "
+			      "the tails); 0: the creeping latency loop alone" },
+	{ "predict_margin", 0.2, 1.0, 0.8, "predicted TTFT/TBT p99 kept under this share of the target" },
+	{ "predict_sigmas", 0, 5, 1.5, "residual standard deviations (log) added to a prediction" },
+	{ "util_max", 0.1, 1.0, 0.9, "busy share a lower clock may cause at most" },
+	{ "power_spread_mhz", 0, 2000, 300,
+	  "clocks seen over this span before the power model chooses (else the lowest feasible)" },
+	{ "predict_floor", 0, 1, 1, "1: never under the load floor (remembered TBT peak)" },
 	{ NULL, 0, 0, 0, NULL },
 };
 
@@ -69,6 +78,9 @@ struct govd_state {
 	double tbt_peak[2];    /* decaying peak of TBT/target scaled to the max clock */
 	bool was_bf16_hold;
 	bool gate_was_open[HAL_MAX_SLICES];
+	bool predict, predict_floor;
+	double predict_margin, predict_sigmas, util_max, power_spread_mhz;
+	struct gp_model model;
 };
 
 static double param(const struct policy *pol, const struct controller_ops *c, const char *name,
@@ -112,6 +124,12 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 		t->thermal_margin_c = param(pol, c, "thermal_margin_c", 1.0);
 		t->sat_hold_s = param(pol, c, "sat_hold_s", 120);
 		t->sat_s = param(pol, c, "sat_s", 5);
+		s->predict = param(pol, c, "predict", 1) >= 0.5;
+		s->predict_margin = param(pol, c, "predict_margin", 0.8);
+		s->predict_sigmas = param(pol, c, "predict_sigmas", 1.5);
+		s->util_max = param(pol, c, "util_max", 0.9);
+		s->power_spread_mhz = param(pol, c, "power_spread_mhz", 300);
+		s->predict_floor = param(pol, c, "predict_floor", 1) >= 0.5;
 	}
 	if (t->slack_low >= t->slack_high) {
 		free(s);
@@ -128,6 +146,7 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 	if (s->idle_khz > s->fmax_khz)
 		s->idle_khz = s->fmax_khz;
 	s->f_khz = s->fmax_khz; /* start where the firmware would be */
+	gp_model_init(&s->model, s->fmin_khz / 1000.0, s->fmax_khz / 1000.0, t->tbt_exponent);
 
 	s->bf16_until_s = -INFINITY;
 	s->mix.tbt_at_max[0] = s->mix.tbt_at_max[1] = NAN;
@@ -344,6 +363,56 @@ static uint32_t snap(const struct hal_limits *lim, double khz)
 	return lim->clk_min_khz + k * lim->clk_step_khz;
 }
 
+/* Predict, do not creep: learn from this period's telemetry, then take
+ * the clock with the least predicted power among those predicted to keep
+ * the TTFT and TBT p99 under the targets with a margin (govd_predict.h).
+ * What is observed overrides what is predicted: a queue surge sends the
+ * clock to max, a tail over slack_high now raises it at least as the
+ * latency loop would, and it never goes under floor_khz. */
+static uint32_t predict_step(struct govd_state *s, const struct gov_estimates *e,
+			     const struct policy *pol, double ratio, bool busy, uint32_t floor_khz)
+{
+	const struct govd_tuning *t = &s->tun;
+	double f_now = e->clk_mhz > 0 ? e->clk_mhz : s->f_khz / 1000.0;
+	double prev = s->f_khz;
+	struct gp_obs o = {
+		.mode = s->cur_mode, .clk_mhz = f_now, .running = (double)e->running,
+		.queue = (double)e->queue_len, .util = e->util, .power_w = e->power_w[HAL_RAIL_ACCEL],
+		.tbt_p99_ms = e->tbt_p99_period_ms, .ttft_p99_ms = e->ttft_p99_period_ms,
+	};
+	gp_observe(&s->model, &o);
+	if ((double)e->queue_len >= t->surge_queue) {
+		s->f_khz = s->fmax_khz;
+		return GOV_R_QUEUE_SURGE;
+	}
+	if (!busy) {
+		if (s->idle_khz)
+			s->f_khz = s->idle_khz;
+		return GOV_R_SLA_KEEP;
+	}
+	struct gp_query q = {
+		.mode = s->cur_mode, .clk_now_mhz = f_now, .running = (double)e->running,
+		.queue = (double)e->queue_len, .util = e->util,
+		.tbt_target_ms = pol->sla.tbt_p99_ms, .ttft_target_ms = pol->sla.ttft_p99_ms,
+		.margin = s->predict_margin, .sigmas = s->predict_sigmas, .util_max = s->util_max,
+		.step_mhz = 15, .floor_mhz = floor_khz / 1000.0,
+		.power_spread_mhz = s->power_spread_mhz,
+	};
+	struct gp_choice c;
+	gp_choose(&s->model, &q, &c);
+	double f = c.clk_mhz * 1000.0;
+	if (ratio > t->slack_high) {
+		double up = fmax(0.05, t->raise_gain * (ratio - t->slack_high));
+		f = fmax(f, f_now * 1000.0 * (1.0 + up));
+	}
+	if (f > s->fmax_khz)
+		f = s->fmax_khz;
+	if (f < floor_khz)
+		f = floor_khz;
+	s->f_khz = f;
+	return f > prev * 1.001 ? GOV_R_SLA_RAISE : f < prev * 0.999 ? GOV_R_SLA_LOWER : GOV_R_SLA_KEEP;
+}
+
 static void common_step(void *state, const struct ctl_input *in, struct ctl_output *out)
 {
 	struct govd_state *s = state;
@@ -385,8 +454,12 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 			s->tbt_peak[mode] = at_max;
 	}
 	uint32_t floor_khz = govd_load_floor_khz(t, s->tbt_peak[mode], s->floor_khz, s->fmax_khz);
-	reasons |= govd_latency_step(t, &s->f_khz, ratio, busy, e->queue_len, in->period_s,
-				     floor_khz, s->idle_khz, s->fmax_khz);
+	if (s->predict)
+		reasons |= predict_step(s, e, pol, ratio, busy,
+					s->predict_floor ? floor_khz : s->floor_khz);
+	else
+		reasons |= govd_latency_step(t, &s->f_khz, ratio, busy, e->queue_len, in->period_s,
+					     floor_khz, s->idle_khz, s->fmax_khz);
 	/* max_throughput: the clock stays at the top of the policy's range; the
 	 * thermal, budget and precision loops still act. */
 	if (pol->objective.kind == POLICY_OBJ_MAX_THROUGHPUT)

@@ -344,6 +344,30 @@ static uint64_t sat_add_u64(uint64_t a, uint64_t b)
  * exists; a one-sided CUSUM (Page 1954) between p0 (the prior's rate, or
  * max_drop/2) and p1 = ESTIMATE_CUSUM_P1_RATIO * max_drop catches a shift
  * the large prior would hide, and drops the prior for good. */
+/* P(K >= k) for K ~ Poisson(lambda) (binomial with a small rate). */
+static double poisson_tail(double lambda, uint64_t k)
+{
+	if (k == 0)
+		return 1.0;
+	if (k > 10000) /* far past any rate a gate works at: normal approximation */
+		return 0.5 * erfc(((double)k - 0.5 - lambda) / sqrt(2 * fmax(lambda, 1e-9)));
+	double term = exp(-lambda), sum = term;
+	for (uint64_t i = 1; i < k; i++) {
+		term *= lambda / (double)i;
+		sum += term;
+	}
+	return fmax(0, 1 - sum);
+}
+
+bool estimate_prior_rejected(uint64_t n_online, uint64_t k_online, uint32_t prior_n,
+			     uint32_t prior_k)
+{
+	if (!prior_n || !k_online)
+		return false;
+	double p = ((double)prior_k + 0.5) / ((double)prior_n + 1.0);
+	return poisson_tail(p * (double)n_online, k_online) < ESTIMATE_PRIOR_REJECT_P;
+}
+
 static void quality_gate(struct estimator *e, size_t s, uint64_t dn, uint64_t dk)
 {
 	struct gov_estimates *o = &e->est;
@@ -363,9 +387,15 @@ static void quality_gate(struct estimator *e, size_t s, uint64_t dn, uint64_t dk
 				    : qc->max_drop / 2;
 		p0 = fmin(p0, qc->max_drop * 0.9);
 		double p1 = fmin(0.999, qc->max_drop * ESTIMATE_CUSUM_P1_RATIO);
+		double p1s = fmin(0.999, qc->max_drop * ESTIMATE_CUSUM_SMALL_P1_RATIO);
 		double llr = (double)dk * log(p1 / p0) + (double)(dn - dk) * log((1 - p1) / (1 - p0));
+		double llrs =
+			(double)dk * log(p1s / p0) + (double)(dn - dk) * log((1 - p1s) / (1 - p0));
 		o->q_cusum[s] = fmax(0, o->q_cusum[s] + llr);
-		if (o->q_cusum[s] > ESTIMATE_CUSUM_H) {
+		e->q_cusum_small[s] = fmax(0, e->q_cusum_small[s] + llrs);
+		if (o->q_cusum[s] > ESTIMATE_CUSUM_H ||
+		    e->q_cusum_small[s] > ESTIMATE_CUSUM_SMALL_H) {
+			e->q_cusum_small[s] = 0;
 			/* Evidence from before the shift no longer describes the
 			 * slice: the gate starts over from here, without the prior. */
 			o->q_alarm[s] = true;
@@ -375,9 +405,23 @@ static void quality_gate(struct estimator *e, size_t s, uint64_t dn, uint64_t dk
 			o->q_cusum[s] = 0;
 		}
 	}
+	/* The prior describes the qualification set; online mismatches far
+	 * above its rate (Poisson tail under ESTIMATE_PRIOR_REJECT_P) say this
+	 * deployment is another: drop it as on an alarm. */
+	if (dn && !e->q_prior_dropped[s] &&
+	    estimate_prior_rejected(o->q_total_samples[s], o->q_total_mismatches[s],
+				    qc->prior_samples, qc->prior_mismatches)) {
+		o->q_alarm[s] = true;
+		e->q_prior_dropped[s] = true;
+		e->q_base_samples[s] = o->q_total_samples[s];
+		e->q_base_mismatches[s] = o->q_total_mismatches[s];
+		o->q_cusum[s] = 0;
+		e->q_cusum_small[s] = 0;
+	}
 	double n = (double)(o->q_total_samples[s] - e->q_base_samples[s]);
 	double k = (double)(o->q_total_mismatches[s] - e->q_base_mismatches[s]);
-	if (!e->q_prior_dropped[s]) {
+	/* ... and counts only once confirm_samples online samples agree. */
+	if (!e->q_prior_dropped[s] && o->q_total_samples[s] >= qc->confirm_samples) {
 		n += qc->prior_samples;
 		k += qc->prior_mismatches;
 	}

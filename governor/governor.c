@@ -83,6 +83,7 @@ int governor_init(struct governor *g, const struct governor_cfg *cfg, struct dia
 			.min_samples = g->rule[s].min_samples,
 			.prior_samples = g->rule[s].offline_samples,
 			.prior_mismatches = g->rule[s].offline_mismatches,
+			.confirm_samples = g->rule[s].confirm_samples,
 		};
 	if ((rc = estimate_init(&g->est, &ec)))
 		goto err_estimate;

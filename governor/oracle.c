@@ -245,6 +245,8 @@ void oracle_select(const struct oracle_cell *cells, const struct policy *pol,
 	r->tokens = 0;
 	r->energy_j = r->energy_all_j = 0;
 	r->clamp_events = r->breach_requests = 0;
+	r->feasible_tokens = 0;
+	r->feasible_energy_j = r->feasible_energy_all_j = 0;
 	for (size_t c = 0; c < r->n_cand; c++)
 		r->cand[c].windows_feasible = r->cand[c].chosen = 0;
 	for (size_t w = 0; w < nw; w++) {
@@ -296,7 +298,17 @@ void oracle_select(const struct oracle_cell *cells, const struct policy *pol,
 		r->energy_all_j += p->energy_all_j;
 		r->clamp_events += p->clamp_events;
 		r->breach_requests += p->breach_requests;
+		if (p->feasible && !p->tail) {
+			r->feasible_tokens += p->tokens;
+			r->feasible_energy_j += p->energy_j;
+			r->feasible_energy_all_j += p->energy_all_j;
+		}
 	}
+	r->tokens_per_joule_feasible =
+		r->feasible_energy_j > 0 ? (double)r->feasible_tokens / r->feasible_energy_j : 0;
+	r->tokens_per_joule_feasible_all_rails =
+		r->feasible_energy_all_j > 0 ? (double)r->feasible_tokens / r->feasible_energy_all_j
+					     : 0;
 	r->demand_tokens = r->cand[r->fallback].tokens;
 	r->tokens_per_joule = r->energy_j > 0 ? (double)r->tokens / r->energy_j : 0;
 	r->tokens_per_joule_all_rails = r->energy_all_j > 0 ? (double)r->tokens / r->energy_all_j : 0;
@@ -561,6 +573,11 @@ json_t *oracle_json(const struct oracle_result *r)
 	json_object_set_new(o, "tokens_per_joule", jsonx_real(r->tokens_per_joule));
 	json_object_set_new(o, "tokens_per_joule_all_rails", jsonx_real(r->tokens_per_joule_all_rails));
 	json_object_set_new(o, "tokens", json_integer((json_int_t)r->tokens));
+	json_object_set_new(o, "tokens_per_joule_feasible", jsonx_real(r->tokens_per_joule_feasible));
+	json_object_set_new(o, "tokens_per_joule_feasible_all_rails",
+			    jsonx_real(r->tokens_per_joule_feasible_all_rails));
+	json_object_set_new(o, "feasible_tokens", json_integer((json_int_t)r->feasible_tokens));
+	json_object_set_new(o, "feasible_energy_all_rails_j", jsonx_real(r->feasible_energy_all_j));
 	json_object_set_new(o, "demand_tokens", json_integer((json_int_t)r->demand_tokens));
 	json_object_set_new(o, "stitch_error",
 			    jsonx_real(r->demand_tokens ? (double)r->tokens / (double)r->demand_tokens - 1

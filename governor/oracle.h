@@ -98,6 +98,11 @@ struct oracle_result {
 	double tokens_per_joule_all_rails; /* comparable with summary.json tokens_per_joule */
 	uint64_t clamp_events, breach_requests;
 	uint64_t demand_tokens;   /* tokens of the fallback's whole run: what the workload asked */
+	/* The honest limit (docs/oracle.md): feasible windows only, not the tail. */
+	uint64_t feasible_tokens;
+	double feasible_energy_j, feasible_energy_all_j;
+	double tokens_per_joule_feasible;           /* objective.power_rails */
+	double tokens_per_joule_feasible_all_rails; /* what every % of oracle divides by */
 	size_t best_static;       /* feasible in the most windows (ties: more tokens/J) */
 };
 

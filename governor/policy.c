@@ -54,7 +54,8 @@ static const char *const precision_keys[] = { "modes",		   "fallback",
 static const char *const pslice_keys[] = { "int8_fraction", "int8_min_fraction",
 					   "int8_max_fraction", NULL };
 static const char *const quality_keys[] = { "default_max_drop", "confidence", "min_samples",
-					    "shadow_rate",	"slices",     NULL };
+					    "shadow_rate",	"slices",     "confirm_samples",
+					    NULL };
 static const char *const qslice_keys[] = { "max_drop", "confidence", "min_samples", "shadow_rate",
 					    "offline_samples", "offline_mismatches",
 					   NULL };
@@ -716,6 +717,8 @@ static void read_precision_quality(struct ctx *c)
 		num(c, n, "quality", "confidence", 0.5, 0.9999, &p->quality.confidence);
 		num(c, n, "quality", "shadow_rate", 0, 1, &p->quality.shadow_rate);
 		uint_key(c, n, "quality", "min_samples", 1, 1000000000, &p->quality.min_samples);
+		uint_key(c, n, "quality", "confirm_samples", 0, 1000000000,
+			 &p->quality.confirm_samples);
 		if ((sl = ycfg_get(c->y, n, "slices")))
 			each_slice(c, sl, "quality.slices", qual_slice);
 	}

@@ -20,7 +20,7 @@
 #include "common/diag.h"
 #include "hal/hal.h"
 
-#define POLICY_MAX_PARAMS 16
+#define POLICY_MAX_PARAMS 32
 #define POLICY_MAX_SLICES HAL_MAX_SLICES
 #define POLICY_NAME_LEN 64
 #define POLICY_TEXT_LEN 128    /* metadata strings */
@@ -77,6 +77,7 @@ struct policy_slice_rule {
 	uint32_t min_samples;     /* shadow samples before INT8 may serve the slice */
 	double shadow_rate;       /* share of the slice's requests shadow-evaluated */
 	uint32_t offline_samples, offline_mismatches; /* qualification evidence (prior) */
+	uint32_t confirm_samples; /* quality.confirm_samples */
 };
 
 struct policy {
@@ -135,6 +136,10 @@ struct policy {
 		double confidence;
 		uint32_t min_samples;
 		double shadow_rate;
+		/* Online shadow samples of a slice before its offline prior
+		 * counts (the prior describes the qualification set, not this
+		 * deployment, until online evidence agrees); 0: at once. */
+		uint32_t confirm_samples;
 	} quality;
 	size_t n_slices; /* union of slices named in precision.slices and quality.slices */
 	struct policy_slice slices[POLICY_MAX_SLICES];

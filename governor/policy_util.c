@@ -94,6 +94,7 @@ void policy_slice_rule(const struct policy *p, const char *slice, struct policy_
 	out->min_samples = p->quality.min_samples;
 	out->shadow_rate = p->quality.shadow_rate;
 	out->offline_samples = out->offline_mismatches = 0;
+	out->confirm_samples = p->quality.confirm_samples;
 	if (s) {
 		out->offline_samples = s->offline_samples;
 		out->offline_mismatches = s->offline_mismatches;

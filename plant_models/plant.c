@@ -261,8 +261,10 @@ int plant_create(const struct scenario *sc, uint64_t seed, struct plant **out,
 			 "cannot create the %s server: %s", scfg.model->name, strerror(-rc));
 		goto free_plant;
 	}
-	if (sc->workload.kind == WORKLOAD_TRACE) {
-		rc = trace_load(sc->workload.trace_path, &p->trace, diags);
+	if (sc->workload.kind == WORKLOAD_TRACE || sc->workload.lengths_path[0]) {
+		rc = trace_load(sc->workload.kind == WORKLOAD_TRACE ? sc->workload.trace_path
+								    : sc->workload.lengths_path,
+				&p->trace, diags);
 		if (rc)
 			goto destroy_server;
 	}

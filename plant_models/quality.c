@@ -48,3 +48,12 @@ double quality_observed_drop(const struct quality_model *q, uint32_t slice)
 		return 0.0;
 	return (double)q->mismatches[slice] / (double)q->samples[slice];
 }
+
+uint64_t quality_qualify(double true_drop, uint64_t n, struct rng *r)
+{
+	uint64_t k = 0;
+	double p = clamp01(true_drop);
+	for (uint64_t i = 0; i < n; i++)
+		k += rng_uniform(r) < p;
+	return k;
+}

@@ -28,5 +28,9 @@ void quality_set_drop(struct quality_model *q, uint32_t slice, double true_drop)
 void quality_on_complete(struct quality_model *q, uint32_t slice);
 /* Cumulative observed mismatch share of a slice (mismatches / samples); 0 before any sample. */
 double quality_observed_drop(const struct quality_model *q, uint32_t slice);
+/* An offline qualification run of one slice: n held-out prompts served in
+ * both precisions, each a mismatch with probability true_drop (what
+ * govctl qualify writes into a policy's prior). Returns the mismatches. */
+uint64_t quality_qualify(double true_drop, uint64_t n, struct rng *r);
 
 #endif

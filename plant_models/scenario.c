@@ -267,7 +267,7 @@ static void read_workload(struct loader *ld, yaml_node_t *root)
 	static const char *const gen_keys[] = {
 		"rate_rps", "burst_cv", "burst_on_fraction", "diurnal_amplitude", "diurnal_period_s",
 		"diurnal_phase_s", "ctx_mu", "ctx_sigma", "gen_mu", "gen_sigma", "ctx_max_tokens",
-		"gen_max_tokens", NULL};
+		"gen_max_tokens", "lengths_trace", NULL};
 	struct workload_cfg *w = &ld->s->workload;
 	w->time_scale = 1.0;
 	w->loop = true;
@@ -318,6 +318,13 @@ static void read_workload(struct loader *ld, yaml_node_t *root)
 			if (ycfg_is_map(&ld->y, gn, "workload.generator")) {
 				ycfg_check_keys(&ld->y, gn, "workload.generator", gen_keys);
 				read_generator(ld, gn, &w->gen);
+				yaml_node_t *ln = ycfg_get(&ld->y, gn, "lengths_trace");
+				char rel[4096];
+				if (ln && ycfg_string(&ld->y, gn, "workload.generator",
+						      "lengths_trace", true, rel, sizeof(rel)) == 0 &&
+				    resolve_trace(ld, ln, "workload.generator.lengths_trace", rel,
+						  w->lengths_path, sizeof(w->lengths_path)))
+					w->lengths_path[0] = '\0';
 			}
 		}
 	}

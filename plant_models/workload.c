@@ -490,6 +490,8 @@ int workload_open(const struct workload_cfg *cfg, const struct trace *trace,
 		return -EINVAL;
 	if (cfg->kind == WORKLOAD_GENERATOR && !gen_params_ok(&cfg->gen))
 		return -EINVAL;
+	if (cfg->kind == WORKLOAD_GENERATOR && cfg->lengths_path[0] && (!trace || trace->n == 0))
+		return -EINVAL;
 	struct workload *w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
@@ -592,8 +594,18 @@ int workload_next(struct workload *w, struct request *r)
 	} else {
 		const struct generator_params *g = &w->cfg.gen;
 		op = next_generator_op(w);
-		r->ctx_tokens = draw_tokens(&w->rng_tok, g->ctx_mu, g->ctx_sigma, g->ctx_max);
-		r->gen_tokens = draw_tokens(&w->rng_tok, g->gen_mu, g->gen_sigma, g->gen_max);
+		if (w->tr) {
+			/* Lengths from the trace: one row, so context and output
+			 * keep their joint distribution. */
+			size_t i = (size_t)(rng_uniform(&w->rng_tok) * (double)w->tr->n);
+			if (i >= w->tr->n)
+				i = w->tr->n - 1;
+			r->ctx_tokens = w->tr->rows[i].ctx_tokens;
+			r->gen_tokens = w->tr->rows[i].gen_tokens;
+		} else {
+			r->ctx_tokens = draw_tokens(&w->rng_tok, g->ctx_mu, g->ctx_sigma, g->ctx_max);
+			r->gen_tokens = draw_tokens(&w->rng_tok, g->gen_mu, g->gen_sigma, g->gen_max);
+		}
 	}
 	double t = op_to_t(w, op);
 	assert(t >= w->last_t_s - 1e-9 * fmax(1.0, t));

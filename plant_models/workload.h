@@ -60,12 +60,18 @@ struct workload_cfg {
 	bool loop;                /* restart the trace at its end */
 	double start_offset_s;    /* skip into the trace */
 	struct generator_params gen;
+	/* Generator only: when set, each request's (context, generated) token
+	 * pair is drawn uniformly from this trace's rows (the public trace's
+	 * joint length distribution) instead of the lognormals. */
+	char lengths_path[4096];
 	uint32_t n_slices;
 	double slice_fraction[PLANT_MAX_SLICES]; /* sums to 1 */
 };
 
 struct workload;
 
+/* trace: the replayed trace (WORKLOAD_TRACE), or the generator's lengths
+ * (lengths_path set), else NULL. */
 int workload_open(const struct workload_cfg *cfg, const struct trace *trace /* may be NULL for generator */,
 		  const struct rng *parent, struct workload **out);
 void workload_close(struct workload *w);

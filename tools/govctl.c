@@ -27,6 +27,11 @@ static const struct govctl_cmd cmds[] = {
 	  .summary = "run every scenario x policy x seed and tabulate them against a baseline",
 	  .own_help = true,
 	  .run = govctl_compare },
+	{ .name = "qualify", .synopsis = "qualify --scenario FILE [--samples N] [--seed N] [--at S]",
+	  .run = govctl_qualify },
+	{ .name = "scenarios",
+	  .synopsis = "scenarios --seeds A-B --out DIR [--duration S]",
+	  .run = govctl_scenarios },
 	{ .name = "plant",
 	  .synopsis = "plant --preset NAME --model NAME [--precision MODE] --phase decode|prefill "
 		      "--batch N [--context N] [--prompt N] (--clocks all|MHZ,... | --power-limits W,...) "

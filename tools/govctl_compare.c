@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/fsafe.h"
+#include "governor/honest.h"
 #include "governor/jsonx.h"
 #include "governor/oracle.h"
 #include "governor/policy.h"
@@ -109,9 +110,38 @@ static void row_mean(struct row *r)
 
 /* The oracle of one scenario, averaged over the seeds like the policy rows;
  * SLA attainment is over the windows it judged, p99s and INT8 share unknown. */
+/* The policy runs' windows.csv of scenario si, seed k, added to the equal-SLA
+ * totals of every comparable policy (docs/oracle.md). */
+static int honest_collect(const struct oracle_result *res, const struct job *jobs, size_t njobs,
+			  size_t si, size_t ki, const bool *comparable, struct honest_totals *ht,
+			  size_t npol)
+{
+	int bad = 0;
+	for (size_t i = 0; i < njobs; i++) {
+		const struct job *j = &jobs[i];
+		if (j->si != si || j->ki != ki || !comparable[j->pi])
+			continue;
+		char path[4200];
+		struct honest_window *w = NULL;
+		size_t n = 0;
+		struct diag_list d = { 0 };
+		snprintf(path, sizeof(path), "%s/windows.csv", j->dir);
+		if (honest_windows_load(path, &w, &n, &d)) {
+			govctl_print_diags(&d);
+			bad = 1;
+		} else {
+			honest_add(&ht[si * npol + j->pi], res->pick, res->n_windows, w, n);
+		}
+		diag_clear(&d);
+		free(w);
+	}
+	return bad;
+}
+
 static int oracle_row(const char *scenario, const char *policy, const uint64_t *seeds,
 		      size_t nseeds, bool have_seeds, unsigned jobs, double duration_s, struct row *r,
-		      json_t *all)
+		      json_t *all, const struct job *pjobs, size_t njobs, size_t si,
+		      const bool *comparable, struct honest_totals *ht, size_t npol)
 {
 	memset(r, 0, sizeof(*r));
 	r->ttft = r->tbt = r->e2e = r->int8 = NAN;
@@ -137,8 +167,13 @@ static int oracle_row(const char *scenario, const char *policy, const uint64_t *
 			judged++;
 			met += p->sla_met;
 		}
-		r->tpj += res.tokens_per_joule_all_rails;
+		/* The honest limit: feasible windows only (docs/oracle.md). */
+		r->tpj += res.tokens_per_joule_feasible_all_rails;
 		r->att += judged ? (double)met / (double)judged : 1.0;
+		if (honest_collect(&res, pjobs, njobs, si, k, comparable, ht, npol)) {
+			oracle_result_free(&res);
+			return -EINVAL;
+		}
 		r->clamps += (double)res.clamp_events;
 		r->breach += (double)res.breach_requests;
 		r->n++;
@@ -184,6 +219,42 @@ static void send_diags(int fd, const struct diag_list *d)
 	}
 }
 
+struct win_sink {
+	struct honest_window *w;
+	size_t n, cap;
+	bool oom;
+};
+
+static void keep_window(void *ctx, const struct sim_window *sw)
+{
+	struct win_sink *k = ctx;
+	if (k->n == k->cap) {
+		size_t nc = k->cap ? k->cap * 2 : 256;
+		struct honest_window *nw = realloc(k->w, nc * sizeof(*nw));
+		if (!nw) {
+			k->oom = true;
+			return;
+		}
+		k->w = nw;
+		k->cap = nc;
+	}
+	honest_from_sim(sw, &k->w[k->n++]);
+}
+
+/* Every window of the run, for the equal-SLA comparison with the oracle. */
+static int write_windows(const char *dir, const struct win_sink *k)
+{
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/windows.csv", dir);
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	int rc = honest_windows_write(f, k->w, k->n);
+	if (fclose(f) && !rc)
+		rc = -EIO;
+	return rc;
+}
+
 static int run_worker(const struct job *jobs, size_t njobs, size_t w, size_t nw,
 		      char *const *scen, char *const *pols, double duration_s, int fd)
 {
@@ -191,14 +262,18 @@ static int run_worker(const struct job *jobs, size_t njobs, size_t w, size_t nw,
 	char msg[4400], idx[32];
 	for (size_t i = w; i < njobs; i += nw) {
 		const struct job *j = &jobs[i];
+		struct win_sink k = { 0 };
 		struct sim_opts o = { .scenario_path = scen[j->si], .policy_path = pols[j->pi],
 				      .seed = j->seed, .have_seed = true, .duration_s = duration_s,
-				      .out_dir = j->dir };
+				      .out_dir = j->dir, .on_window = keep_window, .window_ctx = &k };
 		struct sim_result r;
 		struct diag_list d = { 0 };
 		int rc = sim_run(&o, &r, &d);
 		send_diags(fd, &d);
 		diag_clear(&d);
+		if (!rc)
+			rc = k.oom ? -ENOMEM : write_windows(j->dir, &k);
+		free(k.w);
 		if (rc) {
 			snprintf(msg, sizeof(msg), "govctl compare: run %s failed (%s)", j->dir,
 				 strerror(-rc));
@@ -297,6 +372,19 @@ static void progress_run(struct progress *pg, int fd, const struct job *jobs, si
 		fprintf(stderr, "govctl compare: %zu repeated diagnostic line(s) of other runs not shown\n",
 			pg->repeats);
 	progress_free(pg);
+}
+
+/* Whether a policy's SLA is the oracle policy's (same window, targets and
+ * throughput floor): only then are its windows judged at equal SLA. */
+static bool same_sla(const struct policy *a, const struct policy *b)
+{
+	if (a->sla.window_s != b->sla.window_s || a->sla.min_tokens_per_s != b->sla.min_tokens_per_s)
+		return false;
+	for (size_t i = 0; i < policy_n_sla_targets; i++)
+		if (policy_sla_value(a, &policy_sla_targets[i]) !=
+		    policy_sla_value(b, &policy_sla_targets[i]))
+			return false;
+	return true;
 }
 
 int govctl_compare(int argc, char **argv)
@@ -411,20 +499,24 @@ int govctl_compare(int argc, char **argv)
 		sdefault_seed[i] = s->default_seed;
 		scenario_free(s);
 	}
+	struct policy *opol = NULL, *lp[MAX_ITEMS] = { 0 };
+	bool comparable[MAX_ITEMS] = { false };
 	for (size_t i = 0; i < pols.n; i++) {
-		struct policy *p = NULL;
-		if (policy_load(pols.v[i], &p, &d)) {
+		if (policy_load(pols.v[i], &lp[i], &d)) {
 			bad = 1;
 			continue;
 		}
-		snprintf(pname[i], sizeof(pname[i]), "%s", p->name);
-		policy_free(p);
+		snprintf(pname[i], sizeof(pname[i]), "%s", lp[i]->name);
 	}
-	if (oracle) {
-		struct policy *p = NULL;
-		if (policy_load(oracle_policy, &p, &d))
-			bad = 1;
-		policy_free(p);
+	if (oracle && policy_load(oracle_policy, &opol, &d))
+		bad = 1;
+	for (size_t i = 0; i < pols.n; i++) {
+		comparable[i] = opol && lp[i] && same_sla(lp[i], opol);
+		if (opol && lp[i] && !comparable[i])
+			fprintf(stderr, "govctl compare: note: %s's SLA differs from %s's; its %% of "
+					"oracle is not given (the comparison is at equal SLA)\n",
+				pname[i], oracle_policy);
+		policy_free(lp[i]);
 	}
 	/* Through the dedup: the runs repeat these files' warnings. */
 	char line[2048];
@@ -432,6 +524,7 @@ int govctl_compare(int argc, char **argv)
 		diag_format(&d.v[i], line, sizeof(line));
 		progress_diag(&pg, line);
 	}
+	policy_free(opol);
 	diag_clear(&d);
 	if (bad) {
 		progress_free(&pg);
@@ -577,11 +670,19 @@ int govctl_compare(int argc, char **argv)
 		free(jobs);
 		return GOVCTL_EXIT_FAIL;
 	}
+	struct honest_totals *ht = calloc(scen.n * pols.n, sizeof(*ht));
+	if (!ht) {
+		free(orows);
+		free(rows);
+		free(jobs);
+		return GOVCTL_EXIT_FAIL;
+	}
 	for (size_t si = 0; oracle && si < scen.n; si++) {
 		if (pg.tty)
 			fprintf(stderr, "\r\033[K[oracle %zu/%zu] %s", si + 1, scen.n, sname[si]);
 		if (oracle_row(scen.v[si], oracle_policy, seeds, nseeds, have_seeds,
-			       (unsigned)nworkers, duration_s, &orows[si], oracles))
+			       (unsigned)nworkers, duration_s, &orows[si], oracles, jobs, njobs, si,
+			       comparable, ht, pols.n))
 			failed = 1;
 	}
 	if (pg.tty && oracle)
@@ -597,30 +698,38 @@ int govctl_compare(int argc, char **argv)
 	}
 	printf("%-16s %-20s %9s %8s %8s %10s %9s %10s %7s %9s %6s%s\n", "scenario", "policy",
 	       "tokens/J", "ratio", "SLA att", "TTFT p99", "TBT p99", "e2e p99", "clamps", "breaches",
-	       "INT8", oracle ? " % oracle" : "");
+	       "INT8", oracle ? " % oracle  att feas" : "");
 	if (md) {
 		fprintf(md, "# govctl compare\n\nBaseline: `%s`; means over %zu seed(s).", pname[base],
 			nseeds);
 		if (oracle)
 			fprintf(md, " Oracle: best feasible static point per SLA window under `%s`'s "
-				    "targets (docs/oracle.md); its SLA attainment is over the windows "
-				    "it judged.",
+				    "targets, over the windows where one exists (docs/oracle.md). "
+				    "%% of oracle is at equal SLA: infeasible windows left out, a "
+				    "policy window that misses the SLA, clamps or serves a breach "
+				    "request counts its energy with zero tokens; SLA att. feasible is "
+				    "the policy's attainment over the busy feasible windows.",
 				oracle_policy);
 		fprintf(md, "\n\n| scenario | policy | tokens/J | vs %s | SLA attainment | TTFT p99 ms | "
 			    "TBT p99 ms | e2e p99 ms | clamp events | quality breaches | INT8 share |%s\n",
-			pname[base], oracle ? " % of oracle |" : "");
+			pname[base], oracle ? " % of oracle | SLA att. feasible |" : "");
 		fprintf(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|%s\n",
-			oracle ? "---:|" : "");
+			oracle ? "---:|---:|" : "");
 	}
 	json_t *jrows = json_array();
 	for (size_t si = 0; si < scen.n; si++)
 		for (size_t pi = 0; pi < pols.n; pi++) {
 			struct row *r = &rows[si * pols.n + pi];
 			double ratio = r->tpj / rows[si * pols.n + base].tpj;
-			double pct = oracle ? 100.0 * r->tpj / orows[si].tpj : NAN;
-			char pcts[32] = "";
+			const struct honest_totals *h = &ht[si * pols.n + pi];
+			double pct = NAN, hatt = NAN;
+			if (oracle && comparable[pi]) {
+				pct = honest_pct(h);
+				hatt = honest_attainment(h);
+			}
+			char pcts[48] = "";
 			if (oracle)
-				snprintf(pcts, sizeof(pcts), " %8.1f", pct);
+				snprintf(pcts, sizeof(pcts), " %8.1f %9.3f", pct, hatt);
 			printf("%-16s %-20s %9.4f %8.3f %8.3f %10.1f %9.2f %10.1f %7.1f %9.1f %6.3f%s%s\n",
 			       sname[si], pname[pi], r->tpj, ratio, r->att, r->ttft, r->tbt, r->e2e,
 			       r->clamps, r->breach, r->int8, pcts, r->failed ? "  FAILED" : "");
@@ -630,7 +739,7 @@ int govctl_compare(int argc, char **argv)
 					sname[si], pname[pi], r->tpj, ratio, r->att, r->ttft, r->tbt, r->e2e,
 					r->clamps, r->breach, r->int8);
 				if (oracle)
-					fprintf(md, " %.1f |", pct);
+					fprintf(md, " %.1f | %.3f |", pct, hatt);
 				fputc('\n', md);
 			}
 			json_t *o = json_object();
@@ -647,19 +756,30 @@ int govctl_compare(int argc, char **argv)
 			json_object_set_new(o, "quality_breaches", jsonx_real(r->breach));
 			json_object_set_new(o, "int8_token_fraction", jsonx_real(r->int8));
 			json_object_set_new(o, "failed", json_boolean(r->failed));
-			if (oracle)
+			if (oracle) {
 				json_object_set_new(o, "pct_of_oracle", jsonx_real(pct));
+				json_object_set_new(o, "sla_attainment_feasible", jsonx_real(hatt));
+				json_object_set_new(o, "tokens_per_joule_feasible",
+						    jsonx_real(comparable[pi] ? honest_policy_tpj(h)
+									      : NAN));
+				json_object_set_new(o, "windows_feasible",
+						    json_integer((json_int_t)h->feasible));
+				json_object_set_new(o, "windows_infeasible",
+						    json_integer((json_int_t)h->infeasible));
+				json_object_set_new(o, "windows_lost",
+						    json_integer((json_int_t)h->missed_tokens_windows));
+			}
 			json_array_append_new(jrows, o);
 			if (!oracle || pi + 1 < pols.n)
 				continue;
 			const struct row *orw = &orows[si];
 			double oratio = orw->tpj / rows[si * pols.n + base].tpj;
-			printf("%-16s %-20s %9.4f %8.3f %8.3f %10s %9s %10s %7.1f %9.1f %6s %8.1f\n",
+			printf("%-16s %-20s %9.4f %8.3f %8.3f %10s %9s %10s %7.1f %9.1f %6s %8.1f %9.3f\n",
 			       sname[si], "oracle", orw->tpj, oratio, orw->att, "-", "-", "-", orw->clamps,
-			       orw->breach, "-", 100.0);
+			       orw->breach, "-", 100.0, 1.0);
 			if (md)
 				fprintf(md, "| %s | **oracle** | %.4f | %.3f | %.3f | - | - | - | %.1f | "
-					    "%.1f | - | 100.0 |\n",
+					    "%.1f | - | 100.0 | 1.000 |\n",
 					sname[si], orw->tpj, oratio, orw->att, orw->clamps, orw->breach);
 			o = json_object();
 			json_object_set_new(o, "scenario", json_string(sname[si]));
@@ -690,6 +810,7 @@ int govctl_compare(int argc, char **argv)
 		failed = 1;
 	}
 	json_decref(cj);
+	free(ht);
 	free(rows);
 	free(orows);
 	free(jobs);

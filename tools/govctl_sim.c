@@ -35,6 +35,10 @@ static void print_oracle(const struct oracle_result *r)
 	       "(took the safe point closest to it); none was safe in %zu (took %s)\n",
 	       r->n_windows, r->windows_judged, r->windows_feasible, r->windows_relaxed,
 	       r->windows_fallback, r->cand[r->fallback].name);
+	printf("  honest limit (feasible windows only, docs/oracle.md): %.4f tokens/J (all rails "
+	       "%.4f); %zu infeasible windows left out\n",
+	       r->tokens_per_joule_feasible, r->tokens_per_joule_feasible_all_rails,
+	       r->n_windows - r->windows_feasible);
 	printf("  tokens: %llu stitched from the chosen windows vs %llu demanded (%+.2f %%: windows "
 	       "are not independent)\n",
 	       (unsigned long long)r->tokens, (unsigned long long)r->demand_tokens,

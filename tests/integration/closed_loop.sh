@@ -4,6 +4,8 @@
 # and assert on the decision log and the summary:
 #   quality-drift: the drifting slice (chat) serves no INT8 from the drift
 #                  (15 min) + the detection delay on;
+#   wrong-prior:   chat's prior is wrong from the start: the gate rejects it
+#                  within the detection delay and chat serves no INT8 after;
 #   sensor-faults: every fault on a critical signal moves to the safe point
 #                  while it lasts, and the governor leaves it afterwards;
 #   burst:         the 2.5x burst raises clocks (queue_surge / sla_raise);
@@ -76,6 +78,22 @@ if not late:
     fail.append("the run ends before drift + delay")
 if bad:
     fail.append(f"chat still INT8 {t(bad[0]) - drift_s:.1f} s after the drift ({len(bad)} periods)")
+' || rc=1
+
+run wrong-prior
+check wrong-prior '
+# configs/scenarios/wrong-prior.yaml: chat is at 4 % from t = 0, its prior says ~0.7 %.
+chat = head["slices"].index("chat")
+al = [r for r in dec if r["inputs"]["quality"][chat]["alarm"]]
+at = t(al[0]) if al else None
+late = [r for r in dec if at is not None and t(r) > at and r["after"]["int8_frac"][chat] > 0]
+br = summ["quality"]["per_slice"]["chat"]["breach_requests"]
+print(f"wrong-prior: chat prior rejected at {at} s (allowed {delay_s:.0f} s), "
+      f"{len(late)} INT8 periods on chat after it, {br} breach requests")
+if at is None or at > delay_s:
+    fail.append("the wrong chat prior was not caught within the detection delay")
+if late:
+    fail.append(f"chat served INT8 {t(late[0]) - at:.1f} s after its prior was rejected")
 ' || rc=1
 
 run sensor-faults

@@ -7,9 +7,10 @@
 # - precision documents went out and the stand-in applied them: applied.jsonl
 #   has INT8 > 0 for a slice, generations increase by one, the confirmation
 #   (confirm_metric) is configured and no period logged an actuation fault;
-# - the quality gate: chat (stand-in INT8 drop 8 %, threshold 1 %) started in
-#   INT8 on its offline prior and was closed (int8_gate_closed) on the shadow
-#   samples; code (0.2 %) stayed INT8; math (prior over 1 %) never left BF16;
+# - the quality gate: chat (stand-in INT8 drop 8 %, threshold 1 %) has its
+#   offline prior rejected by the shadow samples before it is confirmed and
+#   never serves INT8; code (0.2 %) goes INT8 once confirmed and stays;
+#   math (prior over 1 %) never leaves BF16;
 # - SIGTERM: govd exit 0, a restore record with rc 0 and BF16 everywhere, the
 #   stand-in's last document all BF16, the state file removed;
 # - the stand-in alone: a document file is applied, malformed or older
@@ -79,17 +80,18 @@ check(any(d["slices"]["code"] > 0 for d in applied), "a document with INT8 on co
 check(all(d["via"] == "http" for d in applied), "documents came by HTTP POST")
 # the quality gate
 ci = hdr["slices"].index("chat")
-closed = [r for r in dec if "int8_gate_closed" in r["reasons"]
-          and r["before"]["int8_frac"][ci] > 0 and r["after"]["int8_frac"][ci] == 0]
-check(len(closed) == 1, "chat's gate closed once (%d)" % len(closed))
-check(dec[0]["after"]["int8_frac"][ci] > 0, "chat started in INT8 on its offline prior")
-check(dec[-1]["after"]["int8_frac"] [ci] == 0, "chat ends in BF16")
-if closed:
-    q = closed[0]["inputs"]["quality"][ci]
-    check(q["drop_upper"] > 0.01, "chat's drop bound over 1 %% when closed: %s" % q)
-    check(any(d["slices"]["chat"] > 0 for d in applied) and
-          any(d["slices"]["chat"] == 0 and d["slices"]["code"] > 0 for d in applied),
-          "the stand-in applied chat INT8, then chat BF16 with code still INT8")
+# balanced confirms a prior with 50 online samples first (quality.confirm_samples):
+# chat's 8 % is seen by then, the prior-consistency test rejects it, and chat
+# never serves INT8 (before issue 14 it started in INT8 and was closed later).
+al = [r for r in dec if r["inputs"]["quality"][ci]["alarm"]]
+check(bool(al), "chat's prior rejected on the shadow samples (quality alarm)")
+check(all(r["after"]["int8_frac"][ci] == 0 for r in dec), "chat never INT8 (prior not confirmed)")
+check(dec[-1]["after"]["int8_frac"][ci] == 0, "chat ends in BF16")
+if al:
+    q = al[0]["inputs"]["quality"][ci]
+    check(q["drop_upper"] > 0.01, "chat's drop bound over 1 %% at the alarm: %s" % q)
+check(any(d["slices"]["code"] > 0 and d["slices"]["chat"] == 0 for d in applied),
+      "the stand-in applied code INT8 with chat BF16")
 check(dec[-1]["after"]["int8_frac"][0] > 0, "code stays INT8 (drop 0.2 %)")
 check(all(r["after"]["int8_frac"][2] == 0 for r in dec), "math never INT8 (prior over the threshold)")
 # restore
@@ -100,8 +102,8 @@ check(last["after"]["int8_frac"] == [0, 0, 0] and not last["after"]["clk_locked"
 check(all(v == 0 for v in applied[-1]["slices"].values()), "the stand-in's last document is all BF16")
 for b in bad:
     print("  not met:", b, file=sys.stderr)
-print("demo_serving: %d periods, %d documents applied, chat closed at seq %s, %d checks failed"
-      % (len(dec), len(applied), closed[0]["seq"] if closed else None, len(bad)))
+print("demo_serving: %d periods, %d documents applied, chat prior rejected at seq %s, %d checks failed"
+      % (len(dec), len(applied), al[0]["seq"] if al else None, len(bad)))
 sys.exit(1 if bad else 0)
 PY
 

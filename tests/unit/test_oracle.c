@@ -254,6 +254,10 @@ static void test_select(void **state)
 	assert_true(fabs(r.energy_all_j - e) < 1e-9);
 	assert_true(fabs(r.tokens_per_joule - 470 / e) < 1e-12);
 	assert_int_equal(r.clamp_events, 1); /* the fallback's clamp is counted */
+	/* The honest limit: only the feasible windows 0, 1, 3, 4. */
+	assert_int_equal(r.feasible_tokens, 100 + 100 + 0 + 50);
+	assert_true(fabs(r.feasible_energy_all_j - (80 + 100 + 30 + 50)) < 1e-9);
+	assert_true(fabs(r.tokens_per_joule_feasible_all_rails - 250.0 / 260) < 1e-12);
 	assert_int_equal(cand[0].chosen + cand[1].chosen + cand[2].chosen, NW);
 	assert_int_equal(cand[0].windows_feasible, 4);
 	assert_int_equal(cand[1].windows_feasible, 2);
