@@ -133,6 +133,12 @@ struct hal_serving {
 	const char *fault_msg;             /* owned by the backend, valid until the next call; NULL if none */
 	uint64_t precision_gen_set;        /* generation of the last precision document sent */
 	uint64_t precision_gen_applied;    /* generation the server reports applied (0: not reported) */
+	/* Added with the current server metrics (docs/serving-integration.md,
+	 * "Metric names"); the sim leaves them zero. */
+	const struct hist *queue_time; /* cumulative time requests waited to be scheduled; NULL: none */
+	bool kv_usage_valid;           /* the server reports its KV cache use */
+	double kv_usage_frac;          /* KV cache in use, 0..1: the fullest of the series and replicas */
+	size_t n_replicas;             /* endpoints merged into this read (url and replica_urls) */
 };
 
 /* Named faults of a serving read (bits in hal_serving.faults / hal_quality.faults). */

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,18 +25,24 @@
 #include "hal/precision_act.h"
 #include "hal/promtext.h"
 
-enum fmt { FMT_VLLM, FMT_TRITON, FMT_GENERIC };
+enum fmt { FMT_VLLM, FMT_SGLANG, FMT_TRITON, FMT_GENERIC, FMT_N };
 
-/* Metrics the backend reads; option key "<key>_metric" names each. */
+static const char *const fmt_name[FMT_N] = { "vllm", "sglang", "triton", "generic" };
+
+/* Metrics the backend reads; option key "<key>_metric" names each. The
+ * histograms come first (H_N of them, in the order of hal_serving's). */
 enum metric {
 	M_TTFT,
 	M_TBT,
 	M_E2E,
+	M_QTIME, /* time waiting to be scheduled */
 	M_REQ,
 	M_TOK,
 	M_RUN,
 	M_WAIT,
+	M_KV,    /* KV cache in use, 0..1 */
 	M_DUR,   /* cumulative request time counter (Triton, us) */
+	M_QDUR,  /* cumulative queue time counter (Triton, us) */
 	M_INT8_TOK,
 	M_SLICE_REQ,
 	M_SLICE_INT8_REQ,
@@ -45,70 +52,140 @@ enum metric {
 	M_CONFIRM,
 	M_N
 };
+#define H_N 4
+#define BIT(m) (1u << (m))
 
 static const char *const metric_key[M_N] = {
-	"ttft_metric",	   "tbt_metric",	   "e2e_metric",		"requests_metric",
-	"tokens_metric",   "running_metric",	   "waiting_metric",		"duration_metric",
-	"int8_tokens_metric", "slice_requests_metric",
+	"ttft_metric", "tbt_metric", "e2e_metric", "queue_time_metric", "requests_metric",
+	"tokens_metric", "running_metric", "waiting_metric", "kv_usage_metric", "duration_metric",
+	"queue_duration_metric", "int8_tokens_metric", "slice_requests_metric",
 	"slice_int8_requests_metric", "slice_int8_tokens_metric", "quality_samples_metric",
 	"quality_mismatches_metric", "confirm_metric",
 };
 
-struct fmt_defaults {
-	const char *name[M_N]; /* "a|b": the first family present wins */
-	bool required[M_N];
-	double hist_unit_ms;
-	double counter_unit_ms; /* M_DUR */
+enum unit { U_NONE, U_S, U_MS, U_US };
+
+static double unit_ms(enum unit u)
+{
+	switch (u) {
+	case U_S: return 1000.0;
+	case U_US: return 0.001;
+	default: return 1.0;
+	}
+}
+
+/* The default metric names, as data: one row per server, role and name.
+ * Rows of one server and role are alternatives, the current name first:
+ * the first family present in a scrape wins, so a server of an older
+ * release is read too (an older name is never preferred over a newer one
+ * the same server also serves during its deprecation). since/until: the
+ * release or change that added, renamed or removed the name ("" where it is
+ * as old as the server's endpoint, or still current). Sources per row in
+ * docs/serving-integration.md ("Metric names"); each server's exposition
+ * as captured is in tests/data/serving/. */
+struct metric_row {
+	enum fmt server;
+	enum metric role;
+	const char *name;
+	enum prom_type type;
+	enum unit unit;
+	const char *since, *until;
 };
 
-/* vLLM: docs/design/metrics.md and docs/usage/metrics.md of vllm-project/vllm;
- * Triton: docs/user_guide/metrics.md of triton-inference-server/server. */
-static const struct fmt_defaults defaults[] = {
-	[FMT_VLLM] = {
-		.name = {
-			[M_TTFT] = "vllm:time_to_first_token_seconds",
-			[M_TBT] = "vllm:inter_token_latency_seconds|vllm:time_per_output_token_seconds",
-			[M_E2E] = "vllm:e2e_request_latency_seconds",
-			[M_REQ] = "vllm:request_success_total",
-			[M_TOK] = "vllm:generation_tokens_total",
-			[M_RUN] = "vllm:num_requests_running",
-			[M_WAIT] = "vllm:num_requests_waiting",
-		},
-		.required = { [M_TTFT] = true, [M_TBT] = true, [M_E2E] = true, [M_REQ] = true,
-			      [M_TOK] = true, [M_RUN] = true, [M_WAIT] = true },
-		.hist_unit_ms = 1000.0,
-		.counter_unit_ms = 1000.0,
-	},
-	[FMT_TRITON] = {
-		.name = {
-			[M_TTFT] = "nv_inference_first_response_histogram_ms",
-			[M_REQ] = "nv_inference_request_success",
-			[M_TOK] = "nv_inference_count",
-			[M_WAIT] = "nv_inference_pending_request_count",
-			[M_DUR] = "nv_inference_request_duration_us",
-		},
-		.required = { [M_REQ] = true, [M_DUR] = true },
-		.hist_unit_ms = 1.0,
-		.counter_unit_ms = 0.001,
-	},
-	[FMT_GENERIC] = {
-		.hist_unit_ms = 1000.0,
-		.counter_unit_ms = 1000.0,
-	},
+static const struct metric_row metric_rows[] = {
+	/* vLLM (vllm/v1/metrics/loggers.py). Its policy (docs/usage/metrics.md):
+	 * a metric deprecated in X.Y is hidden in X.Y+1 (back with
+	 * --show-hidden-metrics-for-version=X.Y) and removed in X.Y+2. */
+	{ FMT_VLLM, M_TTFT, "vllm:time_to_first_token_seconds", PROM_HISTOGRAM, U_S, "", "" },
+	{ FMT_VLLM, M_TBT, "vllm:inter_token_latency_seconds", PROM_HISTOGRAM, U_S, "v0.11 (#24015)", "" },
+	/* the same histogram, old name: deprecated v0.11, hidden v0.12 (#29330),
+	 * removed by vllm-project/vllm#32661 (merged 2026-01-20) */
+	{ FMT_VLLM, M_TBT, "vllm:time_per_output_token_seconds", PROM_HISTOGRAM, U_S, "",
+	  "deprecated v0.11, hidden v0.12, removed #32661" },
+	{ FMT_VLLM, M_E2E, "vllm:e2e_request_latency_seconds", PROM_HISTOGRAM, U_S, "", "" },
+	{ FMT_VLLM, M_QTIME, "vllm:request_queue_time_seconds", PROM_HISTOGRAM, U_S, "", "" },
+	{ FMT_VLLM, M_REQ, "vllm:request_success_total", PROM_COUNTER, U_NONE, "", "" },
+	{ FMT_VLLM, M_TOK, "vllm:generation_tokens_total", PROM_COUNTER, U_NONE, "", "" },
+	{ FMT_VLLM, M_RUN, "vllm:num_requests_running", PROM_GAUGE, U_NONE, "", "" },
+	{ FMT_VLLM, M_WAIT, "vllm:num_requests_waiting", PROM_GAUGE, U_NONE, "", "" },
+	{ FMT_VLLM, M_KV, "vllm:kv_cache_usage_perc", PROM_GAUGE, U_NONE, "v0.9.2 (#18354)", "" },
+	/* renamed by #18354 (v0.9.2; deprecated as of v0.10), hidden v0.11,
+	 * removed in v0.12 by vllm-project/vllm#29330 (merged 2025-11-24) */
+	{ FMT_VLLM, M_KV, "vllm:gpu_cache_usage_perc", PROM_GAUGE, U_NONE, "", "removed v0.12 (#29330)" },
+
+	/* SGLang (python/sglang/srt/metrics/collector.py, --enable-metrics) */
+	{ FMT_SGLANG, M_TTFT, "sglang:time_to_first_token_seconds", PROM_HISTOGRAM, U_S, "", "" },
+	{ FMT_SGLANG, M_TBT, "sglang:inter_token_latency_seconds", PROM_HISTOGRAM, U_S, "#3988", "" },
+	/* replaced by the one above (sgl-project/sglang#3988), removed by #4914 */
+	{ FMT_SGLANG, M_TBT, "sglang:time_per_output_token_seconds", PROM_HISTOGRAM, U_S, "",
+	  "removed #4914" },
+	{ FMT_SGLANG, M_E2E, "sglang:e2e_request_latency_seconds", PROM_HISTOGRAM, U_S, "", "" },
+	{ FMT_SGLANG, M_QTIME, "sglang:queue_time_seconds", PROM_HISTOGRAM, U_S, "#4444", "" },
+	/* absent from SGLang's documented example: the e2e histogram's _count
+	 * stands in (requests_completed below) */
+	{ FMT_SGLANG, M_REQ, "sglang:num_requests_total", PROM_COUNTER, U_NONE, "", "" },
+	{ FMT_SGLANG, M_TOK, "sglang:generation_tokens_total", PROM_COUNTER, U_NONE, "", "" },
+	{ FMT_SGLANG, M_RUN, "sglang:num_running_reqs", PROM_GAUGE, U_NONE, "", "" },
+	{ FMT_SGLANG, M_WAIT, "sglang:num_queue_reqs", PROM_GAUGE, U_NONE, "", "" },
+	{ FMT_SGLANG, M_KV, "sglang:token_usage", PROM_GAUGE, U_NONE, "", "" },
+
+	/* Triton (docs/user_guide/metrics.md): latencies are counters of
+	 * microseconds by default; the first-response histogram only with
+	 * --metrics-config histogram_latencies=true */
+	{ FMT_TRITON, M_TTFT, "nv_inference_first_response_histogram_ms", PROM_HISTOGRAM, U_MS, "", "" },
+	{ FMT_TRITON, M_REQ, "nv_inference_request_success", PROM_COUNTER, U_NONE, "", "" },
+	{ FMT_TRITON, M_TOK, "nv_inference_count", PROM_COUNTER, U_NONE, "", "" },
+	{ FMT_TRITON, M_WAIT, "nv_inference_pending_request_count", PROM_GAUGE, U_NONE, "", "" },
+	{ FMT_TRITON, M_DUR, "nv_inference_request_duration_us", PROM_COUNTER, U_US, "", "" },
+	{ FMT_TRITON, M_QDUR, "nv_inference_queue_duration_us", PROM_COUNTER, U_US, "", "" },
+};
+
+/* What each format requires (a scrape without it is missing-metric) and
+ * the units of metrics named by *_metric options. */
+struct fmt_info {
+	uint32_t required; /* BIT(enum metric) */
+	enum unit hist_unit, counter_unit;
+};
+
+static const struct fmt_info fmt_info[FMT_N] = {
+	[FMT_VLLM] = { BIT(M_TTFT) | BIT(M_TBT) | BIT(M_E2E) | BIT(M_REQ) | BIT(M_TOK) | BIT(M_RUN) |
+			       BIT(M_WAIT),
+		       U_S, U_S },
+	[FMT_SGLANG] = { BIT(M_TTFT) | BIT(M_TBT) | BIT(M_E2E) | BIT(M_TOK) | BIT(M_RUN) | BIT(M_WAIT),
+			 U_S, U_S },
+	[FMT_TRITON] = { BIT(M_REQ) | BIT(M_DUR), U_MS, U_US },
+	[FMT_GENERIC] = { 0, U_S, U_S },
+};
+
+#define SV_MAX_REPLICAS 4
+#define SV_MAX_ALT 4
+
+/* One endpoint of the device (url, then each of replica_urls) and what its
+ * scrapes left: each replica's counters and histograms are followed on
+ * their own, so a restart of one is a reset of that one only. */
+struct replica {
+	char *url;
+	/* the previous scrape's histograms as served (n == 0: none yet) */
+	struct prom_buckets last[H_N];
+	struct prom_buckets last_dur[2]; /* Triton: request and queue time over the requests */
+	struct prom_counter c_req, c_tok, c_int8_tok;
+	struct prom_counter c_slice[3][HAL_MAX_SLICES]; /* req, int8 req, int8 tok */
+	struct prom_counter c_qs[HAL_MAX_SLICES], c_qm[HAL_MAX_SLICES];
 };
 
 #define Q_DGRAM_MAX 4096
 #define Q_DRAIN_MAX 1024
 
 struct sv {
-	char *url;
+	size_t n_rep;
+	struct replica rep[SV_MAX_REPLICAS];
 	enum fmt fmt;
 	struct prom_matcher match;
 	uint32_t timeout_ms;
 	size_t max_bytes;
-	char *mname[M_N];
+	char *mname[M_N]; /* "a|b": alternatives, the first family present wins */
 	bool required[M_N];
-	double hist_unit_ms, counter_unit_ms;
+	double alt_unit_ms[M_N][SV_MAX_ALT]; /* unit of each alternative, ms per unit */
 	char *slice_label;
 	size_t n_slices;
 	char slice_name[HAL_MAX_SLICES][HAL_NAME_LEN];
@@ -120,16 +197,14 @@ struct sv {
 
 	/* cumulative state, committed per good scrape */
 	bool have_scrape, last_ok, scraped_since_quality;
-	/* The previous scrape's histograms as served (n == 0: none yet); each
-	 * scrape's increase goes into the cumulative h[], whose windows the
-	 * governor takes (hist_delta + hist_quantile). */
-	struct prom_buckets last[3]; /* ttft, tbt, e2e */
-	struct prom_buckets last_dur; /* Triton: count = requests, sum = request time */
-	struct hist *h[3];
-	struct prom_counter c_req, c_tok, c_int8_tok;
-	struct prom_counter c_slice[3][HAL_MAX_SLICES]; /* req, int8 req, int8 tok */
-	struct prom_counter c_qs[HAL_MAX_SLICES], c_qm[HAL_MAX_SLICES];
+	/* Each scrape's increase (of every replica) goes into the cumulative
+	 * h[], whose windows the governor takes (hist_delta + hist_quantile). */
+	struct hist *h[H_N]; /* ttft, tbt, e2e, queue time */
+	bool have_h[H_N];    /* ever read: queue_time is offered only then */
 	uint64_t queue_len, running;
+	bool kv_valid;
+	double kv_frac;
+	uint32_t unmerged; /* BIT(histogram) merged replica by replica: bounds differ */
 
 	/* quality datagrams */
 	int qfd;
@@ -212,7 +287,7 @@ const char *hal_serving_fault_name(uint32_t bit)
 /* ---- options ---- */
 
 static const char *const plain_keys[] = {
-	"url", "format", "labels", "timeout_ms", "max_bytes", "latency_unit",
+	"url", "replica_urls", "format", "labels", "timeout_ms", "max_bytes", "latency_unit",
 	"slices", "slice_label", "quality_socket", "precision", "precision_target",
 	"precision_timeout_ms", "precision_retries", "confirm_url", "confirm_file",
 	"confirm_field", "confirm_grace_ms", "power_backend", "quality_max_samples", NULL,
@@ -317,11 +392,12 @@ static void sv_free(struct sv *s)
 		free(s->qpath);
 	}
 	pact_fini(&s->act);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < H_N; i++)
 		free(s->h[i]);
 	for (int i = 0; i < M_N; i++)
 		free(s->mname[i]);
-	free(s->url);
+	for (size_t i = 0; i < s->n_rep; i++)
+		free(s->rep[i].url);
 	free(s->slice_label);
 	free(s->body);
 	free(s->confirm_url);
@@ -372,6 +448,86 @@ static int power_open(struct sv *s, const struct hal_dev_cfg *cfg, const char *b
 			s->fwd_precision &= !strcmp(isv.slice_name[i], s->slice_name[i]);
 	}
 	return 0;
+}
+
+/* replica_urls: more endpoints of the same slices (a BF16 and an FP8
+ * replica behind one router), blank-separated; merged with url. */
+static int parse_replicas(struct sv *s, const struct hal_dev_cfg *cfg, const char *v,
+			  struct diag_list *diags, int *oom)
+{
+	const char *p = v;
+	for (;;) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!*p)
+			return 0;
+		const char *b = p;
+		while (*p && *p != ' ' && *p != '\t')
+			p++;
+		int n = (int)(p - b);
+		if (n < 5 || strncmp(b, "http", 4) != 0) {
+			diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.replica_urls", "bad-value",
+				 "'%.*s' is not a metrics endpoint (http://host:port/metrics; blanks "
+				 "separate the endpoints)", n > 80 ? 80 : n, b);
+			return -EINVAL;
+		}
+		if (s->n_rep == SV_MAX_REPLICAS) {
+			diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.replica_urls", "range",
+				 "at most %d endpoints with url", SV_MAX_REPLICAS);
+			return -EINVAL;
+		}
+		for (size_t i = 0; i < s->n_rep; i++)
+			if (s->rep[i].url && (int)strlen(s->rep[i].url) == n && !memcmp(s->rep[i].url, b, (size_t)n)) {
+				diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.replica_urls",
+					 "duplicate-url", "'%.*s' given twice (%s)", n > 80 ? 80 : n, b,
+					 i ? "in replica_urls" : "as url too");
+				return -EINVAL;
+			}
+		if (s->n_rep == 0) {
+			diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.replica_urls", "missing-key",
+				 "replica_urls adds endpoints to url, which is missing");
+			return -EINVAL;
+		}
+		char *u = strndup(b, (size_t)n);
+		if (!u) {
+			*oom = 1;
+			return -ENOMEM;
+		}
+		s->rep[s->n_rep++].url = u;
+	}
+}
+
+/* The names of metric m: the user's (a|b, unit: latency_unit or the
+ * format's) or the format's rows. False if none. */
+static bool metric_names(struct sv *s, enum metric m, const char *user, double lat_unit_ms, int *oom)
+{
+	const struct fmt_info *d = &fmt_info[s->fmt];
+	bool hist = m < H_N;
+	char buf[512];
+	size_t o = 0, k = 0;
+	buf[0] = '\0';
+	if (user) {
+		snprintf(buf, sizeof(buf), "%s", user);
+		double u = hist ? unit_ms(d->hist_unit) : unit_ms(d->counter_unit);
+		if (hist && lat_unit_ms)
+			u = lat_unit_ms;
+		for (k = 0; k < SV_MAX_ALT; k++)
+			s->alt_unit_ms[m][k] = u;
+	} else {
+		for (size_t i = 0; i < sizeof(metric_rows) / sizeof(metric_rows[0]); i++) {
+			const struct metric_row *r = &metric_rows[i];
+			if (r->server != s->fmt || r->role != m || k == SV_MAX_ALT)
+				continue;
+			o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%s", k ? "|" : "", r->name);
+			s->alt_unit_ms[m][k++] = hist && lat_unit_ms ? lat_unit_ms : unit_ms(r->unit);
+		}
+		if (!k)
+			return false;
+	}
+	s->mname[m] = strdup(buf);
+	if (!s->mname[m])
+		*oom = 1;
+	return s->mname[m] != NULL;
 }
 
 static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct diag_list *diags)
@@ -431,18 +587,25 @@ static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 			 "the metrics endpoint, http://host:port/metrics");
 		bad = 1;
 	}
-	s->url = dup_or_null(v, &oom);
-	v = bopts_str(o, "format", NULL);
-	if (!v || !strcmp(v, "vllm"))
-		s->fmt = FMT_VLLM;
-	else if (!strcmp(v, "triton"))
-		s->fmt = FMT_TRITON;
-	else if (!strcmp(v, "generic"))
-		s->fmt = FMT_GENERIC;
-	else {
-		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.format", "bad-enum",
-			 "'%s' is not one of vllm, triton, generic", v);
+	if (v) {
+		s->rep[0].url = dup_or_null(v, &oom);
+		s->n_rep = 1;
+	}
+	if ((v = bopts_str(o, "replica_urls", NULL)) && parse_replicas(s, cfg, v, diags, &oom))
 		bad = 1;
+	v = bopts_str(o, "format", NULL);
+	s->fmt = FMT_VLLM;
+	if (v) {
+		int k = 0;
+		while (k < FMT_N && strcmp(v, fmt_name[k]))
+			k++;
+		if (k == FMT_N) {
+			diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.format", "bad-enum",
+				 "'%s' is not one of vllm, sglang, triton, generic", v);
+			bad = 1;
+		} else {
+			s->fmt = (enum fmt)k;
+		}
 	}
 	char err[200];
 	if (prom_matcher_parse(bopts_str(o, "labels", NULL), &s->match, err, sizeof(err))) {
@@ -463,16 +626,15 @@ static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 	bad |= bopts_u64(o, "quality_max_samples", 1, UINT64_C(1000000000), qmax, &qmax) != 0;
 	s->q_max_samples = qmax;
 
-	const struct fmt_defaults *d = &defaults[s->fmt];
-	s->hist_unit_ms = d->hist_unit_ms;
-	s->counter_unit_ms = d->counter_unit_ms;
+	const struct fmt_info *d = &fmt_info[s->fmt];
+	double lat_unit_ms = 0; /* latency_unit: every histogram's unit */
 	if ((v = bopts_str(o, "latency_unit", NULL))) {
 		if (!strcmp(v, "s"))
-			s->hist_unit_ms = 1000.0;
+			lat_unit_ms = 1000.0;
 		else if (!strcmp(v, "ms"))
-			s->hist_unit_ms = 1.0;
+			lat_unit_ms = 1.0;
 		else if (!strcmp(v, "us"))
-			s->hist_unit_ms = 0.001;
+			lat_unit_ms = 0.001;
 		else {
 			diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.latency_unit", "bad-enum",
 				 "'%s' is not one of s, ms, us", v);
@@ -481,11 +643,10 @@ static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 	}
 	for (int m = 0; m < M_N; m++) {
 		const char *user = bopts_str(o, metric_key[m], NULL);
-		const char *name = user ? user : d->name[m];
-		if (name && !*name)
-			name = NULL; /* "" switches a default off */
-		s->mname[m] = dup_or_null(name, &oom);
-		s->required[m] = name && (user || d->required[m]);
+		if (user && !*user)
+			continue; /* "" switches a default off */
+		if (metric_names(s, (enum metric)m, user, lat_unit_ms, &oom))
+			s->required[m] = user || (d->required & BIT(m));
 	}
 	/* per-slice metrics are matched per slice; absence is not a fault */
 	for (int m = M_SLICE_REQ; m <= M_Q_MISM; m++)
@@ -535,7 +696,7 @@ static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 		return -EINVAL;
 	}
 	int rc = -ENOMEM;
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < H_N; i++) {
 		s->h[i] = calloc(1, sizeof(struct hist));
 		if (!s->h[i])
 			goto out_free;
@@ -643,34 +804,41 @@ static uint32_t http_get(struct sv *s, const char *url, uint64_t deadline_ms)
 	return 0;
 }
 
-/* What one scrape yields, before it is committed. */
+/* What one endpoint's scrape yields, before it is committed. */
 struct scrape {
-	bool has_h[3];
-	struct prom_buckets h[3];
+	bool has_h[H_N];
+	struct prom_buckets h[H_N];
+	double h_unit_ms[H_N];
 	bool has[M_N];
 	double val[M_N];
+	double dur_unit_ms[2]; /* M_DUR, M_QDUR */
 	bool has_slice[3][HAL_MAX_SLICES];
 	double slice[3][HAL_MAX_SLICES];
 	bool has_q[2][HAL_MAX_SLICES];
 	double qv[2][HAL_MAX_SLICES];
 };
 
-/* Tries each '|' alternative; 0 and the name used, or the last error. */
+enum agg { AGG_SUM, AGG_MAX };
+
+/* Tries each '|' alternative; 0 and the index of the name used in *alt,
+ * or the last error. */
 static int get_hist(const struct prom_doc *doc, const char *names, const struct prom_matcher *m,
-		    struct prom_buckets *out)
+		    struct prom_buckets *out, size_t *alt)
 {
 	int rc = -ENOENT;
 	char buf[256];
 	const char *p = names;
-	while (*p) {
+	for (size_t k = 0; *p; k++) {
 		const char *e = strchr(p, '|');
 		size_t n = e ? (size_t)(e - p) : strlen(p);
 		if (n < sizeof(buf)) {
 			memcpy(buf, p, n);
 			buf[n] = '\0';
 			rc = prom_histogram_get(doc, buf, m, out);
-			if (rc != -ENOENT)
+			if (rc != -ENOENT) {
+				*alt = k < SV_MAX_ALT ? k : SV_MAX_ALT - 1;
 				return rc;
+			}
 		}
 		p += n + (e ? 1 : 0);
 	}
@@ -678,20 +846,24 @@ static int get_hist(const struct prom_doc *doc, const char *names, const struct 
 }
 
 static int get_value(const struct prom_doc *doc, const char *names, const struct prom_matcher *m,
-		     const char *ln, const char *lv, double *out)
+		     const char *ln, const char *lv, enum agg agg, double *out, size_t *alt)
 {
 	int rc = -ENOENT;
 	char buf[256];
 	const char *p = names;
-	while (*p) {
+	for (size_t k = 0; *p; k++) {
 		const char *e = strchr(p, '|');
 		size_t n = e ? (size_t)(e - p) : strlen(p);
 		if (n < sizeof(buf)) {
 			memcpy(buf, p, n);
 			buf[n] = '\0';
-			rc = prom_value_sum(doc, buf, m, ln, lv, out);
-			if (rc != -ENOENT)
+			rc = agg == AGG_MAX ? prom_value_max(doc, buf, m, out)
+					    : prom_value_sum(doc, buf, m, ln, lv, out);
+			if (rc != -ENOENT) {
+				if (alt)
+					*alt = k < SV_MAX_ALT ? k : SV_MAX_ALT - 1;
 				return rc;
+			}
 		}
 		p += n + (e ? 1 : 0);
 	}
@@ -708,38 +880,50 @@ static void matcher_str(const struct prom_matcher *m, char *buf, size_t len)
 		snprintf(buf, len, "(any)");
 }
 
-static uint32_t extract(struct sv *s, const struct prom_doc *doc, struct scrape *sc)
+static uint32_t extract(struct sv *s, const char *url, const struct prom_doc *doc, struct scrape *sc)
 {
 	char ms[160];
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < H_N; i++) {
 		const char *n = s->mname[M_TTFT + i];
 		if (!n)
 			continue;
-		int rc = get_hist(doc, n, &s->match, &sc->h[i]);
+		size_t alt = 0;
+		int rc = get_hist(doc, n, &s->match, &sc->h[i], &alt);
 		sc->has_h[i] = rc == 0;
+		sc->h_unit_ms[i] = s->alt_unit_ms[M_TTFT + i][alt];
 		if (rc == -EBADMSG || rc == -E2BIG) {
 			snprintf(s->fault_msg, sizeof(s->fault_msg),
 				 "%s: histogram %s malformed (no +Inf bucket, differing bounds or over %d buckets)",
-				 s->url, n, PROM_MAX_BUCKETS);
+				 url, n, PROM_MAX_BUCKETS);
 			return HAL_SVF_PARSE;
 		}
 		if (rc && s->required[M_TTFT + i]) {
 			matcher_str(&s->match, ms, sizeof(ms));
 			snprintf(s->fault_msg, sizeof(s->fault_msg), "%s: histogram %s has no series matching %s",
-				 s->url, n, ms);
+				 url, n, ms);
 			return HAL_SVF_MISSING;
 		}
 	}
-	static const int scalar[] = { M_REQ, M_TOK, M_RUN, M_WAIT, M_DUR, M_INT8_TOK, M_CONFIRM };
+	static const int scalar[] = { M_REQ, M_TOK, M_RUN, M_WAIT, M_KV, M_DUR, M_QDUR, M_INT8_TOK, M_CONFIRM };
 	for (size_t k = 0; k < sizeof(scalar) / sizeof(scalar[0]); k++) {
 		int m = scalar[k];
 		if (!s->mname[m])
 			continue;
-		sc->has[m] = get_value(doc, s->mname[m], &s->match, NULL, NULL, &sc->val[m]) == 0;
+		size_t alt = 0;
+		sc->has[m] = get_value(doc, s->mname[m], &s->match, NULL, NULL,
+				       m == M_KV ? AGG_MAX : AGG_SUM, &sc->val[m], &alt) == 0;
+		if (m == M_DUR || m == M_QDUR)
+			sc->dur_unit_ms[m == M_QDUR] = s->alt_unit_ms[m][alt];
+		/* a server without a request counter (SGLang's documented
+		 * exposition): the e2e histogram counts the finished requests */
+		if (m == M_REQ && !sc->has[m] && !s->required[m] && sc->has_h[M_E2E]) {
+			sc->val[m] = sc->h[M_E2E].count;
+			sc->has[m] = true;
+		}
 		if (!sc->has[m] && s->required[m]) {
 			matcher_str(&s->match, ms, sizeof(ms));
 			snprintf(s->fault_msg, sizeof(s->fault_msg), "%s: metric %s has no series matching %s",
-				 s->url, s->mname[m], ms);
+				 url, s->mname[m], ms);
 			return HAL_SVF_MISSING;
 		}
 	}
@@ -748,13 +932,15 @@ static uint32_t extract(struct sv *s, const struct prom_doc *doc, struct scrape 
 			const char *n = s->mname[M_SLICE_REQ + j];
 			if (n)
 				sc->has_slice[j][sl] = get_value(doc, n, &s->match, s->slice_label,
-								 s->slice_name[sl], &sc->slice[j][sl]) == 0;
+								 s->slice_name[sl], AGG_SUM,
+								 &sc->slice[j][sl], NULL) == 0;
 		}
 		for (int j = 0; j < 2; j++) {
 			const char *n = s->mname[M_Q_SAMPLES + j];
 			if (n)
 				sc->has_q[j][sl] = get_value(doc, n, &s->match, s->slice_label,
-							     s->slice_name[sl], &sc->qv[j][sl]) == 0;
+							     s->slice_name[sl], AGG_SUM, &sc->qv[j][sl],
+							     NULL) == 0;
 		}
 	}
 	return 0;
@@ -777,11 +963,12 @@ static bool buckets_interval(struct prom_buckets *last, const struct prom_bucket
 
 /* Plausibility bounds on what a server may report (docs/serving-integration.md,
  * "Plausibility"): counters are exact integers in a double up to 2^53, no
- * server runs or queues ten million requests at once, and no latency
- * bucket bound beyond a day measures a request. */
+ * server runs or queues ten million requests at once, no latency bucket
+ * bound beyond a day measures a request, and a KV cache is at most full. */
 #define SV_COUNTER_MAX 9007199254740992.0
 #define SV_GAUGE_MAX 1e7
 #define SV_LATENCY_MAX_MS 86400e3
+#define SV_RATIO_MAX 1.0
 
 static bool bad_count(double v, double max)
 {
@@ -789,18 +976,19 @@ static bool bad_count(double v, double max)
 }
 
 /* The one judgement of a scrape's values before anything of it counts:
- * true (and fault_msg naming the metric and value) when one is implausible. */
-static bool scrape_implausible(struct sv *s, const struct scrape *sc)
+ * true (and fault_msg naming the endpoint, metric and value) when one is
+ * implausible. */
+static bool scrape_implausible(struct sv *s, const char *url, const struct scrape *sc)
 {
 	const char *what = NULL, *name = NULL;
 	double v = 0;
-	for (int i = 0; i < 3 && !what; i++) {
+	for (int i = 0; i < H_N && !what; i++) {
 		const struct prom_buckets *b = &sc->h[i];
 		if (!sc->has_h[i])
 			continue;
 		name = s->mname[M_TTFT + i];
 		for (size_t k = 0; k < b->n && !what; k++) {
-			if (k + 1 < b->n && !(b->le[k] * s->hist_unit_ms <= SV_LATENCY_MAX_MS) &&
+			if (k + 1 < b->n && !(b->le[k] * sc->h_unit_ms[i] <= SV_LATENCY_MAX_MS) &&
 			    (v = b->le[k], true))
 				what = "bucket bound above a day";
 			else if (bad_count(b->cum[k], SV_COUNTER_MAX) && (v = b->cum[k], true))
@@ -811,15 +999,16 @@ static bool scrape_implausible(struct sv *s, const struct scrape *sc)
 		if (!what && bad_count(b->sum, INFINITY) && (v = b->sum, true))
 			what = "_sum";
 	}
-	static const int counters[] = { M_REQ, M_TOK, M_DUR, M_INT8_TOK };
+	static const int counters[] = { M_REQ, M_TOK, M_DUR, M_QDUR, M_INT8_TOK };
 	for (size_t k = 0; k < sizeof(counters) / sizeof(counters[0]) && !what; k++)
 		if (sc->has[counters[k]] && bad_count(v = sc->val[counters[k]], SV_COUNTER_MAX)) {
 			what = "counter";
 			name = s->mname[counters[k]];
 		}
-	static const int gauges[] = { M_RUN, M_WAIT };
-	for (size_t k = 0; k < 2 && !what; k++)
-		if (sc->has[gauges[k]] && bad_count(v = sc->val[gauges[k]], SV_GAUGE_MAX)) {
+	static const int gauges[] = { M_RUN, M_WAIT, M_KV };
+	for (size_t k = 0; k < sizeof(gauges) / sizeof(gauges[0]) && !what; k++)
+		if (sc->has[gauges[k]] &&
+		    bad_count(v = sc->val[gauges[k]], gauges[k] == M_KV ? SV_RATIO_MAX : SV_GAUGE_MAX)) {
 			what = "gauge";
 			name = s->mname[gauges[k]];
 		}
@@ -838,7 +1027,7 @@ static bool scrape_implausible(struct sv *s, const struct scrape *sc)
 	if (!what)
 		return false;
 	snprintf(s->fault_msg, sizeof(s->fault_msg), "%s: %s %.80s = %g: implausible, scrape not counted",
-		 s->url, what, name ? name : "?", v);
+		 url, what, name ? name : "?", v);
 	return true;
 }
 
@@ -855,94 +1044,182 @@ static bool quality_counter_update(struct sv *s, struct prom_counter *c, double 
 	return true;
 }
 
-static uint32_t commit(struct sv *s, const struct scrape *sc)
+/* The replicas' increases of histogram i into h: summed bucket by bucket
+ * when every replica has the same bounds and unit (PromQL sum by (le) of
+ * the increases), else each replica's increase on its own (the log buckets
+ * take any bounds; unmerged says so). */
+static void add_intervals(struct sv *s, int i, const struct prom_buckets *iv, const struct scrape *sc,
+			  size_t n)
+{
+	struct prom_buckets acc = { .n = 0 };
+	double unit = 0;
+	bool merged = true;
+	for (size_t r = 0; r < n && merged; r++) {
+		if (!iv[r].n)
+			continue;
+		if (unit && sc[r].h_unit_ms[i] != unit)
+			merged = false;
+		else if (prom_buckets_merge(&acc, &iv[r]))
+			merged = false;
+		unit = sc[r].h_unit_ms[i];
+	}
+	if (merged) {
+		s->unmerged &= ~BIT(i);
+		if (acc.n)
+			prom_buckets_to_hist(s->h[i], &acc, unit);
+		return;
+	}
+	s->unmerged |= BIT(i);
+	for (size_t r = 0; r < n; r++)
+		if (iv[r].n)
+			prom_buckets_to_hist(s->h[i], &iv[r], sc[r].h_unit_ms[i]);
+}
+
+static uint32_t commit(struct sv *s, const struct scrape *sc, size_t n)
 {
 	uint32_t faults = 0;
-	struct prom_buckets iv;
-	for (int i = 0; i < 3; i++) {
-		if (!sc->has_h[i])
-			continue;
-		if (buckets_interval(&s->last[i], &sc->h[i], &iv))
-			faults |= HAL_SVF_RESET;
-		prom_buckets_to_hist(s->h[i], &iv, s->hist_unit_ms);
-	}
-	/* Triton: counters of microseconds over the request counter; each
-	 * request of the interval enters the e2e histogram at the interval mean */
-	if (sc->has[M_DUR] && sc->has[M_REQ] && !sc->has_h[2]) {
-		struct prom_buckets b = { .n = 1, .le = { INFINITY }, .cum = { sc->val[M_REQ] },
-					  .count = sc->val[M_REQ], .sum = sc->val[M_DUR] };
-		if (buckets_interval(&s->last_dur, &b, &iv))
-			faults |= HAL_SVF_RESET;
-		if (iv.count >= 1 && iv.count < 1e15 && iv.sum >= 0)
-			hist_add(s->h[2], iv.sum / iv.count * s->counter_unit_ms, (uint64_t)llround(iv.count));
-	}
-	if (sc->has[M_REQ] && prom_counter_update(&s->c_req, sc->val[M_REQ]))
-		faults |= HAL_SVF_RESET;
-	if (sc->has[M_TOK] && prom_counter_update(&s->c_tok, sc->val[M_TOK]))
-		faults |= HAL_SVF_RESET;
-	if (sc->has[M_INT8_TOK] && prom_counter_update(&s->c_int8_tok, sc->val[M_INT8_TOK]))
-		faults |= HAL_SVF_RESET;
-	s->running = sc->has[M_RUN] && sc->val[M_RUN] > 0 ? counter_u64(sc->val[M_RUN]) : 0;
-	s->queue_len = sc->has[M_WAIT] && sc->val[M_WAIT] > 0 ? counter_u64(sc->val[M_WAIT]) : 0;
-	for (size_t sl = 0; sl < s->n_slices; sl++) {
-		for (int j = 0; j < 3; j++)
-			if (sc->has_slice[j][sl] && prom_counter_update(&s->c_slice[j][sl], sc->slice[j][sl]))
+	struct prom_buckets iv[SV_MAX_REPLICAS];
+	for (int i = 0; i < H_N; i++) {
+		bool any = false;
+		for (size_t r = 0; r < n; r++) {
+			iv[r].n = 0;
+			if (!sc[r].has_h[i])
+				continue;
+			if (buckets_interval(&s->rep[r].last[i], &sc[r].h[i], &iv[r]))
 				faults |= HAL_SVF_RESET;
-		bool reset = false, ok = true;
-		if (sc->has_q[0][sl])
-			ok &= quality_counter_update(s, &s->c_qs[sl], sc->qv[0][sl], &reset);
-		if (sc->has_q[1][sl])
-			ok &= quality_counter_update(s, &s->c_qm[sl], sc->qv[1][sl], &reset);
-		if (reset)
-			faults |= HAL_SVF_RESET;
-		if (!ok) {
-			faults |= HAL_SVF_IMPLAUSIBLE;
-			s->q_scrape_implausible = true;
-			snprintf(s->fault_msg, sizeof(s->fault_msg),
-				 "%s: slice %s: quality counters rose by more than quality_max_samples "
-				 "(%llu) in one read: not counted", s->url, s->slice_name[sl],
-				 (unsigned long long)s->q_max_samples);
+			any = true;
+		}
+		if (any) {
+			add_intervals(s, i, iv, sc, n);
+			s->have_h[i] = true;
 		}
 	}
-	if (sc->has[M_CONFIRM] && sc->val[M_CONFIRM] >= 0 && sc->val[M_CONFIRM] < 9e18)
-		s->gen_applied = (uint64_t)sc->val[M_CONFIRM];
+	s->running = s->queue_len = 0;
+	s->kv_valid = false;
+	s->kv_frac = 0;
+	bool have_gen = false;
+	uint64_t gen = 0;
+	for (size_t r = 0; r < n; r++) {
+		struct replica *rp = &s->rep[r];
+		const struct scrape *c = &sc[r];
+		/* Triton: counters of microseconds over the request counter; each
+		 * request of the interval enters the e2e (queue time) histogram
+		 * at the interval mean */
+		for (int j = 0; j < 2; j++) {
+			int m = j ? M_QDUR : M_DUR, hi = j ? M_QTIME : M_E2E;
+			if (!c->has[m] || !c->has[M_REQ] || c->has_h[hi])
+				continue;
+			struct prom_buckets b = { .n = 1, .le = { INFINITY }, .cum = { c->val[M_REQ] },
+						  .count = c->val[M_REQ], .sum = c->val[m] };
+			struct prom_buckets d;
+			if (buckets_interval(&rp->last_dur[j], &b, &d))
+				faults |= HAL_SVF_RESET;
+			if (d.count >= 1 && d.count < 1e15 && d.sum >= 0)
+				hist_add(s->h[hi], d.sum / d.count * c->dur_unit_ms[j],
+					 (uint64_t)llround(d.count));
+			s->have_h[hi] = true;
+		}
+		if (c->has[M_REQ] && prom_counter_update(&rp->c_req, c->val[M_REQ]))
+			faults |= HAL_SVF_RESET;
+		if (c->has[M_TOK] && prom_counter_update(&rp->c_tok, c->val[M_TOK]))
+			faults |= HAL_SVF_RESET;
+		if (c->has[M_INT8_TOK] && prom_counter_update(&rp->c_int8_tok, c->val[M_INT8_TOK]))
+			faults |= HAL_SVF_RESET;
+		/* gauges add up over the replicas; the KV use is the fullest one */
+		if (c->has[M_RUN] && c->val[M_RUN] > 0)
+			s->running = sat_add_u64(s->running, counter_u64(c->val[M_RUN]));
+		if (c->has[M_WAIT] && c->val[M_WAIT] > 0)
+			s->queue_len = sat_add_u64(s->queue_len, counter_u64(c->val[M_WAIT]));
+		if (c->has[M_KV]) {
+			s->kv_frac = s->kv_valid && s->kv_frac > c->val[M_KV] ? s->kv_frac : c->val[M_KV];
+			s->kv_valid = true;
+		}
+		for (size_t sl = 0; sl < s->n_slices; sl++) {
+			for (int j = 0; j < 3; j++)
+				if (c->has_slice[j][sl] &&
+				    prom_counter_update(&rp->c_slice[j][sl], c->slice[j][sl]))
+					faults |= HAL_SVF_RESET;
+			bool reset = false, ok = true;
+			if (c->has_q[0][sl])
+				ok &= quality_counter_update(s, &rp->c_qs[sl], c->qv[0][sl], &reset);
+			if (c->has_q[1][sl])
+				ok &= quality_counter_update(s, &rp->c_qm[sl], c->qv[1][sl], &reset);
+			if (reset)
+				faults |= HAL_SVF_RESET;
+			if (!ok) {
+				faults |= HAL_SVF_IMPLAUSIBLE;
+				s->q_scrape_implausible = true;
+				snprintf(s->fault_msg, sizeof(s->fault_msg),
+					 "%s: slice %s: quality counters rose by more than quality_max_samples "
+					 "(%llu) in one read: not counted", rp->url, s->slice_name[sl],
+					 (unsigned long long)s->q_max_samples);
+			}
+		}
+		/* the generation every replica applied: the lowest one reported */
+		if (c->has[M_CONFIRM] && c->val[M_CONFIRM] >= 0 && c->val[M_CONFIRM] < 9e18) {
+			uint64_t g = (uint64_t)c->val[M_CONFIRM];
+			gen = have_gen && gen < g ? gen : g;
+			have_gen = true;
+		}
+	}
+	if (have_gen)
+		s->gen_applied = gen;
 	return faults;
 }
 
-/* One scrape; returns the fault bits (0: good, state committed). */
-static uint32_t scrape(struct sv *s, uint64_t deadline_ms)
+/* One scrape of every endpoint (bodies: recorded texts instead of GETs);
+ * returns the fault bits (0: good, state committed). Any endpoint's fault
+ * fails the whole scrape: nothing of it counts. */
+static uint32_t scrape_from(struct sv *s, uint64_t deadline_ms, const char *const *bodies,
+			    const size_t *lens)
 {
 	s->fault_msg[0] = '\0';
 	s->have_scrape = true;
 	s->scraped_since_quality = true;
 	s->last_ok = false;
-	uint32_t f = http_get(s, s->url, deadline_ms);
-	if (f)
-		return f;
-	struct prom_doc doc;
-	struct prom_error perr;
-	int rc = prom_parse(s->body, s->body_len, &doc, &perr);
-	if (rc) {
-		snprintf(s->fault_msg, sizeof(s->fault_msg), "%s: %s", s->url,
-			 rc == -ENOMEM ? "out of memory" : perr.msg);
-		return HAL_SVF_PARSE;
-	}
-	struct scrape *sc = calloc(1, sizeof(*sc));
+	struct scrape *sc = calloc(s->n_rep, sizeof(*sc));
 	if (!sc) {
-		prom_doc_free(&doc);
 		snprintf(s->fault_msg, sizeof(s->fault_msg), "out of memory");
 		return HAL_SVF_PARSE;
 	}
-	f = extract(s, &doc, sc);
-	prom_doc_free(&doc);
-	if (!f && scrape_implausible(s, sc))
-		f = HAL_SVF_IMPLAUSIBLE;
+	uint32_t f = 0;
+	for (size_t r = 0; r < s->n_rep && !f; r++) {
+		const char *url = s->rep[r].url, *body;
+		size_t len;
+		if (bodies) {
+			body = bodies[r];
+			len = lens[r];
+		} else {
+			if ((f = http_get(s, url, deadline_ms)))
+				break;
+			body = s->body;
+			len = s->body_len;
+		}
+		struct prom_doc doc;
+		struct prom_error perr;
+		int rc = prom_parse(body, len, &doc, &perr);
+		if (rc) {
+			snprintf(s->fault_msg, sizeof(s->fault_msg), "%s: %s", url,
+				 rc == -ENOMEM ? "out of memory" : perr.msg);
+			f = HAL_SVF_PARSE;
+			break;
+		}
+		f = extract(s, url, &doc, &sc[r]);
+		prom_doc_free(&doc);
+		if (!f && scrape_implausible(s, url, &sc[r]))
+			f = HAL_SVF_IMPLAUSIBLE;
+	}
 	if (!f) {
-		f = commit(s, sc);
+		f = commit(s, sc, s->n_rep);
 		s->last_ok = true;
 	}
 	free(sc);
 	return f;
+}
+
+static uint32_t scrape(struct sv *s, uint64_t deadline_ms)
+{
+	return scrape_from(s, deadline_ms, NULL, NULL);
 }
 
 /* Applied generation from confirm_url / confirm_file (the metric comes with the scrape). */
@@ -993,34 +1270,81 @@ static uint32_t confirm_check(struct sv *s, uint64_t now, uint64_t deadline_ms, 
 	return 0;
 }
 
+/* A counter of every replica together: the member at byte offset off of
+ * struct replica. */
+static uint64_t rep_total(const struct sv *s, size_t off)
+{
+	double t = 0;
+	for (size_t r = 0; r < s->n_rep; r++)
+		t += ((const struct prom_counter *)(const void *)((const char *)&s->rep[r] + off))->total;
+	return counter_u64(t);
+}
+
+static size_t slice_off(int j, size_t sl)
+{
+	return offsetof(struct replica, c_slice) + ((size_t)j * HAL_MAX_SLICES + sl) * sizeof(struct prom_counter);
+}
+
+/* What read_serving returns of the state (the scrape's faults f). */
+static void fill_serving(const struct sv *s, uint32_t f, uint64_t now, struct hal_serving *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->t_ms = now;
+	out->valid = s->last_ok;
+	out->faults = f;
+	out->requests_completed = rep_total(s, offsetof(struct replica, c_req));
+	out->tokens_generated = rep_total(s, offsetof(struct replica, c_tok));
+	out->tokens_int8 = rep_total(s, offsetof(struct replica, c_int8_tok));
+	out->queue_len = s->queue_len;
+	out->running = s->running;
+	out->ttft = s->h[M_TTFT];
+	out->tbt = s->h[M_TBT];
+	out->e2e = s->h[M_E2E];
+	out->queue_time = s->have_h[M_QTIME] ? s->h[M_QTIME] : NULL;
+	out->kv_usage_valid = s->kv_valid;
+	out->kv_usage_frac = s->kv_valid ? s->kv_frac : 0;
+	out->n_replicas = s->n_rep;
+	out->n_slices = s->n_slices;
+	for (size_t i = 0; i < s->n_slices; i++) {
+		memcpy(out->slice_name[i], s->slice_name[i], HAL_NAME_LEN);
+		out->slice_completed[i] = rep_total(s, slice_off(0, i));
+		out->slice_int8_completed[i] = rep_total(s, slice_off(1, i));
+		out->slice_tokens_int8[i] = rep_total(s, slice_off(2, i));
+	}
+	out->precision_gen_set = s->gen_set;
+	out->precision_gen_applied = s->gen_applied;
+	out->fault_msg = s->fault_msg[0] ? s->fault_msg : NULL;
+}
+
+static int sv_read_serving(struct hal_dev *dev, struct hal_serving *out);
+
+int hal_serving_replay(struct hal_dev *dev, const char *const *bodies, const size_t *lens, size_t n,
+		       struct hal_serving *out)
+{
+	if (!dev || !dev->priv || !dev->ops || dev->ops->read_serving != sv_read_serving || !out ||
+	    !bodies || !lens)
+		return -EINVAL;
+	struct sv *s = dev->priv;
+	if (n != s->n_rep)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (!bodies[i])
+			return -EINVAL;
+	uint32_t f = scrape_from(s, 0, bodies, lens);
+	fill_serving(s, f, govd_clock_now_or_mono_ms(s->clock), out);
+	return 0;
+}
+
 static int sv_read_serving(struct hal_dev *dev, struct hal_serving *out)
 {
 	struct sv *s = dev->priv;
 	if (!s || !out)
 		return -EINVAL;
-	memset(out, 0, sizeof(*out));
 	/* scrape and confirmation GET share one timeout_ms: the read fits the period */
 	uint64_t deadline = govd_mono_ms() + s->timeout_ms;
 	uint32_t f = scrape(s, deadline);
 	uint64_t now = govd_clock_now_or_mono_ms(s->clock);
-	out->t_ms = now;
-	out->valid = s->last_ok;
-	out->faults = f;
-	out->requests_completed = counter_u64(s->c_req.total);
-	out->tokens_generated = counter_u64(s->c_tok.total);
-	out->tokens_int8 = counter_u64(s->c_int8_tok.total);
-	out->queue_len = s->queue_len;
-	out->running = s->running;
-	out->ttft = s->h[0];
-	out->tbt = s->h[1];
-	out->e2e = s->h[2];
-	out->n_slices = s->n_slices;
-	for (size_t i = 0; i < s->n_slices; i++) {
-		memcpy(out->slice_name[i], s->slice_name[i], HAL_NAME_LEN);
-		out->slice_completed[i] = counter_u64(s->c_slice[0][i].total);
-		out->slice_int8_completed[i] = counter_u64(s->c_slice[1][i].total);
-		out->slice_tokens_int8[i] = counter_u64(s->c_slice[2][i].total);
-	}
+	fill_serving(s, f, now, out);
 	char cmsg[200] = "";
 	uint32_t cf = confirm_check(s, now, deadline, cmsg, sizeof(cmsg));
 	if (cf) {
@@ -1182,8 +1506,10 @@ static int sv_read_quality(struct hal_dev *dev, struct hal_quality *out)
 	out->valid = valid;
 	out->n_slices = s->n_slices;
 	for (size_t i = 0; i < s->n_slices; i++) {
-		out->samples[i] = sat_add_u64(counter_u64(s->c_qs[i].total), s->qs_sock[i]);
-		out->mismatches[i] = sat_add_u64(counter_u64(s->c_qm[i].total), s->qm_sock[i]);
+		size_t qs = offsetof(struct replica, c_qs) + i * sizeof(struct prom_counter);
+		size_t qm = offsetof(struct replica, c_qm) + i * sizeof(struct prom_counter);
+		out->samples[i] = sat_add_u64(rep_total(s, qs), s->qs_sock[i]);
+		out->mismatches[i] = sat_add_u64(rep_total(s, qm), s->qm_sock[i]);
 		out->delta[i] = s->qdelta[i];
 		if (!isnan(s->qdelta[i]))
 			out->delta_valid |= 1u << i;

@@ -748,10 +748,10 @@ bool prom_match(const struct prom_sample *s, const struct prom_matcher *m)
 	return true;
 }
 
-int prom_value_sum(const struct prom_doc *doc, const char *name, const struct prom_matcher *m,
-		   const char *extra_name, const char *extra_value, double *out)
+static int value_agg(const struct prom_doc *doc, const char *name, const struct prom_matcher *m,
+		     const char *extra_name, const char *extra_value, bool max, double *out)
 {
-	double sum = 0;
+	double acc = max ? -INFINITY : 0;
 	bool any = false;
 	for (size_t i = 0; i < doc->n_samples; i++) {
 		const struct prom_sample *s = &doc->samples[i];
@@ -764,13 +764,28 @@ int prom_value_sum(const struct prom_doc *doc, const char *name, const struct pr
 			if (strcmp(v ? v : "", extra_value) != 0)
 				continue;
 		}
-		sum += s->value;
+		if (!max)
+			acc += s->value;
+		else if (s->value > acc || isnan(s->value))
+			acc = isnan(acc) ? acc : s->value; /* a NaN stays: the caller judges it */
 		any = true;
 	}
 	if (!any)
 		return -ENOENT;
-	*out = sum;
+	*out = acc;
 	return 0;
+}
+
+int prom_value_sum(const struct prom_doc *doc, const char *name, const struct prom_matcher *m,
+		   const char *extra_name, const char *extra_value, double *out)
+{
+	return value_agg(doc, name, m, extra_name, extra_value, false, out);
+}
+
+int prom_value_max(const struct prom_doc *doc, const char *name, const struct prom_matcher *m,
+		   double *out)
+{
+	return value_agg(doc, name, m, NULL, NULL, true, out);
 }
 
 /* ---- histograms ---- */
@@ -857,6 +872,21 @@ static bool same_bounds(const struct prom_buckets *a, const struct prom_buckets 
 		if (a->le[i] != b->le[i])
 			return false;
 	return true;
+}
+
+int prom_buckets_merge(struct prom_buckets *acc, const struct prom_buckets *b)
+{
+	if (acc->n == 0) {
+		*acc = *b;
+		return 0;
+	}
+	if (!same_bounds(acc, b))
+		return -EDOM;
+	for (size_t i = 0; i < b->n; i++)
+		acc->cum[i] += b->cum[i];
+	acc->count += b->count;
+	acc->sum += b->sum;
+	return 0;
 }
 
 bool prom_buckets_delta(struct prom_buckets *delta, const struct prom_buckets *now,

@@ -83,6 +83,12 @@ bool prom_match(const struct prom_sample *s, const struct prom_matcher *m);
 int prom_value_sum(const struct prom_doc *doc, const char *name, const struct prom_matcher *m,
 		   const char *extra_name, const char *extra_value, double *out);
 
+/* The largest value over the matching series (a ratio gauge such as a KV
+ * cache's use, where a sum means nothing); NaN if any is NaN. -ENOENT
+ * when no series matched. */
+int prom_value_max(const struct prom_doc *doc, const char *name, const struct prom_matcher *m,
+		   double *out);
+
 /* One histogram: cumulative counts per upper bound, ascending, last is +Inf.
  * Series that match are summed per le (PromQL sum by (le)). */
 #define PROM_MAX_BUCKETS 64
@@ -100,6 +106,10 @@ int prom_histogram_get(const struct prom_doc *doc, const char *family, const str
  * set, is a counter reset: delta = now (PromQL rate()). Returns true on reset. */
 bool prom_buckets_delta(struct prom_buckets *delta, const struct prom_buckets *now,
 			const struct prom_buckets *prev);
+/* acc += b bucket by bucket (PromQL sum by (le) of two histograms, e.g.
+ * the same family from two replicas): 0; -EDOM when the bucket bounds
+ * differ (acc unchanged). An empty acc (n == 0) takes b as it is. */
+int prom_buckets_merge(struct prom_buckets *acc, const struct prom_buckets *b);
 /* PromQL histogram_quantile(q, b): NaN if empty or malformed. The backend
  * answers no quantiles itself; this is the reference the tests hold
  * prom_buckets_to_hist + hist_quantile (the governor's path) to. */
