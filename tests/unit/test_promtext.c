@@ -530,6 +530,45 @@ static void test_recorded_triton(void **state)
 	free(t1);
 }
 
+/* Two replicas' histograms: summed per le when the bounds match (PromQL
+ * sum by (le)), refused untouched when they differ; the ratio gauge's max. */
+static void test_buckets_merge_and_max(void **state)
+{
+	(void)state;
+	struct prom_buckets a = { .n = 3, .le = { 0.1, 0.5, INFINITY }, .cum = { 10, 30, 40 }, .count = 40, .sum = 8 };
+	struct prom_buckets b = { .n = 3, .le = { 0.1, 0.5, INFINITY }, .cum = { 30, 50, 60 }, .count = 60, .sum = 12 };
+	struct prom_buckets acc = { .n = 0 };
+	assert_int_equal(prom_buckets_merge(&acc, &a), 0); /* empty: takes a */
+	assert_int_equal(acc.n, 3);
+	assert_int_equal(prom_buckets_merge(&acc, &b), 0);
+	assert_float_equal(acc.cum[0], 40, 0);
+	assert_float_equal(acc.cum[1], 80, 0);
+	assert_float_equal(acc.cum[2], 100, 0);
+	assert_float_equal(acc.count, 100, 0);
+	assert_float_equal(acc.sum, 20, 0);
+	/* rank 50 of 100 in (0.1,0.5]: 0.1 + 0.4 * 10/40 */
+	assert_float_equal(prom_bucket_quantile(0.5, &acc), 0.2, 1e-12);
+	struct prom_buckets c = { .n = 3, .le = { 0.2, 0.5, INFINITY }, .cum = { 1, 2, 3 }, .count = 3 };
+	struct prom_buckets keep = acc;
+	assert_int_equal(prom_buckets_merge(&acc, &c), -EDOM);
+	assert_memory_equal(&acc, &keep, sizeof(acc));
+	struct prom_buckets d = { .n = 2, .le = { 0.1, INFINITY }, .cum = { 1, 2 }, .count = 2 };
+	assert_int_equal(prom_buckets_merge(&acc, &d), -EDOM);
+
+	static const char text[] = "# TYPE kv gauge\nkv{engine=\"0\"} 0.25\nkv{engine=\"1\"} 0.75\n"
+				   "kv{engine=\"2\"} 0.5\n";
+	struct prom_doc doc;
+	struct prom_error e;
+	assert_int_equal(prom_parse(text, sizeof(text) - 1, &doc, &e), 0);
+	double v = 0;
+	assert_int_equal(prom_value_max(&doc, "kv", NULL, &v), 0);
+	assert_float_equal(v, 0.75, 0);
+	assert_int_equal(prom_value_sum(&doc, "kv", NULL, NULL, NULL, &v), 0);
+	assert_float_equal(v, 1.5, 0);
+	assert_int_equal(prom_value_max(&doc, "nope", NULL, &v), -ENOENT);
+	prom_doc_free(&doc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -545,6 +584,7 @@ int main(void)
 		cmocka_unit_test(test_counter_reset),
 		cmocka_unit_test(test_buckets_to_hist),
 		cmocka_unit_test(test_recorded_vllm),
+		cmocka_unit_test(test_buckets_merge_and_max),
 		cmocka_unit_test(test_recorded_triton),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
