@@ -366,6 +366,81 @@ static void test_replica_fault(void **state)
 	dev_close(&d);
 }
 
+/* Against two real HTTP servers (tests/integration/serving_replicas.sh
+ * sets SERVING_PAIR="URL1 DIR1 URL2 DIR2": each serves DIRn/metrics):
+ * the same pair as test_replica_pair, scraped; then a refused replica.
+ * Skips without the servers. */
+static void put(const char *dir, const char *fixture)
+{
+	size_t len;
+	char *body = slurp(fixture, &len);
+	char tmp[600], dst[600];
+	snprintf(tmp, sizeof(tmp), "%s/.metrics.tmp", dir);
+	snprintf(dst, sizeof(dst), "%s/metrics", dir);
+	FILE *f = fopen(tmp, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(body, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(rename(tmp, dst), 0); /* the server never sees half a file */
+	free(body);
+}
+
+static void test_replica_pair_http(void **state)
+{
+	(void)state;
+	const char *env = getenv("SERVING_PAIR");
+	char u1[256], d1[256], u2[256], d2[256];
+	if (!env || sscanf(env, "%255s %255s %255s %255s", u1, d1, u2, d2) != 4) {
+		print_message("SERVING_PAIR unset: run tests/integration/serving_replicas.sh\n");
+		skip();
+	}
+	struct dev d;
+	const char *const kv[] = { "url", u1, "replica_urls", u2, "labels", "model_name=llama-8b",
+				   "timeout_ms", "3000", NULL };
+	assert_int_equal(dev_open(&d, kv), 0);
+	struct hal_serving sv;
+	put(d1, "vllm-v0.12-a.txt");
+	put(d2, "vllm-fp8-v0.12-a.txt");
+	assert_int_equal(d.dev.ops->read_serving(&d.dev, &sv), 0);
+	if (!sv.valid)
+		print_error("%s\n", sv.fault_msg ? sv.fault_msg : "");
+	assert_true(sv.valid);
+	assert_int_equal(sv.n_replicas, 2);
+	struct snap *s = snap_take(&sv);
+	put(d1, "vllm-v0.12-b.txt");
+	put(d2, "vllm-fp8-v0.12-b.txt");
+	assert_int_equal(d.dev.ops->read_serving(&d.dev, &sv), 0);
+	assert_true(sv.valid);
+	assert_int_equal(sv.faults, 0);
+	assert_int_equal(sv.requests_completed, 390);
+	assert_int_equal(sv.running, 14);
+	assert_int_equal(sv.queue_len, 4);
+	assert_float_equal(sv.kv_usage_frac, 0.61, 1e-12);
+	const double want[4][2] = { { 200, 400 }, { 100, 200 }, { 2500, 8000 }, { 500, 1000 } };
+	assert_windows(&sv, s, want);
+	struct snap *s2 = snap_take(&sv);
+	put(d1, "vllm-v0.12-c.txt");
+	put(d2, "vllm-fp8-v0.12-c-restarted.txt");
+	assert_int_equal(d.dev.ops->read_serving(&d.dev, &sv), 0);
+	assert_true(sv.valid);
+	assert_true(sv.faults & HAL_SVF_RESET);
+	assert_int_equal(sv.requests_completed, 420);
+	assert_int_equal(sv.ttft->n - s2->h[0].n, 30);
+	free(s);
+	free(s2);
+	dev_close(&d);
+
+	/* the second replica refuses: the read is invalid and says which */
+	const char *const kd[] = { "url", u1, "replica_urls", "http://127.0.0.1:9/metrics", "labels",
+				   "model_name=llama-8b", "timeout_ms", "3000", NULL };
+	assert_int_equal(dev_open(&d, kd), 0);
+	assert_int_equal(d.dev.ops->read_serving(&d.dev, &sv), 0);
+	assert_false(sv.valid);
+	assert_true(sv.faults & HAL_SVF_CONNECT);
+	assert_non_null(strstr(sv.fault_msg, "127.0.0.1:9/metrics"));
+	dev_close(&d);
+}
+
 static bool has_diag(const struct diag_list *l, const char *path, const char *code)
 {
 	for (size_t i = 0; i < l->n; i++)
@@ -413,6 +488,7 @@ int main(void)
 		cmocka_unit_test(test_replica_pair_bounds_differ),
 		cmocka_unit_test(test_replica_fault),
 		cmocka_unit_test(test_replica_options),
+		cmocka_unit_test(test_replica_pair_http),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
