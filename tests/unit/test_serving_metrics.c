@@ -186,7 +186,7 @@ static void test_vllm_old_names(void **state)
 	assert_int_equal(sv.queue_len, 5);
 	assert_true(sv.kv_usage_valid);
 	assert_float_equal(sv.kv_usage_frac, 0.83, 1e-12);
-	const double want[4][2] = { { 937.5, 987.5 }, { 87.5, 97.5 }, { 7500, 9500 }, { 1750, 2350 } };
+	const double want[4][2] = { { 937.5, 987.5 }, { 87.5, 97.5 }, { 7500, 9500 }, { 2250, 2450 } };
 	assert_windows(&sv, s, want);
 	free(s);
 	dev_close(&d);
