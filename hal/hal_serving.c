@@ -1137,8 +1137,11 @@ static int sv_read_serving(struct hal_dev *dev, struct hal_serving *out)
 			     : confirm_check(s, now, deadline, cmsg, sizeof(cmsg));
 	if (cf) {
 		out->faults |= cf;
-		if (!s->fault_msg[0])
+		size_t fl = strlen(s->fault_msg);
+		if (!fl)
 			snprintf(s->fault_msg, sizeof(s->fault_msg), "%s", cmsg);
+		else if (s->hap && fl + 3 < sizeof(s->fault_msg)) /* the router's fault is news too */
+			snprintf(s->fault_msg + fl, sizeof(s->fault_msg) - fl, "; %s", cmsg);
 	}
 	out->precision_gen_set = s->gen_set;
 	out->precision_gen_applied = s->gen_applied;
