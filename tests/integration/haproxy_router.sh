@@ -12,7 +12,7 @@
 #     one request a health of the first connection may shift. Deterministic
 #     enough that a share off by one step (10 %) fails.
 #  2. steps: no write ever moves a weight by more than max_step (read back
-#     between periods).
+#     between periods, 1 s apart so a loaded machine still samples each).
 #  3. restore on exit: SIGTERM -> the original weights (100/0) back.
 #  4. crash: kill -9 mid-run, then `govctl restore --state` -> originals back.
 #  5. lost socket: HAProxy stopped -> the driver logs an actuation fault.
@@ -93,16 +93,40 @@ w = {f[cols.index("srv_name")]: f[cols.index("srv_uweight")] for f in (l.split()
 print(w["bf16"], w["fp8"])
 PY
 }
+# ---- 0: bad haproxy options are config errors with file:line:col ----
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cat >"$work/bad.yaml" <<YAML
+node: n
+policy: $root/policies/default.yaml
+devices:
+  - name: llm0
+    backend: serving
+    options:
+      url: http://127.0.0.1:1/metrics
+      slices: code
+      precision: haproxy
+      precision_target: $sock
+      haproxy_max_step: 0
+      haproxy_backends: chat=be_chat
+YAML
+if "$build/govd" --check --config "$work/bad.yaml" >"$work/check.log" 2>&1; then fail "bad haproxy options accepted"; fi
+grep -q "bad.yaml:4:5: error: devices\[0\].options.haproxy_max_step: '0' is out of range; allowed 1..256" "$work/check.log" ||
+	fail "no positioned max_step error: $(cat "$work/check.log")"
+grep -q "bad.yaml:4:5: error: devices\[0\].options.haproxy_backends: 'chat=be_chat'" "$work/check.log" ||
+	fail "no positioned haproxy_backends error: $(cat "$work/check.log")"
+sed -i 's/haproxy_max_step: 0/haproxy_max_step: 10/; s/chat=be_chat/code=be_code/' "$work/bad.yaml"
+"$build/govd" --check --config "$work/bad.yaml" >"$work/check.log" 2>&1 || fail "good haproxy options refused: $(cat "$work/check.log")"
+
 start_haproxy
 for _ in $(seq 1 50); do curl -sf "http://127.0.0.1:$p_hi/" >/dev/null && curl -sf "http://127.0.0.1:$p_lo/" >/dev/null && break; sleep 0.1; done
 [ "$(weights)" = "100 0" ] || fail "unexpected initial weights $(weights)"
 state="$work/state.json"
 
 # ---- 1-3: share, bounded steps, restore on exit ----
-"$drv" "$state" "$sock" be_code 0.30 10 400 >"$work/drv.log" 2>&1 &
+"$drv" "$state" "$sock" be_code 0.30 10 1000 >"$work/drv.log" 2>&1 &
 drv_pid=$!
 seen=()
-for _ in $(seq 1 60); do
+for _ in $(seq 1 200); do
 	seen+=("$(weights)")
 	grep -q held "$work/drv.log" && break
 	sleep 0.05
