@@ -1530,5 +1530,10 @@ static void sv_pick_ops(struct hal_dev *dev, struct sv *s)
 	w->ops.set_brake = io->set_brake ? pw_set_brake : NULL;
 	if (w->ops.set_precision)
 		w->ops.set_precision = pw_set_precision;
+	if (s->hap && !io->get_original && !io->adopt_original) {
+		/* a power side without its own record (the sim): the router's */
+		w->ops.get_original = hap_get_original;
+		w->ops.adopt_original = hap_adopt;
+	}
 	dev->ops = &w->ops;
 }
