@@ -19,6 +19,7 @@
 #include "governor/fleet_daemon.h"
 #include "governor/sim.h"
 #include "hal/hal_sim.h"
+#include "hal/router_haproxy.h"
 
 #define HEADER_PREFIX "{\"type\":\"header\""
 
@@ -92,6 +93,87 @@ int daemon_plan_load(const char *config_path, struct daemon_plan *out, struct di
 
 /* What would fail at start, judged without opening a device (govd --check
  * runs as ExecStartPre, beside nothing it may disturb). */
+/* A serving device with precision: haproxy, checked where the config names
+ * it (the backend checks again at open, without positions). */
+static int haproxy_opts_check(const struct config *c, size_t i, struct diag_list *diags)
+{
+	const struct config_device *d = &c->dev[i];
+	const char *v[8] = { NULL };
+	static const char *const k[8] = { "precision", "precision_target", "haproxy_backends",
+					  "haproxy_server_full", "haproxy_server_low",
+					  "haproxy_total_weight", "haproxy_max_step", "slices" };
+	for (size_t o = 0; o < d->n_opts; o++)
+		for (int j = 0; j < 8; j++)
+			if (!strcmp(d->keys[o], k[j]))
+				v[j] = d->values[o];
+	bool on = v[0] && !strcmp(v[0], "haproxy");
+	int rc = 0;
+	char kp[96];
+#define HAP_ERR(key, ...)                                                                  \
+	do {                                                                               \
+		snprintf(kp, sizeof(kp), "devices[%zu].options.%s", i, key);              \
+		diag_add(diags, DIAG_ERROR, c->path, d->line, d->col, kp, "bad-value", __VA_ARGS__); \
+		rc = -EINVAL;                                                              \
+	} while (0)
+	for (int j = 2; j < 7; j++)
+		if (v[j] && !on)
+			HAP_ERR(k[j], "%s is for precision: haproxy (precision is %s)", k[j],
+				v[0] ? v[0] : "none");
+	if (!on)
+		return rc;
+	if (!v[1] || !v[1][0] || strlen(v[1]) >= 108)
+		HAP_ERR("precision_target", "precision: haproxy needs the stats socket path "
+					    "(1..107 characters), e.g. /run/haproxy/admin.sock");
+	for (int j = 5; j < 7; j++) {
+		char *end;
+		if (!v[j])
+			continue;
+		long w = strtol(v[j], &end, 10);
+		if (*end || end == v[j] || w < 1 || w > HAP_WEIGHT_MAX)
+			HAP_ERR(k[j], "'%s' is out of range; allowed 1..%d", v[j], HAP_WEIGHT_MAX);
+	}
+	const char *full = v[3] ? v[3] : "bf16", *low = v[4] ? v[4] : "fp8";
+	for (int j = 3; j < 5; j++) {
+		const char *n = j == 3 ? full : low;
+		if (!*n || strlen(n) >= HAP_NAME_LEN || strpbrk(n, " /\t;="))
+			HAP_ERR(k[j], "'%s': a HAProxy server name of 1..%d characters without spaces, "
+				      "'/', ';' or '='", n, HAP_NAME_LEN - 1);
+	}
+	if (!strcmp(full, low))
+		HAP_ERR("haproxy_server_low", "the low-precision server '%s' is also the full-precision one",
+			low);
+	for (const char *q = v[2] ? v[2] : ""; *q;) {
+		while (*q == ' ' || *q == ',')
+			q++;
+		size_t len = strcspn(q, ",");
+		if (!len)
+			break;
+		const char *eq = memchr(q, '=', len);
+		bool ok = eq && eq > q && (size_t)(eq - q) + 1 < len;
+		if (ok) {
+			/* the slice must be one of slices; the backend a plain name */
+			size_t sl = (size_t)(eq - q), bl = len - sl - 1;
+			ok = bl < HAP_NAME_LEN && !memchr(eq + 1, ' ', bl) && !memchr(eq + 1, '/', bl);
+			bool found = false;
+			for (const char *r = v[7] ? v[7] : ""; ok && *r;) {
+				while (*r == ' ' || *r == ',')
+					r++;
+				size_t rl = strcspn(r, ", ");
+				found |= rl == sl && !memcmp(r, q, sl);
+				r += rl;
+			}
+			ok &= found;
+		}
+		if (!ok)
+			HAP_ERR("haproxy_backends", "'%.*s': want slice=backend, a slice of options.slices "
+						    "and a backend name without spaces or '/'",
+				(int)len, q);
+		q += len;
+	}
+#undef HAP_ERR
+	return rc;
+}
+
 int daemon_plan_check(const struct daemon_plan *p, struct diag_list *diags)
 {
 	const struct config *c = p->cfg;
@@ -126,6 +208,8 @@ int daemon_plan_check(const struct daemon_plan *p, struct diag_list *diags)
 				q += strcspn(q, ",");
 			}
 		}
+		if (!strcmp(d->backend, "serving") && haproxy_opts_check(c, i, diags))
+			rc = -EINVAL;
 		/* A meter (modbus) offers nothing settable: its limits are all
 		 * zero, and a controller that needs a clock range refuses them. */
 		const struct controller_ops *ctl = controller_find(p->pol[i]->control.controller);

@@ -24,6 +24,7 @@
 #include "hal/hal_sim.h"
 #include "hal/precision_act.h"
 #include "hal/promtext.h"
+#include "hal/router_haproxy.h"
 
 enum fmt { FMT_VLLM, FMT_SGLANG, FMT_TRITON, FMT_GENERIC, FMT_N };
 
@@ -222,6 +223,8 @@ struct sv {
 	/* precision */
 	struct pact act;
 	bool act_on;
+	struct hap *hap; /* precision: haproxy (else act) */
+	char hap_be[HAL_MAX_SLICES][HAP_NAME_LEN]; /* haproxy_backends, until hap_open copies them */
 	uint64_t gen_set, gen_applied, t_set_ms;
 	char *confirm_url, *confirm_file, *confirm_field;
 	uint64_t confirm_grace_ms;
@@ -290,7 +293,9 @@ static const char *const plain_keys[] = {
 	"url", "replica_urls", "format", "labels", "timeout_ms", "max_bytes", "latency_unit",
 	"slices", "slice_label", "quality_socket", "precision", "precision_target",
 	"precision_timeout_ms", "precision_retries", "confirm_url", "confirm_file",
-	"confirm_field", "confirm_grace_ms", "power_backend", "quality_max_samples", NULL,
+	"confirm_field", "confirm_grace_ms", "power_backend", "quality_max_samples",
+	"haproxy_backends", "haproxy_server_full", "haproxy_server_low", "haproxy_total_weight",
+	"haproxy_max_step", NULL,
 };
 
 #define POWER_PREFIX "power."
@@ -327,6 +332,50 @@ static int parse_slices(struct sv *s, const struct hal_dev_cfg *cfg, const char 
 		memcpy(s->slice_name[s->n_slices], b, n);
 		s->slice_name[s->n_slices][n] = '\0';
 		s->n_slices++;
+	}
+	return 0;
+}
+
+/* haproxy_backends: "slice=backend,..."; a slice not named is the backend
+ * of its own name. */
+static int hap_backends(struct sv *s, const struct hal_dev_cfg *cfg, const char *v,
+			struct hap_cfg *hc, struct diag_list *diags)
+{
+	for (size_t i = 0; i < s->n_slices; i++)
+		hc->slice[i].backend = s->slice_name[i];
+	if (!v)
+		return 0;
+	char (*buf)[HAP_NAME_LEN] = s->hap_be;
+	size_t k = 0;
+	const char *p = v;
+	while (*p) {
+		while (*p == ' ' || *p == ',')
+			p++;
+		if (!*p)
+			break;
+		const char *b = p, *eq = NULL;
+		while (*p && *p != ',') {
+			if (*p == '=' && !eq)
+				eq = p;
+			p++;
+		}
+		size_t ln = eq ? (size_t)(eq - b) : 0, vn = eq ? (size_t)(p - eq - 1) : 0;
+		while (vn && eq[vn] == ' ')
+			vn--;
+		int idx = -1;
+		for (size_t i = 0; eq && i < s->n_slices; i++)
+			if (strlen(s->slice_name[i]) == ln && !memcmp(s->slice_name[i], b, ln))
+				idx = (int)i;
+		if (!eq || idx < 0 || !vn || vn >= HAP_NAME_LEN || k == HAL_MAX_SLICES) {
+			diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.haproxy_backends", "bad-value",
+				 "'%.*s': want slice=backend with a slice of options.slices and a backend "
+				 "of 1..%d characters",
+				 (int)(p - b), b, HAP_NAME_LEN - 1);
+			return -EINVAL;
+		}
+		memcpy(buf[k], eq + 1, vn);
+		buf[k][vn] = '\0';
+		hc->slice[idx].backend = buf[k++];
 	}
 	return 0;
 }
@@ -392,6 +441,10 @@ static void sv_free(struct sv *s)
 		free(s->qpath);
 	}
 	pact_fini(&s->act);
+	if (s->hap) {
+		hap_restore(s->hap); /* the weights found at open (or adopted) */
+		free(s->hap);
+	}
 	for (int i = 0; i < H_N; i++)
 		free(s->h[i]);
 	for (int i = 0; i < M_N; i++)
@@ -657,17 +710,39 @@ static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 		bad = 1;
 
 	enum pact_kind pk = PACT_NONE;
-	if ((v = bopts_str(o, "precision", NULL)) && pact_kind_parse(v, &pk)) {
+	bool haproxy = (v = bopts_str(o, "precision", NULL)) && !strcmp(v, "haproxy");
+	if (v && !haproxy && pact_kind_parse(v, &pk)) {
 		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.precision", "bad-enum",
-			 "'%s' is not one of file, http, exec, none", v);
+			 "'%s' is not one of file, http, exec, haproxy, none", v);
 		bad = 1;
 	}
-	if (pk != PACT_NONE && !bopts_str(o, "precision_target", NULL)) {
+	if ((pk != PACT_NONE || haproxy) && !bopts_str(o, "precision_target", NULL)) {
 		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.precision_target", "missing-key",
-			 "precision: %s needs precision_target (a path, URL or command)", v);
+			 "precision: %s needs precision_target (a path, URL, command or, for "
+			 "haproxy, the stats socket)", v);
 		bad = 1;
 	}
-	if (pk != PACT_NONE && s->n_slices == 0) {
+	struct hap_cfg hc = { 0 };
+	uint64_t hap_total = 100, hap_step = 25;
+	bad |= bopts_u64(o, "haproxy_total_weight", 1, HAP_WEIGHT_MAX, hap_total, &hap_total) != 0;
+	bad |= bopts_u64(o, "haproxy_max_step", 1, HAP_WEIGHT_MAX, hap_step, &hap_step) != 0;
+	if (!haproxy) {
+		static const char *const hk[] = { "haproxy_backends", "haproxy_server_full",
+						  "haproxy_server_low", "haproxy_total_weight",
+						  "haproxy_max_step" };
+		for (size_t i = 0; i < sizeof(hk) / sizeof(hk[0]); i++)
+			if (bopts_str(o, hk[i], NULL)) {
+				char path[64];
+				snprintf(path, sizeof(path), "options.%s", hk[i]);
+				diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, path, "unused-key",
+					 "%s is for precision: haproxy", hk[i]);
+				bad = 1;
+			}
+	}
+	if (haproxy && s->n_slices && hap_backends(s, cfg, bopts_str(o, "haproxy_backends", NULL),
+						   &hc, diags))
+		bad = 1;
+	if ((pk != PACT_NONE || haproxy) && s->n_slices == 0) {
 		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.slices", "missing-key",
 			 "a precision actuator needs the slice names (slices: code,chat)");
 		bad = 1;
@@ -713,6 +788,30 @@ static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 	if ((rc = pact_init(&s->act, &pc)))
 		goto out_free;
 	s->act_on = pk != PACT_NONE;
+	if (haproxy) {
+		hc.socket_path = bopts_str(o, "precision_target", NULL);
+		hc.n_slices = s->n_slices;
+		hc.total_weight = (unsigned)hap_total;
+		hc.max_step = (unsigned)hap_step;
+		hc.timeout_ms = (uint32_t)(ptimeout ? ptimeout : timeout_ms);
+		const char *full = bopts_str(o, "haproxy_server_full", "bf16");
+		const char *low = bopts_str(o, "haproxy_server_low", "fp8");
+		for (size_t i = 0; i < s->n_slices; i++) {
+			hc.slice[i].server_hi = full;
+			hc.slice[i].server_lo = low;
+		}
+		rc = -ENOMEM;
+		if (!(s->hap = calloc(1, sizeof(*s->hap))))
+			goto out_free;
+		if ((rc = hap_open(s->hap, &hc))) {
+			diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.precision_target", "io",
+				 "%.400s", s->hap->err);
+			free(s->hap);
+			s->hap = NULL;
+			goto out_free;
+		}
+		s->act_on = true;
+	}
 	if ((v = bopts_str(o, "quality_socket", NULL)) && (rc = quality_socket_open(s, cfg, v, diags)))
 		goto out_free;
 	if (power_backend && (rc = power_open(s, cfg, power_backend, n_in, diags)))
@@ -1335,6 +1434,18 @@ int hal_serving_replay(struct hal_dev *dev, const char *const *bodies, const siz
 	return 0;
 }
 
+/* haproxy: once per period, the process and the weights checked and the
+ * next bounded step taken; a lost socket, a restart or weights changed
+ * behind govd is an actuation fault (the slices go to the full-precision
+ * server where the socket still answers). */
+static uint32_t hap_tick(struct sv *s, char *msg, size_t len)
+{
+	if (!hap_check(s->hap))
+		return 0;
+	snprintf(msg, len, "%.*s", (int)(len ? len - 1 : 0), s->hap->err);
+	return HAL_SVF_ACTUATION;
+}
+
 static int sv_read_serving(struct hal_dev *dev, struct hal_serving *out)
 {
 	struct sv *s = dev->priv;
@@ -1345,12 +1456,16 @@ static int sv_read_serving(struct hal_dev *dev, struct hal_serving *out)
 	uint32_t f = scrape(s, deadline);
 	uint64_t now = govd_clock_now_or_mono_ms(s->clock);
 	fill_serving(s, f, now, out);
-	char cmsg[200] = "";
-	uint32_t cf = confirm_check(s, now, deadline, cmsg, sizeof(cmsg));
+	char cmsg[300] = "";
+	uint32_t cf = s->hap ? hap_tick(s, cmsg, sizeof(cmsg))
+			     : confirm_check(s, now, deadline, cmsg, sizeof(cmsg));
 	if (cf) {
 		out->faults |= cf;
-		if (!s->fault_msg[0])
+		size_t fl = strlen(s->fault_msg);
+		if (!fl)
 			snprintf(s->fault_msg, sizeof(s->fault_msg), "%s", cmsg);
+		else if (s->hap && fl + 3 < sizeof(s->fault_msg)) /* the router's fault is news too */
+			snprintf(s->fault_msg + fl, sizeof(s->fault_msg) - fl, "; %s", cmsg);
 	}
 	out->precision_gen_set = s->gen_set;
 	out->precision_gen_applied = s->gen_applied;
@@ -1536,6 +1651,12 @@ static int sv_set_precision(struct hal_dev *dev, const double *int8_frac, size_t
 	for (size_t i = 0; i < n_slices; i++)
 		if (!(int8_frac[i] >= 0.0 && int8_frac[i] <= 1.0))
 			return -EINVAL; /* NaN too; nothing sent (as the sim backend) */
+	if (s->hap) {
+		int hrc = hap_apply(s->hap, int8_frac, n_slices);
+		if (hrc)
+			snprintf(s->fault_msg, sizeof(s->fault_msg), "%.300s", s->hap->err);
+		return hrc;
+	}
 	const char *names[HAL_MAX_SLICES];
 	for (size_t i = 0; i < n_slices; i++)
 		names[i] = s->slice_name[i];
@@ -1671,10 +1792,52 @@ static int pw_set_precision(struct hal_dev *dev, const double *int8_frac, size_t
 	return rc;
 }
 
+/* haproxy: the weights found at open, for the state file, in the generic
+ * record's shape (the restore reopens the device and sets BF16) plus the
+ * router's servers, which close() then puts back. */
+static int hap_get_original(struct hal_dev *dev, char *json, size_t len)
+{
+	struct sv *s = dev->priv;
+	char *h = hap_original_json(s->hap);
+	if (!h)
+		return -ENOMEM;
+	int n = snprintf(json, len,
+			 "{\"generic\":true,\"power_limit_mw\":null,\"locked_clocks\":\"reset\","
+			 "\"int8_slices\":%zu,\"haproxy\":%s}",
+			 s->n_slices, h);
+	free(h);
+	return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
+}
+
+static int hap_adopt(struct hal_dev *dev, const char *json)
+{
+	struct sv *s = dev->priv;
+	json_t *o = json_loads(json, 0, NULL);
+	char *h = o ? json_dumps(json_object_get(o, "haproxy"), JSON_COMPACT) : NULL;
+	int rc = h ? hap_adopt_original(s->hap, h) : -EINVAL;
+	free(h);
+	json_decref(o);
+	return rc;
+}
+
+static const char *hap_last_error(struct hal_dev *dev)
+{
+	struct sv *s = dev->priv;
+	return s->hap->err;
+}
+
 static void sv_pick_ops(struct hal_dev *dev, struct sv *s)
 {
 	bool q = s->qfd >= 0 || quality_from_scrape(s);
 	dev->ops = &sv_ops_variant[s->act_on][q];
+	if (s->hap && !s->has_inner) {
+		s->ops = *dev->ops;
+		s->ops.get_original = hap_get_original;
+		s->ops.adopt_original = hap_adopt;
+		s->ops.last_error = hap_last_error;
+		dev->ops = &s->ops;
+		return;
+	}
 	if (!s->has_inner)
 		return;
 	/* a per-device table: the capabilities are the power side's */
@@ -1693,5 +1856,10 @@ static void sv_pick_ops(struct hal_dev *dev, struct sv *s)
 	w->ops.set_brake = io->set_brake ? pw_set_brake : NULL;
 	if (w->ops.set_precision)
 		w->ops.set_precision = pw_set_precision;
+	if (s->hap && !io->get_original && !io->adopt_original) {
+		/* a power side without its own record (the sim): the router's */
+		w->ops.get_original = hap_get_original;
+		w->ops.adopt_original = hap_adopt;
+	}
 	dev->ops = &w->ops;
 }

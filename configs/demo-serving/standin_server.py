@@ -270,6 +270,44 @@ class Server:
             if code != 200:
                 log("precision file %s: %s" % (path, msg))
 
+    def watch_haproxy(self):
+        """--router haproxy: the share in force per slice is what HAProxy's
+        weights send to the low-precision server (backend be_<slice>,
+        servers bf16 and fp8), read from its stats socket like govd does."""
+        last = None
+        while not self.stop.wait(0.2):
+            try:
+                c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                c.settimeout(1.0)
+                c.connect(self.a.haproxy_socket)
+                c.sendall(b"show servers state\n")
+                d = b""
+                while True:
+                    b = c.recv(65536)
+                    if not b:
+                        break
+                    d += b
+                c.close()
+                lines = d.decode().splitlines()
+                cols = lines[1].split()[1:]
+                w = {}
+                for l in lines[2:]:
+                    f = l.split()
+                    if len(f) == len(cols):
+                        w[(f[cols.index("be_name")], f[cols.index("srv_name")])] = int(
+                            f[cols.index("srv_uweight")])
+            except (OSError, ValueError, IndexError) as e:
+                log("haproxy %s: %s" % (self.a.haproxy_socket, e))
+                continue
+            with self.lock:
+                for sl in self.slices:
+                    hi, lo = w.get(("be_" + sl, "bf16"), 1), w.get(("be_" + sl, "fp8"), 0)
+                    self.int8[sl] = lo / float(hi + lo) if hi + lo else 0.0
+                now = dict(self.int8)
+            if now != last:
+                last = now
+                log("haproxy weights: " + ", ".join("%s %.2f" % kv for kv in now.items()))
+
     # ---- shadow evaluator ----
     def evaluator(self):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -451,6 +489,8 @@ def main():
     p.add_argument("--shadow-per-s", type=float, default=10.0,
                    help="shadow evaluations per second and slice")
     p.add_argument("--precision-file", help="also watch this precision document (file actuator)")
+    p.add_argument("--haproxy-socket",
+                   help="the low-precision share per slice is HAProxy's weights (be_<slice>: bf16, fp8)")
     p.add_argument("--apply-delay-ms", type=int, default=0,
                    help="delay before a document takes effect")
     p.add_argument("--applied-log", help="append every applied document here (JSON lines)")
@@ -483,6 +523,8 @@ def main():
         threads.append(srv.watch_file)
     if a.clock_url:
         threads.append(srv.clock_poll)
+    if a.haproxy_socket:
+        threads.append(srv.watch_haproxy)
     for fn in threads:
         threading.Thread(target=fn, daemon=True).start()
 

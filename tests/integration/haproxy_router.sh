@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# The haproxy precision actuator against a real HAProxy (Debian's haproxy)
+# in front of two stand-in replicas (python3 http.server answering "bf16" /
+# "fp8"), stats socket in a temp dir, driven by haproxy_driver (the serving
+# backend's real actuator code, as govd calls it):
+#  1. share: the driver sets fp8's share to 0.30 in steps of at most 10
+#     weight; 200 requests; each replica's count within +-6 (3 %) of the
+#     requested share. HAProxy's weighted roundrobin is a smooth weighted
+#     round robin: over N requests a server's count differs from N*w/W by at
+#     most about one cycle's worth where the walk starts (here <= 2), and the
+#     two threads share one lock-protected position; 3 % leaves room for the
+#     one request a health of the first connection may shift. Deterministic
+#     enough that a share off by one step (10 %) fails.
+#  2. steps: no write ever moves a weight by more than max_step (read back
+#     between periods, 1 s apart so a loaded machine still samples each).
+#  3. restore on exit: SIGTERM -> the original weights (100/0) back.
+#  4. crash: kill -9 mid-run, then `govctl restore --state` -> originals back.
+#  5. lost socket: HAProxy stopped -> the driver logs an actuation fault.
+#  6. restart: HAProxy started again (new pid) -> detected, logged, slices
+#     at the full-precision server.
+# Usage: haproxy_router.sh BUILD_DIR. Skips (77) without haproxy or curl.
+set -euo pipefail
+build=${1:?usage: haproxy_router.sh BUILD_DIR}
+drv="$build/tests/haproxy_driver"
+govctl=${GOVCTL:-$build/govctl}
+[ -x "$drv" ] || { echo "haproxy_router: $drv not built" >&2; exit 1; }
+for c in haproxy curl python3; do
+	command -v $c >/dev/null || { echo "haproxy_router: SKIP ($c not installed; tools/install-deps)"; exit 77; }
+done
+work=$(mktemp -d /tmp/govd-haproxy-XXXXXX)
+pids=()
+drv_pid=
+cleanup() {
+	[ -n "$drv_pid" ] && kill -9 "$drv_pid" 2>/dev/null || true
+	[ -s "$work/hp.pid" ] && kill "$(cat "$work/hp.pid")" 2>/dev/null || true
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "haproxy_router: FAIL: $*" >&2; exit 1; }
+read -r p_fe p_hi p_lo < <(python3 -c '
+import socket
+ss=[socket.socket() for _ in range(3)]
+for s in ss: s.bind(("127.0.0.1",0))
+print(*[s.getsockname()[1] for s in ss])')
+for r in bf16:$p_hi fp8:$p_lo; do
+	mkdir -p "$work/${r%%:*}"
+	echo "${r%%:*}" >"$work/${r%%:*}/index.html"
+	python3 -m http.server --bind 127.0.0.1 --directory "$work/${r%%:*}" "${r##*:}" \
+		>/dev/null 2>&1 &
+	pids+=($!)
+done
+sock="$work/admin.sock"
+cat >"$work/haproxy.cfg" <<CFG
+global
+  stats socket $sock mode 600 level admin
+  pidfile $work/hp.pid
+defaults
+  mode http
+  timeout connect 2s
+  timeout client 10s
+  timeout server 10s
+frontend fe
+  bind 127.0.0.1:$p_fe
+  default_backend be_code
+backend be_code
+  balance roundrobin
+  server bf16 127.0.0.1:$p_hi weight 100
+  server fp8 127.0.0.1:$p_lo weight 0
+CFG
+start_haproxy() {
+	haproxy -D -f "$work/haproxy.cfg" || fail "haproxy did not start"
+	for _ in $(seq 1 50); do [ -S "$sock" ] && [ -s "$work/hp.pid" ] && return 0; sleep 0.1; done
+	fail "no stats socket"
+}
+stop_haproxy() {
+	local p; p=$(cat "$work/hp.pid"); kill "$p"
+	for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || { rm -f "$work/hp.pid"; return 0; }; sleep 0.1; done
+	fail "haproxy did not stop"
+}
+# weights "bf16 fp8" of be_code as HAProxy reports them
+weights() {
+	python3 - "$sock" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"show servers state be_code\n")
+d = b""
+while True:
+    b = s.recv(65536)
+    if not b: break
+    d += b
+lines = d.decode().splitlines(); cols = lines[1].split()[1:]
+w = {f[cols.index("srv_name")]: f[cols.index("srv_uweight")] for f in (l.split() for l in lines[2:] if l)}
+print(w["bf16"], w["fp8"])
+PY
+}
+# ---- 0: bad haproxy options are config errors with file:line:col ----
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cat >"$work/bad.yaml" <<YAML
+node: n
+policy: $root/policies/default.yaml
+devices:
+  - name: llm0
+    backend: serving
+    options:
+      url: http://127.0.0.1:1/metrics
+      slices: code
+      precision: haproxy
+      precision_target: $sock
+      haproxy_max_step: 0
+      haproxy_backends: chat=be_chat
+YAML
+if "$build/govd" --check --config "$work/bad.yaml" >"$work/check.log" 2>&1; then fail "bad haproxy options accepted"; fi
+grep -q "bad.yaml:4:5: error: devices\[0\].options.haproxy_max_step: '0' is out of range; allowed 1..256" "$work/check.log" ||
+	fail "no positioned max_step error: $(cat "$work/check.log")"
+grep -q "bad.yaml:4:5: error: devices\[0\].options.haproxy_backends: 'chat=be_chat'" "$work/check.log" ||
+	fail "no positioned haproxy_backends error: $(cat "$work/check.log")"
+sed -i 's/haproxy_max_step: 0/haproxy_max_step: 10/; s/chat=be_chat/code=be_code/' "$work/bad.yaml"
+"$build/govd" --check --config "$work/bad.yaml" >"$work/check.log" 2>&1 || fail "good haproxy options refused: $(cat "$work/check.log")"
+
+start_haproxy
+for _ in $(seq 1 50); do curl -sf "http://127.0.0.1:$p_hi/" >/dev/null && curl -sf "http://127.0.0.1:$p_lo/" >/dev/null && break; sleep 0.1; done
+[ "$(weights)" = "100 0" ] || fail "unexpected initial weights $(weights)"
+state="$work/state.json"
+
+# ---- 1-3: share, bounded steps, restore on exit ----
+"$drv" "$state" "$sock" be_code 0.30 10 1000 >"$work/drv.log" 2>&1 &
+drv_pid=$!
+seen=()
+for _ in $(seq 1 200); do
+	seen+=("$(weights)")
+	grep -q held "$work/drv.log" && break
+	sleep 0.05
+done
+grep -q held "$work/drv.log" || fail "driver never held: $(cat "$work/drv.log")"
+[ "$(weights)" = "70 30" ] || fail "weights $(weights), want 70 30"
+prev_hi=100 prev_lo=0
+for w in "${seen[@]}"; do
+	set -- $w
+	[ $(( ${1} - prev_hi )) -le 10 ] && [ $(( prev_hi - ${1} )) -le 10 ] &&
+	[ $(( ${2} - prev_lo )) -le 10 ] && [ $(( prev_lo - ${2} )) -le 10 ] ||
+		fail "a step larger than max_step: $prev_hi/$prev_lo -> $1/$2"
+	prev_hi=$1 prev_lo=$2
+done
+[ ${#seen[@]} -ge 3 ] || fail "the share arrived in fewer than 3 reads (steps not bounded?)"
+n=200 lo=0 hi=0
+for _ in $(seq 1 $n); do
+	case $(curl -s "http://127.0.0.1:$p_fe/") in
+	bf16) hi=$((hi + 1)) ;; fp8) lo=$((lo + 1)) ;; *) fail "a request not answered" ;;
+	esac
+done
+echo "haproxy_router: share fp8 requested 0.30 of $n: bf16 $hi, fp8 $lo (tolerance +-6)"
+[ $lo -ge 54 ] && [ $lo -le 66 ] || fail "fp8 got $lo of $n, want 60 +-6"
+[ -s "$state" ] || fail "no state file while running"
+grep -q '"weight": 100' "$state" || fail "state file lacks the original weights: $(cat "$state")"
+kill -TERM "$drv_pid"; wait "$drv_pid" || fail "driver exit: $(cat "$work/drv.log")"; drv_pid=
+grep -q restored "$work/drv.log" || fail "no restore on exit"
+[ "$(weights)" = "100 0" ] || fail "after exit weights $(weights), want the originals 100 0"
+[ ! -e "$state" ] || fail "state file left after a clean exit"
+echo "haproxy_router: restore on exit ok"
+
+# ---- 4: crash, then govctl restore ----
+"$drv" "$state" "$sock" be_code 0.50 25 100 >"$work/drv.log" 2>&1 &
+drv_pid=$!
+for _ in $(seq 1 60); do grep -q held "$work/drv.log" && break; sleep 0.05; done
+[ "$(weights)" = "50 50" ] || fail "weights $(weights), want 50 50"
+kill -9 "$drv_pid"; wait "$drv_pid" 2>/dev/null || true; drv_pid=
+[ "$(weights)" = "50 50" ] || fail "kill -9 changed the weights?"
+"$govctl" restore --state "$state" || fail "govctl restore failed"
+[ "$(weights)" = "100 0" ] || fail "after govctl restore weights $(weights), want 100 0"
+[ ! -e "$state" ] || fail "state file left after govctl restore"
+echo "haproxy_router: restore after kill -9 ok"
+
+# ---- 5-6: lost socket, restart ----
+"$drv" "$state" "$sock" be_code 0.40 40 100 >"$work/drv.log" 2>&1 &
+drv_pid=$!
+for _ in $(seq 1 60); do grep -q held "$work/drv.log" && break; sleep 0.05; done
+[ "$(weights)" = "60 40" ] || fail "weights $(weights), want 60 40"
+stop_haproxy
+for _ in $(seq 1 40); do grep -q "show info" "$work/drv.log" && break; sleep 0.05; done
+grep "show info" "$work/drv.log" || fail "lost socket not reported: $(cat "$work/drv.log")"
+start_haproxy
+for _ in $(seq 1 40); do grep -q restarted "$work/drv.log" && break; sleep 0.05; done
+grep restarted "$work/drv.log" || fail "restart not detected: $(cat "$work/drv.log")"
+[ "$(weights)" = "100 0" ] || fail "after the restart weights $(weights), want the fallback 100 0"
+kill -TERM "$drv_pid"; wait "$drv_pid" || true; drv_pid=
+echo "haproxy_router: lost socket and restart detected, fallback applied"
+echo "haproxy_router: ok"
