@@ -17,7 +17,6 @@
 #include "common/fsafe.h"
 #include "common/log.h"
 #include "governor/fleet_daemon.h"
-#include "governor/sim.h"
 #include "hal/hal_sim.h"
 #include "hal/router_haproxy.h"
 
