@@ -69,6 +69,12 @@ struct firmware_params {
 	double sw_trim_mhz_per_s, sw_floor_mhz, sw_hyst_c;
 };
 
+/* Precision modes a device's tensor cores run natively (bit PLANT_PREC_BIT(m)).
+ * Hopper: bf16, fp8, int8; Ampere: bf16, int8 (no FP8 tensor cores). */
+enum plant_prec { PLANT_PREC_BF16, PLANT_PREC_FP8, PLANT_PREC_INT8, PLANT_PREC_FP4, PLANT_PREC_INT4, PLANT_PREC_N };
+#define PLANT_PREC_BIT(m) (1u << (m))
+extern const char *const plant_prec_names[]; /* PLANT_PREC_N + 1, NULL-terminated */
+
 struct plant_preset {
 	const char *name;           /* "h200-sxm" */
 	const char *description;
@@ -84,12 +90,16 @@ struct plant_preset {
 	 * enough requests in flight: bandwidth share = min(1, f / (bw_sat_frac
 	 * f_max)) (Little's law with a per-cycle issue limit). */
 	double bw_sat_frac;
+	uint32_t precision_modes;   /* PLANT_PREC_BIT(PLANT_PREC_*) supported */
 	const char *sources;        /* citation list for the numbers above */
 };
 
 const struct plant_preset *plant_preset_find(const char *name);
 /* NULL-terminated list of preset names, for "unknown preset; valid: ..." */
 const char *const *plant_preset_names(void);
+/* Whether preset p runs precision mode `mode` ("bf16", "fp8", ...); an unknown
+ * mode name is not supported. */
+bool plant_preset_supports(const struct plant_preset *p, const char *mode);
 
 /* Work the serving model put on the device over one interval. */
 struct device_load {

@@ -55,6 +55,7 @@ static const struct plant_preset presets[] = {
 		.peak_bf16_tflops = 989.0,
 		.peak_int8_tops = 1979.0,
 		.bw_sat_frac = 0.70,
+		.precision_modes = PLANT_PREC_BIT(PLANT_PREC_BF16) | PLANT_PREC_BIT(PLANT_PREC_FP8) | PLANT_PREC_BIT(PLANT_PREC_INT8),
 		.sources = "H200 SXM: 141 GB HBM3e, 4.8 TB/s, 700 W TGP (NVIDIA H200 Tensor Core "
 			   "GPU datasheet); " HOPPER_SOURCES,
 	},
@@ -73,6 +74,7 @@ static const struct plant_preset presets[] = {
 		.peak_bf16_tflops = 989.0,
 		.peak_int8_tops = 1979.0,
 		.bw_sat_frac = 0.70,
+		.precision_modes = PLANT_PREC_BIT(PLANT_PREC_BF16) | PLANT_PREC_BIT(PLANT_PREC_FP8) | PLANT_PREC_BIT(PLANT_PREC_INT8),
 		.sources = "H100 SXM: 80 GB HBM3, 3.35 TB/s, 700 W TGP (NVIDIA H100 Tensor Core "
 			   "GPU datasheet); " HOPPER_SOURCES,
 	},
@@ -97,6 +99,7 @@ static const struct plant_preset presets[] = {
 		.peak_bf16_tflops = 312.0,
 		.peak_int8_tops = 624.0,
 		.bw_sat_frac = 0.70,
+		.precision_modes = PLANT_PREC_BIT(PLANT_PREC_BF16) | PLANT_PREC_BIT(PLANT_PREC_INT8),
 		.sources = "A100 SXM4 80 GB: 2,039 GB/s HBM2e, 312 TFLOPS BF16 dense, 624 TOPS INT8 "
 			   "dense, 400 W TGP, boost 1410 MHz (NVIDIA A100 Tensor Core GPU datasheet); "
 			   "clocks 210-1410 MHz in 15 MHz steps, base 1095 MHz, power limit "
@@ -118,6 +121,18 @@ static void preset_names_fill(void)
 	for (size_t i = 0; i < N_PRESETS; i++)
 		preset_names[i] = presets[i].name;
 	preset_names[N_PRESETS] = NULL;
+}
+
+const char *const plant_prec_names[] = { "bf16", "fp8", "int8", "fp4", "int4", NULL };
+
+bool plant_preset_supports(const struct plant_preset *p, const char *mode)
+{
+	if (!p || !mode)
+		return false;
+	for (unsigned m = 0; m < PLANT_PREC_N; m++)
+		if (strcmp(plant_prec_names[m], mode) == 0)
+			return (p->precision_modes & PLANT_PREC_BIT(m)) != 0;
+	return false;
 }
 
 const struct plant_preset *plant_preset_find(const char *name)

@@ -72,6 +72,20 @@ static void test_presets(void **state)
 	assert_int_equal(a->dvfs.max_mhz, 1410);
 	assert_true(fabs(a->power.tgp_default_w - 400) < 1e-9);
 	assert_true(fabs(plant_preset_find("h100-sxm")->hbm_tbps - 3.35) < 1e-9);
+	/* Precision modes: Hopper bf16/fp8/int8, Ampere bf16/int8, no fp4 before Blackwell. */
+	const char *hopper[] = { "h200-sxm", "h100-sxm" };
+	for (size_t i = 0; i < 2; i++) {
+		const struct plant_preset *h = plant_preset_find(hopper[i]);
+		assert_true(plant_preset_supports(h, "bf16") && plant_preset_supports(h, "fp8"));
+		assert_true(plant_preset_supports(h, "int8"));
+		assert_false(plant_preset_supports(h, "fp4") || plant_preset_supports(h, "int4"));
+	}
+	assert_true(plant_preset_supports(a, "bf16") && plant_preset_supports(a, "int8"));
+	assert_false(plant_preset_supports(a, "fp8") || plant_preset_supports(a, "fp4"));
+	assert_false(plant_preset_supports(a, "fp16") || plant_preset_supports(a, NULL));
+	assert_false(plant_preset_supports(NULL, "bf16"));
+	for (size_t k = 0; names[k]; k++)
+		assert_true(plant_preset_supports(plant_preset_find(names[k]), "bf16"));
 }
 
 static void test_snap_and_range(void **state)
