@@ -57,6 +57,9 @@ static const struct ctl_param govd_params[] = {
 	{ "power_spread_mhz", 0, 2000, 300,
 	  "clocks seen over this span before the power model chooses (else the lowest feasible)" },
 	{ "predict_floor", 0, 1, 1, "1: never under the load floor (remembered TBT peak)" },
+	{ "int8_max_detect_s", 0, 1e7, NAN,
+	  "INT8 on a slice only while the time its detectors need to catch a drift to 3x "
+	  "max_drop (samples / its measured shadow-sample rate) is under this (default: no limit)" },
 	{ NULL, 0, 0, 0, NULL },
 };
 
@@ -80,6 +83,7 @@ struct govd_state {
 	bool gate_was_open[HAL_MAX_SLICES];
 	bool predict, predict_floor;
 	double predict_margin, predict_sigmas, util_max, power_spread_mhz;
+	double int8_max_detect_s; /* NAN: no limit */
 	struct gp_model model;
 };
 
@@ -130,6 +134,7 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 		s->util_max = param(pol, c, "util_max", 0.9);
 		s->power_spread_mhz = param(pol, c, "power_spread_mhz", 300);
 		s->predict_floor = param(pol, c, "predict_floor", 1) >= 0.5;
+		s->int8_max_detect_s = param(pol, c, "int8_max_detect_s", NAN);
 	}
 	if (t->slack_low >= t->slack_high) {
 		free(s);
@@ -353,6 +358,25 @@ double govd_mix_decide(const struct govd_tuning *t, struct govd_mix *m, double n
 	return bf16_until_s;
 }
 
+/* Expected value of INT8 on one slice: a drift is served past the
+ * threshold until the detectors catch it, and every window with one breach
+ * request earns nothing, so the expected loss per drift grows with the
+ * detection delay while the gain does not. The delay is the samples the
+ * CUSUMs need at 3 x max_drop (estimate_detect_samples) over the slice's
+ * shadow-sample rate measured since start (at least 120 s of it, so a
+ * slice that has not been seen yet counts as thinly sampled). */
+static bool govd_detect_ok(const struct govd_state *s, const struct gov_estimates *e,
+			   const struct policy_slice_rule *r, size_t i)
+{
+	if (isnan(s->int8_max_detect_s))
+		return true;
+	double p0 = r->offline_samples ? (r->offline_mismatches + 0.5) / (r->offline_samples + 1.0)
+				       : 0;
+	double n = estimate_detect_samples(ESTIMATE_CUSUM_P1_RATIO * r->max_drop, p0, r->max_drop);
+	double rate = (double)e->q_total_samples[i] / fmax(e->t_s, 120.0);
+	return rate > 0 && n / rate <= s->int8_max_detect_s;
+}
+
 static uint32_t snap(const struct hal_limits *lim, double khz)
 {
 	if (khz <= lim->clk_min_khz)
@@ -485,7 +509,8 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 		/* Precision: the gate per slice, then whether mixing pays. */
 		size_t n_open = 0;
 		for (size_t i = 0; i < in->n_slices; i++) {
-			bool open = in->rule && in->rule[i].int8_allowed && e->q_gate_open[i];
+			bool open = in->rule && in->rule[i].int8_allowed && e->q_gate_open[i] &&
+				    govd_detect_ok(s, e, &in->rule[i], i);
 			n_open += open;
 			if (open != s->gate_was_open[i])
 				reasons |= open ? GOV_R_INT8_GATE_OPEN : GOV_R_INT8_GATE_CLOSED;

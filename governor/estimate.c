@@ -368,6 +368,26 @@ bool estimate_prior_rejected(uint64_t n_online, uint64_t k_online, uint32_t prio
 	return poisson_tail(p * (double)n_online, k_online) < ESTIMATE_PRIOR_REJECT_P;
 }
 
+static double cusum_wald_samples(double p, double p0, double p1, double h)
+{
+	double drift = p * log(p1 / p0) + (1 - p) * log((1 - p1) / (1 - p0));
+	return drift > 0 ? h / drift : INFINITY;
+}
+
+double estimate_detect_samples(double p_true, double p0, double max_drop)
+{
+	if (!(max_drop > 0) || !(p_true > 0) || p_true >= 1)
+		return INFINITY;
+	if (!(p0 > 0))
+		p0 = max_drop / 2;
+	p0 = fmin(p0, max_drop * 0.9);
+	double p1 = fmin(0.999, max_drop * ESTIMATE_CUSUM_P1_RATIO);
+	double p1s = fmin(0.999, max_drop * ESTIMATE_CUSUM_SMALL_P1_RATIO);
+	double n = fmin(cusum_wald_samples(p_true, p0, p1, ESTIMATE_CUSUM_H),
+			cusum_wald_samples(p_true, p0, p1s, ESTIMATE_CUSUM_SMALL_H));
+	return ESTIMATE_DETECT_ALLOWANCE * n;
+}
+
 static void quality_gate(struct estimator *e, size_t s, uint64_t dn, uint64_t dk)
 {
 	struct gov_estimates *o = &e->est;
