@@ -347,7 +347,9 @@ static int gov_new(struct daemon *d, struct daemon_dev *dd, struct policy *pol, 
 		.cb_ctx = dd,
 		/* Dry run is the device wrapper's (writes succeed without
 		 * reaching the hardware), so the governor's op point is what it
-		 * would have applied and the canary logic runs as it would. */
+		 * would have applied and the canary logic runs as it would;
+		 * the log header still says it is a dry run. */
+		.dry_run_device = d->dry_run,
 	};
 	int rc = governor_init(g, &gc, diags);
 	if (rc) {

@@ -137,7 +137,7 @@ int governor_init(struct governor *g, const struct governor_cfg *cfg, struct dia
 		.device_name = cfg->dev->name,
 		.n_slices = g->n_slices,
 		.slice_name = (const char(*)[HAL_NAME_LEN])g->slice_name,
-		.dry_run = cfg->dry_run,
+		.dry_run = cfg->dry_run || cfg->dry_run_device,
 		.workload_profile = pol->metadata.workload_profile,
 		.model_revision = pol->metadata.model_revision,
 		.power_mode = pol->metadata.power_mode,

@@ -61,6 +61,11 @@ struct governor_cfg {
 	 * the device; "after" is what would have been applied and cur stays
 	 * what the device runs. */
 	bool dry_run;
+	/* Dry run done by the caller's device view instead (govd --dry-run:
+	 * the write ops succeed without reaching the hardware, so the loop,
+	 * its canary and rollback run as they would when acting). The loop is
+	 * unchanged; the decision-log header says "dry_run": true. */
+	bool dry_run_device;
 };
 
 struct governor {

@@ -60,6 +60,7 @@ if command -v gnuplot >/dev/null; then
 	grep -q 'could not write' "$tmp/err" || fail "unwritable plot path"
 else
 	echo "SKIP plot part: gnuplot not installed"
+	skipped="the plot part (gnuplot not installed)"
 fi
 
 # Bad input: named, listed, exit 2.
@@ -81,4 +82,6 @@ run 2 --preset h200-sxm --model llama-3.1-8b --phase decode --batch 512 --contex
 grep -q "need .* GB; h200-sxm has 126.9 GB usable" "$tmp/err" || fail "KV does not fit"
 run 0 --help
 grep -q -- "--power-limits" "$tmp/out" || fail "--help"
+# A part not run is not a pass: every other check passed, so exit 77 saying which.
+[ -z "${skipped:-}" ] || { echo "plant_cli: SKIP: $skipped not run; every other check passed"; exit 77; }
 echo "plant_cli: ok"

@@ -7,8 +7,9 @@
 # tests/integration/prom_server.py; then broken configs: unknown backend, a
 # GPU that is not there, a hwmon chip that is not there, a policy whose
 # envelope excludes the device, bad usage. $1: the build directory.
-# Exit 77 (skip) only when govctl was not built; parts whose helper is
-# missing (fake NVML, pymodbus) say SKIP and the rest still runs.
+# Parts whose helper is missing (fake NVML, pymodbus) say SKIP and the rest
+# still runs and judges; a run with a part missing exits 77 (skipped, naming
+# the part), never 0.
 set -euo pipefail
 build=${1:?usage: probe.sh BUILD_DIR}
 govctl=${GOVCTL:-$build/govctl}
@@ -111,6 +112,7 @@ if [ -n "${FAKE_NVML_DIR:-}" ] && [ -f "$FAKE_NVML_DIR/full/libnvidia-ml.so.1" ]
 	unset FAKE_NVML_LOG
 else
 	echo "SKIP nvml: FAKE_NVML_DIR not set or fake not built (run through ctest)"
+	skipped="${skipped:-}${skipped:+, }nvml (fake not built)"
 fi
 
 # ---- modbus against pymodbus ----
@@ -145,6 +147,7 @@ if [ -x "$py" ] && "$py" -c "import pymodbus.server" 2>/dev/null &&
 	echo "ok modbus server gone: exit 1, $(grep -m1 'no fresh power' "$tmp/out" | sed 's/^ *//' | cut -c1-120)"
 else
 	echo "SKIP modbus: /usr/bin/python3 cannot import pymodbus.server or modbus compiled out"
+	skipped="${skipped:-}${skipped:+, }modbus (no pymodbus or compiled out)"
 fi
 
 # ---- serving against the stand-in server ----
@@ -184,4 +187,6 @@ set -e
 [ "$rc" = 2 ] || fail "no --config: exit $rc, want 2"
 grep -q "usage: govctl probe" "$tmp/err" || fail "usage text"
 echo "ok usage: exit 2"
+# A part not run is not a pass: every other check passed, so exit 77 saying which.
+[ -z "${skipped:-}" ] || { echo "probe: SKIP: $skipped not run; every other check passed"; exit 77; }
 echo "probe: all checks passed"

@@ -4,14 +4,14 @@
 # (configs/scenarios/default.yaml) passes every check with its measured gain,
 # and is still only GO WITH CONDITIONS: one simulated seed cannot carry a GO.
 # The only conditions are the two that name what would lift it.
-# Skips (77) while balanced.yaml's controller is not govd, or without gnuplot.
+# Fails when balanced.yaml's controller is not govd; skips (77) without python3.
 set -euo pipefail
 build=$1
 gv=$build/govctl
 ctl=$(sed -n 's/^[[:space:]]*controller:[[:space:]]*\([A-Za-z0-9_-]*\).*/\1/p' policies/balanced.yaml | head -1)
 if [ "$ctl" != "govd" ]; then
-	echo "SKIP: policies/balanced.yaml's controller is '$ctl', not govd yet; this GO check runs once it is switched"
-	exit 77
+	echo "FAIL: policies/balanced.yaml's controller is '$ctl', not govd: the shipped balanced policy is meant to run it"
+	exit 1
 fi
 command -v python3 >/dev/null || { echo "SKIP: python3 not installed"; exit 77; }
 out=$(mktemp -d)

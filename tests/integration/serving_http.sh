@@ -13,8 +13,8 @@ if [ ! -x "$drv" ]; then
 	exit 1
 fi
 if ! command -v python3 >/dev/null; then
-	echo "serving_http: SKIP (no python3)"
-	exit 0
+	echo "serving_http: SKIP (no python3 for the stand-in server, tests/integration/prom_server.py)"
+	exit 77
 fi
 work=$(mktemp -d /tmp/govd-serving-XXXXXX)
 srv_pid=

@@ -162,6 +162,17 @@ static void test_dry_run_writes_nothing(void **st)
 	assert_true(d.dev[0].g->cur.clk_locked);
 	assert_int_equal(daemon_restore_all(&d), 0);
 	daemon_fini(&d);
+	/* the decision log says it is a dry run (docs/decision-log.md) */
+	char lp[300], line[8192] = "";
+	snprintf(lp, sizeof(lp), "%s/gpu0.jsonl", log_dir);
+	FILE *f = fopen(lp, "r");
+	assert_non_null(f);
+	char header[8192] = ""; /* this run's: the log may hold an earlier one */
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "\"type\":\"header\""))
+			snprintf(header, sizeof(header), "%s", line);
+	fclose(f);
+	assert_non_null(strstr(header, "\"dry_run\":true"));
 	diag_clear(&dl);
 }
 
