@@ -370,9 +370,8 @@ static bool govd_detect_ok(const struct govd_state *s, const struct gov_estimate
 {
 	if (isnan(s->int8_max_detect_s))
 		return true;
-	double p0 = r->offline_samples ? (r->offline_mismatches + 0.5) / (r->offline_samples + 1.0)
-				       : 0;
-	double n = estimate_detect_samples(ESTIMATE_CUSUM_P1_RATIO * r->max_drop, p0, r->max_drop);
+	double n = estimate_detect_samples(ESTIMATE_CUSUM_P1_RATIO * r->max_drop, r->offline_samples,
+					   r->offline_mismatches, r->max_drop);
 	double rate = (double)e->q_total_samples[i] / fmax(e->t_s, 120.0);
 	return rate > 0 && n / rate <= s->int8_max_detect_s;
 }

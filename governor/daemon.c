@@ -18,7 +18,6 @@
 #include "common/log.h"
 #include "governor/fleet_daemon.h"
 #include "hal/hal_sim.h"
-#include "hal/router_haproxy.h"
 
 #define HEADER_PREFIX "{\"type\":\"header\""
 
@@ -90,89 +89,28 @@ int daemon_plan_load(const char *config_path, struct daemon_plan *out, struct di
 	return rc;
 }
 
-/* What would fail at start, judged without opening a device (govd --check
- * runs as ExecStartPre, beside nothing it may disturb). */
-/* A serving device with precision: haproxy, checked where the config names
- * it (the backend checks again at open, without positions). */
-static int haproxy_opts_check(const struct config *c, size_t i, struct diag_list *diags)
+/* The backend's own option checks (hal_check_options), placed at the
+ * device in the config: hal/ never sees the YAML, so its diags name the
+ * device and the key only. */
+static int dev_opts_check(const struct config *c, size_t i, struct diag_list *diags)
 {
-	const struct config_device *d = &c->dev[i];
-	const char *v[8] = { NULL };
-	static const char *const k[8] = { "precision", "precision_target", "haproxy_backends",
-					  "haproxy_server_full", "haproxy_server_low",
-					  "haproxy_total_weight", "haproxy_max_step", "slices" };
-	for (size_t o = 0; o < d->n_opts; o++)
-		for (int j = 0; j < 8; j++)
-			if (!strcmp(d->keys[o], k[j]))
-				v[j] = d->values[o];
-	bool on = v[0] && !strcmp(v[0], "haproxy");
-	int rc = 0;
-	char kp[96];
-#define HAP_ERR(key, ...)                                                                  \
-	do {                                                                               \
-		snprintf(kp, sizeof(kp), "devices[%zu].options.%s", i, key);              \
-		diag_add(diags, DIAG_ERROR, c->path, d->line, d->col, kp, "bad-value", __VA_ARGS__); \
-		rc = -EINVAL;                                                              \
-	} while (0)
-	for (int j = 2; j < 7; j++)
-		if (v[j] && !on)
-			HAP_ERR(k[j], "%s is for precision: haproxy (precision is %s)", k[j],
-				v[0] ? v[0] : "none");
-	if (!on)
-		return rc;
-	if (!v[1] || !v[1][0] || strlen(v[1]) >= 108)
-		HAP_ERR("precision_target", "precision: haproxy needs the stats socket path "
-					    "(1..107 characters), e.g. /run/haproxy/admin.sock");
-	for (int j = 5; j < 7; j++) {
-		char *end;
-		if (!v[j])
-			continue;
-		long w = strtol(v[j], &end, 10);
-		if (*end || end == v[j] || w < 1 || w > HAP_WEIGHT_MAX)
-			HAP_ERR(k[j], "'%s' is out of range; allowed 1..%d", v[j], HAP_WEIGHT_MAX);
+	struct hal_dev_cfg hc;
+	struct diag_list local = { 0 };
+	config_dev_cfg(&c->dev[i], &hc);
+	int rc = hal_check_options(&hc, &local);
+	for (size_t k = 0; k < local.n; k++) {
+		const struct diag *g = &local.v[k];
+		char kp[160];
+		snprintf(kp, sizeof(kp), "devices[%zu]%s%s", i, g->path[0] ? "." : "", g->path);
+		diag_add(diags, g->sev, c->path, c->dev[i].line, c->dev[i].col, kp, g->code, "%s",
+			 g->msg);
 	}
-	const char *full = v[3] ? v[3] : "bf16", *low = v[4] ? v[4] : "fp8";
-	for (int j = 3; j < 5; j++) {
-		const char *n = j == 3 ? full : low;
-		if (!*n || strlen(n) >= HAP_NAME_LEN || strpbrk(n, " /\t;="))
-			HAP_ERR(k[j], "'%s': a HAProxy server name of 1..%d characters without spaces, "
-				      "'/', ';' or '='", n, HAP_NAME_LEN - 1);
-	}
-	if (!strcmp(full, low))
-		HAP_ERR("haproxy_server_low", "the low-precision server '%s' is also the full-precision one",
-			low);
-	for (const char *q = v[2] ? v[2] : ""; *q;) {
-		while (*q == ' ' || *q == ',')
-			q++;
-		size_t len = strcspn(q, ",");
-		if (!len)
-			break;
-		const char *eq = memchr(q, '=', len);
-		bool ok = eq && eq > q && (size_t)(eq - q) + 1 < len;
-		if (ok) {
-			/* the slice must be one of slices; the backend a plain name */
-			size_t sl = (size_t)(eq - q), bl = len - sl - 1;
-			ok = bl < HAP_NAME_LEN && !memchr(eq + 1, ' ', bl) && !memchr(eq + 1, '/', bl);
-			bool found = false;
-			for (const char *r = v[7] ? v[7] : ""; ok && *r;) {
-				while (*r == ' ' || *r == ',')
-					r++;
-				size_t rl = strcspn(r, ", ");
-				found |= rl == sl && !memcmp(r, q, sl);
-				r += rl;
-			}
-			ok &= found;
-		}
-		if (!ok)
-			HAP_ERR("haproxy_backends", "'%.*s': want slice=backend, a slice of options.slices "
-						    "and a backend name without spaces or '/'",
-				(int)len, q);
-		q += len;
-	}
-#undef HAP_ERR
+	diag_clear(&local);
 	return rc;
 }
 
+/* What would fail at start, judged without opening a device (govd --check
+ * runs as ExecStartPre, beside nothing it may disturb). */
 int daemon_plan_check(const struct daemon_plan *p, struct diag_list *diags)
 {
 	const struct config *c = p->cfg;
@@ -180,34 +118,7 @@ int daemon_plan_check(const struct daemon_plan *p, struct diag_list *diags)
 	for (size_t i = 0; i < c->n_devices; i++) {
 		const struct config_device *d = &c->dev[i];
 		char kp[64];
-		for (size_t k = 0; k < d->n_opts; k++) {
-			if (strcmp(d->keys[k], "slices"))
-				continue;
-			/* the serving backend refuses a slice listed twice at open */
-			char names[HAL_MAX_SLICES + 1][HAL_NAME_LEN];
-			size_t n = 0;
-			for (const char *q = d->values[k]; *q && n <= HAL_MAX_SLICES;) {
-				while (*q == ' ' || *q == ',')
-					q++;
-				size_t len = strcspn(q, ",");
-				while (len && q[len - 1] == ' ')
-					len--;
-				if (!len)
-					break;
-				snprintf(names[n], HAL_NAME_LEN, "%.*s", (int)len, q);
-				for (size_t j = 0; j < n; j++)
-					if (!strcmp(names[j], names[n])) {
-						snprintf(kp, sizeof(kp), "devices[%zu].options.slices", i);
-						diag_add(diags, DIAG_ERROR, c->path, d->line, d->col, kp,
-							 "duplicate-slice", "slice '%s' listed twice",
-							 names[n]);
-						rc = -EINVAL;
-					}
-				n++;
-				q += strcspn(q, ",");
-			}
-		}
-		if (!strcmp(d->backend, "serving") && haproxy_opts_check(c, i, diags))
+		if (dev_opts_check(c, i, diags))
 			rc = -EINVAL;
 		/* A meter (modbus) offers nothing settable: its limits are all
 		 * zero, and a controller that needs a clock range refuses them. */

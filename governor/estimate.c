@@ -368,21 +368,29 @@ bool estimate_prior_rejected(uint64_t n_online, uint64_t k_online, uint32_t prio
 	return poisson_tail(p * (double)n_online, k_online) < ESTIMATE_PRIOR_REJECT_P;
 }
 
+/* The two CUSUMs' rates: p0 the prior's (or max_drop / 2 without one),
+ * kept under max_drop; p1 and p1s the drifts each is tuned to catch. */
+static void cusum_rates(uint32_t prior_n, uint32_t prior_k, double max_drop, double *p0,
+			double *p1, double *p1s)
+{
+	*p0 = prior_n ? (prior_k + 0.5) / (prior_n + 1.0) : max_drop / 2;
+	*p0 = fmin(*p0, max_drop * 0.9);
+	*p1 = fmin(0.999, max_drop * ESTIMATE_CUSUM_P1_RATIO);
+	*p1s = fmin(0.999, max_drop * ESTIMATE_CUSUM_SMALL_P1_RATIO);
+}
+
 static double cusum_wald_samples(double p, double p0, double p1, double h)
 {
 	double drift = p * log(p1 / p0) + (1 - p) * log((1 - p1) / (1 - p0));
 	return drift > 0 ? h / drift : INFINITY;
 }
 
-double estimate_detect_samples(double p_true, double p0, double max_drop)
+double estimate_detect_samples(double p_true, uint32_t prior_n, uint32_t prior_k, double max_drop)
 {
 	if (!(max_drop > 0) || !(p_true > 0) || p_true >= 1)
 		return INFINITY;
-	if (!(p0 > 0))
-		p0 = max_drop / 2;
-	p0 = fmin(p0, max_drop * 0.9);
-	double p1 = fmin(0.999, max_drop * ESTIMATE_CUSUM_P1_RATIO);
-	double p1s = fmin(0.999, max_drop * ESTIMATE_CUSUM_SMALL_P1_RATIO);
+	double p0, p1, p1s;
+	cusum_rates(prior_n, prior_k, max_drop, &p0, &p1, &p1s);
 	double n = fmin(cusum_wald_samples(p_true, p0, p1, ESTIMATE_CUSUM_H),
 			cusum_wald_samples(p_true, p0, p1s, ESTIMATE_CUSUM_SMALL_H));
 	return ESTIMATE_DETECT_ALLOWANCE * n;
@@ -402,12 +410,8 @@ static void quality_gate(struct estimator *e, size_t s, uint64_t dn, uint64_t dk
 	}
 	const struct est_quality_cfg *qc = &e->cfg.q[s];
 	if (dn && qc->max_drop > 0) {
-		double p0 = qc->prior_samples
-				    ? (qc->prior_mismatches + 0.5) / (qc->prior_samples + 1.0)
-				    : qc->max_drop / 2;
-		p0 = fmin(p0, qc->max_drop * 0.9);
-		double p1 = fmin(0.999, qc->max_drop * ESTIMATE_CUSUM_P1_RATIO);
-		double p1s = fmin(0.999, qc->max_drop * ESTIMATE_CUSUM_SMALL_P1_RATIO);
+		double p0, p1, p1s;
+		cusum_rates(qc->prior_samples, qc->prior_mismatches, qc->max_drop, &p0, &p1, &p1s);
 		double llr = (double)dk * log(p1 / p0) + (double)(dn - dk) * log((1 - p1) / (1 - p0));
 		double llrs =
 			(double)dk * log(p1s / p0) + (double)(dn - dk) * log((1 - p1s) / (1 - p0));

@@ -115,13 +115,13 @@ struct estimate_cfg {
 bool estimate_prior_rejected(uint64_t n_online, uint64_t k_online, uint32_t prior_n,
 			     uint32_t prior_k);
 /* The documented detection delay, in shadow samples, of a slice whose true
- * drop is p_true (> max_drop) against a prior at rate p0 (0: max_drop/2):
+ * drop is p_true (> max_drop) against the prior (prior_k of prior_n; none: max_drop/2):
  * ESTIMATE_DETECT_ALLOWANCE x the expected samples (Wald's approximation
  * h / E[log-likelihood ratio per sample]) of the faster of the two CUSUMs,
  * which start from zero at any onset. INFINITY where neither drifts up
  * (p_true too close to p0). Pure; the INT8 gate of the govd controller and
  * the benchmark's "breach beyond the detection delay" both use it. */
-double estimate_detect_samples(double p_true, double p0, double max_drop);
+double estimate_detect_samples(double p_true, uint32_t prior_n, uint32_t prior_k, double max_drop);
 /* The run length of a CUSUM spreads about its mean; twice the mean covers
  * >= 95 % of the runs at 1.5-5 % against a 1 % threshold (simulated,
  * docs/govd-controller.md, "Detection delay"). */

@@ -83,6 +83,15 @@ const struct hal_ops *hal_backend_find(const char *name, struct diag_list *diags
 	return ops;
 }
 
+int hal_check_options(const struct hal_dev_cfg *cfg, struct diag_list *diags)
+{
+	const struct hal_ops *ops;
+	int rc = lookup(cfg->backend ? cfg->backend : "", &ops, diags);
+	if (rc)
+		return rc;
+	return ops->check_options ? ops->check_options(cfg, diags) : 0;
+}
+
 int hal_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct diag_list *diags)
 {
 	memset(dev, 0, sizeof(*dev));

@@ -204,6 +204,9 @@ struct hal_ops {
 	const char *name;
 	int (*open)(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct diag_list *diags);
 	void (*close)(struct hal_dev *dev);
+	/* Optional: the options judged as open would judge them, opening
+	 * nothing (govd --check places the diags at the config's device). */
+	int (*check_options)(const struct hal_dev_cfg *cfg, struct diag_list *diags);
 	int (*get_limits)(struct hal_dev *dev, struct hal_limits *out);
 	/* Fills every field of *out (clear it first): the governor does not. */
 	int (*sample)(struct hal_dev *dev, struct hal_sample *out);
@@ -255,6 +258,9 @@ struct hal_dev {
 const struct hal_ops *hal_backend_find(const char *name, struct diag_list *diags);
 size_t hal_backend_names(const char **names, size_t max);
 int hal_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct diag_list *diags);
+/* The backend's check_options where it has one (0 where it has none);
+ * -ENOENT / -ENOTSUP for a backend unknown or compiled out. */
+int hal_check_options(const struct hal_dev_cfg *cfg, struct diag_list *diags);
 void hal_close(struct hal_dev *dev);
 
 static inline bool hal_can_set_clocks(const struct hal_dev *d) { return d->ops->set_clock_range != NULL; }

@@ -583,10 +583,12 @@ static bool metric_names(struct sv *s, enum metric m, const char *user, double l
 	return s->mname[m] != NULL;
 }
 
-static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct diag_list *diags)
+/* Open, or with dev NULL only judge the options (check_options): every
+ * option is judged before the first socket, file or request. */
+static int sv_setup(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct diag_list *diags)
 {
 	char cerr[160];
-	int crc = hal_curl_load(cerr, sizeof(cerr));
+	int crc = dev ? hal_curl_load(cerr, sizeof(cerr)) : 0;
 	if (crc) {
 		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "", "curl-not-found", "serving: %s", cerr);
 		return crc;
@@ -742,6 +744,26 @@ static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 	if (haproxy && s->n_slices && hap_backends(s, cfg, bopts_str(o, "haproxy_backends", NULL),
 						   &hc, diags))
 		bad = 1;
+	if (haproxy && s->n_slices && !bad) {
+		hc.socket_path = bopts_str(o, "precision_target", NULL);
+		hc.n_slices = s->n_slices;
+		hc.total_weight = (unsigned)hap_total;
+		hc.max_step = (unsigned)hap_step;
+		hc.timeout_ms = (uint32_t)(ptimeout ? ptimeout : timeout_ms);
+		const char *full = bopts_str(o, "haproxy_server_full", "bf16");
+		const char *low = bopts_str(o, "haproxy_server_low", "fp8");
+		for (size_t i = 0; i < s->n_slices; i++) {
+			hc.slice[i].server_hi = full;
+			hc.slice[i].server_lo = low;
+		}
+		char herr[200], hpath[64];
+		const char *hkey;
+		if (hap_cfg_check(&hc, &hkey, herr, sizeof(herr))) {
+			snprintf(hpath, sizeof(hpath), "options.%s", hkey);
+			diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, hpath, "bad-value", "%s", herr);
+			bad = 1;
+		}
+	}
 	if ((pk != PACT_NONE || haproxy) && s->n_slices == 0) {
 		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.slices", "missing-key",
 			 "a precision actuator needs the slice names (slices: code,chat)");
@@ -766,9 +788,9 @@ static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 		sv_free(s);
 		return -ENOMEM;
 	}
-	if (bad) {
+	if (bad || !dev) {
 		sv_free(s);
-		return -EINVAL;
+		return bad ? -EINVAL : 0;
 	}
 	int rc = -ENOMEM;
 	for (int i = 0; i < H_N; i++) {
@@ -789,17 +811,6 @@ static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 		goto out_free;
 	s->act_on = pk != PACT_NONE;
 	if (haproxy) {
-		hc.socket_path = bopts_str(o, "precision_target", NULL);
-		hc.n_slices = s->n_slices;
-		hc.total_weight = (unsigned)hap_total;
-		hc.max_step = (unsigned)hap_step;
-		hc.timeout_ms = (uint32_t)(ptimeout ? ptimeout : timeout_ms);
-		const char *full = bopts_str(o, "haproxy_server_full", "bf16");
-		const char *low = bopts_str(o, "haproxy_server_low", "fp8");
-		for (size_t i = 0; i < s->n_slices; i++) {
-			hc.slice[i].server_hi = full;
-			hc.slice[i].server_lo = low;
-		}
 		rc = -ENOMEM;
 		if (!(s->hap = calloc(1, sizeof(*s->hap))))
 			goto out_free;
@@ -822,6 +833,16 @@ static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct di
 out_free:
 	sv_free(s);
 	return rc;
+}
+
+static int sv_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct diag_list *diags)
+{
+	return sv_setup(dev, cfg, diags);
+}
+
+static int sv_check_options(const struct hal_dev_cfg *cfg, struct diag_list *diags)
+{
+	return sv_setup(NULL, cfg, diags);
 }
 
 static void sv_close(struct hal_dev *dev)
@@ -1672,6 +1693,7 @@ static int sv_set_precision(struct hal_dev *dev, const double *int8_frac, size_t
 	{                                      \
 		.name = "serving",             \
 		.open = sv_open,               \
+		.check_options = sv_check_options, \
 		.close = sv_close,             \
 		.get_limits = sv_get_limits,   \
 		.sample = sv_sample,           \

@@ -351,14 +351,55 @@ static int set_weight(struct hap *h, size_t s, int which, int w)
 	return rc;
 }
 
+int hap_cfg_check(const struct hap_cfg *cfg, const char **key, char *err, size_t len)
+{
+	static const char *const name_key[3] = { "haproxy_backends", "haproxy_server_full",
+						 "haproxy_server_low" };
+	if (!cfg->socket_path || !*cfg->socket_path ||
+	    strlen(cfg->socket_path) >= sizeof(((struct hap *)0)->path)) {
+		*key = "precision_target";
+		snprintf(err, len, "the stats socket path must be 1..%zu characters",
+			 sizeof(((struct hap *)0)->path) - 1);
+		return -EINVAL;
+	}
+	if (!cfg->n_slices || cfg->n_slices > HAP_MAX_SLICES || !cfg->total_weight ||
+	    cfg->total_weight > HAP_WEIGHT_MAX || !cfg->max_step) {
+		*key = "haproxy_total_weight";
+		snprintf(err, len, "1..%d slices, a total weight of 1..%d and a step of at least 1",
+			 HAP_MAX_SLICES, HAP_WEIGHT_MAX);
+		return -EINVAL;
+	}
+	for (size_t s = 0; s < cfg->n_slices; s++) {
+		const char *nm[3] = { cfg->slice[s].backend, cfg->slice[s].server_hi,
+				      cfg->slice[s].server_lo };
+		for (int k = 0; k < 3; k++)
+			/* a name goes into a command line: no spaces, slashes or controls */
+			if (!nm[k] || !*nm[k] || strlen(nm[k]) >= HAP_NAME_LEN ||
+			    strpbrk(nm[k], " /\t\r\n;")) {
+				*key = name_key[k];
+				snprintf(err, len, "slice %zu: '%s' is not a HAProxy backend/server name "
+						   "(1..%d characters, no spaces, '/' or ';')",
+					 s, nm[k] ? nm[k] : "", HAP_NAME_LEN - 1);
+				return -EINVAL;
+			}
+		if (!strcmp(nm[1], nm[2])) {
+			*key = name_key[2];
+			snprintf(err, len, "slice %zu: the low-precision server '%s' is also the "
+					   "full-precision one", s, nm[2]);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 int hap_open(struct hap *h, const struct hap_cfg *cfg)
 {
 	memset(h, 0, sizeof(*h));
 	h->cfg = *cfg;
-	if (!cfg->socket_path || strlen(cfg->socket_path) >= sizeof(h->path) || !cfg->n_slices ||
-	    cfg->n_slices > HAP_MAX_SLICES || !cfg->total_weight || cfg->total_weight > HAP_WEIGHT_MAX ||
-	    !cfg->max_step) {
-		snprintf(h->err, sizeof(h->err), "haproxy: bad configuration");
+	char err[sizeof(h->err) - 10];
+	const char *key;
+	if (hap_cfg_check(cfg, &key, err, sizeof(err))) {
+		snprintf(h->err, sizeof(h->err), "haproxy: %s", err);
 		return -EINVAL;
 	}
 	if (!h->cfg.timeout_ms)
@@ -367,16 +408,8 @@ int hap_open(struct hap *h, const struct hap_cfg *cfg)
 	for (size_t s = 0; s < cfg->n_slices; s++) {
 		const char *nm[3] = { cfg->slice[s].backend, cfg->slice[s].server_hi,
 				      cfg->slice[s].server_lo };
-		for (int k = 0; k < 3; k++) {
-			/* a name goes into a command line: no spaces, slashes or controls */
-			if (!nm[k] || !*nm[k] || strlen(nm[k]) >= HAP_NAME_LEN ||
-			    strpbrk(nm[k], " /\t\r\n;")) {
-				snprintf(h->err, sizeof(h->err), "haproxy: slice %zu: bad backend/server name",
-					 s);
-				return -EINVAL;
-			}
+		for (int k = 0; k < 3; k++)
 			snprintf(h->names[s][k], HAP_NAME_LEN, "%s", nm[k]);
-		}
 	}
 	h->cfg.socket_path = h->path;
 	int rc = read_info(h, &h->pid, &h->uptime_s);

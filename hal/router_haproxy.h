@@ -74,6 +74,9 @@ struct hap {
 /* Connects once: records the HAProxy process (show info) and every slice's
  * weights as the originals (before any write). 0 or -errno, err says why
  * (a missing backend or server is -ENOENT). */
+/* The configuration judged without I/O: 0, or -EINVAL with why in err and
+ * the option it comes from in *key ("haproxy_server_low", ...). */
+int hap_cfg_check(const struct hap_cfg *cfg, const char **key, char *err, size_t len);
 int hap_open(struct hap *h, const struct hap_cfg *cfg);
 /* Takes recorded originals (from hap_original_json) instead of what open
  * found, and marks the router written so hap_restore puts them back. */

@@ -110,10 +110,19 @@ devices:
       haproxy_backends: chat=be_chat
 YAML
 if "$build/govd" --check --config "$work/bad.yaml" >"$work/check.log" 2>&1; then fail "bad haproxy options accepted"; fi
-grep -q "bad.yaml:4:5: error: devices\[0\].options.haproxy_max_step: '0' is out of range; allowed 1..256" "$work/check.log" ||
+grep -q "bad.yaml:4:5: error: devices\[0\].options.haproxy_max_step: 0 is out of range; allowed 1..256" "$work/check.log" ||
 	fail "no positioned max_step error: $(cat "$work/check.log")"
 grep -q "bad.yaml:4:5: error: devices\[0\].options.haproxy_backends: 'chat=be_chat'" "$work/check.log" ||
 	fail "no positioned haproxy_backends error: $(cat "$work/check.log")"
+# the backend's own option checks reach --check, placed at the device (hal_check_options)
+sed 's/slices: code$/slices: code,code/; s/haproxy_max_step: 0/haproxy_server_low: bf16/' "$work/bad.yaml" >"$work/bad2.yaml"
+if "$build/govd" --check --config "$work/bad2.yaml" >"$work/check2.log" 2>&1; then fail "bad2 accepted"; fi
+grep -q "bad2.yaml:4:5: error: devices\[0\].options.slices: slice 'code' listed twice" "$work/check2.log" ||
+	fail "no positioned duplicate-slice error: $(cat "$work/check2.log")"
+sed 's/haproxy_max_step: 0/haproxy_server_low: bf16/; s/chat=be_chat/code=be_code/' "$work/bad.yaml" >"$work/bad3.yaml"
+if "$build/govd" --check --config "$work/bad3.yaml" >"$work/check3.log" 2>&1; then fail "bad3 accepted"; fi
+grep -q "bad3.yaml:4:5: error: devices\[0\].options.haproxy_server_low: slice 0: the low-precision server 'bf16' is also the full-precision one" "$work/check3.log" ||
+	fail "no positioned server-name error: $(cat "$work/check3.log")"
 sed -i 's/haproxy_max_step: 0/haproxy_max_step: 10/; s/chat=be_chat/code=be_code/' "$work/bad.yaml"
 "$build/govd" --check --config "$work/bad.yaml" >"$work/check.log" 2>&1 || fail "good haproxy options refused: $(cat "$work/check.log")"
 

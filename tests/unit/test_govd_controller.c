@@ -221,6 +221,33 @@ static void test_quality_gate_prior(void **state)
 	estimate_fini(&w.e);
 }
 
+/* The documented detection delay is the delay of the CUSUMs that run: a
+ * slice whose true drop is 3 % (prior 20 of 5000, threshold 1 %) fed at
+ * exactly that rate closes its gate within estimate_detect_samples(); the
+ * delay shrinks as the drop grows and is infinite at the prior's own rate. */
+static void test_quality_detect_samples(void **state)
+{
+	(void)state;
+	double n3 = estimate_detect_samples(0.03, 5000, 20, 0.01);
+	double n5 = estimate_detect_samples(0.05, 5000, 20, 0.01);
+	assert_true(isfinite(n3) && n3 > 0);
+	assert_true(n5 < n3);
+	assert_true(isinf(estimate_detect_samples(0.004, 5000, 20, 0.01)));
+	assert_true(isinf(estimate_detect_samples(0.03, 5000, 20, 0)));
+
+	struct qworld w;
+	qw_init(&w, 5000, 20);
+	const struct gov_estimates *o = qw_step(&w, 0, 0);
+	assert_true(o->q_gate_open[0]);
+	uint64_t fed = 0;
+	while (o->q_gate_open[0] && fed < (uint64_t)n3) {
+		o = qw_step(&w, 100, 3);
+		fed += 100;
+	}
+	assert_false(o->q_gate_open[0]);
+	estimate_fini(&w.e);
+}
+
 /* A prior is rejected by online mismatches far above its rate, never by a
  * clean record; confirm_samples keeps it out until that many online samples. */
 static void test_quality_prior_consistency(void **state)
@@ -328,6 +355,7 @@ int main(void)
 		cmocka_unit_test(test_quality_gate_prior),
 		cmocka_unit_test(test_quality_gate_cusum_random),
 		cmocka_unit_test(test_quality_prior_consistency),
+		cmocka_unit_test(test_quality_detect_samples),
 		cmocka_unit_test(test_normal_quantile),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
