@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "governor/fleet_sim.h"
+#include "governor/sim/fleet_sim.h"
 
 static double now_s(void)
 {

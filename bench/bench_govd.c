@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "governor/daemon.h"
+#include "governor/daemon/daemon.h"
 
 static void stop_cb(void *ctx, int fd)
 {

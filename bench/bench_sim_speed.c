@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "governor/sim.h"
+#include "governor/sim/sim.h"
 
 int main(int argc, char **argv)
 {

@@ -378,3 +378,23 @@ char *fsafe_escape(char *out, size_t len, const char *in)
 	out[o] = '\0';
 	return out;
 }
+
+int fsafe_mkdirs(const char *path)
+{
+	char buf[4096];
+	size_t n = strlen(path);
+
+	if (n == 0 || n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (buf[i] != '/' && buf[i] != '\0')
+			continue;
+		char c = buf[i];
+		buf[i] = '\0';
+		if (mkdir(buf, 0777) && errno != EEXIST)
+			return -errno;
+		buf[i] = c;
+	}
+	return 0;
+}

@@ -74,4 +74,7 @@ bool fsafe_name_ok(const char *name, size_t max_len, struct fsafe_err *e);
  * Returns out. */
 char *fsafe_escape(char *out, size_t len, const char *in);
 
+/* mkdir -p (mode 0777 before the umask); 0 or -errno. */
+int fsafe_mkdirs(const char *path);
+
 #endif

@@ -2,7 +2,7 @@
 #include "tools/govctl.h"
 #include "common/datapath.h"
 #include "common/ycfg.h"
-#include "tools/govctl_report.h"
+#include "report/report.h"
 
 #include <ctype.h>
 #include <errno.h>

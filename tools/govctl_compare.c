@@ -12,11 +12,11 @@
 #include <unistd.h>
 
 #include "common/fsafe.h"
-#include "governor/honest.h"
-#include "governor/jsonx.h"
-#include "governor/oracle.h"
-#include "governor/policy.h"
-#include "governor/sim.h"
+#include "governor/sim/honest.h"
+#include "common/jsonx.h"
+#include "governor/sim/oracle.h"
+#include "governor/policy/policy.h"
+#include "governor/sim/sim.h"
 #include "plant_models/scenario.h"
 #include "tools/govctl.h"
 
@@ -628,7 +628,7 @@ int govctl_compare(int argc, char **argv)
 		return GOVCTL_EXIT_FAIL;
 	}
 
-	int mk = sim_mkdirs(out);
+	int mk = fsafe_mkdirs(out);
 	if (mk) {
 		fprintf(stderr, "govctl compare: cannot create %s: %s\n", out, strerror(-mk));
 		free(jobs);

@@ -1,5 +1,5 @@
 /* govctl status / set budget-w / hold / resume / reload: one request on
- * govd's control socket (governor/ctlsock.h, docs/control-socket.md).
+ * govd's control socket (governor/daemon/ctlsock.h, docs/control-socket.md).
  * Exit 0 when govd did it, 1 when it refused or failed (or cannot be
  * reached), 2 on bad usage. */
 #include <jansson.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "governor/ctlsock.h"
+#include "governor/daemon/ctlsock.h"
 #include "tools/govctl.h"
 
 #define CTL_TIMEOUT_MS 10000

@@ -14,8 +14,8 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "governor/config.h"
-#include "governor/fleet.h"
+#include "governor/daemon/config.h"
+#include "governor/fleet/fleet.h"
 #include "tools/govctl.h"
 
 static void fleet_usage(FILE *f)

@@ -1,4 +1,4 @@
-/* govctl sim --fleet: the fleet simulation (governor/fleet_sim.h,
+/* govctl sim --fleet: the fleet simulation (governor/sim/fleet_sim.h,
  * docs/fleet.md). Simulated figures: say so wherever they go. */
 #include <getopt.h>
 #include <jansson.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "governor/fleet_sim.h"
+#include "governor/sim/fleet_sim.h"
 #include "tools/govctl.h"
 
 #define TRACE_NAME "AzureLLMInferenceTrace2023_code.csv"

@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "governor/controller.h"
-#include "governor/policy.h"
+#include "governor/controllers/controller.h"
+#include "governor/policy/policy.h"
 #include "tools/govctl.h"
 
 static void lint_usage(FILE *f)

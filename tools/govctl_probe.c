@@ -17,9 +17,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "governor/config.h"
-#include "governor/policy.h"
-#include "governor/validate.h"
+#include "governor/daemon/config.h"
+#include "governor/policy/policy.h"
+#include "governor/telemetry/validate.h"
 #include "hal/hal.h"
 #include "hal/hal_modbus.h"
 #include "hal/hal_sim.h"

@@ -1,7 +1,7 @@
 /* govctl report: runs (govctl sim directories or a live govd's decision log)
  * -> report.json, report.md, report.html (docs/report.md). The analysis fills
  * one JSON document; the Markdown and HTML are rendered from it
- * (govctl_report_render.c), so the three never disagree. */
+ * (report_render.c), so the three never disagree. */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -18,11 +18,11 @@
 
 #include "common/fsafe.h"
 #include "govd_commit.h"
-#include "governor/jsonx.h"
-#include "governor/opoint.h"
-#include "governor/sim.h"
+#include "common/jsonx.h"
+#include "governor/policy/opoint.h"
+#include "governor/sim/sim.h"
 #include "tools/govctl.h"
-#include "tools/govctl_report.h"
+#include "report/report.h"
 
 #define MAX_RUNS 32
 
@@ -1590,7 +1590,7 @@ int govctl_report(int argc, char **argv)
 	json_object_set_new(rep, "figures",
 			    rp_figures(runs[0], b, runs, roles, n, pairs, npairs));
 
-	int mk = sim_mkdirs(out);
+	int mk = fsafe_mkdirs(out);
 	if (mk) {
 		fprintf(stderr, "govctl report: cannot create %s: %s\n", out, strerror(-mk));
 		json_decref(rep);

@@ -9,9 +9,9 @@
 
 #include "common/fsafe.h"
 
-#include "governor/config.h"
-#include "governor/daemon.h"
-#include "governor/statefile.h"
+#include "governor/daemon/config.h"
+#include "governor/daemon/daemon.h"
+#include "governor/daemon/statefile.h"
 #include "tools/govctl.h"
 
 static void restore_usage(FILE *f)

@@ -15,8 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fsafe.h"
 #include "common/rng.h"
-#include "governor/sim.h"
+#include "governor/sim/sim.h"
 #include "tools/govctl.h"
 
 #define FAM_TRACE "AzureLLMInferenceTrace2023_code.csv"
@@ -203,7 +204,7 @@ int govctl_scenarios(int argc, char **argv)
 		fam_usage(stderr);
 		return GOVCTL_EXIT_USAGE;
 	}
-	int rc = sim_mkdirs(out);
+	int rc = fsafe_mkdirs(out);
 	if (rc) {
 		fprintf(stderr, "govctl scenarios: cannot create %s: %s\n", out, strerror(-rc));
 		return GOVCTL_EXIT_FAIL;

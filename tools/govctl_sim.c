@@ -5,9 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "governor/jsonx.h"
-#include "governor/oracle.h"
-#include "governor/sim.h"
+#include "common/fsafe.h"
+#include "common/jsonx.h"
+#include "governor/sim/oracle.h"
+#include "governor/sim/sim.h"
 #include "tools/govctl.h"
 
 #define ORACLE_DEFAULT_POLICY "policies/balanced.yaml"
@@ -74,7 +75,7 @@ static int run_oracle(const struct oracle_opts *oo, const char *out_dir)
 	int ret = GOVCTL_EXIT_OK;
 	json_t *j = oracle_json(&r);
 	snprintf(path, sizeof(path), "%s/oracle.json", dir);
-	if ((rc = sim_mkdirs(dir)) || !j ||
+	if ((rc = fsafe_mkdirs(dir)) || !j ||
 	    jsonx_dump_file(j, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10))) {
 		fprintf(stderr, "govctl sim: cannot write %s\n", path);
 		ret = GOVCTL_EXIT_FAIL;

@@ -18,7 +18,7 @@
 
 #include "common/fsafe.h"
 #include "tools/govctl.h"
-#include "tools/govctl_report.h"
+#include "report/report.h"
 
 #define MAX_SIGNED (256u << 20) /* reports are KBs to MBs; refuse anything absurd */
 

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "governor/config.h"
+#include "governor/daemon/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "governor/policy.h"
+#include "governor/policy/policy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

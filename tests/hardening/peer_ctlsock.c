@@ -25,7 +25,7 @@
 
 #include "common/diag.h"
 #include "common/log.h"
-#include "governor/ctlsock.h"
+#include "governor/daemon/ctlsock.h"
 
 static int cb_status(void *ctx, json_t *out)
 {

@@ -1,7 +1,7 @@
 /* Hardening, peers: serving, quality and sensor faults reach the daemon's
  * log (the journal under systemd) once per episode, and again when they
  * clear (issue 12, item 7: they reached only the decision log). The daemon
- * calls fault_episodes_period after every period (governor/daemon.c
+ * calls fault_episodes_period after every period (governor/daemon/daemon.c
  * on_period); this drives it with the periods a faulty peer produces. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "common/log.h"
-#include "governor/faultlog.h"
+#include "governor/daemon/faultlog.h"
 #include "hal/hal.h"
 
 static FILE *logf_;

@@ -26,8 +26,8 @@
 
 #include "common/clock.h"
 #include "common/diag.h"
-#include "governor/connguard.h"
-#include "governor/metrics.h"
+#include "governor/daemon/connguard.h"
+#include "governor/daemon/metrics.h"
 
 static size_t sink(char *p, size_t sz, size_t n, void *ud)
 {

@@ -22,7 +22,7 @@
 #include <cmocka.h>
 
 #include "common/diag.h"
-#include "governor/estimate.h"
+#include "governor/telemetry/estimate.h"
 #include "hal/hal.h"
 #include "hal/hal_serving.h"
 

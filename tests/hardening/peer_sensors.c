@@ -1,6 +1,6 @@
 /* Hardening, peers: sensor and meter readings that are implausible, and
  * faults that must clear when their cause does (issue 12, item 7). Every
- * backend's readings (sysfs, NVML, Modbus, sim) pass governor/validate.c;
+ * backend's readings (sysfs, NVML, Modbus, sim) pass governor/telemetry/validate.c;
  * these feed it what a broken or swapped device reports:
  * - an energy counter that steps back once (meter reset or swapped) used to
  *   be "backwards" until restart: now that period only;
@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "governor/validate.h"
+#include "governor/telemetry/validate.h"
 
 static struct validator v;
 

@@ -14,9 +14,9 @@
 #                  other checks still run and judge, and a clean run exits 77
 #                  (skipped, saying the part not run) instead of passing.
 # Fails while balanced.yaml does not use the govd controller: the reasons
-# asserted on are govd's (governor/opoint.h), and that is the regression.
+# asserted on are govd's (governor/policy/opoint.h), and that is the regression.
 # DRIFT_DELAY_S: the quality gate's detection delay allowed (default 850 s: the
-# CUSUM of governor/estimate.c needs ~245 chat shadow samples at a 4 % drop on
+# CUSUM of governor/telemetry/estimate.c needs ~245 chat shadow samples at a 4 % drop on
 # average, ~650 s at the scenario's 0.37 samples/s, docs/govd-controller.md;
 # 850 s is that plus ~30 % for its spread, still inside the run).
 set -euo pipefail
@@ -101,7 +101,7 @@ if late:
 run sensor-faults
 check sensor-faults '
 # configs/scenarios/sensor-faults.yaml; signals the validator calls critical
-# (governor/validate.c); the inlet dropout is not one.
+# (governor/telemetry/validate.c); the inlet dropout is not one.
 faults = [(300, 60, "temp_junction"), (600, 30, "temp_memory"), (1200, 10, "temp_junction"),
           (1500, 120, "power_accel")]
 for at, dur, sig in faults:

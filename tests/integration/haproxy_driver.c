@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "governor/statefile.h"
+#include "governor/daemon/statefile.h"
 #include "hal/hal.h"
 
 int main(int argc, char **argv)

@@ -33,10 +33,10 @@ grep -qE '^\.B -?-?\\-\\-version|^\.BR \\-\\-version' man/govctl.1 || fail "man/
 
 # The format pages name every top-level key their loader accepts.
 c_keys() { sed -n "/$2\[\] = {/,/};/p" "$1" | grep -o '"[a-z_]*"' | tr -d '"'; }
-for k in $(c_keys governor/config.c root_keys); do
+for k in $(c_keys governor/daemon/config.c root_keys); do
 	grep -qF "\fB$k" man/govd.yaml.5 || fail "man/govd.yaml.5 does not describe config key '$k'"
 done
-for k in $(c_keys governor/policy.c root_keys); do
+for k in $(c_keys governor/policy/policy.c root_keys); do
 	grep -qE "^\.SS .*\b$k\b|\\fB$k\b" man/govd-policy.5 || fail "man/govd-policy.5 does not describe policy key '$k'"
 done
 

@@ -15,9 +15,9 @@
 
 #include "common/clock.h"
 #include "common/diag.h"
-#include "governor/governor.h"
-#include "governor/metrics.h"
-#include "governor/policy.h"
+#include "governor/loop/governor.h"
+#include "governor/daemon/metrics.h"
+#include "governor/policy/policy.h"
 #include "hal/hal.h"
 #include "hal/hal_sim.h"
 #include "plant_models/plant.h"

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "governor/config.h"
+#include "governor/daemon/config.h"
 
 static const char dev[] = "devices:\n  - {name: gpu0, backend: sim, options: {scenario: s.yaml}}\n";
 

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "governor/controller.h"
+#include "governor/controllers/controller.h"
 
 static struct hal_limits lim_h200(void)
 {

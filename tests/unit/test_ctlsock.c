@@ -23,7 +23,7 @@
 #include <cmocka.h>
 
 #include "common/log.h"
-#include "governor/ctlsock.h"
+#include "governor/daemon/ctlsock.h"
 
 /* ---- pure parts ---------------------------------------------------------- */
 

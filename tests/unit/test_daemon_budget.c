@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "governor/budget.h"
+#include "governor/fleet/budget.h"
 
 static struct budget_actor gpu(uint32_t req_mw, double w)
 {

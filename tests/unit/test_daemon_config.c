@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "governor/config.h"
+#include "governor/daemon/config.h"
 
 static int load(const char *text, struct config **c, struct diag_list *d)
 {

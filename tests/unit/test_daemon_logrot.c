@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "governor/logrot.h"
+#include "governor/daemon/logrot.h"
 
 static char dir[] = "/tmp/test_logrot_XXXXXX";
 

@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "common/log.h"
-#include "governor/daemon.h"
+#include "governor/daemon/daemon.h"
 #include "hal/hal_sim.h"
 #include "plant_models/plant.h"
 

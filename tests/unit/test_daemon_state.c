@@ -16,8 +16,8 @@
 
 #include <cmocka.h>
 
-#include "governor/daemon.h"
-#include "governor/statefile.h"
+#include "governor/daemon/daemon.h"
+#include "governor/daemon/statefile.h"
 #include "hal/hal_sim.h"
 #include "plant_models/plant.h"
 

@@ -19,13 +19,13 @@
 #include <unistd.h>
 
 /* Before cmocka.h: it defines fail() as a macro, and load.c has its own. */
-#include "tools/govctl_report_load.c"
-#include "tools/govctl_report_logic.c"
+#include "report/report_load.c"
+#include "report/report_logic.c"
 
 #include <cmocka.h>
 
 #include "common/clock.h"
-#include "governor/governor.h"
+#include "governor/loop/governor.h"
 #include "hal/hal_sim.h"
 #include "plant_models/plant.h"
 #include "plant_models/scenario.h"

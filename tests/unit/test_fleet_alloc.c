@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "common/rng.h"
-#include "governor/fleet_alloc.h"
+#include "governor/fleet/fleet_alloc.h"
 
 static struct fleet_rec rec(uint64_t floor, uint64_t max, uint64_t demand, int prio)
 {

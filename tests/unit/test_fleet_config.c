@@ -1,4 +1,4 @@
-/* The config's fleet section (governor/fleet_cfg.c): a full one, defaults,
+/* The config's fleet section (governor/fleet/fleet_cfg.c): a full one, defaults,
  * every error with line:col and key path, and a change refusing a reload. */
 #include <errno.h>
 #include <setjmp.h>
@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "governor/config.h"
+#include "governor/daemon/config.h"
 
 static const char head[] = "policy: p.yaml\n"
 			   "devices:\n"

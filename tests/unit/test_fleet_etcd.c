@@ -1,4 +1,4 @@
-/* governor/fleet_etcd.c without a server: base64 both ways (seeded random
+/* governor/fleet/fleet_etcd.c without a server: base64 both ways (seeded random
  * round trips, bad input), endpoint parsing, and a dead endpoint failing
  * in bounded time with its URL in the error. The real cluster is
  * tests/integration/fleet_etcd.sh. */
@@ -18,8 +18,8 @@
 
 #include "common/clock.h"
 #include "common/rng.h"
-#include "governor/fleet.h"
-#include "governor/fleet_etcd.h"
+#include "governor/fleet/fleet.h"
+#include "governor/fleet/fleet_etcd.h"
 
 static void test_b64(void **st)
 {

@@ -1,4 +1,4 @@
-/* governor/fleet_sim.c: trace errors with file:line; a run on a small
+/* governor/sim/fleet_sim.c: trace errors with file:line; a run on a small
  * synthetic trace: govd's allocator and the static split never pass the
  * budget, the same seed gives the same result, more load loses more, and
  * a bad configuration is refused. */
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "governor/fleet_sim.h"
+#include "governor/sim/fleet_sim.h"
 
 static char path[64];
 

@@ -14,8 +14,8 @@
 #include <cmocka.h>
 
 #include "common/rng.h"
-#include "governor/controller.h"
-#include "governor/estimate.h"
+#include "governor/controllers/controller.h"
+#include "governor/telemetry/estimate.h"
 
 static struct govd_tuning tuning(void)
 {

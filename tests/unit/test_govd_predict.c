@@ -1,4 +1,4 @@
-/* The govd controller's online model (governor/govd_predict.c): RLS
+/* The govd controller's online model (governor/controllers/govd_predict.c): RLS
  * recovers a known law from noisy samples (seeded, seed printed), the
  * chooser takes the lowest clock meeting the tails while power is unknown
  * and the least-power one once it is, and respects the busy-share ceiling. */
@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "common/rng.h"
-#include "governor/govd_predict.h"
+#include "governor/controllers/govd_predict.h"
 
 static uint64_t seed_from_env(void)
 {

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "governor/declog.h"
+#include "governor/loop/declog.h"
 #include "hal/hal_serving.h"
 
 struct rec_fx {

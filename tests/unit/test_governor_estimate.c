@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include "common/rng.h"
-#include "governor/estimate.h"
+#include "governor/telemetry/estimate.h"
 
 struct world {
 	struct hist ttft, tbt, e2e;

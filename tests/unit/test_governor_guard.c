@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "governor/guard.h"
+#include "governor/loop/guard.h"
 
 static const struct hal_limits lim = {
 	.clk_min_khz = 345000, .clk_max_khz = 1980000, .clk_step_khz = 15000,

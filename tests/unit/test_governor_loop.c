@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "governor/governor.h"
+#include "governor/loop/governor.h"
 
 struct fake {
 	uint64_t now_ms;

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "governor/rollback.h"
+#include "governor/loop/rollback.h"
 
 static const struct hal_limits lim = {
 	.clk_min_khz = 345000, .clk_max_khz = 1980000, .clk_step_khz = 15000,

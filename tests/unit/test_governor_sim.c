@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "governor/sim.h"
+#include "governor/sim/sim.h"
 
 static const char *scenario = "configs/scenarios/default.yaml";
 

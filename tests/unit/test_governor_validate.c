@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "governor/validate.h"
+#include "governor/telemetry/validate.h"
 
 static struct hal_value hv(int64_t v, uint64_t t_ms)
 {

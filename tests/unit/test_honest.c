@@ -1,4 +1,4 @@
-/* The honest limit (governor/honest.c): equal-SLA accounting against the
+/* The honest limit (governor/sim/honest.c): equal-SLA accounting against the
  * oracle's picks, and windows.csv round trip and bad input. */
 #include <errno.h>
 #include <math.h>
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "governor/honest.h"
+#include "governor/sim/honest.h"
 
 static struct oracle_pick pick(bool feasible, bool tail, bool idle, uint64_t tok, double e)
 {

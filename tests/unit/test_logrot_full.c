@@ -1,4 +1,4 @@
-/* The decision log's write-failure handling (governor/logrot.c, issue 12):
+/* The decision log's write-failure handling (governor/daemon/logrot.c, issue 12):
  * a write that fails part-way (here: RLIMIT_FSIZE, which fails a write past
  * the limit with EFBIG after writing up to it, as a full disk does with
  * ENOSPC) leaves no partial line; the record is dropped whole and counted,
@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "governor/logrot.h"
+#include "governor/daemon/logrot.h"
 
 static char dir[] = "/tmp/test_logrot_full_XXXXXX";
 static struct rlimit saved;

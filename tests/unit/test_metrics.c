@@ -19,9 +19,9 @@
 #include <cmocka.h>
 
 #include "common/hist.h"
-#include "governor/metrics.h"
-#include "governor/policy.h"
-#include "governor/sim.h"
+#include "governor/daemon/metrics.h"
+#include "governor/policy/policy.h"
+#include "governor/sim/sim.h"
 #include "hal/hal_sim.h"
 #include "plant_models/plant.h"
 #include "plant_models/scenario.h"

@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "governor/config.h"
-#include "governor/metrics.h"
+#include "governor/daemon/config.h"
+#include "governor/daemon/metrics.h"
 
 static void test_config_max_devices(void **state)
 {

@@ -1,5 +1,5 @@
 /* Restore of an NVML device after a crash, through the daemon's state file
- * path (governor/statefile.c) and the fake libnvidia-ml.so.1: a child
+ * path (governor/daemon/statefile.c) and the fake libnvidia-ml.so.1: a child
  * process records the originals, governs (power limit, locked clocks) and
  * dies without closing; the fake's driver file keeps the governed settings
  * as a real driver would. The restore must put back the recorded originals
@@ -18,9 +18,9 @@
 
 #include <cmocka.h>
 
-#include "governor/config.h"
-#include "governor/daemon.h"
-#include "governor/statefile.h"
+#include "governor/daemon/config.h"
+#include "governor/daemon/daemon.h"
+#include "governor/daemon/statefile.h"
 #include "hal/hal.h"
 
 #if GOVD_WITH_NVML

@@ -15,9 +15,9 @@
 
 #include <cmocka.h>
 
-#include "governor/oracle.h"
-#include "governor/policy.h"
-#include "governor/sim.h"
+#include "governor/sim/oracle.h"
+#include "governor/policy/policy.h"
+#include "governor/sim/sim.h"
 
 static struct policy *load(const char *text)
 {

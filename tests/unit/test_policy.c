@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
-#include "governor/controller.h"
-#include "governor/policy.h"
+#include "governor/controllers/controller.h"
+#include "governor/policy/policy.h"
 
 static struct policy *load(const char *text, struct diag_list *d)
 {

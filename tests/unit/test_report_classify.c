@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "tools/govctl_report_logic.c"
+#include "report/report_logic.c"
 
 static const struct rp_thresholds *th = &rp_default_thresholds;
 

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "tools/govctl_report_logic.c"
+#include "report/report_logic.c"
 
 #include <cmocka.h>
 

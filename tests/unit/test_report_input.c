@@ -11,10 +11,10 @@
 #include <unistd.h>
 
 /* Before cmocka.h: it defines fail() as a macro, and load.c has its own. */
-#include "tools/govctl_report_load.c"
-#include "tools/govctl_report_logic.c"
-#include "tools/govctl_report_figures.c"
-#include "tools/govctl_report_plot.c"
+#include "report/report_load.c"
+#include "report/report_logic.c"
+#include "report/report_figures.c"
+#include "report/report_plot.c"
 
 #include <cmocka.h>
 

@@ -1,0 +1,570 @@
+/* govd: the closed-loop controller (design and rejected alternatives:
+ * docs/govd-controller.md). Three loops, each pure maths on the estimates:
+ *
+ *  - latency: the lowest clock whose short-window p95/p99 stay inside a dead
+ *    band under every SLA target (multiplicative raise proportional to the
+ *    excess, slow decay below the band, a jump to the max clock on a queue
+ *    surge), never under a load floor learned from recent bursts' TBT;
+ *  - thermal: a power limit from a heatsink estimate (junction minus
+ *    R_fast x power), extrapolated horizon_s ahead, so the junction settles
+ *    under the ceiling minus the margin;
+ *  - precision: INT8 on a slice while the estimator's quality gate is open
+ *    (prior + shadow evidence, upper bound under max_drop, no regression
+ *    alarm); mixed precision pays both engines' weights per cycle, so when
+ *    the mix's TBT at the max clock stays over the band and BF16 did no
+ *    worse, the controller serves BF16 for a hold with back-off.
+ *
+ * slo-dvfs (the DVFS-only peer, throttLL'eM / GreenLLM style) is the latency
+ * loop alone: BF16, no thermal prediction, firmware power limit. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "governor/controllers/controller.h"
+#include "governor/controllers/govd_predict.h"
+
+/* The latency loop's parameters, shared by govd and slo-dvfs. */
+#define LATENCY_PARAMS                                                                         \
+	{ "slack_low", 0.1, 1.0, 0.6, "below this share of every SLA target the clock decays" },  \
+	{ "slack_high", 0.2, 1.0, 0.8, "above this share of any SLA target the clock rises" },    \
+	{ "raise_gain", 0.1, 10.0, 1.5, "clock raise per unit of excess over slack_high" },       \
+	{ "lower_pct_per_s", 0.1, 50.0, 1.5, "clock decay in % per second while under slack_low" }, \
+	{ "surge_queue", 1, 100000, 8, "waiting requests that send the clock to max at once" },   \
+	{ "peak_memory_s", 1, 86400, 600,                                                     \
+	  "time constant of the remembered TBT peak (load floor)" },                          \
+	{ "lower_min_requests", 0, 100000, 5,                                                 \
+	  "requests completed in the short window before the clock may decay" },             \
+	{ "tbt_exponent", 0.0, 1.5, 0.8,                                                      \
+	  "TBT ~ clock^-x, to scale the TBT seen now to the max clock" },                     \
+	{ "idle_mhz", 0, 100000, NAN,                                                         \
+	  "clock while nothing runs or waits (default: hold the last busy clock)" },          \
+	{ "floor_mhz", 0, 100000, NAN, "lowest clock the latency loop uses (default: policy min)" }
+
+static const struct ctl_param govd_params[] = {
+	LATENCY_PARAMS,
+	{ "horizon_s", 1, 600, 30, "heatsink extrapolation horizon" },
+	{ "r_fast_c_per_w", 0.001, 1, 0.025,
+	  "junction-to-heatsink resistance (H200/H100 SXM: 0.025; measure with a power step)" },
+	{ "thermal_margin_c", 0, 20, 1.0, "kept between the predicted junction and the ceiling" },
+	{ "sat_hold_s", 0, 3600, 120, "BF16 hold after mixed precision saturated at max clock" },
+	{ "sat_s", 0.5, 600, 5, "mix over slack_high at the max clock this long: BF16" },
+	{ "predict", 0, 1, 1, "1: the clock from the online model (least predicted power meeting "
+			      "the tails); 0: the creeping latency loop alone" },
+	{ "predict_margin", 0.2, 1.0, 0.8, "predicted TTFT/TBT p99 kept under this share of the target" },
+	{ "predict_sigmas", 0, 5, 1.5, "residual standard deviations (log) added to a prediction" },
+	{ "util_max", 0.1, 1.0, 0.9, "busy share a lower clock may cause at most" },
+	{ "power_spread_mhz", 0, 2000, 300,
+	  "clocks seen over this span before the power model chooses (else the lowest feasible)" },
+	{ "predict_floor", 0, 1, 1, "1: never under the load floor (remembered TBT peak)" },
+	{ "int8_max_detect_s", 0, 1e7, NAN,
+	  "INT8 on a slice only while the time its detectors need to catch a drift to 3x "
+	  "max_drop (samples / its measured shadow-sample rate) is under this (default: no limit)" },
+	{ NULL, 0, 0, 0, NULL },
+};
+
+static const struct ctl_param slo_params[] = {
+	LATENCY_PARAMS,
+	{ NULL, 0, 0, 0, NULL },
+};
+
+struct govd_state {
+	bool peer; /* slo-dvfs: latency loop only */
+	struct govd_tuning tun;
+	uint32_t fmin_khz, fmax_khz, floor_khz, idle_khz;
+	double f_khz;   /* latency loop's clock */
+	struct govd_thermal th;
+
+	double bf16_until_s;
+	struct govd_mix mix;
+	int cur_mode;          /* 0: BF16 everywhere, 1: INT8 on some slice */
+	double tbt_peak[2];    /* decaying peak of TBT/target scaled to the max clock */
+	bool was_bf16_hold;
+	bool gate_was_open[HAL_MAX_SLICES];
+	bool predict, predict_floor;
+	double predict_margin, predict_sigmas, util_max, power_spread_mhz;
+	double int8_max_detect_s; /* NAN: no limit */
+	struct gp_model model;
+};
+
+static double param(const struct policy *pol, const struct controller_ops *c, const char *name,
+		    double fallback)
+{
+	double v = ctl_param_value(pol, c, name);
+	return isnan(v) ? fallback : v;
+}
+
+static int common_init(void **state, const struct policy *pol, const struct hal_limits *lim,
+		       const struct controller_ops *c, bool peer)
+{
+	struct govd_state *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->peer = peer;
+	s->fmin_khz = lim->clk_min_khz;
+	s->fmax_khz = lim->clk_default_max_khz ? lim->clk_default_max_khz : lim->clk_max_khz;
+	if (pol->frequency.min_mhz > 0 && gov_mhz_to_khz(pol->frequency.min_mhz) > s->fmin_khz)
+		s->fmin_khz = gov_mhz_to_khz(pol->frequency.min_mhz);
+	if (pol->frequency.max_mhz > 0 && gov_mhz_to_khz(pol->frequency.max_mhz) < s->fmax_khz)
+		s->fmax_khz = gov_mhz_to_khz(pol->frequency.max_mhz);
+	if (s->fmin_khz > s->fmax_khz) {
+		free(s);
+		return -EINVAL;
+	}
+	struct govd_tuning *t = &s->tun;
+	t->slack_low = param(pol, c, "slack_low", 0.6);
+	t->slack_high = param(pol, c, "slack_high", 0.8);
+	t->raise_gain = param(pol, c, "raise_gain", 1.5);
+	t->lower_pct_per_s = param(pol, c, "lower_pct_per_s", 1.5);
+	t->surge_queue = param(pol, c, "surge_queue", 8);
+	t->peak_memory_s = param(pol, c, "peak_memory_s", 600);
+	t->lower_min_requests = param(pol, c, "lower_min_requests", 5);
+	t->tbt_exponent = param(pol, c, "tbt_exponent", 0.8);
+	double floor_mhz = param(pol, c, "floor_mhz", s->fmin_khz / 1000.0);
+	double idle_mhz = param(pol, c, "idle_mhz", 0); /* 0: hold */
+	if (!peer) {
+		t->horizon_s = param(pol, c, "horizon_s", 30);
+		t->r_fast_c_per_w = param(pol, c, "r_fast_c_per_w", 0.025);
+		t->thermal_margin_c = param(pol, c, "thermal_margin_c", 1.0);
+		t->sat_hold_s = param(pol, c, "sat_hold_s", 120);
+		t->sat_s = param(pol, c, "sat_s", 5);
+		s->predict = param(pol, c, "predict", 1) >= 0.5;
+		s->predict_margin = param(pol, c, "predict_margin", 0.8);
+		s->predict_sigmas = param(pol, c, "predict_sigmas", 1.5);
+		s->util_max = param(pol, c, "util_max", 0.9);
+		s->power_spread_mhz = param(pol, c, "power_spread_mhz", 300);
+		s->predict_floor = param(pol, c, "predict_floor", 1) >= 0.5;
+		s->int8_max_detect_s = param(pol, c, "int8_max_detect_s", NAN);
+	}
+	if (t->slack_low >= t->slack_high) {
+		free(s);
+		return -EINVAL;
+	}
+	s->floor_khz = gov_mhz_to_khz(floor_mhz);
+	s->idle_khz = gov_mhz_to_khz(idle_mhz);
+	if (s->floor_khz < s->fmin_khz)
+		s->floor_khz = s->fmin_khz;
+	if (s->floor_khz > s->fmax_khz)
+		s->floor_khz = s->fmax_khz;
+	if (s->idle_khz && s->idle_khz < s->floor_khz)
+		s->idle_khz = s->floor_khz;
+	if (s->idle_khz > s->fmax_khz)
+		s->idle_khz = s->fmax_khz;
+	s->f_khz = s->fmax_khz; /* start where the firmware would be */
+	gp_model_init(&s->model, s->fmin_khz / 1000.0, s->fmax_khz / 1000.0, t->tbt_exponent);
+
+	s->bf16_until_s = -INFINITY;
+	s->mix.tbt_at_max[0] = s->mix.tbt_at_max[1] = NAN;
+	s->mix.sat_since_s = NAN;
+	s->mix.mode_since_s = -INFINITY;
+	s->mix.last_sat_s = -INFINITY;
+	s->mix.hold_s = s->tun.sat_hold_s / 2;
+	*state = s;
+	return 0;
+}
+
+static int govd_init(void **state, const struct policy *pol, const struct hal_limits *lim)
+{
+	return common_init(state, pol, lim, &ctl_govd, false);
+}
+
+static int slo_init(void **state, const struct policy *pol, const struct hal_limits *lim)
+{
+	return common_init(state, pol, lim, &ctl_slo_dvfs, true);
+}
+
+static void govd_fini(void *state)
+{
+	free(state);
+}
+
+/* The SLA quantile an estimate offers for a target, over the short window. */
+static double short_quantile(const struct gov_estimates *e, const struct sla_target *t)
+{
+	bool p99 = t->q > 0.97;
+	switch (t->metric) {
+	case SLA_TTFT: return p99 ? e->ttft_p99_short_ms : e->ttft_p95_short_ms;
+	case SLA_TBT: return p99 ? e->tbt_p99_short_ms : e->tbt_p95_short_ms;
+	default: return p99 ? e->e2e_p99_short_ms : e->e2e_p95_short_ms;
+	}
+}
+
+double govd_sla_ratio(const struct gov_estimates *e, const struct policy *pol, int only_metric)
+{
+	double r = 0;
+	for (size_t i = 0; i < policy_n_sla_targets; i++) {
+		const struct sla_target *t = &policy_sla_targets[i];
+		if (only_metric >= 0 && (int)t->metric != only_metric)
+			continue;
+		double target = policy_sla_value(pol, t);
+		if (!(target > 0))
+			continue;
+		double v = short_quantile(e, t);
+		if (isfinite(v) && v > 0 && v / target > r)
+			r = v / target;
+	}
+	return r;
+}
+
+double govd_period_ratio(const struct gov_estimates *e, const struct policy *pol)
+{
+	double r = 0, v;
+	if (pol->sla.ttft_p99_ms > 0 && isfinite(v = e->ttft_p99_period_ms))
+		r = fmax(r, v / pol->sla.ttft_p99_ms);
+	if (pol->sla.tbt_p99_ms > 0 && isfinite(v = e->tbt_p99_period_ms))
+		r = fmax(r, v / pol->sla.tbt_p99_ms);
+	return r;
+}
+
+uint32_t govd_load_floor_khz(const struct govd_tuning *t, double tbt_peak_at_max,
+			     uint32_t floor_khz, uint32_t fmax_khz)
+{
+	if (!(tbt_peak_at_max > 0) || !(t->tbt_exponent > 0))
+		return floor_khz;
+	double f = fmax_khz * pow(tbt_peak_at_max / t->slack_high, 1.0 / t->tbt_exponent);
+	if (f > fmax_khz)
+		return fmax_khz;
+	return f > floor_khz ? (uint32_t)f : floor_khz;
+}
+
+uint32_t govd_latency_step(const struct govd_tuning *t, double *f_khz, double ratio, bool busy,
+			   uint64_t queue_len, double period_s, uint32_t floor_khz,
+			   uint32_t idle_khz, uint32_t fmax_khz)
+{
+	uint32_t reason;
+	double f = *f_khz;
+
+	if ((double)queue_len >= t->surge_queue) {
+		f = fmax_khz;
+		reason = GOV_R_QUEUE_SURGE;
+	} else if (!busy) {
+		/* Nothing to serve. The first period of a burst runs at whatever
+		 * clock idling left, before the loop sees it: holding the last busy
+		 * clock (idle_khz 0) costs a little leakage (about 14 W between
+		 * 1980 and 1200 MHz on the H200 preset) and keeps that period
+		 * inside the TBT target; an explicit idle_khz trades that back. */
+		if (idle_khz)
+			f = idle_khz;
+		reason = GOV_R_SLA_KEEP;
+	} else if (ratio > t->slack_high) {
+		double up = t->raise_gain * (ratio - t->slack_high);
+		if (up < 0.05)
+			up = 0.05;
+		f *= 1.0 + up;
+		reason = GOV_R_SLA_RAISE;
+	} else if (ratio < t->slack_low) {
+		f *= 1.0 - t->lower_pct_per_s / 100.0 * period_s;
+		reason = GOV_R_SLA_LOWER;
+	} else {
+		reason = GOV_R_SLA_KEEP;
+	}
+	if (f > fmax_khz)
+		f = fmax_khz;
+	if (f < floor_khz && busy)
+		f = floor_khz;
+	*f_khz = f;
+	return reason;
+}
+
+/* Thermal loop: the power limit is the actuator (it bounds heat directly
+ * and leaves the clock to the latency loop). Two-node model: the junction
+ * sits r_fast_c_per_w x P above the heatsink within seconds, the heatsink
+ * moves over minutes. The heatsink is estimated from the junction and the
+ * power (T_sink = T_j - R_fast P), its rate filtered, and extrapolated
+ * horizon_s ahead; the limit is the power that would put the junction at
+ * the target (ceiling - margin) on that heatsink:
+ *   P_allow = (target - T_sink(now + horizon)) / R_fast.
+ * The fast transient cannot then cross the target, and the slow rise is met
+ * before it gets there. */
+uint32_t govd_thermal_step(const struct govd_tuning *t, struct govd_thermal *th,
+			   const struct gov_estimates *e, double ceiling_c, double p_min_w,
+			   double p_max_w, double *p_allow_w)
+{
+	double tj = e->temp_c[HAL_TEMP_JUNCTION];
+	double p = e->power_w[HAL_RAIL_ACCEL];
+	double target = ceiling_c - t->thermal_margin_c;
+
+	*p_allow_w = p_max_w;
+	if (!isfinite(tj) || !isfinite(p) || !(t->r_fast_c_per_w > 0))
+		return 0;
+	double sink = tj - t->r_fast_c_per_w * p;
+	if (th->have && e->t_s > th->t_s) {
+		double rate = (sink - th->sink_c) / (e->t_s - th->t_s);
+		double a = 1.0 - exp(-(e->t_s - th->t_s) / 30.0);
+		th->sink_rate_c_per_s += a * (rate - th->sink_rate_c_per_s);
+	}
+	th->sink_c = sink;
+	th->t_s = e->t_s;
+	th->have = true;
+	double sink_pred = sink + (th->sink_rate_c_per_s > 0 ? th->sink_rate_c_per_s * t->horizon_s : 0);
+	double allow = (target - sink_pred) / t->r_fast_c_per_w;
+	if (allow < p_min_w)
+		allow = p_min_w;
+	if (allow >= p_max_w)
+		return 0;
+	*p_allow_w = allow;
+	return GOV_R_THERMAL_PREDICT;
+}
+
+/* Mixed precision on one GPU streams both engines' weights per cycle, so
+ * whether the mix beats BF16 on TBT depends on how often the BF16 slice
+ * shares the batch: from 0.5x (rare BF16 requests) to 1.4x (bursty trace).
+ * It is learned: the TBT ratio seen now, scaled to the max clock
+ * (TBT ~ f^-tbt_exponent), is averaged per mode (m[0] BF16, m[1] mix; NAN
+ * until seen). The mix is left for BF16 (for sat_hold_s) when its scaled
+ * ratio stays over slack_high for sat_s and BF16 has not done worse; a
+ * BF16 hold ends early when BF16 does worse than the mix did. Returns the
+ * new end of the BF16 hold. */
+double govd_mix_decide(const struct govd_tuning *t, struct govd_mix *m, double now_s,
+		       double bf16_until_s, double tbt_ratio, double f_frac)
+{
+	bool bf16 = now_s < bf16_until_s;
+	double at_max = tbt_ratio * pow(f_frac, t->tbt_exponent);
+	double *cur = &m->tbt_at_max[bf16 ? 0 : 1];
+
+	/* The short window still holds the other mode's tokens for a while
+	 * after a switch: learn, and judge, only once it has turned over. */
+	if (bf16 != m->last_bf16) {
+		m->last_bf16 = bf16;
+		m->mode_since_s = now_s;
+	}
+	if (now_s - m->mode_since_s < ESTIMATE_SHORT_WINDOW_S)
+		return bf16_until_s;
+	*cur = isnan(*cur) ? at_max : *cur + 0.1 * (at_max - *cur);
+	if (!bf16) {
+		bool bf16_no_worse = isnan(m->tbt_at_max[0]) || m->tbt_at_max[0] < m->tbt_at_max[1];
+		if (m->tbt_at_max[1] > t->slack_high && bf16_no_worse) {
+			if (isnan(m->sat_since_s))
+				m->sat_since_s = now_s;
+			if (now_s - m->sat_since_s >= t->sat_s) {
+				/* Back-off: each saturation soon after the last
+				 * doubles the hold (to an hour); a mix that ran
+				 * clean for four base holds starts over. */
+				if (now_s - m->last_sat_s > 4 * t->sat_hold_s + m->hold_s)
+					m->hold_s = t->sat_hold_s;
+				else
+					m->hold_s = fmin(2 * m->hold_s, 3600);
+				m->last_sat_s = now_s;
+				m->sat_since_s = NAN;
+				return now_s + m->hold_s;
+			}
+		} else {
+			m->sat_since_s = NAN;
+		}
+		return bf16_until_s;
+	}
+	if (!isnan(m->tbt_at_max[1]) && m->tbt_at_max[0] > 1.1 * m->tbt_at_max[1])
+		return now_s; /* BF16 is worse: back to the mix */
+	return bf16_until_s;
+}
+
+/* Expected value of INT8 on one slice: a drift is served past the
+ * threshold until the detectors catch it, and every window with one breach
+ * request earns nothing, so the expected loss per drift grows with the
+ * detection delay while the gain does not. The delay is the samples the
+ * CUSUMs need at 3 x max_drop (estimate_detect_samples) over the slice's
+ * shadow-sample rate measured since start (at least 120 s of it, so a
+ * slice that has not been seen yet counts as thinly sampled). */
+static bool govd_detect_ok(const struct govd_state *s, const struct gov_estimates *e,
+			   const struct policy_slice_rule *r, size_t i)
+{
+	if (isnan(s->int8_max_detect_s))
+		return true;
+	double n = estimate_detect_samples(ESTIMATE_CUSUM_P1_RATIO * r->max_drop, r->offline_samples,
+					   r->offline_mismatches, r->max_drop);
+	double rate = (double)e->q_total_samples[i] / fmax(e->t_s, 120.0);
+	return rate > 0 && n / rate <= s->int8_max_detect_s;
+}
+
+static uint32_t snap(const struct hal_limits *lim, double khz)
+{
+	if (khz <= lim->clk_min_khz)
+		return lim->clk_min_khz;
+	if (!lim->clk_step_khz)
+		return (uint32_t)khz;
+	uint32_t k = (uint32_t)((khz - lim->clk_min_khz) / lim->clk_step_khz + 0.5);
+	return lim->clk_min_khz + k * lim->clk_step_khz;
+}
+
+/* Predict, do not creep: learn from this period's telemetry, then take
+ * the clock with the least predicted power among those predicted to keep
+ * the TTFT and TBT p99 under the targets with a margin (govd_predict.h).
+ * What is observed overrides what is predicted: a queue surge sends the
+ * clock to max, a tail over slack_high now raises it at least as the
+ * latency loop would, and it never goes under floor_khz. */
+static uint32_t predict_step(struct govd_state *s, const struct gov_estimates *e,
+			     const struct policy *pol, double ratio, bool busy, uint32_t floor_khz)
+{
+	const struct govd_tuning *t = &s->tun;
+	double f_now = e->clk_mhz > 0 ? e->clk_mhz : s->f_khz / 1000.0;
+	double prev = s->f_khz;
+	struct gp_obs o = {
+		.mode = s->cur_mode, .clk_mhz = f_now, .running = (double)e->running,
+		.queue = (double)e->queue_len, .util = e->util, .power_w = e->power_w[HAL_RAIL_ACCEL],
+		.tbt_p99_ms = e->tbt_p99_period_ms, .ttft_p99_ms = e->ttft_p99_period_ms,
+	};
+	gp_observe(&s->model, &o);
+	if ((double)e->queue_len >= t->surge_queue) {
+		s->f_khz = s->fmax_khz;
+		return GOV_R_QUEUE_SURGE;
+	}
+	if (!busy) {
+		if (s->idle_khz)
+			s->f_khz = s->idle_khz;
+		return GOV_R_SLA_KEEP;
+	}
+	struct gp_query q = {
+		.mode = s->cur_mode, .clk_now_mhz = f_now, .running = (double)e->running,
+		.queue = (double)e->queue_len, .util = e->util,
+		.tbt_target_ms = pol->sla.tbt_p99_ms, .ttft_target_ms = pol->sla.ttft_p99_ms,
+		.margin = s->predict_margin, .sigmas = s->predict_sigmas, .util_max = s->util_max,
+		.step_mhz = 15, .floor_mhz = floor_khz / 1000.0,
+		.power_spread_mhz = s->power_spread_mhz,
+	};
+	struct gp_choice c;
+	gp_choose(&s->model, &q, &c);
+	double f = c.clk_mhz * 1000.0;
+	if (ratio > t->slack_high) {
+		double up = fmax(0.05, t->raise_gain * (ratio - t->slack_high));
+		f = fmax(f, f_now * 1000.0 * (1.0 + up));
+	}
+	if (f > s->fmax_khz)
+		f = s->fmax_khz;
+	if (f < floor_khz)
+		f = floor_khz;
+	s->f_khz = f;
+	return f > prev * 1.001 ? GOV_R_SLA_RAISE : f < prev * 0.999 ? GOV_R_SLA_LOWER : GOV_R_SLA_KEEP;
+}
+
+static void common_step(void *state, const struct ctl_input *in, struct ctl_output *out)
+{
+	struct govd_state *s = state;
+	const struct gov_estimates *e = in->est;
+	const struct policy *pol = in->pol;
+	const struct govd_tuning *t = &s->tun;
+	uint32_t reasons = 0;
+	enum gov_binding binding = GOV_B_SLA;
+
+	ctl_default_op(in, &out->op);
+	double ratio = govd_sla_ratio(e, pol, -1);
+	/* This period alone sees a burst's first slow steps before they move
+	 * the 10 s quantiles: raise on it too (never lower on it). */
+	double fast = govd_period_ratio(e, pol);
+	if (fast > ratio && fast > t->slack_high)
+		ratio = fast;
+	/* Busy now, not in the last 10 s: the short window outlives a burst,
+	 * and lowering on its stale quantiles would leave the next burst a
+	 * slow clock. */
+	bool busy = e->queue_len > 0 || e->running > 0 || e->period_requests > 0;
+	/* A lull between bursts leaves a few requests in the short window and
+	 * a flattering quantile: lowering on it meets the next burst slow. */
+	if (ratio < t->slack_low && (double)e->short_requests < t->lower_min_requests)
+		ratio = 0.5 * (t->slack_low + t->slack_high);
+	/* The floor the load allows: TBT seen at the effective clock, scaled
+	 * to the max clock (TBT ~ f^-tbt_exponent), kept as a decaying peak per
+	 * precision mode; the clock never decays below where that peak would
+	 * sit at slack_high. Bursty loads thus keep the clock their bursts
+	 * need between bursts, steady light loads earn a low one. */
+	int mode = s->cur_mode;
+	double tbt_ratio_now = govd_sla_ratio(e, pol, SLA_TBT);
+	double f_eff_khz = e->clk_mhz > 0 ? e->clk_mhz * 1000.0 : s->f_khz;
+	double decay = exp(-in->period_s / t->peak_memory_s);
+	for (int m = 0; m < 2; m++)
+		s->tbt_peak[m] *= decay;
+	if (busy && tbt_ratio_now > 0) {
+		double at_max = tbt_ratio_now * pow(f_eff_khz / s->fmax_khz, t->tbt_exponent);
+		if (at_max > s->tbt_peak[mode])
+			s->tbt_peak[mode] = at_max;
+	}
+	uint32_t floor_khz = govd_load_floor_khz(t, s->tbt_peak[mode], s->floor_khz, s->fmax_khz);
+	if (s->predict)
+		reasons |= predict_step(s, e, pol, ratio, busy,
+					s->predict_floor ? floor_khz : s->floor_khz);
+	else
+		reasons |= govd_latency_step(t, &s->f_khz, ratio, busy, e->queue_len, in->period_s,
+					     floor_khz, s->idle_khz, s->fmax_khz);
+	/* max_throughput: the clock stays at the top of the policy's range; the
+	 * thermal, budget and precision loops still act. */
+	if (pol->objective.kind == POLICY_OBJ_MAX_THROUGHPUT)
+		s->f_khz = s->fmax_khz;
+	double f = s->f_khz;
+	uint32_t cap_mw = pol->power.cap_w > 0 ? gov_w_to_mw(pol->power.cap_w)
+					       : in->lim->power_limit_default_mw;
+
+	if (!s->peer) {
+		double p_allow_w, cap_w = cap_mw / 1000.0;
+		uint32_t r = govd_thermal_step(t, &s->th, e, pol->thermal.ceiling_c,
+					       in->lim->power_limit_min_mw / 1000.0, cap_w,
+					       &p_allow_w);
+		if (r) {
+			cap_mw = gov_w_to_mw(p_allow_w);
+			/* Binding while the device draws near it. */
+			if (e->power_w[HAL_RAIL_ACCEL] > 0.9 * p_allow_w) {
+				binding = GOV_B_CEILING;
+				reasons |= r;
+			}
+		}
+
+		/* Precision: the gate per slice, then whether mixing pays. */
+		size_t n_open = 0;
+		for (size_t i = 0; i < in->n_slices; i++) {
+			bool open = in->rule && in->rule[i].int8_allowed && e->q_gate_open[i] &&
+				    govd_detect_ok(s, e, &in->rule[i], i);
+			n_open += open;
+			if (open != s->gate_was_open[i])
+				reasons |= open ? GOV_R_INT8_GATE_OPEN : GOV_R_INT8_GATE_CLOSED;
+			s->gate_was_open[i] = open;
+		}
+		bool mixed = n_open > 0 && n_open < in->n_slices;
+		double tbt_ratio = govd_sla_ratio(e, pol, SLA_TBT);
+		if (mixed && busy && tbt_ratio > 0)
+			s->bf16_until_s = govd_mix_decide(t, &s->mix, e->t_s, s->bf16_until_s,
+							  tbt_ratio, s->f_khz / s->fmax_khz);
+		bool bf16 = e->t_s < s->bf16_until_s;
+		if (bf16) {
+			reasons |= GOV_R_PREC_SATURATED;
+			/* BF16 needs the higher clock the mix was saving. */
+			if (!s->was_bf16_hold)
+				s->f_khz = s->fmax_khz;
+		}
+		s->was_bf16_hold = bf16;
+		s->cur_mode = 0;
+		for (size_t i = 0; i < in->n_slices; i++) {
+			bool open = in->rule && s->gate_was_open[i];
+			out->op.int8_frac[i] = open && !bf16 ? in->rule[i].int8_max_fraction : 0;
+			if (out->op.int8_frac[i] > 0)
+				s->cur_mode = 1;
+			if (in->rule && in->rule[i].int8_allowed && !open && binding == GOV_B_SLA)
+				binding = GOV_B_QUALITY;
+		}
+	}
+	uint32_t fk = snap(in->lim, f);
+	if (fk > s->fmax_khz)
+		fk = s->fmax_khz;
+	out->op.clk_locked = true;
+	out->op.clk_min_khz = fk;
+	out->op.clk_max_khz = fk;
+	out->op.power_limit_mw = cap_mw;
+	out->reasons = reasons;
+	out->binding = binding;
+}
+
+const struct controller_ops ctl_govd = {
+	.name = "govd",
+	.description = "tokens per joule under the SLA: latency-led clock, predicted thermal "
+		       "ceiling, INT8 per slice behind the quality gate",
+	.params = govd_params,
+	.init = govd_init,
+	.step = common_step,
+	.fini = govd_fini,
+};
+
+const struct controller_ops ctl_slo_dvfs = {
+	.name = "slo-dvfs",
+	.description = "SLO-aware DVFS peer (throttLL'eM, GreenLLM): lowest clock meeting the "
+		       "latency SLO, BF16, firmware power limit",
+	.params = slo_params,
+	.init = slo_init,
+	.step = common_step,
+	.fini = govd_fini,
+};

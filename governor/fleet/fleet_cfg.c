@@ -1,0 +1,110 @@
+#include "governor/fleet/fleet_cfg.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const fleet_keys[] = {
+	"endpoints",   "cluster",    "group",	     "priority",      "safe_budget_w",
+	"floor_w",     "max_w",	     "period_ms",    "lease_ttl_s",   "grant_ttl_ms",
+	"refresh_periods", "timeout_ms", "allocator", "hysteresis", NULL
+};
+static const char *const hyst_keys[] = { "up", "down", NULL };
+
+void fleet_config_defaults(struct fleet_config *f)
+{
+	memset(f, 0, sizeof(*f));
+	snprintf(f->cluster, sizeof(f->cluster), "default");
+	f->period_ms = 500;
+	f->lease_ttl_s = 5;
+	f->grant_ttl_ms = 3000;
+	f->refresh_periods = 4;
+	f->timeout_ms = 400;
+	f->up_frac = 0.05;
+	f->down_frac = 0.10;
+}
+
+/* A name that is one path segment of a key. */
+static void segment(struct ycfg *y, yaml_node_t *m, const char *key, const char *val)
+{
+	char kp[64];
+	for (const char *p = val; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		      *p == '-' || *p == '_' || *p == '.')) {
+			ycfg_error(y, ycfg_get(y, m, key), ycfg_join(kp, sizeof(kp), "fleet", key), "range",
+				   "'%s': letters, digits, '-', '_' and '.' only (it is a key segment)",
+				   val);
+			return;
+		}
+}
+
+void fleet_config_read(struct ycfg *y, yaml_node_t *m, struct fleet_config *f)
+{
+	long long v;
+	char ip[64];
+
+	fleet_config_defaults(f);
+	if (!ycfg_is_map(y, m, "fleet"))
+		return;
+	f->enabled = true;
+	ycfg_check_keys(y, m, "fleet", fleet_keys);
+	yaml_node_t *eps = ycfg_get(y, m, "endpoints");
+	if (!eps)
+		ycfg_error(y, m, "fleet.endpoints", "missing-key", "list the etcd client URLs");
+	else if (ycfg_is_seq(y, eps, "fleet.endpoints")) {
+		size_t n = ycfg_seq_len(eps);
+		if (n == 0 || n > 8)
+			ycfg_error(y, eps, "fleet.endpoints", "range", "%zu endpoints; 1..8 allowed", n);
+		for (size_t i = 0; i < n && i < 8; i++) {
+			yaml_node_t *e = ycfg_seq_at(y, eps, i);
+			ycfg_index(ip, sizeof(ip), "fleet.endpoints", i);
+			const char *s = e && e->type == YAML_SCALAR_NODE ? (const char *)e->data.scalar.value : NULL;
+			if (!s || (strncmp(s, "http://", 7) && strncmp(s, "https://", 8)) || strchr(s, ',') ||
+			    strlen(s) >= 200) {
+				ycfg_error(y, e ? e : eps, ip, "range",
+					   "expected an http:// or https:// URL (< 200 characters, no ',')");
+				continue;
+			}
+			size_t l = strlen(f->endpoints);
+			snprintf(f->endpoints + l, sizeof(f->endpoints) - l, "%s%s", l ? "," : "", s);
+		}
+	}
+	ycfg_string(y, m, "fleet", "cluster", false, f->cluster, sizeof(f->cluster));
+	ycfg_string(y, m, "fleet", "group", true, f->group, sizeof(f->group));
+	segment(y, m, "cluster", f->cluster);
+	segment(y, m, "group", f->group);
+	v = 0;
+	if (ycfg_int(y, m, "fleet", "priority", false, -1000, 1000, &v) == 0)
+		f->priority = (int)v;
+	ycfg_double(y, m, "fleet", "safe_budget_w", true, 1, 1000000, &f->safe_budget_w);
+	ycfg_double(y, m, "fleet", "floor_w", false, 0, 1000000, &f->floor_w);
+	ycfg_double(y, m, "fleet", "max_w", false, 0, 1000000, &f->max_w);
+	if (f->max_w > 0 && f->floor_w > f->max_w)
+		ycfg_error(y, ycfg_get(y, m, "floor_w"), "fleet.floor_w", "range",
+			   "floor_w %.0f is above max_w %.0f", f->floor_w, f->max_w);
+	v = f->period_ms;
+	if (ycfg_int(y, m, "fleet", "period_ms", false, 50, 60000, &v) == 0)
+		f->period_ms = (uint32_t)v;
+	v = f->lease_ttl_s;
+	if (ycfg_int(y, m, "fleet", "lease_ttl_s", false, 2, 3600, &v) == 0)
+		f->lease_ttl_s = (uint32_t)v;
+	v = f->grant_ttl_ms;
+	if (ycfg_int(y, m, "fleet", "grant_ttl_ms", false, 100, 3600000, &v) == 0)
+		f->grant_ttl_ms = (uint32_t)v;
+	v = f->refresh_periods;
+	if (ycfg_int(y, m, "fleet", "refresh_periods", false, 1, 1000, &v) == 0)
+		f->refresh_periods = (uint32_t)v;
+	v = f->timeout_ms;
+	if (ycfg_int(y, m, "fleet", "timeout_ms", false, 10, 60000, &v) == 0)
+		f->timeout_ms = (uint32_t)v;
+	if (f->grant_ttl_ms < 2 * f->period_ms)
+		ycfg_error(y, ycfg_get(y, m, "grant_ttl_ms"), "fleet.grant_ttl_ms", "range",
+			   "grant_ttl_ms %u must be at least two periods (%u ms)", f->grant_ttl_ms,
+			   2 * f->period_ms);
+	ycfg_bool(y, m, "fleet", "allocator", false, &f->allocator);
+	yaml_node_t *h = ycfg_get(y, m, "hysteresis");
+	if (h && ycfg_is_map(y, h, "fleet.hysteresis")) {
+		ycfg_check_keys(y, h, "fleet.hysteresis", hyst_keys);
+		ycfg_double(y, h, "fleet.hysteresis", "up", false, 0, 1, &f->up_frac);
+		ycfg_double(y, h, "fleet.hysteresis", "down", false, 0, 1, &f->down_frac);
+	}
+}

@@ -1,0 +1,548 @@
+#include "governor/loop/governor.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+/* Validator defaults when the policy leaves telemetry unset are in
+ * policy_util.c (policy_defaults); the witness threshold is fixed: 5 W or
+ * 5 % utilisation. */
+#define STUCK_WITNESS 5.0
+#define TREND_TAU_S 5.0
+/* Back inside an inlet range only this far from its edges: a sensor
+ * dithering on the edge must not flip the device every period. */
+#define ENVELOPE_HYST_C 1.0
+
+static void warn_missing(struct diag_list *diags, const struct hal_dev *dev, const char *what)
+{
+	if (diags)
+		diag_add(diags, DIAG_WARNING, dev->name, 0, 0, "", "capability",
+			 "device does not offer %s; the governor will not change it", what);
+}
+
+int governor_init(struct governor *g, const struct governor_cfg *cfg, struct diag_list *diags)
+{
+	const struct policy *pol = cfg->pol;
+	int rc;
+
+	memset(g, 0, sizeof(*g));
+	g->cfg = *cfg;
+	g->ctl = controller_find(pol->control.controller);
+	if (!g->ctl) {
+		char names[256];
+		diag_add(diags, DIAG_ERROR, pol->path, 0, 0, "control.controller", "unknown-controller",
+			 "unknown controller '%s'; valid: %s", pol->control.controller,
+			 controller_names_joined(names, sizeof(names)));
+		return -ENOENT;
+	}
+	if (!cfg->dev || !cfg->dev->ops || !cfg->clock)
+		return -EINVAL;
+	rc = cfg->dev->ops->get_limits(cfg->dev, &g->lim);
+	if (rc) {
+		diag_add(diags, DIAG_ERROR, cfg->dev->name, 0, 0, "", "limits",
+			 "cannot read device limits: %s", strerror(-rc));
+		return rc;
+	}
+	if (!hal_can_set_clocks(cfg->dev))
+		warn_missing(diags, cfg->dev, "clock locking");
+	if (!hal_can_set_power_limit(cfg->dev))
+		warn_missing(diags, cfg->dev, "a power limit");
+	if (hal_can_read_serving(cfg->dev) && cfg->dev->ops->read_serving(cfg->dev, &g->serving) == 0) {
+		g->n_slices = g->serving.n_slices < HAL_MAX_SLICES ? g->serving.n_slices : HAL_MAX_SLICES;
+		for (size_t s = 0; s < g->n_slices; s++)
+			memcpy(g->slice_name[s], g->serving.slice_name[s], HAL_NAME_LEN);
+	}
+	if (!hal_can_set_precision(cfg->dev))
+		g->n_slices = 0; /* nothing to steer; op points carry no slices */
+	for (size_t s = 0; s < g->n_slices; s++) {
+		g->policy_int8[s] = policy_slice_int8(pol, g->slice_name[s]);
+		g->max_drop[s] = policy_slice_max_drop(pol, g->slice_name[s]);
+		policy_slice_rule(pol, g->slice_name[s], &g->rule[s]);
+	}
+	g->period_s = pol->control.period_ms / 1000.0;
+
+	struct validate_cfg vc = {
+		.stale_ms = pol->telemetry.stale_ms,
+		.stuck_periods = pol->telemetry.stuck_periods,
+		.stuck_witness_w = STUCK_WITNESS,
+	};
+	if ((rc = validate_init(&g->val, &vc)))
+		goto err_validate;
+	struct estimate_cfg ec = {
+		.period_s = g->period_s,
+		.ewma_tau_s = pol->telemetry.ewma_tau_s,
+		.trend_tau_s = TREND_TAU_S,
+		.window_s = pol->sla.window_s,
+		.ceiling_c = pol->thermal.ceiling_c,
+		.n_q = g->n_slices,
+	};
+	for (size_t s = 0; s < g->n_slices; s++)
+		ec.q[s] = (struct est_quality_cfg){
+			.max_drop = g->rule[s].max_drop,
+			.confidence = g->rule[s].confidence,
+			.min_samples = g->rule[s].min_samples,
+			.prior_samples = g->rule[s].offline_samples,
+			.prior_mismatches = g->rule[s].offline_mismatches,
+			.confirm_samples = g->rule[s].confirm_samples,
+		};
+	if ((rc = estimate_init(&g->est, &ec)))
+		goto err_estimate;
+	if ((rc = guard_init(&g->guard, pol, &g->lim)))
+		goto err_guard;
+	struct rb_cfg rc_cfg = { .pol = pol, .lim = &g->lim, .n_slices = g->n_slices };
+	guard_safe_point(&g->guard, g->n_slices, &rc_cfg.safe);
+	if (pol->rollback.lkg_fallback == POLICY_LKG_SAFE_POINT) {
+		rc_cfg.fallback = rc_cfg.safe;
+	} else { /* firmware default: unlocked clocks, default limit, BF16 */
+		rc_cfg.fallback.clk_min_khz = g->lim.clk_min_khz;
+		rc_cfg.fallback.clk_max_khz = g->lim.clk_default_max_khz;
+		rc_cfg.fallback.power_limit_mw = g->lim.power_limit_default_mw;
+		rc_cfg.fallback.n_slices = g->n_slices;
+	}
+	for (size_t s = 0; s < g->n_slices; s++) {
+		struct policy_slice_rule rule;
+		policy_slice_rule(pol, g->slice_name[s], &rule);
+		rc_cfg.max_drop[s] = rule.max_drop;
+		rc_cfg.min_samples[s] = rule.min_samples;
+	}
+	if ((rc = rollback_init(&g->rb, &rc_cfg)))
+		goto err_rollback;
+	/* The device part of the envelope is known now; the inlet is judged each
+	 * period (any value inside the policy's range stands in for it here). */
+	double inlet_c = isfinite(pol->envelope.inlet_min_c) ? pol->envelope.inlet_min_c
+		       : isfinite(pol->envelope.inlet_max_c) ? pol->envelope.inlet_max_c : NAN;
+	char why[512];
+	if (!policy_envelope_check(pol, &g->lim, inlet_c, why, sizeof(why)) && diags)
+		diag_add(diags, DIAG_WARNING, pol->path, 0, 0, "envelope", "outside-envelope",
+			 "device %s is outside the policy's envelope (%s); the governor will hold "
+			 "the safe point", cfg->dev->name, why);
+	if (g->ctl->init && (rc = g->ctl->init(&g->ctl_state, pol, &g->lim))) {
+		diag_add(diags, DIAG_ERROR, pol->path, 0, 0, "control.params", "controller-init",
+			 "controller %s rejected its parameters: %s", g->ctl->name, strerror(-rc));
+		goto err_ctl;
+	}
+	declog_init(&g->log, cfg->declog);
+	declog_set_compact(&g->log, cfg->declog_heartbeat_ms);
+	struct declog_header h = {
+		.scenario = cfg->scenario,
+		.scenario_path = cfg->scenario_path,
+		.command = cfg->command,
+		.policy_name = pol->name,
+		.policy_path = pol->path,
+		.policy_hash = pol->hash_hex,
+		.controller = g->ctl->name,
+		.period_ms = pol->control.period_ms,
+		.seed = cfg->seed,
+		.lim = &g->lim,
+		.device_name = cfg->dev->name,
+		.n_slices = g->n_slices,
+		.slice_name = (const char(*)[HAL_NAME_LEN])g->slice_name,
+		.dry_run = cfg->dry_run || cfg->dry_run_device,
+		.workload_profile = pol->metadata.workload_profile,
+		.model_revision = pol->metadata.model_revision,
+		.power_mode = pol->metadata.power_mode,
+	};
+	if ((rc = declog_header(&g->log, &h)))
+		goto err_log;
+	return 0;
+
+err_log:
+	declog_fini(&g->log);
+	if (g->ctl->fini)
+		g->ctl->fini(g->ctl_state);
+err_ctl:
+	rollback_fini(&g->rb);
+err_rollback:
+	guard_fini(&g->guard);
+err_guard:
+	estimate_fini(&g->est);
+err_estimate:
+	validate_fini(&g->val);
+err_validate:
+	g->ctl = NULL;
+	return rc;
+}
+
+/* What the device runs before the governor touched it. */
+static void adopt_device(struct governor *g)
+{
+	memset(&g->cur, 0, sizeof(g->cur));
+	g->cur.clk_locked = false;
+	g->cur.clk_min_khz = g->lim.clk_min_khz;
+	g->cur.clk_max_khz = g->lim.clk_default_max_khz;
+	g->cur.power_limit_mw = g->lim.power_limit_default_mw;
+	if (g->sample.power_limit_mw.valid && g->sample.power_limit_mw.v > 0 &&
+	    g->sample.power_limit_mw.v <= (int64_t)g->lim.power_limit_max_mw)
+		g->cur.power_limit_mw = (uint32_t)g->sample.power_limit_mw.v;
+	g->cur.n_slices = g->n_slices;
+	g->orig_power_limit_mw = g->cur.power_limit_mw;
+}
+
+static bool clocks_differ(const struct gov_opoint *a, const struct gov_opoint *b)
+{
+	if (a->clk_locked != b->clk_locked)
+		return true;
+	return a->clk_locked && (a->clk_min_khz != b->clk_min_khz || a->clk_max_khz != b->clk_max_khz);
+}
+
+/* Writes only what changed; a failed write keeps that part as it was. */
+static uint32_t actuate(struct governor *g, struct gov_opoint *want)
+{
+	struct hal_dev *dev = g->cfg.dev;
+	const struct hal_ops *ops = dev->ops;
+	uint32_t reasons = 0;
+	int rc;
+
+	if (clocks_differ(&g->cur, want)) {
+		if (want->clk_locked && ops->set_clock_range)
+			rc = ops->set_clock_range(dev, want->clk_min_khz, want->clk_max_khz);
+		else if (!want->clk_locked && ops->reset_clocks)
+			rc = ops->reset_clocks(dev);
+		else
+			rc = -EOPNOTSUPP;
+		g->wrote |= rc != -EOPNOTSUPP;
+		if (rc) {
+			want->clk_locked = g->cur.clk_locked;
+			want->clk_min_khz = g->cur.clk_min_khz;
+			want->clk_max_khz = g->cur.clk_max_khz;
+			reasons |= GOV_R_ACTUATE_ERROR;
+		}
+	}
+	if (want->power_limit_mw != g->cur.power_limit_mw) {
+		rc = ops->set_power_limit ? ops->set_power_limit(dev, want->power_limit_mw) : -EOPNOTSUPP;
+		g->wrote |= rc != -EOPNOTSUPP;
+		if (rc) {
+			want->power_limit_mw = g->cur.power_limit_mw;
+			reasons |= GOV_R_ACTUATE_ERROR;
+		}
+	}
+	bool prec = false;
+	for (size_t s = 0; s < want->n_slices; s++)
+		prec |= want->int8_frac[s] != g->cur.int8_frac[s];
+	if (prec) {
+		rc = ops->set_precision ? ops->set_precision(dev, want->int8_frac, want->n_slices)
+					: -EOPNOTSUPP;
+		g->wrote |= rc != -EOPNOTSUPP;
+		if (rc) {
+			memcpy(want->int8_frac, g->cur.int8_frac, sizeof(want->int8_frac));
+			reasons |= GOV_R_ACTUATE_ERROR;
+		}
+	}
+	if (reasons)
+		g->actuate_errors++;
+	return reasons;
+}
+
+/* The envelope this period: device limits and the inlet (last good
+ * reading), with hysteresis on the way back in. */
+static void check_envelope(struct governor *g, double inlet_c)
+{
+	const struct policy *pol = g->cfg.pol;
+	bool in = policy_envelope_check(pol, &g->lim, inlet_c, g->envelope_why,
+					sizeof(g->envelope_why));
+	if (in && g->outside_envelope && isfinite(inlet_c)) {
+		char tmp[8];
+		in = policy_envelope_check(pol, &g->lim, inlet_c - ENVELOPE_HYST_C, tmp, sizeof(tmp)) &&
+		     policy_envelope_check(pol, &g->lim, inlet_c + ENVELOPE_HYST_C, tmp, sizeof(tmp));
+		if (!in)
+			snprintf(g->envelope_why, sizeof(g->envelope_why),
+				 "inlet %.1f C within %.1f C of the envelope's edge (%g..%g C)", inlet_c,
+				 ENVELOPE_HYST_C, pol->envelope.inlet_min_c, pol->envelope.inlet_max_c);
+	}
+	g->outside_envelope = !in;
+	guard_set_envelope(&g->guard, !in);
+}
+
+static void fill_rb_record(const struct governor *g, uint64_t now, struct declog_record *rec)
+{
+	rec->armed = g->rb.armed;
+	rec->fired = g->rb.fired;
+	rec->rb_state = rollback_state_name(g->rb.state);
+	rec->lkg = g->rb.have_lkg ? &g->rb.lkg : NULL;
+	rec->hold_left_s = rollback_hold_left_s(&g->rb, now);
+	rec->rollbacks = g->rb.rollbacks;
+	rec->envelope = g->outside_envelope ? g->envelope_why : NULL;
+	rec->operator_hold = g->operator_hold;
+	rec->power_budget_mw = g->guard.budget_mw;
+}
+
+/* Actuates the guarded point (not in dry run, where the device keeps what
+ * it runs and only the log shows the decision); *before gets the point in
+ * force until now. Returns actuate_error reasons. */
+static uint32_t apply_point(struct governor *g, struct gov_opoint *after, struct gov_opoint *before)
+{
+	uint32_t reasons = 0;
+
+	if (!g->cfg.dry_run)
+		reasons = actuate(g, after);
+	*before = g->cur;
+	if (!g->cfg.dry_run)
+		g->cur = *after;
+	return reasons;
+}
+
+/* The fields every decision record has, the periodic and the emergency one. */
+static void record_init(const struct governor *g, uint64_t now, const struct gov_estimates *est,
+			const struct gov_opoint *before, const struct gov_opoint *after,
+			uint32_t reasons, enum gov_binding binding, struct declog_record *rec)
+{
+	*rec = (struct declog_record){
+		.t_ms = now,
+		.seq = g->seq,
+		.est = est,
+		.faults = g->faults,
+		.before = before,
+		.after = after,
+		.reasons = reasons,
+		.binding = binding,
+		.policy_name = g->cfg.pol->name,
+		.policy_hash = g->cfg.pol->hash_hex,
+		.seed = g->cfg.seed,
+	};
+	fill_rb_record(g, now, rec);
+}
+
+/* The policy's INT8 bounds per slice, whatever the controller asked:
+ * none where int8 is not in precision.modes, at most int8_max_fraction, and
+ * at least int8_min_fraction while the slice's quality gate is open (a
+ * minimum never forces INT8 past the quality threshold). */
+static void clamp_int8(const struct governor *g, const struct gov_estimates *est,
+		       struct gov_opoint *op)
+{
+	for (size_t s = 0; s < op->n_slices; s++) {
+		const struct policy_slice_rule *r = &g->rule[s];
+		double f = op->int8_frac[s];
+		if (!r->int8_allowed || isnan(f) || f < 0)
+			f = 0;
+		if (f > r->int8_max_fraction)
+			f = r->int8_max_fraction;
+		if (est->q_gate_open[s] && f < r->int8_min_fraction)
+			f = r->int8_min_fraction;
+		op->int8_frac[s] = f;
+	}
+}
+
+int governor_tick(struct governor *g)
+{
+	struct hal_dev *dev = g->cfg.dev;
+	uint64_t now = govd_clock_now_ms(g->cfg.clock);
+	struct gov_reading rd[GOV_SIG_N];
+	uint32_t reasons = 0;
+	int rc;
+
+	/* Backends fill the whole sample; a failed read counts as nothing valid
+	 * (every required signal a dropout), whatever it wrote before failing. */
+	rc = dev->ops->sample(dev, &g->sample);
+	if (rc)
+		memset(&g->sample, 0, sizeof(g->sample));
+	/* An invalid read still names its faults: they go to the log. */
+	const struct hal_serving *sv = NULL;
+	uint32_t sv_faults = 0, q_faults = 0;
+	if (hal_can_read_serving(dev) && dev->ops->read_serving(dev, &g->serving) == 0) {
+		sv_faults = g->serving.faults;
+		if (g->serving.valid)
+			sv = &g->serving;
+	}
+	const struct hal_quality *q = NULL;
+	if (hal_can_read_quality(dev) && dev->ops->read_quality(dev, &g->quality) == 0) {
+		q_faults = g->quality.faults;
+		if (g->quality.valid)
+			q = &g->quality;
+	}
+
+	gov_readings_from_sample(&g->sample, rd);
+	unsigned n_faults = validate_step(&g->val, now, rd, g->faults);
+	const struct gov_estimates *est =
+		estimate_step(&g->est, now, rd, g->faults, n_faults, g->sample.throttle, sv, q);
+
+	if (!g->started) {
+		adopt_device(g);
+		g->started = true;
+		reasons |= GOV_R_INIT;
+	}
+	struct ctl_input in = {
+		.est = est,
+		.pol = g->cfg.pol,
+		.lim = &g->lim,
+		.cur = &g->cur,
+		.period_s = g->period_s,
+		.n_slices = g->n_slices,
+		.policy_int8 = g->policy_int8,
+		.max_drop = g->max_drop,
+		.rule = g->rule,
+	};
+	struct ctl_output out = { .binding = GOV_B_NONE };
+	g->ctl->step(g->ctl_state, &in, &out);
+	out.op.n_slices = g->n_slices;
+	clamp_int8(g, est, &out.op);
+	reasons |= out.reasons;
+	enum gov_binding binding = out.binding;
+
+	struct rb_input ri = {
+		.t_ms = now,
+		.est = est,
+		.cur = &g->cur,
+		.safety = g->safety,
+		.clamp_events = g->sample.clamp_events,
+		.fault_onsets = g->val.onsets,
+	};
+	rollback_step(&g->rb, &ri, &out.op, &reasons, &binding);
+	if (g->operator_hold) {
+		out.op = g->cur;
+		out.op.n_slices = g->n_slices;
+	}
+	check_envelope(g, est->temp_c[HAL_TEMP_INLET]);
+
+	struct gov_opoint after;
+	guard_policy_budget(&g->guard, est->power_w, g->period_s);
+	guard_apply(&g->guard, &g->cur, &out.op, est->critical_fault, &after, &reasons, &binding);
+	g->safety = (reasons & (GOV_R_SAFE_POINT | GOV_R_SAFE_HOLD | GOV_R_ENVELOPE)) != 0;
+	struct gov_opoint before;
+	reasons |= apply_point(g, &after, &before);
+	struct declog_record rec;
+	record_init(g, now, est, &before, &after, reasons, binding, &rec);
+	rec.serving_faults = sv_faults;
+	rec.serving_fault_msg = sv_faults ? g->serving.fault_msg : NULL;
+	rec.quality_faults = q_faults;
+	rec.quality_fault_msg = q_faults ? g->quality.fault_msg : NULL;
+	rc = declog_decision(&g->log, &rec);
+	if (rc)
+		return rc;
+	int stop = 0;
+	if (g->cfg.on_period) {
+		struct gov_period p = {
+			.t_ms = now,
+			.seq = g->seq,
+			.sample = &g->sample,
+			.serving = sv,
+			.est = est,
+			.faults = g->faults,
+			.before = &before,
+			.after = &after,
+			.reasons = reasons,
+			.binding = binding,
+			.armed = g->rb.armed,
+			.fired = g->rb.fired,
+			.rb_state = g->rb.state,
+			.envelope = g->outside_envelope ? g->envelope_why : NULL,
+			.serving_faults = sv_faults,
+			.quality_faults = q_faults,
+			.serving_fault_msg = rec.serving_fault_msg,
+			.quality_fault_msg = rec.quality_fault_msg,
+		};
+		stop = g->cfg.on_period(g->cfg.cb_ctx, &p);
+	}
+	g->seq++;
+	return stop ? 1 : 0;
+}
+
+int governor_run(struct governor *g, uint64_t end_ms)
+{
+	uint64_t period_ms = g->cfg.pol->control.period_ms;
+
+	for (;;) {
+		uint64_t now = govd_clock_now_ms(g->cfg.clock);
+		if (now >= end_ms)
+			return 0;
+		int rc = governor_tick(g);
+		if (rc < 0)
+			return rc;
+		if (rc > 0)
+			return 0;
+		uint64_t next = now + period_ms;
+		if (next > end_ms)
+			next = end_ms;
+		rc = govd_clock_wait_until(g->cfg.clock, next);
+		if (rc < 0)
+			return rc;
+	}
+}
+
+int governor_set_power_budget_mw(struct governor *g, uint32_t cap_mw)
+{
+	if (!g->ctl)
+		return -EINVAL;
+	guard_set_budget_mw(&g->guard, cap_mw);
+	return 0;
+}
+
+void governor_hold(struct governor *g, bool hold)
+{
+	g->operator_hold = hold;
+}
+
+int governor_emergency(struct governor *g, const char *why)
+{
+	if (!g->ctl)
+		return -EINVAL;
+	uint64_t now = govd_clock_now_ms(g->cfg.clock);
+	uint32_t reasons = 0;
+	enum gov_binding binding = GOV_B_NONE;
+
+	if (!g->started) { /* before the first period: the device as the HAL describes it */
+		adopt_device(g);
+		g->started = true;
+		reasons |= GOV_R_INIT;
+	}
+	struct gov_opoint after;
+	guard_emergency(&g->guard, g->n_slices, &after, &reasons, &binding);
+	g->safety = true;
+	struct gov_opoint before;
+	reasons |= apply_point(g, &after, &before);
+	g->emergencies++;
+	struct declog_record rec;
+	/* The last period's estimates: nothing was sampled outside it. */
+	record_init(g, now, &g->est.est, &before, &after, reasons, binding, &rec);
+	rec.emergency = why ? why : "";
+	rec.armed = rec.fired = 0; /* nothing was judged outside the period */
+	g->seq++;
+	return declog_decision(&g->log, &rec);
+}
+
+int governor_restore(struct governor *g)
+{
+	struct hal_dev *dev = g->cfg.dev;
+	int rc = 0, r;
+
+	if (g->restored || !g->started)
+		return 0;
+	if (g->wrote) {
+		if (dev->ops->reset_clocks && (r = dev->ops->reset_clocks(dev)) && !rc)
+			rc = r;
+		if (dev->ops->set_power_limit &&
+		    (r = dev->ops->set_power_limit(dev, g->orig_power_limit_mw)) && !rc)
+			rc = r;
+		if (dev->ops->set_precision && g->n_slices) {
+			double zero[HAL_MAX_SLICES] = { 0 };
+			if ((r = dev->ops->set_precision(dev, zero, g->n_slices)) && !rc)
+				rc = r;
+		}
+	}
+	struct gov_opoint orig = { .clk_locked = false,
+				   .clk_min_khz = g->lim.clk_min_khz,
+				   .clk_max_khz = g->lim.clk_default_max_khz,
+				   .power_limit_mw = g->orig_power_limit_mw,
+				   .n_slices = g->n_slices };
+	/* Done only when every write went through: a failed restore is tried
+	 * again (governor_fini, the daemon's shutdown) rather than forgotten. */
+	g->restored = rc == 0;
+	if (!rc)
+		g->cur = orig;
+	r = declog_restore(&g->log, govd_clock_now_ms(g->cfg.clock), &orig, rc);
+	return rc ? rc : r;
+}
+
+void governor_fini(struct governor *g)
+{
+	if (!g->ctl)
+		return;
+	governor_restore(g);
+	declog_fini(&g->log);
+	if (g->ctl->fini)
+		g->ctl->fini(g->ctl_state);
+	rollback_fini(&g->rb);
+	guard_fini(&g->guard);
+	estimate_fini(&g->est);
+	validate_fini(&g->val);
+	g->ctl = NULL;
+}

@@ -1,0 +1,80 @@
+#include "governor/policy/opoint.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/strjoin.h"
+
+static const char *const reason_names[GOV_R_COUNT] = {
+	"init",          "firmware_default", "static",       "int8_all",
+	"util_high",     "util_keep",        "util_scale",   "util_unknown",
+	"ipa_idle",      "ipa_pid",          "clamp_device", "clamp_policy_freq",
+	"clamp_power_cap", "step_limit",     "safe_point",   "safe_hold",
+	"actuate_error", "restore",
+	"sla_raise",     "sla_lower",        "sla_keep",     "queue_surge",
+	"thermal_predict", "int8_gate_open", "int8_gate_closed", "prec_saturated",
+	"rollback",      "rollback_hold",    "rollback_recover", "envelope",
+	"canary",
+};
+
+static const char *const trigger_names[GOV_T_COUNT] = { "sla", "quality", "thermal", "telemetry" };
+
+static const char *const binding_names[GOV_B_N] = {
+	"none", "utilisation", "thermal", "policy", "device_limit",
+	"policy_freq", "power_cap", "step_limit", "safe_point",
+	"sla", "ceiling", "quality", "rollback", "envelope",
+};
+
+const char *gov_reason_name(uint32_t bit)
+{
+	for (int i = 0; i < GOV_R_COUNT; i++)
+		if (bit == 1u << i)
+			return reason_names[i];
+	return NULL;
+}
+
+const char *gov_binding_name(enum gov_binding b)
+{
+	return (unsigned)b < GOV_B_N ? binding_names[b] : "?";
+}
+
+const char *gov_trigger_name(uint32_t bit)
+{
+	for (int i = 0; i < GOV_T_COUNT; i++)
+		if (bit == 1u << i)
+			return trigger_names[i];
+	return NULL;
+}
+
+const char *gov_triggers_join(uint32_t triggers, char *buf, size_t len)
+{
+	if (len)
+		buf[0] = '\0';
+	for (int i = 0; i < GOV_T_COUNT; i++)
+		if ((triggers & (1u << i)) && !strjoin_add(buf, len, "|", trigger_names[i]))
+			break;
+	return buf;
+}
+
+const char *gov_reasons_join(uint32_t reasons, char *buf, size_t len)
+{
+	if (len)
+		buf[0] = '\0';
+	for (int i = 0; i < GOV_R_COUNT; i++)
+		if ((reasons & (1u << i)) && !strjoin_add(buf, len, "|", reason_names[i]))
+			break;
+	return buf;
+}
+
+bool gov_opoint_equal(const struct gov_opoint *a, const struct gov_opoint *b)
+{
+	if (a->clk_locked != b->clk_locked || a->power_limit_mw != b->power_limit_mw ||
+	    a->n_slices != b->n_slices)
+		return false;
+	if (a->clk_locked && (a->clk_min_khz != b->clk_min_khz || a->clk_max_khz != b->clk_max_khz))
+		return false;
+	for (size_t i = 0; i < a->n_slices; i++)
+		if (a->int8_frac[i] != b->int8_frac[i])
+			return false;
+	return true;
+}

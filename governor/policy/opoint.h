@@ -1,0 +1,107 @@
+/* The operating point a controller proposes and the guard hands to the
+ * actuator, with the reason codes and the binding constraint that explain it.
+ * Reason codes are a documented enum (docs/decision-log.md): bits, so one
+ * period can carry several (e.g. util_scale + step_limit). */
+#ifndef GOVD_GOVERNOR_OPOINT_H
+#define GOVD_GOVERNOR_OPOINT_H
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hal/hal.h"
+
+struct gov_opoint {
+	bool clk_locked;             /* false: firmware default clocks (reset_clocks) */
+	uint32_t clk_min_khz, clk_max_khz; /* meaningful when clk_locked */
+	uint32_t power_limit_mw;
+	size_t n_slices;
+	double int8_frac[HAL_MAX_SLICES];
+};
+
+enum gov_reason {
+	GOV_R_INIT = 1u << 0,             /* first period: device state adopted */
+	GOV_R_FIRMWARE_DEFAULT = 1u << 1, /* firmware-default controller */
+	GOV_R_STATIC = 1u << 2,           /* fixed point from the policy */
+	GOV_R_INT8_ALL = 1u << 3,         /* naive-int8: INT8 on every slice */
+	GOV_R_UTIL_HIGH = 1u << 4,        /* ondemand: busy > upthreshold -> max */
+	GOV_R_UTIL_KEEP = 1u << 5,        /* ondemand: inside the hysteresis band */
+	GOV_R_UTIL_SCALE = 1u << 6,       /* ondemand: f = f_cur * util / (up - down/2) */
+	GOV_R_UTIL_UNKNOWN = 1u << 7,     /* ondemand: no utilisation -> max */
+	GOV_R_IPA_IDLE = 1u << 8,         /* ipa: below switch-on, PID reset, max power */
+	GOV_R_IPA_PID = 1u << 9,          /* ipa: PID granted power -> power limit */
+	GOV_R_CLAMP_DEVICE = 1u << 10,    /* guard: device clock/power range */
+	GOV_R_CLAMP_POLICY_FREQ = 1u << 11, /* guard: policy frequency range */
+	GOV_R_CLAMP_POWER_CAP = 1u << 12, /* guard: policy power cap */
+	GOV_R_STEP_LIMIT = 1u << 13,      /* guard: max clock step per period */
+	GOV_R_SAFE_POINT = 1u << 14,      /* guard: telemetry fault -> safe point */
+	GOV_R_SAFE_HOLD = 1u << 15,       /* guard: faults cleared, holding safe point */
+	GOV_R_ACTUATE_ERROR = 1u << 16,   /* a HAL write failed; op point unchanged */
+	GOV_R_RESTORE = 1u << 17,         /* end of run: original settings restored */
+	/* govd / slo-dvfs controllers (governor/controllers/ctl_govd.c). */
+	GOV_R_SLA_RAISE = 1u << 18,       /* latency slack short: clock up */
+	GOV_R_SLA_LOWER = 1u << 19,       /* latency slack ample: clock down toward efficiency */
+	GOV_R_SLA_KEEP = 1u << 20,        /* slack inside the dead band: clock kept */
+	GOV_R_QUEUE_SURGE = 1u << 21,     /* queue growing faster than service: clock to max */
+	GOV_R_THERMAL_PREDICT = 1u << 22, /* predicted junction over the ceiling: power/clock cut */
+	GOV_R_INT8_GATE_OPEN = 1u << 23,  /* a slice's drop upper bound under threshold: INT8 */
+	GOV_R_INT8_GATE_CLOSED = 1u << 24,/* a slice's drop bound over threshold (or too few samples): BF16 */
+	GOV_R_PREC_SATURATED = 1u << 25,  /* mixed precision cannot meet the SLA at max clock: BF16 */
+	/* Rollback manager and envelope (governor/loop/rollback.c, governor.c). */
+	GOV_R_ROLLBACK = 1u << 26,        /* a canary trigger fired: back to last known good */
+	GOV_R_ROLLBACK_HOLD = 1u << 27,   /* holding last known good (backoff) */
+	GOV_R_ROLLBACK_RECOVER = 1u << 28,/* hold over: controller resumes */
+	GOV_R_ENVELOPE = 1u << 29,        /* outside the policy's envelope: safe point */
+	GOV_R_CANARY = 1u << 30,          /* a change is being watched */
+};
+#define GOV_R_COUNT 31
+
+/* Rollback triggers (bits), armed while a canary window watches a change;
+ * the decision log lists the armed ones and the one that fired. */
+enum gov_trigger {
+	GOV_T_SLA = 1u << 0,       /* rollback.triggers.sla_violated_windows of sla_of_windows */
+	GOV_T_QUALITY = 1u << 1,   /* a slice served in INT8 with drop upper bound > max_drop */
+	GOV_T_THERMAL = 1u << 2,   /* hardware slowdown entries >= thermal_clamp_events */
+	GOV_T_TELEMETRY = 1u << 3, /* telemetry fault onsets >= telemetry_faults */
+};
+#define GOV_T_COUNT 4
+
+enum gov_binding {
+	GOV_B_NONE,         /* nothing limits the controller's wish */
+	GOV_B_UTILISATION,  /* clock follows demand */
+	GOV_B_THERMAL,      /* thermal headroom sets the power */
+	GOV_B_POLICY,       /* fixed by the policy (static, naive-int8) */
+	GOV_B_DEVICE_LIMIT, /* device clock/power range */
+	GOV_B_POLICY_FREQ,  /* policy frequency range */
+	GOV_B_POWER_CAP,    /* policy power cap */
+	GOV_B_STEP_LIMIT,   /* per-period clock step */
+	GOV_B_SAFE_POINT,   /* telemetry fault */
+	GOV_B_SLA,          /* latency SLA sets the clock (govd, slo-dvfs) */
+	GOV_B_CEILING,      /* predicted junction vs the soft ceiling */
+	GOV_B_QUALITY,      /* quality gate keeps a slice in BF16 */
+	GOV_B_ROLLBACK,     /* rollback manager holds last known good */
+	GOV_B_ENVELOPE,     /* outside the policy's envelope */
+	GOV_B_N
+};
+
+/* Policy values (double MHz, W) to device units, rounded to nearest: one
+ * conversion everywhere, so a controller's wish and the guard's clamp of the
+ * same policy value agree (truncation turned 1799.9999 MHz into 1799999 kHz). */
+static inline uint32_t gov_mhz_to_khz(double mhz)
+{
+	return mhz > 0 ? (uint32_t)llround(mhz * 1000.0) : 0;
+}
+static inline uint32_t gov_w_to_mw(double w)
+{
+	return w > 0 ? (uint32_t)llround(w * 1000.0) : 0;
+}
+
+const char *gov_reason_name(uint32_t bit); /* one bit; NULL if unknown */
+const char *gov_binding_name(enum gov_binding b);
+const char *gov_trigger_name(uint32_t bit); /* one bit; NULL if unknown */
+const char *gov_triggers_join(uint32_t triggers, char *buf, size_t len);
+/* "a|b|c" into buf (empty string for 0). */
+const char *gov_reasons_join(uint32_t reasons, char *buf, size_t len);
+bool gov_opoint_equal(const struct gov_opoint *a, const struct gov_opoint *b);
+
+#endif

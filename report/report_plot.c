@@ -1,0 +1,411 @@
+/* govctl report: the plots, drawn by gnuplot (Debian's gnuplot-nox, svg
+ * terminal) from the figures of report.json (report_figures.c) through
+ * data files in a temporary directory; the SVGs are read back to be inlined.
+ * gnuplot's SVG output has no timestamps, so the same runs give the same
+ * bytes. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "common/fsafe.h"
+#include "hal/hal.h"
+#include "report/report.h"
+
+
+static char *slurp(const char *path)
+{
+	struct fsafe_err e;
+	char *buf;
+	size_t len;
+	return fsafe_read_all(path, FSAFE_MAX_BYTES, 0, &buf, &len, &e) ? NULL : buf;
+}
+
+/* Count occurrences of pat in s. */
+static size_t count(const char *s, const char *pat)
+{
+	size_t n = 0, l = strlen(pat);
+	for (const char *p = strstr(s, pat); p; p = strstr(p + l, pat))
+		n++;
+	return n;
+}
+
+/* The SVG element of gnuplot's file, with every id and #reference prefixed
+ * so several plots can live in one HTML document. */
+static char *inline_svg(const char *svg, int idx)
+{
+	const char *start = strstr(svg, "<svg");
+	if (!start)
+		return NULL;
+	static const char *const pats[] = { "id='", "id=\"", "href='#", "href=\"#", "url(#" };
+	char pre[16];
+	snprintf(pre, sizeof(pre), "p%d_", idx);
+	size_t extra = 0;
+	for (size_t i = 0; i < sizeof(pats) / sizeof(pats[0]); i++)
+		extra += count(start, pats[i]) * strlen(pre);
+	char *out = malloc(strlen(start) + extra + 1), *o = out;
+	if (!out)
+		return NULL;
+	for (const char *s = start; *s;) {
+		size_t hit = 0;
+		for (size_t i = 0; i < sizeof(pats) / sizeof(pats[0]); i++)
+			if (!strncmp(s, pats[i], strlen(pats[i]))) {
+				hit = strlen(pats[i]);
+				break;
+			}
+		if (hit) {
+			memcpy(o, s, hit);
+			o += hit;
+			s += hit;
+			memcpy(o, pre, strlen(pre));
+			o += strlen(pre);
+		} else {
+			*o++ = *s++;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+/* A string in the gnuplot script: single quotes, where gnuplot expands
+ * neither backslash escapes nor `command` substitution (it does both inside
+ * double quotes, so a run label could run a shell command); a quote is
+ * doubled. A control character would end the command line: a space. */
+static void gp_str(FILE *f, const char *s)
+{
+	fputc('\'', f);
+	for (; *s; s++) {
+		if (*s == '\'')
+			fputc('\'', f);
+		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? ' ' : *s, f);
+	}
+	fputc('\'', f);
+}
+
+static int run_gnuplot(const char *dir, const char *script, char *why, size_t len)
+{
+	pid_t pid = fork();
+	if (pid < 0) {
+		snprintf(why, len, "fork: %s", strerror(errno));
+		return -errno;
+	}
+	if (pid == 0) {
+		if (chdir(dir))
+			_exit(126);
+		int fd = open("gnuplot.err", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+			close(fd);
+		}
+		/* Number formatting must not follow the caller's locale. */
+		setenv("LC_ALL", "C", 1);
+		execlp("gnuplot", "gnuplot", script, (char *)NULL);
+		_exit(127);
+	}
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 127) {
+		snprintf(why, len, "gnuplot not found (apt-get install gnuplot-nox)");
+		return -ENOENT;
+	}
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		char p[600];
+		snprintf(p, sizeof(p), "%s/gnuplot.err", dir);
+		char *e = slurp(p);
+		snprintf(why, len, "gnuplot failed: %.300s", e ? e : "?");
+		free(e);
+		return -EIO;
+	}
+	return 0;
+}
+
+
+static double jd(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static const char *js(json_t *o, const char *k)
+{
+	const char *v = json_string_value(json_object_get(o, k));
+	return v ? v : "";
+}
+
+/* A colour from the figure: "#rrggbb" only, anything else black (it goes
+ * into the script). */
+static const char *color(json_t *o)
+{
+	const char *c = js(o, "color");
+	if (strlen(c) != 7 || c[0] != '#' || strspn(c + 1, "0123456789abcdefABCDEF") != 6)
+		return "#000000";
+	return c;
+}
+
+/* Data blocks of one figure: each series, then each event row, as a gnuplot
+ * index; returns the next index. */
+static int write_xy(FILE *d, json_t *xs, json_t *ys, int *idx)
+{
+	size_t n = json_array_size(xs);
+	for (size_t i = 0; i < n; i++) {
+		double x = json_number_value(json_array_get(xs, i));
+		json_t *yv = ys ? json_array_get(ys, i) : NULL;
+		if (!json_is_number(json_array_get(xs, i)))
+			continue;
+		if (ys && !json_is_number(yv))
+			fprintf(d, "%.6g NaN\n", x);
+		else
+			fprintf(d, "%.6g %.6g\n", x, ys ? json_number_value(yv) : 0.0);
+	}
+	if (!n)
+		fprintf(d, "NaN NaN\n");
+	fprintf(d, "\n\n");
+	return (*idx)++;
+}
+
+/* A block of one row, for lines drawn from using-expressions alone. */
+static int one_row(FILE *d, int *idx)
+{
+	fprintf(d, "0 0\n\n\n");
+	return (*idx)++;
+}
+
+static bool has_point(json_t *s)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(s, "y"), i, v)
+	{
+		if (json_is_number(v) && json_is_number(json_array_get(json_object_get(s, "x"), i)))
+			return true;
+	}
+	return false;
+}
+
+/* One figure: a multiplot of its panels, stacked, on one x range for time
+ * series, with fixed margins so the panels line up. */
+static void w_figure(FILE *gp, FILE *d, json_t *fig, const char *out)
+{
+	json_t *panels = json_object_get(fig, "panels"), *evs = json_object_get(fig, "events");
+	size_t np = json_array_size(panels);
+	bool scatter = !strcmp(js(fig, "kind"), "scatter");
+	int width = 1000, ph = scatter ? 380 : 190;
+	int h = scatter ? ph + 40 : (int)np * ph + 60;
+	fprintf(gp, "reset\nset terminal svg size %d,%d font \"sans,11\" background rgb \"white\"\n",
+		width, h);
+	fprintf(gp, "set output \"%s\"\nset encoding utf8\nset datafile missing \"NaN\"\n"
+		    "set grid lc rgb \"#dddddd\"\nset key noenhanced\nset termoption noenhanced\n",
+		out);
+	if (scatter)
+		fprintf(gp, "set multiplot layout 1,%zu title ", np);
+	else
+		fprintf(gp, "set multiplot layout %zu,1 title ", np);
+	gp_str(gp, js(fig, "title"));
+	fprintf(gp, "\n");
+	if (!scatter)
+		/* Fixed margins line the panels up; the offsets keep a line at the
+		 * range's top or bottom (a constant limit) off the frame. */
+		fprintf(gp, "set lmargin 10\nset rmargin 30\nset key outside right top vertical\n"
+			    "set offsets 0, 0, graph 0.08, graph 0.04\n");
+	else
+		fprintf(gp, "set key below\nset offsets graph 0.15, graph 0.15, graph 0.15, graph 0.15\n");
+	double xmax = jd(fig, "xmax");
+	int idx = 0;
+	/* Event rows first, shared by every panel. */
+	int ev0 = idx;
+	size_t ne = json_array_size(evs);
+	for (size_t e = 0; e < ne; e++)
+		write_xy(d, json_object_get(json_array_get(evs, e), "x"), NULL, &idx);
+	size_t pi;
+	json_t *p;
+	json_array_foreach(panels, pi, p)
+	{
+		fprintf(gp, "unset arrow\nunset label\nunset logscale\nset autoscale\nset xlabel ");
+		gp_str(gp, scatter ? js(p, "xlabel") : pi + 1 == np ? js(fig, "xlabel") : "");
+		fprintf(gp, "\nset ylabel ");
+		gp_str(gp, js(p, "ylabel"));
+		fprintf(gp, "\n");
+		if (!scatter && isfinite(xmax))
+			fprintf(gp, "set xrange [0:%.6g]\n", xmax);
+		double y0 = jd(p, "ymin"), y1 = jd(p, "ymax");
+		if (isfinite(y0) && isfinite(y1))
+			fprintf(gp, "set yrange [%.6g:%.6g]\n", y0, y1);
+		else if (isfinite(y0))
+			fprintf(gp, "set yrange [%.6g:*]\n", y0);
+		else if (isfinite(y1))
+			fprintf(gp, "set yrange [*:%.6g]\n", y1);
+		else
+			fprintf(gp, "set yrange [*:*]\n");
+		json_t *a = json_object_get(p, "arrow");
+		if (a && isfinite(jd(a, "x0")) && isfinite(jd(a, "y0")) && isfinite(jd(a, "x1")) &&
+		    isfinite(jd(a, "y1")))
+			fprintf(gp, "set arrow 1 from %.6g,%.6g to %.6g,%.6g head filled lw 1.5 lc rgb "
+				    "\"#555555\" front\n",
+				jd(a, "x0"), jd(a, "y0"), jd(a, "x1"), jd(a, "y1"));
+		/* Events on a second axis 0..1, one row per kind near the top. */
+		fprintf(gp, "set y2range [0:1]\nunset y2tics\n");
+		bool drawn = false;
+		fprintf(gp, "plot ");
+		size_t si;
+		json_t *s;
+		json_array_foreach(json_object_get(p, "series"), si, s)
+		{
+			int ix = write_xy(d, json_object_get(s, "x"), json_object_get(s, "y"), &idx);
+			if (!has_point(s))
+				continue;
+			const char *st = js(s, "style");
+			bool base = !strcmp(js(s, "role"), "baseline");
+			fprintf(gp, "%s\"fig.dat\" index %d u 1:2 ", drawn ? ", " : "", ix);
+			if (!strcmp(st, "points"))
+				fprintf(gp, "w p pt 7 ps 1.6");
+			else if (!strcmp(st, "linespoints"))
+				fprintf(gp, "w lp pt 7 ps 0.5 lw 1.2%s", base ? " dt 2" : "");
+			else
+				fprintf(gp, "w l lw 1.2%s", base ? " dt 2" : "");
+			fprintf(gp, " lc rgb \"%s\" t ", color(s));
+			gp_str(gp, js(s, "label"));
+			if (scatter) {
+				fprintf(gp, ", \"fig.dat\" index %d u 1:2:(", ix);
+				gp_str(gp, js(s, "label"));
+				fprintf(gp, ") w labels offset 0,1.2 font \",9\" notitle");
+			}
+			drawn = true;
+		}
+		size_t li;
+		json_t *ln;
+		json_array_foreach(json_object_get(p, "hlines"), li, ln)
+		{
+			fprintf(gp, "%s%.6g w l dt 3 lw 1.5 lc rgb \"%s\" t ", drawn ? ", " : "", jd(ln, "y"),
+				li % 2 ? "#000000" : "#555555");
+			gp_str(gp, js(ln, "label"));
+			drawn = true;
+		}
+		json_array_foreach(json_object_get(p, "vlines"), li, ln)
+		{
+			double x = jd(ln, "x");
+			fprintf(gp, "%s\"fig.dat\" index %d u (%.6g):(0):(0):(1) axes x1y2 w vectors "
+				    "nohead dt 3 lw 1.5 lc rgb \"#000000\" t ",
+				drawn ? ", " : "", one_row(d, &idx), x);
+			gp_str(gp, js(ln, "label"));
+			drawn = true;
+		}
+		for (size_t e = 0; !scatter && e < ne; e++) {
+			json_t *ev = json_array_get(evs, e);
+			static const char *const kinds[] = { "hardware clamp", "rollback", "safe point",
+							     "gate change" };
+			int k = 0;
+			for (int q = 0; q < 4; q++)
+				if (!strcmp(js(ev, "kind"), kinds[q]))
+					k = q;
+			static const int ptype[4] = { 9, 11, 5, 2 };
+			double y = 0.97 - 0.06 * k - (strcmp(js(ev, "role"), "baseline") ? 0 : 0.03);
+			fprintf(gp, "%s\"fig.dat\" index %d u 1:(%.3f) axes x1y2 w p pt %d ps 1.1 lc rgb \"%s\" ",
+				drawn ? ", " : "", ev0 + (int)e, y, ptype[k], color(ev));
+			if (pi == 0) {
+				fprintf(gp, "t ");
+				gp_str(gp, js(ev, "label"));
+			} else {
+				fprintf(gp, "notitle");
+			}
+			drawn = true;
+		}
+		if (!drawn) /* nothing to draw: an empty frame that says so */
+			fprintf(gp, "0 w l lc rgb \"#ffffff\" t 'no data'");
+		fprintf(gp, "\n");
+	}
+	fprintf(gp, "unset multiplot\n");
+}
+
+void rp_make_plots(json_t *figs, struct rp_plots *out)
+{
+	memset(out, 0, sizeof(*out));
+	char dir[] = "/tmp/govctl-report-XXXXXX";
+	size_t n = json_array_size(figs);
+	if (n > RP_MAX_PLOTS)
+		n = RP_MAX_PLOTS;
+	out->n = n;
+	for (size_t i = 0; i < n; i++) {
+		out->id[i] = js(json_array_get(figs, i), "id");
+		out->title[i] = js(json_array_get(figs, i), "title");
+	}
+	char why[400] = "";
+	if (!mkdtemp(dir)) {
+		snprintf(why, sizeof(why), "mkdtemp: %s", strerror(errno));
+		goto set_why;
+	}
+	/* One gnuplot run per figure: a figure gnuplot refuses costs that
+	 * figure, not the others. */
+	char path[600];
+	for (size_t i = 0; i < n; i++) {
+		char pwhy[400] = "";
+		snprintf(path, sizeof(path), "%s/fig.gp", dir);
+		FILE *gp = fopen(path, "w");
+		snprintf(path, sizeof(path), "%s/fig.dat", dir);
+		FILE *d = fopen(path, "w");
+		if (!gp || !d) {
+			snprintf(why, sizeof(why), "%.200s: %s", dir, strerror(errno));
+			if (gp)
+				fclose(gp);
+			if (d)
+				fclose(d);
+			goto remove_dir;
+		}
+		w_figure(gp, d, json_array_get(figs, i), "fig.svg");
+		bool bad = fclose(d) != 0;
+		bad |= fclose(gp) != 0;
+		if (bad) {
+			snprintf(why, sizeof(why), "%.200s: %s", dir, strerror(errno));
+			goto remove_dir;
+		}
+		int rc = run_gnuplot(dir, "fig.gp", pwhy, sizeof(pwhy));
+		if (rc == -ENOENT) { /* no gnuplot: the same for every plot */
+			snprintf(why, sizeof(why), "%s", pwhy);
+			goto remove_dir;
+		}
+		snprintf(path, sizeof(path), "%s/fig.svg", dir);
+		char *svg = rc ? NULL : slurp(path);
+		if (svg)
+			out->svg[i] = inline_svg(svg, (int)i);
+		free(svg);
+		unlink(path);
+		if (!out->svg[i])
+			out->why[i] = strdup(pwhy[0] ? pwhy : "plot not produced");
+	}
+remove_dir:
+	/* Remove what we wrote: plain files, one level, then the directory. */
+	{
+		DIR *dd = opendir(dir);
+		struct dirent *e;
+		while (dd && (e = readdir(dd)))
+			if (e->d_name[0] != '.') {
+				snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+				unlink(path);
+			}
+		if (dd)
+			closedir(dd);
+		rmdir(dir);
+	}
+set_why:
+	for (size_t i = 0; i < n; i++)
+		if (!out->svg[i] && !out->why[i])
+			out->why[i] = strdup(why[0] ? why : "plot not produced");
+}
+
+void rp_plots_free(struct rp_plots *p)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		free(p->svg[i]);
+		free(p->why[i]);
+	}
+	memset(p, 0, sizeof(*p));
+}
