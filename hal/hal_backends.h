@@ -1,5 +1,6 @@
-/* Ops tables of the backends built into this binary; hal.c's registry is the
- * only user. A backend compiled out has no symbol here. */
+/* Ops tables of the backends built into this binary; the registry beside it
+ * (hal_backends.c) is their only user. A backend compiled out has no symbol
+ * here. */
 #ifndef GOVD_HAL_BACKENDS_H
 #define GOVD_HAL_BACKENDS_H
 #include "hal/hal.h"
