@@ -4,7 +4,7 @@
  * compute-bound FLOPs at the current clock plus IO bytes over bandwidth. */
 #ifndef GOVD_PLANT_DYNBATCH_H
 #define GOVD_PLANT_DYNBATCH_H
-#include "plant_models/server.h"
+#include "plant_models/server_types.h"
 
 struct dynbatch;
 

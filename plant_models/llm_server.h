@@ -5,7 +5,7 @@
  * is considered from the next iteration on, within the same advance. */
 #ifndef GOVD_PLANT_LLM_SERVER_H
 #define GOVD_PLANT_LLM_SERVER_H
-#include "plant_models/server.h"
+#include "plant_models/server_types.h"
 
 struct llm_server;
 

@@ -9,60 +9,7 @@
  * Pure model, no I/O. docs/plant-models.md has the equations and sources. */
 #ifndef GOVD_PLANT_SERVER_H
 #define GOVD_PLANT_SERVER_H
-#include <stdbool.h>
-#include <stdint.h>
-
-#include "common/hist.h"
-#include "plant_models/device.h"
-
-#define PLANT_MAX_SLICES 8
-/* What a zero server_cfg.max_batch / max_queue means (both servers). */
-#define SERVER_DEFAULT_MAX_BATCH 256
-#define SERVER_DEFAULT_MAX_QUEUE 65536
-
-enum server_kind { SERVER_LLM, SERVER_DYNBATCH };
-
-/* The serving stack's own cost per iteration (docs/serving-model.md, "Serving
- * stacks"): what the GPU waits for in every step (schedule, launch, sample:
- * kernel-free time), what overlaps it (per running sequence) and per request.
- * A property of the software, not of the model. */
-struct serving_stack {
-	const char *name;      /* "vllm", "tensorrt-llm" */
-	double step_ms;        /* per iteration, GPU idle */
-	double seq_step_ms;    /* per running sequence per iteration, overlapped with kernels */
-	double request_ms;     /* per admitted request (tokenise, schedule, detokenise) */
-	const char *sources;
-};
-
-const struct serving_stack *serving_stack_find(const char *name);
-const char *const *serving_stack_names(void);
-
-/* A model served: LLMs by size and KV footprint, fixed-cost ones by FLOPs. */
-struct model_spec {
-	const char *name;            /* "llama-3.1-8b", "llama2-70b-tp8", "bert-large", "resnet50" */
-	enum server_kind kind;
-	double params_b;             /* parameters on this GPU, billions */
-	double kv_bytes_per_token;   /* BF16 KV cache per token on this GPU */
-	double flops_per_request;    /* SERVER_DYNBATCH: FLOPs of one request */
-	double bytes_per_request;    /* SERVER_DYNBATCH: activations/IO bytes */
-	double mfu_bf16, mfu_int8;   /* achievable share of peak compute */
-	double activity_bf16, activity_int8; /* switching activity when compute-bound */
-	double host_ms_per_step;     /* SERVER_DYNBATCH: CPU orchestration per batch */
-	double host_ms_per_request;  /* SERVER_DYNBATCH: per request */
-	const char *stack;           /* SERVER_LLM: serving stack it was measured on (default) */
-	/* SERVER_LLM additions (docs/serving-model.md); 0 where not modelled. */
-	double attn_flops_per_ctx2;  /* causal prefill attention FLOPs per ctx^2 (2*layers*q_width);
-				      * decode reads 2x this per token of context */
-	double comm_ms_per_step;     /* tensor-parallel all-reduce latency per iteration, clock-free */
-	double comm_bytes_per_token; /* all-reduce traffic per token in the step, per GPU */
-	double comm_gbps;            /* achieved all-reduce bus bandwidth, GB/s */
-	double gpu_overlap;          /* kernel time = max(mem, compute) + gpu_overlap * min(...):
-				      * 0 perfect overlap, 1 serial (fitted per deployment) */
-	double kv_bytes_per_token_int8; /* INT8 engine's KV per token (8-bit KV); 0: as BF16 */
-	double lin_bw_int8;          /* 8-bit linear layers' achieved HBM bandwidth relative to
-				      * BF16's (scaled-GEMM kernels at small batch); 0: 1 */
-	const char *sources;
-};
+#include "plant_models/server_types.h"
 
 const struct model_spec *model_spec_find(const char *name);
 /* A fixed-cost (SERVER_DYNBATCH) kernel for calibration against published
@@ -72,40 +19,6 @@ const struct model_spec *model_spec_find(const char *name);
 struct model_spec model_spec_kernel(const struct plant_preset *p, double mem_share,
 				    double activity, double t_s);
 const char *const *model_spec_names(void);
-
-struct request {
-	double arrival_s;
-	uint32_t ctx_tokens;  /* prompt tokens */
-	uint32_t gen_tokens;  /* tokens to generate (>= 1) */
-	uint8_t slice;
-	bool int8;            /* precision the router chose at admission */
-};
-
-struct server_cfg {
-	const struct model_spec *model;
-	uint32_t max_batch;        /* max running sequences / batch size (0: SERVER_DEFAULT_MAX_BATCH) */
-	uint64_t kv_capacity_tokens; /* 0: derived from HBM left after weights */
-	uint32_t max_queue;        /* arrivals beyond are rejected (counted)
-				    * (0: SERVER_DEFAULT_MAX_QUEUE) */
-	double batch_timeout_ms;   /* SERVER_DYNBATCH: wait to fill a batch */
-	uint32_t n_slices;
-	/* SERVER_LLM: prompt tokens prefilled per iteration (vLLM max_num_batched_tokens);
-	 * 0: 8192 whole, or vLLM V1's online default when chunked (8192 on >= 70 GiB GPUs
-	 * other than A100, else 2048). */
-	uint32_t max_prefill_tokens;
-	bool chunked_prefill;      /* SERVER_LLM: split prompts to fill the budget (vLLM V1) */
-	const struct serving_stack *stack; /* SERVER_LLM: NULL = the model's default stack */
-};
-
-struct server_stats {
-	uint64_t arrived, rejected, completed;
-	uint64_t tokens_generated, tokens_int8;
-	uint64_t slice_completed[PLANT_MAX_SLICES];
-	uint64_t slice_int8_completed[PLANT_MAX_SLICES];
-	uint64_t slice_tokens_int8[PLANT_MAX_SLICES];
-	uint64_t queue_len, running;
-	struct hist ttft, tbt, e2e;  /* cumulative, ms */
-};
 
 struct server;
 
@@ -121,15 +34,7 @@ void server_advance(struct server *s, double t_s, double dt_s, uint32_t clk_mhz,
 		    void (*on_done)(void *ctx, const struct request *r, double t_done_s), void *ctx);
 const struct server_stats *server_get_stats(const struct server *s);
 
-/* One step in steady state, as the servers above compute it: a decode
- * iteration of `batch` sequences with `context` tokens each, a prefill of
- * `batch` prompts of `prompt` tokens (whole, one iteration), or a
- * dynamic batch of `batch` requests; back to back at clk_mhz. Pure. */
-struct step_cost {
-	double step_s;      /* wall time of the step */
-	double tokens;      /* tokens it produces (prefill: prompt tokens; dynbatch: requests) */
-	struct device_load load; /* what back-to-back steps put on the device */
-};
+/* One step of the server kind m names, in steady state (struct step_cost). */
 int server_step_cost(const struct model_spec *m, const struct serving_stack *stack,
 		     const struct plant_preset *dev, bool int8, bool prefill, uint32_t batch,
 		     uint32_t context, uint32_t prompt, uint32_t clk_mhz, struct step_cost *out);

@@ -12,6 +12,7 @@
 
 #include "common/rng.h"
 #include "plant_models/llm_server.h"
+#include "plant_models/server.h"
 
 static struct plant_preset dev_h100(void)
 {
