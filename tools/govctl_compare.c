@@ -76,7 +76,7 @@ static double num(json_t *o, const char *a, const char *b)
 }
 
 struct row {
-	double tpj, att, ttft, tbt, e2e, clamps, breach, int8;
+	double tpj, att, ttft, tbt, e2e, clamps, breach, breach_late, int8;
 	size_t n;
 	bool failed;
 };
@@ -90,6 +90,7 @@ static void row_add(struct row *r, json_t *s)
 	r->e2e += num(s, "sla", "e2e_p99_ms");
 	r->clamps += num(s, "thermal", "clamp_events");
 	r->breach += num(s, "quality", "breach_requests");
+	r->breach_late += num(s, "quality", "breach_requests_beyond_delay");
 	r->int8 += num(s, "precision", "int8_token_fraction");
 	r->failed |= json_is_true(json_object_get(s, "failed"));
 	r->n++;
@@ -105,6 +106,7 @@ static void row_mean(struct row *r)
 	r->e2e /= n;
 	r->clamps /= n;
 	r->breach /= n;
+	r->breach_late /= n;
 	r->int8 /= n;
 }
 
@@ -176,6 +178,7 @@ static int oracle_row(const char *scenario, const char *policy, const uint64_t *
 		}
 		r->clamps += (double)res.clamp_events;
 		r->breach += (double)res.breach_requests;
+		r->breach_late += (double)res.breach_requests; /* the oracle has no detector */
 		r->n++;
 		json_t *j = oracle_json(&res);
 		json_object_del(j, "windows_chosen"); /* oracle.json from govctl sim --oracle has them */
@@ -187,6 +190,7 @@ static int oracle_row(const char *scenario, const char *policy, const uint64_t *
 	r->att /= n;
 	r->clamps /= n;
 	r->breach /= n;
+	r->breach_late /= n;
 	return 0;
 }
 
@@ -754,6 +758,7 @@ int govctl_compare(int argc, char **argv)
 			json_object_set_new(o, "e2e_p99_ms", jsonx_real(r->e2e));
 			json_object_set_new(o, "clamp_events", jsonx_real(r->clamps));
 			json_object_set_new(o, "quality_breaches", jsonx_real(r->breach));
+			json_object_set_new(o, "quality_breaches_beyond_delay", jsonx_real(r->breach_late));
 			json_object_set_new(o, "int8_token_fraction", jsonx_real(r->int8));
 			json_object_set_new(o, "failed", json_boolean(r->failed));
 			if (oracle) {

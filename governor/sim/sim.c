@@ -16,6 +16,7 @@
 #include "common/fsafe.h"
 #include "common/hist.h"
 #include "governor/loop/governor.h"
+#include "governor/telemetry/estimate.h"
 #include "common/jsonx.h"
 #include "hal/hal.h"
 #include "hal/hal_sim.h"
@@ -129,6 +130,13 @@ struct acc {
 	double max_drop[PLANT_MAX_SLICES];
 	uint64_t prev_int8_completed[PLANT_MAX_SLICES];
 	uint64_t breach[PLANT_MAX_SLICES];
+	/* Breach requests served after the slice's documented detection delay
+	 * (estimate_detect_samples: shadow samples since the true drop rose over
+	 * max_drop) had passed: what the gate should have prevented. */
+	uint64_t breach_late[PLANT_MAX_SLICES];
+	uint32_t prior_n[PLANT_MAX_SLICES], prior_k[PLANT_MAX_SLICES];
+	bool over[PLANT_MAX_SLICES];
+	uint64_t onset_samples[PLANT_MAX_SLICES]; /* shadow samples at the onset */
 	double max_tj_c;
 	double above_ceiling_s;
 	uint64_t fault_periods;
@@ -277,9 +285,24 @@ static void count_breaches(struct acc *a)
 
 	for (size_t s = 0; s < a->n_slices; s++) {
 		uint64_t now = st->slice_int8_completed[s];
-		if (plant_true_drop(a->plant, (uint32_t)s) > a->max_drop[s]) {
-			a->breach[s] += now - a->prev_int8_completed[s];
+		uint64_t samples = a->plant->q.samples[s];
+		double p_true = plant_true_drop(a->plant, (uint32_t)s);
+		if (p_true > a->max_drop[s]) {
+			uint64_t n = now - a->prev_int8_completed[s];
+			if (!a->over[s]) {
+				a->over[s] = true;
+				a->onset_samples[s] = samples;
+			}
+			a->breach[s] += n;
 			a->win->over_threshold |= 1u << s;
+			/* The delay at the current drop: a drift that grows is held
+			 * to the shorter delay of its larger drop. */
+			double allow = estimate_detect_samples(p_true, a->prior_n[s], a->prior_k[s],
+							       a->max_drop[s]);
+			if ((double)(samples - a->onset_samples[s]) > allow)
+				a->breach_late[s] += n;
+		} else {
+			a->over[s] = false;
 		}
 		a->prev_int8_completed[s] = now;
 	}
@@ -429,7 +452,7 @@ static json_t *summary_json(const struct acc *a, const struct scenario *sc, cons
 
 	json_t *pr = json_object(), *prs = json_object();
 	json_t *q = json_object(), *qs = json_object();
-	uint64_t breach = 0;
+	uint64_t breach = 0, breach_late = 0;
 	json_object_set_new(pr, "int8_token_fraction",
 			    jsonx_real(st->tokens_generated ? (double)st->tokens_int8 / (double)st->tokens_generated
 						       : 0));
@@ -448,12 +471,16 @@ static json_t *summary_json(const struct acc *a, const struct scenario *sc, cons
 		json_object_set_new(qq, "max_drop", jsonx_real(a->max_drop[s]));
 		json_object_set_new(qq, "true_drop_end", jsonx_real(plant_true_drop(pl, (uint32_t)s)));
 		json_object_set_new(qq, "breach_requests", json_integer((json_int_t)a->breach[s]));
+		json_object_set_new(qq, "breach_requests_beyond_delay",
+				    json_integer((json_int_t)a->breach_late[s]));
 		json_object_set_new(qs, sc->slices[s].name, qq);
 		breach += a->breach[s];
+		breach_late += a->breach_late[s];
 	}
 	json_object_set_new(pr, "per_slice", prs);
 	json_object_set_new(o, "precision", pr);
 	json_object_set_new(q, "breach_requests", json_integer((json_int_t)breach));
+	json_object_set_new(q, "breach_requests_beyond_delay", json_integer((json_int_t)breach_late));
 	json_object_set_new(q, "per_slice", qs);
 	json_object_set_new(o, "quality", q);
 	json_object_set_new(o, "rollbacks", json_integer((json_int_t)g->rb.rollbacks));
@@ -579,8 +606,13 @@ int sim_run(const struct sim_opts *o, struct sim_result *res, struct diag_list *
 	a.on_window = o->on_window;
 	a.window_ctx = o->window_ctx;
 	a.n_slices = sc->n_slices < PLANT_MAX_SLICES ? sc->n_slices : PLANT_MAX_SLICES;
-	for (size_t s = 0; s < a.n_slices; s++)
+	for (size_t s = 0; s < a.n_slices; s++) {
+		struct policy_slice_rule rule;
 		a.max_drop[s] = policy_slice_max_drop(pol, sc->slices[s].name);
+		policy_slice_rule(pol, sc->slices[s].name, &rule);
+		a.prior_n[s] = rule.offline_samples;
+		a.prior_k[s] = rule.offline_mismatches;
+	}
 	a.max_tj_c = plant->dev.tj_c;
 	a.per_window = output ? json_array() : NULL;
 	a.win = calloc(1, sizeof(*a.win));

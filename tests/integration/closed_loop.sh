@@ -80,6 +80,11 @@ if not late:
     fail.append("the run ends before drift + delay")
 if bad:
     fail.append(f"chat still INT8 {t(bad[0]) - drift_s:.1f} s after the drift ({len(bad)} periods)")
+late_br = summ["quality"]["breach_requests_beyond_delay"]
+all_br = summ["quality"]["breach_requests"]
+print(f"quality-drift: {all_br} breach requests, {late_br} beyond the detection delay")
+if late_br:
+    fail.append(f"{late_br} breach requests served beyond the documented detection delay")
 ' || rc=1
 
 run wrong-prior
@@ -96,7 +101,24 @@ if at is None or at > delay_s:
     fail.append("the wrong chat prior was not caught within the detection delay")
 if late:
     fail.append(f"chat served INT8 {t(late[0]) - at:.1f} s after its prior was rejected")
+late_br = summ["quality"]["breach_requests_beyond_delay"]
+if late_br:
+    fail.append(f"{late_br} breach requests served beyond the documented detection delay")
 ' || rc=1
+
+# The beyond-the-delay count must see a policy that ignores the wrong prior:
+# naive-int8 serves chat in INT8 throughout, well past the delay.
+"$govctl" sim --scenario configs/scenarios/wrong-prior.yaml --policy policies/baselines/naive-int8.yaml \
+	--seed 1 --out "$out/wrong-prior-naive" >/dev/null
+python3 - "$out/wrong-prior-naive/summary.json" <<'EOF' || rc=1
+import json, sys
+q = json.load(open(sys.argv[1]))["quality"]
+print(f"wrong-prior under naive-int8: {q['breach_requests']} breach requests, "
+      f"{q['breach_requests_beyond_delay']} beyond the detection delay")
+if not q["breach_requests_beyond_delay"] > 0:
+    print("FAIL: breach requests beyond the delay not counted for a policy without a gate")
+    sys.exit(1)
+EOF
 
 run sensor-faults
 check sensor-faults '
