@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "common/diag.h"
+#include "governor/controllers/controller.h"
 #include "governor/loop/governor.h"
 #include "hal/hal_gpio.h"
 #include "hal/hal_sim.h"

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "common/fsafe.h"
+#include "governor/controllers/controller.h"
 #include "governor/policy/opoint.h"
 #include "governor/policy/policy.h"
 #include "report/report.h"

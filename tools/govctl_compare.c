@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/fsafe.h"
+#include "governor/controllers/controller.h"
 #include "governor/sim/honest.h"
 #include "common/jsonx.h"
 #include "governor/sim/oracle.h"

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "governor/controllers/controller.h"
 #include "governor/daemon/config.h"
 #include "governor/policy/policy.h"
 #include "governor/telemetry/validate.h"

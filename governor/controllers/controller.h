@@ -13,14 +13,6 @@
 #include "governor/policy/policy.h"
 #include "hal/hal.h"
 
-/* A numeric parameter a controller accepts under control.params. def is the
- * one place its default lives (NaN: none; the controller derives one). */
-struct ctl_param {
-	const char *name;
-	double min, max, def;
-	const char *doc;
-};
-
 struct ctl_input {
 	const struct gov_estimates *est;
 	const struct policy *pol;
@@ -47,6 +39,13 @@ struct controller_ops {
 	void (*step)(void *state, const struct ctl_input *in, struct ctl_output *out);
 	void (*fini)(void *state);
 };
+
+/* The registry as the policy loader's catalog, and the loader with it: what
+ * every caller that loads a policy for use calls. */
+extern const struct policy_catalog controller_catalog;
+int policy_load(const char *path, struct policy **out, struct diag_list *diags);
+int policy_load_string(const char *name, const char *text, size_t len, struct policy **out,
+		       struct diag_list *diags);
 
 /* Registry. Unknown name: NULL and, if diags, an error listing the valid
  * names (file/line/col/path give its place). */

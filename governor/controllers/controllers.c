@@ -60,6 +60,31 @@ double ctl_param_value(const struct policy *pol, const struct controller_ops *c,
 	return policy_param(pol, name, p->def);
 }
 
+static bool catalog_find(const char *name, const struct ctl_param **params)
+{
+	const struct controller_ops *c = controller_find(name);
+	if (!c)
+		return false;
+	*params = c->params;
+	return true;
+}
+
+const struct policy_catalog controller_catalog = {
+	.find = catalog_find,
+	.names_joined = controller_names_joined,
+};
+
+int policy_load(const char *path, struct policy **out, struct diag_list *diags)
+{
+	return policy_load_with(&controller_catalog, path, out, diags);
+}
+
+int policy_load_string(const char *name, const char *text, size_t len, struct policy **out,
+		       struct diag_list *diags)
+{
+	return policy_load_string_with(&controller_catalog, name, text, len, out, diags);
+}
+
 void ctl_default_op(const struct ctl_input *in, struct gov_opoint *op)
 {
 	memset(op, 0, sizeof(*op));

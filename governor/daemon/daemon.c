@@ -1,3 +1,4 @@
+#include "governor/controllers/controller.h"
 #include "governor/daemon/daemon.h"
 
 #include <errno.h>

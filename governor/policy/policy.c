@@ -24,7 +24,6 @@
 
 #include "common/strjoin.h"
 #include "common/ycfg.h"
-#include "governor/controllers/controller.h"
 
 /* The hardware slowdown is at least this far above the ceiling, or a warning:
  * one control period of a step load can climb ~2 C (docs/policy.md). */
@@ -81,7 +80,9 @@ struct ctx {
 	struct ycfg *y;
 	struct policy *p;
 	size_t first; /* index of this load's first diag */
-	const struct controller_ops *ctl;
+	const struct policy_catalog *cat;
+	bool ctl_known;                 /* control.controller names a registered controller */
+	const struct ctl_param *params; /* its parameter table (NULL: none) */
 	yaml_node_t *root, *meta, *objective, *control, *sla, *thermal, *power, *freq, *prec,
 		*qual, *env, *safe, *rb, *trig, *lkg, *tele;
 	/* Where each slice was named (for messages about it); NULL if not there. */
@@ -470,25 +471,27 @@ static void read_objective(struct ctx *c)
 static void read_params(struct ctx *c, yaml_node_t *params)
 {
 	struct policy *p = c->p;
-	const struct controller_ops *ops = c->ctl;
 	char kp[256];
 
-	if (!ycfg_is_map(c->y, params, "control.params") || !ops)
+	if (!ycfg_is_map(c->y, params, "control.params") || !c->ctl_known)
 		return;
 	const char *allowed[POLICY_MAX_PARAMS + 1];
+	const struct ctl_param *defs[POLICY_MAX_PARAMS];
 	size_t na = 0;
-	for (const struct ctl_param *cp = ops->params; cp && cp->name && na < POLICY_MAX_PARAMS; cp++)
+	for (const struct ctl_param *cp = c->params; cp && cp->name && na < POLICY_MAX_PARAMS; cp++) {
+		defs[na] = cp;
 		allowed[na++] = cp->name;
+	}
 	allowed[na] = NULL;
 	if (!na && params->data.mapping.pairs.top > params->data.mapping.pairs.start) {
 		msg_at(c, DIAG_ERROR, params, "control.params", "no-params",
-		       "controller '%s' takes no parameters; remove control.params", ops->name);
+		       "controller '%s' takes no parameters; remove control.params", p->control.controller);
 		return;
 	}
 	/* The controller's own parameter table gives the allowed keys and ranges. */
 	ycfg_check_keys(c->y, params, "control.params", allowed);
 	for (size_t i = 0; i < na; i++) {
-		const struct ctl_param *cp = controller_param(ops, allowed[i]);
+		const struct ctl_param *cp = defs[i];
 		yaml_node_t *n = ycfg_get(c->y, params, cp->name);
 		double v = NAN;
 		if (!n || !number_form_ok(c, n, ycfg_join(kp, sizeof(kp), "control.params", cp->name),
@@ -519,12 +522,13 @@ static void read_control(struct ctx *c)
 	if (text(c, n, "control", "controller", true, p->control.controller,
 		 sizeof(p->control.controller))) {
 		/* The registry is the list of names: a new controller needs no loader change. */
-		c->ctl = controller_find(p->control.controller);
-		if (!c->ctl) {
+		c->params = NULL;
+		c->ctl_known = c->cat->find(p->control.controller, &c->params);
+		if (!c->ctl_known) {
 			char names[512];
 			msg_at(c, DIAG_ERROR, ycfg_get(c->y, n, "controller"), "control.controller",
 			       "unknown-controller", "unknown controller '%s'; valid: %s",
-			       p->control.controller, controller_names_joined(names, sizeof(names)));
+			       p->control.controller, c->cat->names_joined(names, sizeof(names)));
 		}
 	}
 	uint_key(c, n, "control", "period_ms", 10, 60000, &p->control.period_ms);
@@ -1162,9 +1166,9 @@ static void sort_diags(struct diag_list *l, size_t first)
 	}
 }
 
-static void parse(struct ycfg *y, struct policy *p)
+static void parse(struct ycfg *y, struct policy *p, const struct policy_catalog *cat)
 {
-	struct ctx c = { .y = y, .p = p, .first = y->diags->n };
+	struct ctx c = { .y = y, .p = p, .first = y->diags->n, .cat = cat };
 
 	c.root = ycfg_root(y);
 	if (!c.root) {
@@ -1197,8 +1201,8 @@ static void parse(struct ycfg *y, struct policy *p)
 	sort_diags(y->diags, c.first);
 }
 
-int policy_load_string(const char *name, const char *text, size_t len, struct policy **out,
-		       struct diag_list *diags)
+int policy_load_string_with(const struct policy_catalog *cat, const char *name, const char *text,
+			    size_t len, struct policy **out, struct diag_list *diags)
 {
 	struct ycfg y = { 0 };
 	struct policy *p;
@@ -1219,7 +1223,7 @@ int policy_load_string(const char *name, const char *text, size_t len, struct po
 		ycfg_fini(&y); /* a failed load still owns its file name */
 		goto err_load;
 	}
-	parse(&y, p);
+	parse(&y, p, cat);
 	ycfg_fini(&y);
 	if (diag_count(diags, DIAG_ERROR) > before) {
 		rc = -EINVAL;
@@ -1233,7 +1237,8 @@ err_load:
 	return rc ? rc : -EINVAL;
 }
 
-int policy_load(const char *path, struct policy **out, struct diag_list *diags)
+int policy_load_with(const struct policy_catalog *cat, const char *path, struct policy **out,
+		     struct diag_list *diags)
 {
 	char *buf;
 	size_t len;
@@ -1244,7 +1249,7 @@ int policy_load(const char *path, struct policy **out, struct diag_list *diags)
 	rc = ycfg_read_file(path, &buf, &len, diags);
 	if (rc)
 		return rc;
-	rc = policy_load_string(path, buf, len, out, diags);
+	rc = policy_load_string_with(cat, path, buf, len, out, diags);
 	free(buf);
 	return rc;
 }

@@ -196,10 +196,30 @@ extern const size_t policy_n_sla_targets;
 /* The target in ms, 0 when the policy sets none. */
 double policy_sla_value(const struct policy *p, const struct sla_target *t);
 
-int policy_load(const char *path, struct policy **out, struct diag_list *diags);
+/* A numeric parameter a controller accepts under control.params. def is the
+ * one place its default lives (NaN: none; the controller derives one). The
+ * policy language checks values against it; each controller owns its table. */
+struct ctl_param {
+	const char *name;
+	double min, max, def;
+	const char *doc;
+};
+
+/* What the loader needs to know of the controllers, passed in so that the
+ * loader does not depend on the registry (governor/controllers/ supplies
+ * controller_catalog and the policy_load / policy_load_string most callers use). */
+struct policy_catalog {
+	/* false: no controller of that name; else *params is its table
+	 * (terminated by a NULL name; NULL: it takes none). */
+	bool (*find)(const char *name, const struct ctl_param **params);
+	/* "a, b, c" for the unknown-controller error. */
+	const char *(*names_joined)(char *buf, size_t len);
+};
+int policy_load_with(const struct policy_catalog *cat, const char *path, struct policy **out,
+		     struct diag_list *diags);
 /* Same from memory (tests, fuzzing); name is used in diags and as path. */
-int policy_load_string(const char *name, const char *text, size_t len, struct policy **out,
-		       struct diag_list *diags);
+int policy_load_string_with(const struct policy_catalog *cat, const char *name, const char *text,
+			    size_t len, struct policy **out, struct diag_list *diags);
 void policy_free(struct policy *p);
 /* The values a policy has for every key it leaves out (no name, no controller). */
 void policy_defaults(struct policy *p);

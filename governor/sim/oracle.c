@@ -1,6 +1,7 @@
 /* The oracle (docs/oracle.md): every candidate static point runs the whole
  * scenario with perfect knowledge (ground truth, no telemetry), then each
  * SLA window takes the feasible candidate with the most tokens per joule. */
+#include "governor/controllers/controller.h"
 #include "governor/sim/oracle.h"
 
 #include <errno.h>

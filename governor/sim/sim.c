@@ -2,6 +2,7 @@
  * decisions.jsonl. Figures come from the plant's ground truth (true energy,
  * true junction temperature, true INT8 drop), not from the telemetry the
  * governor sees, so a faulty sensor cannot flatter a policy. */
+#include "governor/controllers/controller.h"
 #include "governor/sim/sim.h"
 
 #include <assert.h>

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "governor/controllers/controller.h"
 #include "governor/policy/policy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

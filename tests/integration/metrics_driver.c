@@ -15,6 +15,7 @@
 
 #include "common/clock.h"
 #include "common/diag.h"
+#include "governor/controllers/controller.h"
 #include "governor/loop/governor.h"
 #include "governor/daemon/metrics.h"
 #include "governor/policy/policy.h"

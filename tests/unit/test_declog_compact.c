@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 /* Before cmocka.h: it defines fail() as a macro, and load.c has its own. */
+#include "governor/controllers/controller.h"
 #include "report/report_load.c"
 #include "report/report_logic.c"
 

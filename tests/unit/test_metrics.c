@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "common/hist.h"
+#include "governor/controllers/controller.h"
 #include "governor/daemon/metrics.h"
 #include "governor/policy/policy.h"
 #include "governor/sim/sim.h"

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "governor/controllers/controller.h"
 #include "governor/sim/oracle.h"
 #include "governor/policy/policy.h"
 #include "governor/sim/sim.h"
