@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "governor/controllers/controller.h"
+#include "governor/controllers/ctl_internal.h"
 #include "governor/controllers/govd_predict.h"
 
 /* The latency loop's parameters, shared by govd and slo-dvfs. */
@@ -87,11 +88,18 @@ struct govd_state {
 	struct gp_model model;
 };
 
-static double param(const struct policy *pol, const struct controller_ops *c, const char *name,
-		    double fallback)
+/* The policy's value, else the table's default (the one place defaults live). */
+static double param(const struct policy *pol, const struct controller_ops *c, const char *name)
+{
+	return ctl_param_value(pol, c, name);
+}
+
+/* For the parameters whose table default is NaN: a value derived here. */
+static double param_or(const struct policy *pol, const struct controller_ops *c, const char *name,
+		       double derived)
 {
 	double v = ctl_param_value(pol, c, name);
-	return isnan(v) ? fallback : v;
+	return isnan(v) ? derived : v;
 }
 
 static int common_init(void **state, const struct policy *pol, const struct hal_limits *lim,
@@ -112,29 +120,29 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 		return -EINVAL;
 	}
 	struct govd_tuning *t = &s->tun;
-	t->slack_low = param(pol, c, "slack_low", 0.6);
-	t->slack_high = param(pol, c, "slack_high", 0.8);
-	t->raise_gain = param(pol, c, "raise_gain", 1.5);
-	t->lower_pct_per_s = param(pol, c, "lower_pct_per_s", 1.5);
-	t->surge_queue = param(pol, c, "surge_queue", 8);
-	t->peak_memory_s = param(pol, c, "peak_memory_s", 600);
-	t->lower_min_requests = param(pol, c, "lower_min_requests", 5);
-	t->tbt_exponent = param(pol, c, "tbt_exponent", 0.8);
-	double floor_mhz = param(pol, c, "floor_mhz", s->fmin_khz / 1000.0);
-	double idle_mhz = param(pol, c, "idle_mhz", 0); /* 0: hold */
+	t->slack_low = param(pol, c, "slack_low");
+	t->slack_high = param(pol, c, "slack_high");
+	t->raise_gain = param(pol, c, "raise_gain");
+	t->lower_pct_per_s = param(pol, c, "lower_pct_per_s");
+	t->surge_queue = param(pol, c, "surge_queue");
+	t->peak_memory_s = param(pol, c, "peak_memory_s");
+	t->lower_min_requests = param(pol, c, "lower_min_requests");
+	t->tbt_exponent = param(pol, c, "tbt_exponent");
+	double floor_mhz = param_or(pol, c, "floor_mhz", s->fmin_khz / 1000.0);
+	double idle_mhz = param_or(pol, c, "idle_mhz", 0); /* 0: hold */
 	if (!peer) {
-		t->horizon_s = param(pol, c, "horizon_s", 30);
-		t->r_fast_c_per_w = param(pol, c, "r_fast_c_per_w", 0.025);
-		t->thermal_margin_c = param(pol, c, "thermal_margin_c", 1.0);
-		t->sat_hold_s = param(pol, c, "sat_hold_s", 120);
-		t->sat_s = param(pol, c, "sat_s", 5);
-		s->predict = param(pol, c, "predict", 1) >= 0.5;
-		s->predict_margin = param(pol, c, "predict_margin", 0.8);
-		s->predict_sigmas = param(pol, c, "predict_sigmas", 1.5);
-		s->util_max = param(pol, c, "util_max", 0.9);
-		s->power_spread_mhz = param(pol, c, "power_spread_mhz", 300);
-		s->predict_floor = param(pol, c, "predict_floor", 1) >= 0.5;
-		s->int8_max_detect_s = param(pol, c, "int8_max_detect_s", NAN);
+		t->horizon_s = param(pol, c, "horizon_s");
+		t->r_fast_c_per_w = param(pol, c, "r_fast_c_per_w");
+		t->thermal_margin_c = param(pol, c, "thermal_margin_c");
+		t->sat_hold_s = param(pol, c, "sat_hold_s");
+		t->sat_s = param(pol, c, "sat_s");
+		s->predict = param(pol, c, "predict") >= 0.5;
+		s->predict_margin = param(pol, c, "predict_margin");
+		s->predict_sigmas = param(pol, c, "predict_sigmas");
+		s->util_max = param(pol, c, "util_max");
+		s->power_spread_mhz = param(pol, c, "power_spread_mhz");
+		s->predict_floor = param(pol, c, "predict_floor") >= 0.5;
+		s->int8_max_detect_s = param(pol, c, "int8_max_detect_s"); /* NaN: no limit */
 	}
 	if (t->slack_low >= t->slack_high) {
 		free(s);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "governor/controllers/controller.h"
+#include "governor/controllers/ctl_internal.h"
 
 /* estimate_pid_constants(): k_po = P / dT, k_pu = 2P / dT, k_i = k_pu / 10,
  * k_d = 0, integral_cutoff = 0, dT = control - switch-on (or control alone

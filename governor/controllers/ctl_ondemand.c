@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "governor/controllers/controller.h"
+#include "governor/controllers/ctl_internal.h"
 
 uint32_t ondemand_target_khz(double util_pct, uint32_t cur_khz, uint32_t max_khz,
 			     double upthreshold, double downdifferential, uint32_t *reason)

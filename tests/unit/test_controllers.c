@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "governor/controllers/controller.h"
+#include "governor/controllers/ctl_internal.h"
 
 static struct hal_limits lim_h200(void)
 {

@@ -15,6 +15,7 @@
 
 #include "common/rng.h"
 #include "governor/controllers/controller.h"
+#include "governor/controllers/ctl_internal.h"
 #include "governor/telemetry/estimate.h"
 
 static struct govd_tuning tuning(void)

@@ -1,0 +1,69 @@
+/* Controller internals: the pure maths of the feedback baselines and of the
+ * govd / slo-dvfs loops, shared by their files and unit tested directly.
+ * Not part of the registry interface (controller.h); only governor/controllers
+ * and the tests include it. */
+#ifndef GOVD_GOVERNOR_CTL_INTERNAL_H
+#define GOVD_GOVERNOR_CTL_INTERNAL_H
+#include "governor/controllers/controller.h"
+
+/* Exposed for tests: the pure maths of the two feedback baselines. */
+struct ondemand_state {
+	double upthreshold, downdifferential; /* percent */
+};
+/* devfreq simple_ondemand: next frequency in kHz (before snapping). */
+uint32_t ondemand_target_khz(double util_pct, uint32_t cur_khz, uint32_t max_khz,
+			     double upthreshold, double downdifferential, uint32_t *reason);
+
+struct ipa_state {
+	double sustainable_power_w, control_temp_c, switch_on_c; /* switch_on_c < 0: none */
+	double k_po, k_pu, k_i, k_d, integral_cutoff_c;
+	double err_integral_c, prev_err_c;
+	double max_power_w;
+	bool passive;
+};
+void ipa_setup(struct ipa_state *s, double sustainable_power_w, double control_temp_c,
+	       double switch_on_c, double max_power_w);
+/* One throttle() call: granted power (W), or max power below switch-on. */
+double ipa_throttle(struct ipa_state *s, double temp_c, double period_ms, uint32_t *reason);
+
+/* Exposed for tests: the govd / slo-dvfs loops (governor/controllers/ctl_govd.c). */
+struct govd_tuning {
+	double slack_low, slack_high, raise_gain, lower_pct_per_s, surge_queue, peak_memory_s;
+	double lower_min_requests;
+	double horizon_s, r_fast_c_per_w, thermal_margin_c, sat_hold_s, sat_s, tbt_exponent;
+};
+struct govd_mix {
+	double tbt_at_max[2]; /* BF16, mix: TBT/target scaled to the max clock (EWMA) */
+	double sat_since_s;
+	double last_sat_s, hold_s; /* back-off of the BF16 hold */
+	bool last_bf16;
+	double mode_since_s;       /* when the current mode began */
+};
+/* Precision mode under load: the new end of the BF16 hold (see ctl_govd.c). */
+double govd_mix_decide(const struct govd_tuning *t, struct govd_mix *m, double now_s,
+		       double bf16_until_s, double tbt_ratio, double f_frac);
+/* Worst short-window quantile over its SLA target, across the policy's
+ * targets of one metric (enum sla_metric) or all (-1); 0 when none has data. */
+double govd_sla_ratio(const struct gov_estimates *e, const struct policy *pol, int only_metric);
+/* Same for this period's own TTFT/TBT p99 against the p99 targets. */
+double govd_period_ratio(const struct gov_estimates *e, const struct policy *pol);
+/* Lowest clock the remembered TBT peak (scaled to the max clock) allows. */
+uint32_t govd_load_floor_khz(const struct govd_tuning *t, double tbt_peak_at_max,
+			     uint32_t floor_khz, uint32_t fmax_khz);
+/* Latency loop: updates *f_khz; returns the reason bit. */
+uint32_t govd_latency_step(const struct govd_tuning *t, double *f_khz, double ratio, bool busy,
+			   uint64_t queue_len, double period_s, uint32_t floor_khz,
+			   uint32_t idle_khz, uint32_t fmax_khz);
+struct govd_thermal {
+	bool have;
+	double sink_c, sink_rate_c_per_s, t_s;
+};
+/* Thermal loop: the accelerator power that keeps the junction at the
+ * ceiling minus the margin on the heatsink extrapolated horizon_s ahead
+ * (*p_allow_w, p_min..p_max). Returns GOV_R_THERMAL_PREDICT when that is
+ * below p_max, else 0. */
+uint32_t govd_thermal_step(const struct govd_tuning *t, struct govd_thermal *th,
+			   const struct gov_estimates *e, double ceiling_c, double p_min_w,
+			   double p_max_w, double *p_allow_w);
+
+#endif
