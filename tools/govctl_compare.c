@@ -179,7 +179,6 @@ static int oracle_row(const char *scenario, const char *policy, const uint64_t *
 		}
 		r->clamps += (double)res.clamp_events;
 		r->breach += (double)res.breach_requests;
-		r->breach_late += (double)res.breach_requests; /* the oracle has no detector */
 		r->n++;
 		json_t *j = oracle_json(&res);
 		json_object_del(j, "windows_chosen"); /* oracle.json from govctl sim --oracle has them */
@@ -191,7 +190,6 @@ static int oracle_row(const char *scenario, const char *policy, const uint64_t *
 	r->att /= n;
 	r->clamps /= n;
 	r->breach /= n;
-	r->breach_late /= n;
 	return 0;
 }
 

@@ -88,12 +88,6 @@ struct govd_state {
 	struct gp_model model;
 };
 
-/* The policy's value, else the table's default (the one place defaults live). */
-static double param(const struct policy *pol, const struct controller_ops *c, const char *name)
-{
-	return ctl_param_value(pol, c, name);
-}
-
 /* For the parameters whose table default is NaN: a value derived here. */
 static double param_or(const struct policy *pol, const struct controller_ops *c, const char *name,
 		       double derived)
@@ -120,29 +114,29 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 		return -EINVAL;
 	}
 	struct govd_tuning *t = &s->tun;
-	t->slack_low = param(pol, c, "slack_low");
-	t->slack_high = param(pol, c, "slack_high");
-	t->raise_gain = param(pol, c, "raise_gain");
-	t->lower_pct_per_s = param(pol, c, "lower_pct_per_s");
-	t->surge_queue = param(pol, c, "surge_queue");
-	t->peak_memory_s = param(pol, c, "peak_memory_s");
-	t->lower_min_requests = param(pol, c, "lower_min_requests");
-	t->tbt_exponent = param(pol, c, "tbt_exponent");
+	t->slack_low = ctl_param_value(pol, c, "slack_low");
+	t->slack_high = ctl_param_value(pol, c, "slack_high");
+	t->raise_gain = ctl_param_value(pol, c, "raise_gain");
+	t->lower_pct_per_s = ctl_param_value(pol, c, "lower_pct_per_s");
+	t->surge_queue = ctl_param_value(pol, c, "surge_queue");
+	t->peak_memory_s = ctl_param_value(pol, c, "peak_memory_s");
+	t->lower_min_requests = ctl_param_value(pol, c, "lower_min_requests");
+	t->tbt_exponent = ctl_param_value(pol, c, "tbt_exponent");
 	double floor_mhz = param_or(pol, c, "floor_mhz", s->fmin_khz / 1000.0);
 	double idle_mhz = param_or(pol, c, "idle_mhz", 0); /* 0: hold */
 	if (!peer) {
-		t->horizon_s = param(pol, c, "horizon_s");
-		t->r_fast_c_per_w = param(pol, c, "r_fast_c_per_w");
-		t->thermal_margin_c = param(pol, c, "thermal_margin_c");
-		t->sat_hold_s = param(pol, c, "sat_hold_s");
-		t->sat_s = param(pol, c, "sat_s");
-		s->predict = param(pol, c, "predict") >= 0.5;
-		s->predict_margin = param(pol, c, "predict_margin");
-		s->predict_sigmas = param(pol, c, "predict_sigmas");
-		s->util_max = param(pol, c, "util_max");
-		s->power_spread_mhz = param(pol, c, "power_spread_mhz");
-		s->predict_floor = param(pol, c, "predict_floor") >= 0.5;
-		s->int8_max_detect_s = param(pol, c, "int8_max_detect_s"); /* NaN: no limit */
+		t->horizon_s = ctl_param_value(pol, c, "horizon_s");
+		t->r_fast_c_per_w = ctl_param_value(pol, c, "r_fast_c_per_w");
+		t->thermal_margin_c = ctl_param_value(pol, c, "thermal_margin_c");
+		t->sat_hold_s = ctl_param_value(pol, c, "sat_hold_s");
+		t->sat_s = ctl_param_value(pol, c, "sat_s");
+		s->predict = ctl_param_value(pol, c, "predict") >= 0.5;
+		s->predict_margin = ctl_param_value(pol, c, "predict_margin");
+		s->predict_sigmas = ctl_param_value(pol, c, "predict_sigmas");
+		s->util_max = ctl_param_value(pol, c, "util_max");
+		s->power_spread_mhz = ctl_param_value(pol, c, "power_spread_mhz");
+		s->predict_floor = ctl_param_value(pol, c, "predict_floor") >= 0.5;
+		s->int8_max_detect_s = ctl_param_value(pol, c, "int8_max_detect_s"); /* NaN: no limit */
 	}
 	if (t->slack_low >= t->slack_high) {
 		free(s);
