@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "common/sla.h"
 #include "hal/hal.h"
 
 int govctl_report(int argc, char **argv);
@@ -69,7 +70,7 @@ struct rp_wstats {
 	double int8_share;
 	/* The window's quantiles (ms): the simulator's own per-window histograms
 	 * when the run has sla.per_window, else the estimator's at the close. */
-	double ttft_p95, ttft_p99, tbt_p95, tbt_p99, e2e_p95, e2e_p99;
+	double q_ms[SLA_N_ROWS];          /* by SLA_INDEX() (common/sla.h) */
 	double requests;                  /* requests in the latency window at the close */
 	bool busy, judged, sla_met;
 	bool tail;                        /* shorter than window_s after a full one: not judged */
@@ -193,7 +194,7 @@ struct rp_period {
 	double p_accel_w, p_mem_w, p_host_w;
 	double tj_c, tmem_c, tin_c;
 	double util, tokens_per_s, int8_share;
-	double ttft_p95, ttft_p99, tbt_p95, tbt_p99, e2e_p95, e2e_p99;
+	double q_ms[SLA_N_ROWS];  /* inputs.sla, by SLA_INDEX() */
 	double win_s, win_requests;
 	double queue_len, running;
 	uint32_t throttle, reasons;
@@ -230,7 +231,8 @@ struct rp_run {
 	char owners[256], workload_profile[128], model_revision[128], power_mode[128];
 	char v_compiler[128], v_runtime[128], v_driver[128], v_firmware[128];
 	char objective[32];
-	double targets[6];        /* ttft_p95, ttft_p99, tbt_p95, tbt_p99, e2e_p95, e2e_p99; 0 none */
+	double targets[SLA_N_ROWS]; /* by SLA_INDEX(); 0: none */
+	double min_tokens_per_s;  /* throughput floor; 0: none */
 	double attainment_goal, ceiling_c, window_s;
 	bool have_policy_sla;     /* targets from summary.json or the policy file */
 	uint32_t trig_sla_n, trig_sla_m, trig_clamps, trig_faults;
@@ -238,7 +240,7 @@ struct rp_run {
 	/* run figures (summary.json, or recomputed from the log) */
 	double duration_s, tokens, e_accel, e_mem, e_host, e_total, tpj, tpj_sla;
 	double attainment, windows, windows_met;
-	double ttft_p95, ttft_p99, tbt_p95, tbt_p99, e2e_p95, e2e_p99;
+	double q_ms[SLA_N_ROWS];  /* run-wide quantiles (summary), or the worst judged window's */
 	double max_tj_c, clamp_events, clamp_time_s, above_ceiling_s;
 	double int8_token_frac, breaches, rollbacks, telemetry_faults;
 	bool failed;
@@ -250,7 +252,7 @@ struct rp_run {
 	struct rp_simwin {
 		bool idle, tail, sla_met;
 		double tokens;    /* true tokens of the window */
-		double q_ms[6];   /* ttft_p95 .. e2e_p99; NaN: nothing completed */
+		double q_ms[SLA_N_ROWS]; /* NaN: nothing completed */
 	} *sw;
 	size_t nsw;
 	/* per period, per window */
@@ -276,8 +278,6 @@ int rp_run_load(const char *path, struct rp_run *r, char *err, size_t errlen);
 void rp_run_free(struct rp_run *r);
 /* Windows (policy SLA window) and their evidence, without sensitivity/cost. */
 int rp_run_windows(struct rp_run *r);
-/* summary.json sla.targets keys in rp_run.targets order. */
-extern const char *const rp_target_keys[6];
 
 /* ---- figures (report_figures.c) and plots (report_plot.c) ---- */
 /* The figures of the report as report.json's "figures" array: every figure

@@ -176,20 +176,6 @@ static void events_of(json_t *evs, const struct rp_run *r, const char *role, con
 	json_array_append_new(evs, e);
 }
 
-static const char *const target_names[6] = { "TTFT p95", "TTFT p99", "TBT p95",
-					     "TBT p99",  "e2e p95",  "e2e p99" };
-
-static double wq(const struct rp_wstats *w, int i)
-{
-	const double v[6] = { w->ttft_p95, w->ttft_p99, w->tbt_p95, w->tbt_p99, w->e2e_p95, w->e2e_p99 };
-	return v[i];
-}
-
-static double run_q(const struct rp_run *r, int i)
-{
-	const double v[6] = { r->ttft_p95, r->ttft_p99, r->tbt_p95, r->tbt_p99, r->e2e_p95, r->e2e_p99 };
-	return v[i];
-}
 
 json_t *rp_figures(const struct rp_run *c, const struct rp_run *b, struct rp_run *const *all,
 		   const char *const *roles, size_t n, const struct rp_seed_pair *seeds,
@@ -292,7 +278,7 @@ json_t *rp_figures(const struct rp_run *c, const struct rp_run *b, struct rp_run
 		double tgt = c->targets[q] > 0 ? c->targets[q] : b->targets[q];
 		if (any ? !(tgt > 0) : (q != 1 && q != 3))
 			continue;
-		snprintf(l, sizeof(l), "%s (ms)", target_names[q]);
+		snprintf(l, sizeof(l), "%s (ms)", sla_rows[q].label);
 		p = panel(f, l, 0, NAN);
 		for (size_t i = 0; i < nt; i++) {
 			json_t *s = series(p, rl[i], rl[i], color_of(i), "linespoints");
@@ -301,7 +287,7 @@ json_t *rp_figures(const struct rp_run *c, const struct rp_run *b, struct rp_run
 				const struct rp_wstats *w = &two[i]->w[k];
 				if (w->tail)
 					continue;
-				pt(s, w->t1_s / 60.0, w->judged ? wq(w, q) : NAN);
+				pt(s, w->t1_s / 60.0, w->judged ? w->q_ms[q] : NAN);
 			}
 		}
 		snprintf(l, sizeof(l), "target %.0f ms", tgt);
@@ -314,7 +300,7 @@ json_t *rp_figures(const struct rp_run *c, const struct rp_run *b, struct rp_run
 		   "candidate (after)",
 		   "p99 (ms)");
 	for (int q = 1; q <= 3; q += 2) {
-		snprintf(l, sizeof(l), "%s (ms)", target_names[q]);
+		snprintf(l, sizeof(l), "%s (ms)", sla_rows[q].label);
 		p = panel(f, "tokens/J (all rails)", NAN, NAN);
 		json_object_set_new(p, "xlabel", json_string(l));
 		for (size_t i = 0; i < n; i++) {
@@ -324,13 +310,13 @@ json_t *rp_figures(const struct rp_run *c, const struct rp_run *b, struct rp_run
 			json_t *s = series(p, lab, roles[i],
 					   r == c ? color_of(0) : r == b ? color_of(1) : color_of(i + 2),
 					   "points");
-			pt(s, run_q(r, q), r->tpj);
+			pt(s, r->q_ms[q], r->tpj);
 		}
 		if (c != b) {
 			json_t *a = json_object();
-			json_object_set_new(a, "x0", num(run_q(b, q)));
+			json_object_set_new(a, "x0", num(b->q_ms[q]));
 			json_object_set_new(a, "y0", num(b->tpj));
-			json_object_set_new(a, "x1", num(run_q(c, q)));
+			json_object_set_new(a, "x1", num(c->q_ms[q]));
 			json_object_set_new(a, "y1", num(c->tpj));
 			json_object_set_new(p, "arrow", a);
 		}

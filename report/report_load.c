@@ -189,12 +189,8 @@ static void read_decision(struct rp_run *r, json_t *d, struct rp_period *p)
 	json_t *sla = json_object_get(in, "sla");
 	p->win_s = jnum(sla, "window_s");
 	p->win_requests = jnum(sla, "requests");
-	p->ttft_p95 = jnum(sla, "ttft_p95_ms");
-	p->ttft_p99 = jnum(sla, "ttft_p99_ms");
-	p->tbt_p95 = jnum(sla, "tbt_p95_ms");
-	p->tbt_p99 = jnum(sla, "tbt_p99_ms");
-	p->e2e_p95 = jnum(sla, "e2e_p95_ms");
-	p->e2e_p99 = jnum(sla, "e2e_p99_ms");
+	for (size_t i = 0; i < SLA_N_ROWS; i++)
+		p->q_ms[i] = jnum(sla, sla_rows[i].key);
 	p->queue_len = jnum(in, "queue_len");
 	p->running = jnum(in, "running");
 	p->throttle = (uint32_t)jcount(in, "throttle", UINT32_MAX);
@@ -413,17 +409,15 @@ static void read_summary(struct rp_run *r, json_t *s)
 	r->windows = jnum(sla, "windows");
 	r->windows_met = jnum(sla, "windows_met");
 	r->attainment = jnum(sla, "attainment");
-	r->ttft_p95 = jnum(sla, "ttft_p95_ms");
-	r->ttft_p99 = jnum(sla, "ttft_p99_ms");
-	r->tbt_p95 = jnum(sla, "tbt_p95_ms");
-	r->tbt_p99 = jnum(sla, "tbt_p99_ms");
-	r->e2e_p95 = jnum(sla, "e2e_p95_ms");
-	r->e2e_p99 = jnum(sla, "e2e_p99_ms");
+	for (size_t i = 0; i < SLA_N_ROWS; i++)
+		r->q_ms[i] = jnum(sla, sla_rows[i].key);
 	json_t *t = json_object_get(sla, "targets");
-	for (int i = 0; i < 6; i++) {
-		double v = jnum(t, rp_target_keys[i]);
+	for (size_t i = 0; i < SLA_N_ROWS; i++) {
+		double v = jnum(t, sla_rows[i].key);
 		r->targets[i] = isfinite(v) ? v : 0;
 	}
+	double floor_tps = jnum(t, "min_tokens_per_s");
+	r->min_tokens_per_s = isfinite(floor_tps) ? floor_tps : 0;
 	json_t *pw = json_object_get(sla, "per_window");
 	if (json_is_array(pw) && json_array_size(pw)) {
 		r->sw = calloc(json_array_size(pw), sizeof(*r->sw));
@@ -438,8 +432,8 @@ static void read_summary(struct rp_run *r, json_t *s)
 			w->tail = json_is_true(json_object_get(x, "tail"));
 			w->sla_met = json_is_true(json_object_get(x, "sla_met"));
 			w->tokens = jnum(x, "tokens");
-			for (int q = 0; q < 6; q++)
-				w->q_ms[q] = jnum(x, rp_target_keys[q]);
+			for (size_t q = 0; q < SLA_N_ROWS; q++)
+				w->q_ms[q] = jnum(x, sla_rows[q].key);
 		}
 	}
 	r->attainment_goal = jnum(t, "attainment");
@@ -511,12 +505,8 @@ static void read_policy(struct rp_run *r)
 	r->trig_clamps = p->rollback.thermal_clamp_events;
 	r->trig_faults = p->rollback.telemetry_faults;
 	if (!r->have_policy_sla) {
-		r->targets[0] = p->sla.ttft_p95_ms;
-		r->targets[1] = p->sla.ttft_p99_ms;
-		r->targets[2] = p->sla.tbt_p95_ms;
-		r->targets[3] = p->sla.tbt_p99_ms;
-		r->targets[4] = p->sla.e2e_p95_ms;
-		r->targets[5] = p->sla.e2e_p99_ms;
+		memcpy(r->targets, p->sla.latency_ms, sizeof(r->targets));
+		r->min_tokens_per_s = p->sla.min_tokens_per_s;
 		r->attainment_goal = p->sla.attainment;
 		r->ceiling_c = p->thermal.ceiling_c;
 		r->window_s = p->sla.window_s;
@@ -608,16 +598,15 @@ void rp_run_free(struct rp_run *r)
 	r->sw = NULL;
 }
 
-const char *const rp_target_keys[6] = { "ttft_p95_ms", "ttft_p99_ms", "tbt_p95_ms",
-					"tbt_p99_ms",  "e2e_p95_ms",  "e2e_p99_ms" };
-
-/* The one judgement of an SLA window the report makes: the simulator's own
+/* An SLA window as the report judges it: the simulator's own judgement
  * (summary.json sla.per_window, from the window's ground-truth histograms)
- * when the run has it, else every target the policy sets against the
- * quantiles the log carries at the window's close. A tail (shorter than
- * window_s, after a full window) is not judged, as the summary does not
- * count it. The headline attainment and every plot count these windows. */
-static void window_judge(const struct rp_run *r, size_t k, bool work, struct rp_wstats *w)
+ * when the run has it, else sla_judge() -- the rule every other judge uses --
+ * on the quantiles, requests and throughput the log carries at the window's
+ * close, busy when a period of it had requests queued or running. A tail
+ * (shorter than window_s, after a full window) is not judged, as the summary
+ * does not count it. The headline attainment and every plot count these. */
+static void window_judge(const struct rp_run *r, size_t k, bool work, const struct rp_period *close,
+			 struct rp_wstats *w)
 {
 	const struct rp_simwin *s = k < r->nsw ? &r->sw[k] : NULL;
 	if (r->nsw) {
@@ -625,21 +614,22 @@ static void window_judge(const struct rp_run *r, size_t k, bool work, struct rp_
 		w->tail = !s || s->tail;
 		w->judged = s && !s->tail && !s->idle;
 		w->sla_met = w->judged && s->sla_met;
-		double *q[6] = { &w->ttft_p95, &w->ttft_p99, &w->tbt_p95,
-				 &w->tbt_p99,  &w->e2e_p95,  &w->e2e_p99 };
-		for (int i = 0; s && i < 6; i++)
-			*q[i] = s->q_ms[i];
+		if (s)
+			memcpy(w->q_ms, s->q_ms, sizeof(w->q_ms));
 		return;
 	}
 	w->tail = k > 0 && k + 1 == r->nw && w->periods * (r->period_s > 0 ? r->period_s : 1) <
 							 r->window_s - 1e-9;
-	w->judged = !w->tail && (w->requests > 0 || work);
-	bool met = w->requests > 0;
-	const double v[6] = { w->ttft_p95, w->ttft_p99, w->tbt_p95, w->tbt_p99, w->e2e_p95, w->e2e_p99 };
-	for (int i = 0; i < 6; i++)
-		if (r->targets[i] > 0 && !isnan(v[i]) && !(v[i] <= r->targets[i]))
-			met = false;
-	w->sla_met = w->judged && met;
+	struct sla_window_obs o = {
+		.served = w->requests > 0 ? (uint64_t)w->requests : 0,
+		.waiting = close->queue_len > 0,
+		.busy = work,
+		.tokens_per_s = close->tokens_per_s,
+	};
+	memcpy(o.quantile_ms, w->q_ms, sizeof(o.quantile_ms));
+	enum sla_verdict v = sla_judge(r->targets, r->min_tokens_per_s, &o, NULL);
+	w->judged = !w->tail && v != SLA_IDLE;
+	w->sla_met = w->judged && v == SLA_MET;
 }
 
 int rp_run_windows(struct rp_run *r)
@@ -710,14 +700,9 @@ int rp_run_windows(struct rp_run *r)
 		tok_total += w->tokens;
 		w->tpj = ew > 0 ? w->tokens / ew : NAN;
 		w->int8_share = close->int8_share;
-		w->ttft_p95 = close->ttft_p95;
-		w->ttft_p99 = close->ttft_p99;
-		w->tbt_p95 = close->tbt_p95;
-		w->tbt_p99 = close->tbt_p99;
-		w->e2e_p95 = close->e2e_p95;
-		w->e2e_p99 = close->e2e_p99;
+		memcpy(w->q_ms, close->q_ms, sizeof(w->q_ms));
 		w->requests = close->win_requests;
-		window_judge(r, k, work, w);
+		window_judge(r, k, work, close, w);
 		w->busy = w->judged || (!w->tail && w->mean_util >= rp_default_thresholds.busy_util);
 		w->clock_sens = NAN;
 	}
@@ -747,18 +732,15 @@ int rp_run_windows(struct rp_run *r)
 		r->e_host = e[2];
 		r->e_total = e[0] + e[1] + e[2];
 		r->tpj = r->e_total > 0 ? r->tokens / r->e_total : NAN;
-		r->ttft_p95 = r->ttft_p99 = r->tbt_p95 = r->tbt_p99 = r->e2e_p95 = r->e2e_p99 = 0;
+		for (size_t i = 0; i < SLA_N_ROWS; i++)
+			r->q_ms[i] = 0;
 		double i8 = 0;
 		for (size_t k = 0; k < nw; k++) {
 			const struct rp_wstats *w = &r->w[k];
 			if (!w->judged)
 				continue;
-			r->ttft_p95 = fmax(r->ttft_p95, w->ttft_p95);
-			r->ttft_p99 = fmax(r->ttft_p99, w->ttft_p99);
-			r->tbt_p95 = fmax(r->tbt_p95, w->tbt_p95);
-			r->tbt_p99 = fmax(r->tbt_p99, w->tbt_p99);
-			r->e2e_p95 = fmax(r->e2e_p95, w->e2e_p95);
-			r->e2e_p99 = fmax(r->e2e_p99, w->e2e_p99);
+			for (size_t i = 0; i < SLA_N_ROWS; i++)
+				r->q_ms[i] = fmax(r->q_ms[i], w->q_ms[i]);
 			i8 += (isfinite(w->int8_share) ? w->int8_share : 0) * w->tokens;
 		}
 		r->int8_token_frac = tok_total > 0 ? i8 / tok_total : NAN;

@@ -85,7 +85,7 @@ enum rp_class rp_classify(const struct rp_wstats *w, const struct rp_thresholds 
 	if (w->mean_queue >= th->queue_depth) {
 		say(why, len,
 		    "queue depth mean %.1f, max %.0f requests waiting (rule: mean >= %.1f); TTFT p99 %.0f ms",
-		    w->mean_queue, w->max_queue, th->queue_depth, w->ttft_p99);
+		    w->mean_queue, w->max_queue, th->queue_depth, w->q_ms[SLA_INDEX(SLA_TTFT, SLA_P99)]);
 		return RP_C_QUEUEING;
 	}
 	if (w->host_share >= th->host_share && w->mean_util < th->host_util) {

@@ -383,9 +383,8 @@ static bool same_sla(const struct policy *a, const struct policy *b)
 {
 	if (a->sla.window_s != b->sla.window_s || a->sla.min_tokens_per_s != b->sla.min_tokens_per_s)
 		return false;
-	for (size_t i = 0; i < policy_n_sla_targets; i++)
-		if (policy_sla_value(a, &policy_sla_targets[i]) !=
-		    policy_sla_value(b, &policy_sla_targets[i]))
+	for (size_t i = 0; i < SLA_N_ROWS; i++)
+		if (a->sla.latency_ms[i] != b->sla.latency_ms[i])
 			return false;
 	return true;
 }

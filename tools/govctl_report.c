@@ -218,9 +218,8 @@ static void side_of(const struct rp_run *r, struct rp_side *s)
 	s->attainment = r->attainment;
 	s->attainment_goal = isfinite(r->attainment_goal) ? r->attainment_goal : 0.99;
 	s->latency_ok = true;
-	const double v[6] = { r->ttft_p95, r->ttft_p99, r->tbt_p95, r->tbt_p99, r->e2e_p95, r->e2e_p99 };
-	for (int i = 0; i < 6; i++)
-		if (r->targets[i] > 0 && isfinite(v[i]) && v[i] > r->targets[i])
+	for (size_t i = 0; i < SLA_N_ROWS; i++)
+		if (r->targets[i] > 0 && isfinite(r->q_ms[i]) && r->q_ms[i] > r->targets[i])
 			s->latency_ok = false;
 	s->breaches = r->breaches;
 	s->quality_ok = true;
@@ -244,8 +243,8 @@ static json_t *point(const struct rp_run *r)
 	json_object_set_new(o, "tokens_per_joule", jsonx_real(r->tpj));
 	json_object_set_new(o, "tokens_per_joule_under_sla", jsonx_real(r->tpj_sla));
 	json_object_set_new(o, "sla_attainment", jsonx_real(r->attainment));
-	json_object_set_new(o, "ttft_p99_ms", jsonx_real(r->ttft_p99));
-	json_object_set_new(o, "tbt_p99_ms", jsonx_real(r->tbt_p99));
+	json_object_set_new(o, "ttft_p99_ms", jsonx_real(r->q_ms[SLA_INDEX(SLA_TTFT, SLA_P99)]));
+	json_object_set_new(o, "tbt_p99_ms", jsonx_real(r->q_ms[SLA_INDEX(SLA_TBT, SLA_P99)]));
 	json_object_set_new(o, "clamp_events", jsonx_real(r->clamp_events));
 	json_object_set_new(o, "quality_breaches", jsonx_real(r->breaches));
 	json_object_set_new(o, "int8_token_fraction", jsonx_real(r->int8_token_frac));
@@ -508,8 +507,8 @@ static json_t *bottlenecks(const struct rp_run *r, const struct runinfo *ri, con
 		json_object_set_new(x, "clock_mhz_mean", jsonx_real(w->mean_clk_mhz));
 		json_object_set_new(x, "clock_sensitivity", jsonx_real(w->clock_sens));
 		json_object_set_new(x, "utilisation", jsonx_real(w->mean_util));
-		json_object_set_new(x, "ttft_p99_ms", jsonx_real(w->ttft_p99));
-		json_object_set_new(x, "tbt_p99_ms", jsonx_real(w->tbt_p99));
+		json_object_set_new(x, "ttft_p99_ms", jsonx_real(w->q_ms[SLA_INDEX(SLA_TTFT, SLA_P99)]));
+		json_object_set_new(x, "tbt_p99_ms", jsonx_real(w->q_ms[SLA_INDEX(SLA_TBT, SLA_P99)]));
 		json_object_set_new(x, "tail", json_boolean(w->tail));
 		json_array_append_new(ws, x);
 		/* Evidence that differs only in its numbers collapses into one
@@ -634,17 +633,15 @@ static void validation(json_t *rows, const struct rp_run *r, const struct rp_run
 	snprintf(thr, sizeof(thr), ">= %.2f of windows", goal);
 	vrow(rows, r->label, "all", "SLA attainment", thr, jsonx_real(r->attainment),
 	     r->attainment >= goal ? "PASS" : "FAIL", sla_g);
-	static const char *const names[6] = { "TTFT p95", "TTFT p99", "TBT p95",
-					      "TBT p99",  "e2e p95",  "e2e p99" };
-	const double v[6] = { r->ttft_p95, r->ttft_p99, r->tbt_p95, r->tbt_p99, r->e2e_p95, r->e2e_p99 };
-	for (int i = 0; i < 6; i++) {
+	for (size_t i = 0; i < SLA_N_ROWS; i++) {
+		const double *v = r->q_ms;
 		/* Every target the policy sets is a row; a figure the run lacks
 		 * is a FAIL, not a silent skip. */
 		if (!(r->targets[i] > 0))
 			continue;
 		snprintf(thr, sizeof(thr), "<= %.0f ms%s", r->targets[i],
 			 r->have_summary ? "" : " (worst window)");
-		vrow(rows, r->label, "all", names[i], thr, jsonx_real(v[i]),
+		vrow(rows, r->label, "all", sla_rows[i].label, thr, jsonx_real(v[i]),
 		     v[i] <= r->targets[i] ? "PASS" : isnan(v[i]) ? "FAIL (not measured)" : "FAIL", sla_g);
 	}
 	for (size_t s = 0; s < r->n_slices; s++) {
@@ -766,10 +763,10 @@ static json_t *monitors(struct rp_run **runs, size_t n, const struct rp_run *b)
 		for (size_t k = 0; cp && tt && tb && med && k < r->nw; k++)
 			if (r->w[k].judged && r->w[k].requests > 0) {
 				cp[nj] = (double)r->w[k].clamp_periods + (r->w[k].max_tj_c >= r->ceiling_c);
-				tt[nj] = r->w[k].ttft_p99;
-				tb[nj++] = r->w[k].tbt_p99;
+				tt[nj] = r->w[k].q_ms[SLA_INDEX(SLA_TTFT, SLA_P99)];
+				tb[nj++] = r->w[k].q_ms[SLA_INDEX(SLA_TBT, SLA_P99)];
 				if (!r->w[k].clamp_periods)
-					med[nm++] = r->w[k].tbt_p99;
+					med[nm++] = r->w[k].q_ms[SLA_INDEX(SLA_TBT, SLA_P99)];
 			}
 		double c1 = cp ? rp_pearson(cp, tt, nj) : NAN, c2 = cp ? rp_pearson(cp, tb, nj) : NAN;
 		double stress = 0;
@@ -814,8 +811,10 @@ static json_t *monitors(struct rp_run **runs, size_t n, const struct rp_run *b)
 			json_object_set_new(ej, "duration_s", json_real((double)(e - p) * period_s));
 			json_object_set_new(ej, "max_junction_c", jsonx_real(tj));
 			json_object_set_new(ej, "min_clock_mhz", jsonx_real(clk));
-			json_object_set_new(ej, "window_ttft_p99_ms", jsonx_real(w->ttft_p99));
-			json_object_set_new(ej, "window_tbt_p99_ms", jsonx_real(w->tbt_p99));
+			json_object_set_new(ej, "window_ttft_p99_ms",
+					    jsonx_real(w->q_ms[SLA_INDEX(SLA_TTFT, SLA_P99)]));
+			json_object_set_new(ej, "window_tbt_p99_ms",
+					    jsonx_real(w->q_ms[SLA_INDEX(SLA_TBT, SLA_P99)]));
 			json_object_set_new(ej, "window_sla_met", json_boolean(w->sla_met));
 			json_array_append_new(ev, ej);
 		}

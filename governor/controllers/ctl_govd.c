@@ -180,41 +180,33 @@ static void govd_fini(void *state)
 	free(state);
 }
 
-/* The SLA quantile an estimate offers for a target, over the short window. */
-static double short_quantile(const struct gov_estimates *e, const struct sla_target *t)
-{
-	bool p99 = t->q > 0.97;
-	switch (t->metric) {
-	case SLA_TTFT: return p99 ? e->ttft_p99_short_ms : e->ttft_p95_short_ms;
-	case SLA_TBT: return p99 ? e->tbt_p99_short_ms : e->tbt_p95_short_ms;
-	default: return p99 ? e->e2e_p99_short_ms : e->e2e_p95_short_ms;
-	}
-}
-
 double govd_sla_ratio(const struct gov_estimates *e, const struct policy *pol, int only_metric)
 {
 	double r = 0;
-	for (size_t i = 0; i < policy_n_sla_targets; i++) {
-		const struct sla_target *t = &policy_sla_targets[i];
-		if (only_metric >= 0 && (int)t->metric != only_metric)
+	for (size_t i = 0; i < SLA_N_ROWS; i++) {
+		if (only_metric >= 0 && (int)sla_rows[i].metric != only_metric)
 			continue;
-		double target = policy_sla_value(pol, t);
+		double target = pol->sla.latency_ms[i];
 		if (!(target > 0))
 			continue;
-		double v = short_quantile(e, t);
+		double v = e->short_quantile_ms[i];
 		if (isfinite(v) && v > 0 && v / target > r)
 			r = v / target;
 	}
 	return r;
 }
 
+/* The p99 targets of TTFT and TBT against this period's own p99 alone. */
 double govd_period_ratio(const struct gov_estimates *e, const struct policy *pol)
 {
-	double r = 0, v;
-	if (pol->sla.ttft_p99_ms > 0 && isfinite(v = e->ttft_p99_period_ms))
-		r = fmax(r, v / pol->sla.ttft_p99_ms);
-	if (pol->sla.tbt_p99_ms > 0 && isfinite(v = e->tbt_p99_period_ms))
-		r = fmax(r, v / pol->sla.tbt_p99_ms);
+	static const enum sla_metric fast[] = { SLA_TTFT, SLA_TBT };
+	double r = 0;
+	for (size_t k = 0; k < sizeof(fast) / sizeof(fast[0]); k++) {
+		double target = pol->sla.latency_ms[SLA_INDEX(fast[k], SLA_P99)];
+		double v = e->period_p99_ms[fast[k]];
+		if (target > 0 && isfinite(v))
+			r = fmax(r, v / target);
+	}
 	return r;
 }
 
@@ -403,7 +395,7 @@ static uint32_t predict_step(struct govd_state *s, const struct gov_estimates *e
 	struct gp_obs o = {
 		.mode = s->cur_mode, .clk_mhz = f_now, .running = (double)e->running,
 		.queue = (double)e->queue_len, .util = e->util, .power_w = e->power_w[HAL_RAIL_ACCEL],
-		.tbt_p99_ms = e->tbt_p99_period_ms, .ttft_p99_ms = e->ttft_p99_period_ms,
+		.tbt_p99_ms = e->period_p99_ms[SLA_TBT], .ttft_p99_ms = e->period_p99_ms[SLA_TTFT],
 	};
 	gp_observe(&s->model, &o);
 	if ((double)e->queue_len >= t->surge_queue) {
@@ -418,7 +410,8 @@ static uint32_t predict_step(struct govd_state *s, const struct gov_estimates *e
 	struct gp_query q = {
 		.mode = s->cur_mode, .clk_now_mhz = f_now, .running = (double)e->running,
 		.queue = (double)e->queue_len, .util = e->util,
-		.tbt_target_ms = pol->sla.tbt_p99_ms, .ttft_target_ms = pol->sla.ttft_p99_ms,
+		.tbt_target_ms = pol->sla.latency_ms[SLA_INDEX(SLA_TBT, SLA_P99)],
+		.ttft_target_ms = pol->sla.latency_ms[SLA_INDEX(SLA_TTFT, SLA_P99)],
 		.margin = s->predict_margin, .sigmas = s->predict_sigmas, .util_max = s->util_max,
 		.step_mhz = 15, .floor_mhz = floor_khz / 1000.0,
 		.power_spread_mhz = s->power_spread_mhz,

@@ -66,8 +66,8 @@ static void device_init(struct metrics_device *d, const char *name)
 		d->temp_c[t] = NAN;
 	d->headroom_c = d->headroom_trend_c_per_s = NAN;
 	d->tokens_per_s = d->tokens_per_joule = d->int8_token_share = NAN;
-	d->ttft_p99_s = d->tbt_p99_s = d->e2e_p99_s = NAN;
-	d->ttft_p95_s = d->tbt_p95_s = d->e2e_p95_s = NAN;
+	for (size_t i = 0; i < SLA_N_ROWS; i++)
+		d->latency_s[i] = NAN;
 	d->binding = GOV_B_NONE;
 }
 
@@ -186,43 +186,19 @@ static uint64_t counter_delta(bool *have, uint64_t *prev, uint64_t now)
 	return d;
 }
 
-static double est_quantile_ms(const struct gov_estimates *e, enum sla_metric m, double q)
-{
-	bool p99 = q > 0.97;
-	switch (m) {
-	case SLA_TTFT: return p99 ? e->ttft_p99_ms : e->ttft_p95_ms;
-	case SLA_TBT: return p99 ? e->tbt_p99_ms : e->tbt_p95_ms;
-	default: return p99 ? e->e2e_p99_ms : e->e2e_p95_ms;
-	}
-}
-
-/* One SLA window, judged as govctl sim judges it (governor/sim/sim.c) but on
- * the estimator's window quantiles: nothing completed is idle (not counted)
- * when nothing waits and missed when requests wait. Serving unknown: not
- * judged. */
+/* One SLA window, judged by sla_judge() (as govctl sim judges it) on the
+ * estimator's window quantiles; serving unknown: not judged. */
 static void sla_window(struct metrics_device *d, const struct policy *pol,
 		       const struct gov_estimates *e)
 {
 	if (!e->serving_ok)
 		return;
-	if (e->window_requests == 0) {
-		if (e->queue_len + e->running > 0)
-			d->sla_windows++;
+	struct sla_window_obs o = estimate_sla_obs(e);
+	enum sla_verdict v = sla_judge(pol->sla.latency_ms, pol->sla.min_tokens_per_s, &o, NULL);
+	if (v == SLA_IDLE)
 		return;
-	}
-	bool met = true;
-	for (size_t i = 0; i < policy_n_sla_targets; i++) {
-		const struct sla_target *t = &policy_sla_targets[i];
-		double target_ms = policy_sla_value(pol, t);
-		double v = est_quantile_ms(e, t->metric, t->q);
-		if (target_ms > 0 && !(v <= target_ms))
-			met = false;
-	}
-	if (pol->sla.min_tokens_per_s > 0 && e->queue_len > 0 &&
-	    !(e->tokens_per_s >= pol->sla.min_tokens_per_s))
-		met = false;
 	d->sla_windows++;
-	d->sla_windows_met += met;
+	d->sla_windows_met += v == SLA_MET;
 }
 
 static double khz_to_hz(uint32_t khz)
@@ -280,15 +256,11 @@ void metrics_device_update_from(struct metrics_device *d, const struct hal_limit
 		d->tokens_per_s = d->tokens_per_joule = d->int8_token_share = NAN;
 	}
 	if (have_q) {
-		d->ttft_p99_s = e->ttft_p99_ms / 1000.0;
-		d->tbt_p99_s = e->tbt_p99_ms / 1000.0;
-		d->e2e_p99_s = e->e2e_p99_ms / 1000.0;
-		d->ttft_p95_s = e->ttft_p95_ms / 1000.0;
-		d->tbt_p95_s = e->tbt_p95_ms / 1000.0;
-		d->e2e_p95_s = e->e2e_p95_ms / 1000.0;
+		for (size_t i = 0; i < SLA_N_ROWS; i++)
+			d->latency_s[i] = e->quantile_ms[i] / 1000.0;
 	} else {
-		d->ttft_p99_s = d->tbt_p99_s = d->e2e_p99_s = NAN;
-		d->ttft_p95_s = d->tbt_p95_s = d->e2e_p95_s = NAN;
+		for (size_t i = 0; i < SLA_N_ROWS; i++)
+			d->latency_s[i] = NAN;
 	}
 	if (p->serving)
 		lat_update(d, p->serving);
@@ -485,11 +457,9 @@ static void render_latency(FILE *f, const struct metrics_snapshot *s, const stru
 		   : "95th percentile latency over the SLA window (kind: ttft, tbt, e2e).");
 	for (size_t i = 0; i < s->n_devices; i++) {
 		const struct metrics_device *d = &s->dev[i];
-		const char *kinds[3] = { "ttft", "tbt", "e2e" };
-		double v[3] = { p99 ? d->ttft_p99_s : d->ttft_p95_s, p99 ? d->tbt_p99_s : d->tbt_p95_s,
-				p99 ? d->e2e_p99_s : d->e2e_p95_s };
-		for (int k = 0; k < 3; k++) {
-			sample2(f, name, lab[i].dev, "kind", kinds[k], v[k]);
+		for (int m = 0; m < SLA_N_METRICS; m++) {
+			size_t r = SLA_INDEX(m, p99 ? SLA_P99 : SLA_P95);
+			sample2(f, name, lab[i].dev, "kind", sla_rows[r].metric_key, d->latency_s[r]);
 		}
 	}
 }

@@ -94,8 +94,7 @@ struct metrics_device {
 	double tokens_per_s, tokens_per_joule, int8_token_share;
 	uint64_t tokens_total;
 	uint64_t queue_len, running;
-	double ttft_p99_s, tbt_p99_s, e2e_p99_s;
-	double ttft_p95_s, tbt_p95_s, e2e_p95_s;
+	double latency_s[SLA_N_ROWS]; /* by SLA_INDEX(); NaN: unknown */
 	/* Request latency since govd started, from the server's histograms:
 	 * [0] ttft, [1] tbt, [2] e2e. */
 	struct metrics_lat_hist lat[METRICS_LAT_KINDS];

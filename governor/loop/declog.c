@@ -239,12 +239,8 @@ int declog_decision(struct declog *d, const struct declog_record *r)
 	json_object_set_new(in, "throttle", json_integer(e->throttle));
 	json_object_set_new(sla, "window_s", jsonx_real(e->window_s));
 	json_object_set_new(sla, "requests", json_integer((json_int_t)e->window_requests));
-	json_object_set_new(sla, "ttft_p95_ms", jsonx_real(e->ttft_p95_ms));
-	json_object_set_new(sla, "ttft_p99_ms", jsonx_real(e->ttft_p99_ms));
-	json_object_set_new(sla, "tbt_p95_ms", jsonx_real(e->tbt_p95_ms));
-	json_object_set_new(sla, "tbt_p99_ms", jsonx_real(e->tbt_p99_ms));
-	json_object_set_new(sla, "e2e_p95_ms", jsonx_real(e->e2e_p95_ms));
-	json_object_set_new(sla, "e2e_p99_ms", jsonx_real(e->e2e_p99_ms));
+	for (size_t i = 0; i < SLA_N_ROWS; i++)
+		json_object_set_new(sla, sla_rows[i].key, jsonx_real(e->quantile_ms[i]));
 	/* Only when it happened: periods whose latency delta was not stored. */
 	if (e->window_errors)
 		json_object_set_new(sla, "window_errors", json_integer((json_int_t)e->window_errors));

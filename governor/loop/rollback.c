@@ -56,31 +56,10 @@ double rollback_hold_left_s(const struct rollback *rb, uint64_t t_ms)
 	return (double)(rb->hold_end_ms - t_ms) / 1000.0;
 }
 
-static double est_quantile(const struct gov_estimates *e, const struct sla_target *t)
-{
-	bool p99 = t->q > 0.97;
-
-	switch (t->metric) {
-	case SLA_TTFT: return p99 ? e->ttft_p99_ms : e->ttft_p95_ms;
-	case SLA_TBT: return p99 ? e->tbt_p99_ms : e->tbt_p95_ms;
-	default: return p99 ? e->e2e_p99_ms : e->e2e_p95_ms;
-	}
-}
-
 bool rollback_sla_met(const struct policy *pol, const struct gov_estimates *est)
 {
-	for (size_t i = 0; i < policy_n_sla_targets; i++) {
-		double target = policy_sla_value(pol, &policy_sla_targets[i]);
-		double v = est_quantile(est, &policy_sla_targets[i]);
-		if (target > 0 && isfinite(v) && v > target)
-			return false;
-	}
-	/* The throughput floor binds only while requests wait (as the sim
-	 * judges it): a server cannot make tokens nobody asked for. */
-	if (pol->sla.min_tokens_per_s > 0 && est->queue_len > 0 &&
-	    est->tokens_per_s < pol->sla.min_tokens_per_s)
-		return false;
-	return true;
+	struct sla_window_obs o = estimate_sla_obs(est);
+	return sla_judge(pol->sla.latency_ms, pol->sla.min_tokens_per_s, &o, NULL) != SLA_MISSED;
 }
 
 /* The clock cap an op point sets; unlocked runs up to the default boost. */
@@ -144,7 +123,9 @@ static void promote(struct rollback *rb, const struct gov_opoint *cur)
 	rb->have_lkg = true;
 }
 
-/* Judges a finished SLA window (skipped without requests). */
+/* Judges a finished SLA window (sla_judge()). Only windows with
+ * completions count: the rollback compares latencies, and a window where
+ * nothing completed has none. */
 static void close_window(struct rollback *rb, const struct rb_input *in, uint32_t m)
 {
 	const struct gov_estimates *e = in->est;

@@ -86,8 +86,8 @@ void rollback_fini(struct rollback *rb);
  * replaced. */
 bool rollback_step(struct rollback *rb, const struct rb_input *in, struct gov_opoint *want,
 		   uint32_t *reasons, enum gov_binding *binding);
-/* An SLA window met every target the policy sets (estimator quantiles;
- * NaN quantiles are not judged). Pure; exposed for tests. */
+/* The estimator's SLA window was not missed (sla_judge(): met, or idle).
+ * Pure; exposed for tests. */
 bool rollback_sla_met(const struct policy *pol, const struct gov_estimates *est);
 /* hold_s * backoff_factor^(k-1), capped at max_hold_s; k >= 1. */
 double rollback_hold_s(const struct policy_rollback *r, uint32_t k);

@@ -39,10 +39,6 @@ static const char *const meta_keys[] = { "owners",	   "workload_profile", "model
 static const char *const validated_keys[] = { "compiler", "runtime", "driver", "firmware", NULL };
 static const char *const objective_keys[] = { "kind", "power_rails", NULL };
 static const char *const control_keys[] = { "controller", "period_ms", "params", NULL };
-static const char *const sla_keys[] = { "window_s",    "attainment", "ttft_p95_ms",
-					"ttft_p99_ms", "tbt_p95_ms", "tbt_p99_ms",
-					"e2e_p95_ms",  "e2e_p99_ms", "min_tokens_per_s",
-					NULL };
 static const char *const thermal_keys[] = { "ceiling_c", "hysteresis_c", NULL };
 static const char *const power_keys[] = { "cap_w", "budget_w", "budget_window_s", NULL };
 static const char *const freq_keys[] = { "min_mhz", "max_mhz", "max_step_mhz", NULL };
@@ -540,17 +536,19 @@ static void read_control(struct ctx *c)
 static void read_sla(struct ctx *c)
 {
 	struct policy *p = c->p;
+	/* The allowed keys follow sla_rows[], so a new target row is one edit. */
+	const char *sla_keys[2 + SLA_N_ROWS + 2] = { "window_s", "attainment" };
+	for (size_t i = 0; i < SLA_N_ROWS; i++)
+		sla_keys[2 + i] = sla_rows[i].key;
+	sla_keys[2 + SLA_N_ROWS] = "min_tokens_per_s";
+	sla_keys[3 + SLA_N_ROWS] = NULL;
 	yaml_node_t *n = c->sla = section(c, c->root, "", "sla", sla_keys);
 	if (!n)
 		return;
 	num(c, n, "sla", "window_s", 1, 3600, &p->sla.window_s);
 	num(c, n, "sla", "attainment", 0, 1, &p->sla.attainment);
-	num(c, n, "sla", "ttft_p95_ms", 0, 1e7, &p->sla.ttft_p95_ms);
-	num(c, n, "sla", "ttft_p99_ms", 0, 1e7, &p->sla.ttft_p99_ms);
-	num(c, n, "sla", "tbt_p95_ms", 0, 1e7, &p->sla.tbt_p95_ms);
-	num(c, n, "sla", "tbt_p99_ms", 0, 1e7, &p->sla.tbt_p99_ms);
-	num(c, n, "sla", "e2e_p95_ms", 0, 1e8, &p->sla.e2e_p95_ms);
-	num(c, n, "sla", "e2e_p99_ms", 0, 1e8, &p->sla.e2e_p99_ms);
+	for (size_t i = 0; i < SLA_N_ROWS; i++)
+		num(c, n, "sla", sla_rows[i].key, 0, sla_rows[i].max_ms, &p->sla.latency_ms[i]);
 	num_unit(c, n, "sla", "min_tokens_per_s", 0, 1e9, "tokens/s", &p->sla.min_tokens_per_s);
 }
 
@@ -797,11 +795,10 @@ static void check_sla(struct ctx *c)
 {
 	const struct policy *p = c->p;
 	char a[64], b[64];
-	/* The table lists each metric's p95 row just before its p99 row. */
-	for (size_t i = 0; i + 1 < policy_n_sla_targets; i += 2) {
-		const struct sla_target *t95 = &policy_sla_targets[i], *t99 = &policy_sla_targets[i + 1];
-		assert(t95->metric == t99->metric && t95->q < t99->q);
-		double v95 = policy_sla_value(p, t95), v99 = policy_sla_value(p, t99);
+	for (int m = 0; m < SLA_N_METRICS; m++) {
+		size_t i95 = SLA_INDEX(m, SLA_P95), i99 = SLA_INDEX(m, SLA_P99);
+		const struct sla_row *t95 = &sla_rows[i95], *t99 = &sla_rows[i99];
+		double v95 = p->sla.latency_ms[i95], v99 = p->sla.latency_ms[i99];
 		snprintf(a, sizeof(a), "sla.%s", t95->key);
 		snprintf(b, sizeof(b), "sla.%s", t99->key);
 		if (v95 > 0 && v99 > 0 && v95 > v99 && !any_failed(c, a, b))
@@ -811,11 +808,13 @@ static void check_sla(struct ctx *c)
 			       t95->metric_name, v95, v99, v99);
 	}
 	/* End-to-end latency includes the time to the first token. */
-	if (p->sla.e2e_p99_ms > 0 && p->sla.ttft_p99_ms > 0 && p->sla.e2e_p99_ms < p->sla.ttft_p99_ms &&
+	double e2e99 = p->sla.latency_ms[SLA_INDEX(SLA_E2E, SLA_P99)];
+	double ttft99 = p->sla.latency_ms[SLA_INDEX(SLA_TTFT, SLA_P99)];
+	if (e2e99 > 0 && ttft99 > 0 && e2e99 < ttft99 &&
 	    !any_failed(c, "sla.e2e_p99_ms", "sla.ttft_p99_ms"))
 		msg_at(c, DIAG_ERROR, where(c, c->sla, "e2e_p99_ms"), "sla.e2e_p99_ms", "e2e-below-ttft",
 		       "end-to-end p99 target %g ms is below the TTFT p99 target %g ms; allowed >= %g ms",
-		       p->sla.e2e_p99_ms, p->sla.ttft_p99_ms, p->sla.ttft_p99_ms);
+		       e2e99, ttft99, ttft99);
 	if (p->sla.window_s * 1000.0 < p->control.period_ms &&
 	    !any_failed(c, "sla.window_s", "control.period_ms"))
 		msg_at(c, DIAG_ERROR, where(c, c->sla, "window_s"), "sla.window_s", "window-below-period",
@@ -1120,9 +1119,9 @@ static void check_warnings(struct ctx *c)
 		       "fire inside it (allowed >= %g s to be useful)",
 		       rb->canary_s, rb->sla_violated_windows, p->sla.window_s,
 		       rb->sla_violated_windows * p->sla.window_s);
-	bool any_target = p->sla.ttft_p95_ms > 0 || p->sla.ttft_p99_ms > 0 || p->sla.tbt_p95_ms > 0 ||
-			  p->sla.tbt_p99_ms > 0 || p->sla.e2e_p95_ms > 0 || p->sla.e2e_p99_ms > 0 ||
-			  p->sla.min_tokens_per_s > 0;
+	bool any_target = p->sla.min_tokens_per_s > 0;
+	for (size_t i = 0; i < SLA_N_ROWS; i++)
+		any_target |= p->sla.latency_ms[i] > 0;
 	if (p->objective.kind == POLICY_OBJ_MIN_ENERGY && !any_target)
 		msg_at(c, DIAG_WARNING, where(c, c->objective, "kind"), "objective.kind",
 		       "objective-unbounded",

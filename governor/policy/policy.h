@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "common/diag.h"
+#include "common/sla.h"
 #include "hal/hal.h"
 
 #define POLICY_MAX_PARAMS 32
@@ -109,8 +110,7 @@ struct policy {
 	} control;
 	struct {
 		double window_s;
-		double ttft_p99_ms, tbt_p99_ms, e2e_p99_ms, ttft_p95_ms, tbt_p95_ms; /* 0: no target */
-		double e2e_p95_ms;       /* 0: no target */
+		double latency_ms[SLA_N_ROWS]; /* by SLA_INDEX() (common/sla.h); 0: no target */
 		double min_tokens_per_s; /* throughput floor per window; 0: none */
 		double attainment; /* target share of windows meeting every target */
 	} sla;
@@ -180,21 +180,6 @@ struct policy {
 	} telemetry;
 };
 
-/* The latency targets a policy can set, one row per key of `sla`. The loader
- * checks them, the sim judges SLA windows with them and summaries list them,
- * so a new target is one row here. */
-enum sla_metric { SLA_TTFT, SLA_TBT, SLA_E2E, SLA_N_METRICS };
-struct sla_target {
-	const char *key;     /* "ttft_p99_ms" */
-	const char *metric_name; /* "TTFT" */
-	enum sla_metric metric;
-	double q;            /* 0.95, 0.99 */
-	size_t offset;       /* of the double in struct policy */
-};
-extern const struct sla_target policy_sla_targets[];
-extern const size_t policy_n_sla_targets;
-/* The target in ms, 0 when the policy sets none. */
-double policy_sla_value(const struct policy *p, const struct sla_target *t);
 
 /* A numeric parameter a controller accepts under control.params. def is the
  * one place its default lives (NaN: none; the controller derives one). The

@@ -237,18 +237,3 @@ const char *policy_prec_name(enum policy_prec m)
 	return (unsigned)m < POLICY_PREC_N ? policy_prec_names[m] : "?";
 }
 
-#define SLA_ROW(k, name, m, quant) \
-	{ .key = #k, .metric_name = name, .metric = m, .q = quant, \
-	  .offset = offsetof(struct policy, sla.k) }
-const struct sla_target policy_sla_targets[] = {
-	SLA_ROW(ttft_p95_ms, "TTFT", SLA_TTFT, 0.95), SLA_ROW(ttft_p99_ms, "TTFT", SLA_TTFT, 0.99),
-	SLA_ROW(tbt_p95_ms, "TBT", SLA_TBT, 0.95),    SLA_ROW(tbt_p99_ms, "TBT", SLA_TBT, 0.99),
-	SLA_ROW(e2e_p95_ms, "end-to-end", SLA_E2E, 0.95),
-	SLA_ROW(e2e_p99_ms, "end-to-end", SLA_E2E, 0.99),
-};
-const size_t policy_n_sla_targets = sizeof(policy_sla_targets) / sizeof(policy_sla_targets[0]);
-
-double policy_sla_value(const struct policy *p, const struct sla_target *t)
-{
-	return *(const double *)((const char *)p + t->offset);
-}

@@ -176,19 +176,16 @@ static void win_snapshot(struct acc *a, uint64_t t_ms)
 	a->win->over_threshold = 0;
 }
 
-/* Whether a window [start, now] met every target the policy sets
- * (policy_sla_targets, and the throughput floor). A window with nothing
- * completed is idle (not counted) when nothing waits, and missed when
- * requests are queued or running. The throughput floor is judged only while
- * requests wait: an open-loop server with little demand cannot make tokens
- * nobody asked for. Fills w; counts nothing. */
+/* Whether a window [start, now] met every target the policy sets, judged
+ * by sla_judge() on the window's ground-truth histograms (a window with no
+ * latency sample has nothing served). Fills w; counts nothing. */
 static void win_judge(struct acc *a, uint64_t t_ms, struct sim_window *w)
 {
 	const struct server_stats *st = server_get_stats(a->plant->srv);
 	const struct device *dv = &a->plant->dev;
 	const struct policy *p = a->pol;
 	struct hist *d = a->win->delta;
-	bool empty = true;
+	uint64_t samples = 0;
 
 	memset(w, 0, sizeof(*w));
 	w->index = a->win->index;
@@ -206,36 +203,23 @@ static void win_judge(struct acc *a, uint64_t t_ms, struct sim_window *w)
 	w->failed = a->plant->failed;
 	for (int m = 0; m < SLA_N_METRICS; m++) {
 		hist_delta(&d[m], metric_hist(st, (enum sla_metric)m), &a->win->at_start[m]);
-		empty = empty && d[m].n == 0;
+		samples += d[m].n;
 	}
-	assert(policy_n_sla_targets <= SIM_SLA_QUANTILES);
-	for (size_t i = 0; i < SIM_SLA_QUANTILES; i++)
-		w->quantile_ms[i] = i < policy_n_sla_targets && d[policy_sla_targets[i].metric].n
-					    ? hist_quantile(&d[policy_sla_targets[i].metric],
-							    policy_sla_targets[i].q)
-					    : NAN;
-	if (empty) {
-		w->idle = st->queue_len + st->running == 0;
-		w->sla_met = w->idle;
-		w->sla_ratio = w->idle ? 0 : INFINITY;
-		return;
-	}
-	bool met = true;
-	for (size_t i = 0; i < policy_n_sla_targets; i++) {
-		const struct sla_target *t = &policy_sla_targets[i];
-		double target_ms = policy_sla_value(p, t);
-		if (target_ms <= 0)
-			continue;
-		double q_ms = w->quantile_ms[i];
-		if (q_ms > target_ms)
-			met = false;
-		w->sla_ratio = fmax(w->sla_ratio, q_ms / target_ms);
-	}
+	struct sla_window_obs o = {
+		.served = samples,
+		.waiting = st->queue_len > 0,
+		.busy = st->queue_len + st->running > 0,
+	};
+	for (size_t i = 0; i < SLA_N_ROWS; i++)
+		w->quantile_ms[i] = o.quantile_ms[i] = d[sla_rows[i].metric].n
+							       ? hist_quantile(&d[sla_rows[i].metric],
+									       sla_rows[i].q)
+							       : NAN;
 	double dur_s = w->end_s - w->start_s;
-	if (p->sla.min_tokens_per_s > 0 && st->queue_len > 0 && dur_s > 0 &&
-	    (double)w->tokens / dur_s < p->sla.min_tokens_per_s)
-		met = false;
-	w->sla_met = met;
+	o.tokens_per_s = dur_s > 0 ? (double)w->tokens / dur_s : NAN;
+	enum sla_verdict v = sla_judge(p->sla.latency_ms, p->sla.min_tokens_per_s, &o, &w->sla_ratio);
+	w->idle = v == SLA_IDLE;
+	w->sla_met = v != SLA_MISSED;
 }
 
 /* One row of summary.json's sla.per_window: the judgement the run's
@@ -256,8 +240,8 @@ static void win_record(struct acc *a, const struct sim_window *w)
 	json_object_set_new(o, "energy_j", jsonx_real(w->energy_j[HAL_RAIL_ACCEL] +
 						      w->energy_j[HAL_RAIL_MEMORY] +
 						      w->energy_j[HAL_RAIL_HOST]));
-	for (size_t i = 0; i < policy_n_sla_targets && i < SIM_SLA_QUANTILES; i++)
-		json_object_set_new(o, policy_sla_targets[i].key, jsonx_real(w->quantile_ms[i]));
+	for (size_t i = 0; i < SLA_N_ROWS; i++)
+		json_object_set_new(o, sla_rows[i].key, jsonx_real(w->quantile_ms[i]));
 	json_array_append_new(a->per_window, o);
 }
 
@@ -356,7 +340,9 @@ static int on_period(void *ctx, const struct gov_period *p)
 				e->power_w[HAL_RAIL_ACCEL], e->power_w[HAL_RAIL_MEMORY],
 				e->power_w[HAL_RAIL_HOST], e->temp_c[HAL_TEMP_JUNCTION],
 				e->temp_c[HAL_TEMP_MEMORY], e->temp_c[HAL_TEMP_INLET], e->tokens_per_s,
-				e->ttft_p99_ms, e->tbt_p99_ms, e->e2e_p99_ms, e->int8_token_share, int8,
+				e->quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P99)],
+				e->quantile_ms[SLA_INDEX(SLA_TBT, SLA_P99)],
+				e->quantile_ms[SLA_INDEX(SLA_E2E, SLA_P99)], e->int8_token_share, int8,
 				e->throttle, e->n_faults, gov_binding_name(p->binding),
 				gov_reasons_join(p->reasons, reasons, sizeof(reasons)));
 		if (n < 0)
@@ -427,15 +413,12 @@ static json_t *summary_json(const struct acc *a, const struct scenario *sc, cons
 	json_object_set_new(sla, "windows_idle", json_integer((json_int_t)a->windows_idle));
 	json_object_set_new(sla, "attainment",
 			    jsonx_real(a->windows ? (double)a->windows_met / (double)a->windows : 1.0));
-	json_object_set_new(sla, "ttft_p95_ms", jsonx_real(hist_quantile(&st->ttft, 0.95)));
-	json_object_set_new(sla, "ttft_p99_ms", jsonx_real(hist_quantile(&st->ttft, 0.99)));
-	json_object_set_new(sla, "tbt_p95_ms", jsonx_real(hist_quantile(&st->tbt, 0.95)));
-	json_object_set_new(sla, "tbt_p99_ms", jsonx_real(hist_quantile(&st->tbt, 0.99)));
-	json_object_set_new(sla, "e2e_p95_ms", jsonx_real(hist_quantile(&st->e2e, 0.95)));
-	json_object_set_new(sla, "e2e_p99_ms", jsonx_real(hist_quantile(&st->e2e, 0.99)));
-	for (size_t i = 0; i < policy_n_sla_targets; i++)
-		json_object_set_new(tg, policy_sla_targets[i].key,
-				    jsonx_real(policy_sla_value(pol, &policy_sla_targets[i])));
+	for (size_t i = 0; i < SLA_N_ROWS; i++)
+		json_object_set_new(sla, sla_rows[i].key,
+				    jsonx_real(hist_quantile(metric_hist(st, sla_rows[i].metric),
+							     sla_rows[i].q)));
+	for (size_t i = 0; i < SLA_N_ROWS; i++)
+		json_object_set_new(tg, sla_rows[i].key, jsonx_real(pol->sla.latency_ms[i]));
 	json_object_set_new(tg, "min_tokens_per_s", jsonx_real(pol->sla.min_tokens_per_s));
 	json_object_set_new(tg, "attainment", jsonx_real(pol->sla.attainment));
 	json_object_set_new(sla, "targets", tg);

@@ -15,7 +15,6 @@
 
 /* One SLA window as the sim judged it, from the plant's ground truth (the
  * oracle reads these; docs/oracle.md). */
-#define SIM_SLA_QUANTILES 6 /* policy_sla_targets rows: TTFT, TBT, e2e x p95, p99 */
 struct sim_window {
 	uint32_t index;
 	double start_s, end_s;
@@ -34,9 +33,9 @@ struct sim_window {
 	uint32_t over_threshold;     /* bit per slice: true INT8 drop above the policy's
 				      * max_drop at some control period of the window */
 	bool failed;                 /* the plant shut down in this window */
-	/* The window's own quantile per policy_sla_targets row (ms, from the
+	/* The window's own quantile per SLA row (common/sla.h) (ms, from the
 	 * ground-truth histograms; NaN when nothing completed). */
-	double quantile_ms[SIM_SLA_QUANTILES];
+	double quantile_ms[SLA_N_ROWS];
 };
 typedef void (*sim_window_cb)(void *ctx, const struct sim_window *w);
 

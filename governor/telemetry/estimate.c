@@ -98,14 +98,14 @@ int estimate_init(struct estimator *e, const struct estimate_cfg *cfg)
 	if (!e->ring)
 		return -ENOMEM;
 	for (size_t i = 0; i < e->ring_len; i++)
-		for (int h = 0; h < 3; h++) {
+		for (int h = 0; h < SLA_N_METRICS; h++) {
 			e->ring[i].h[h] = calloc(1, sizeof(struct est_sparse));
 			if (!e->ring[i].h[h]) {
 				estimate_fini(e);
 				return -ENOMEM;
 			}
 		}
-	for (int h = 0; h < 3; h++) {
+	for (int h = 0; h < SLA_N_METRICS; h++) {
 		hist_reset(&e->win[h]);
 		hist_reset(&e->win_short[h]);
 	}
@@ -121,7 +121,7 @@ void estimate_fini(struct estimator *e)
 {
 	if (e->ring) {
 		for (size_t i = 0; i < e->ring_len; i++)
-			for (int h = 0; h < 3; h++) {
+			for (int h = 0; h < SLA_N_METRICS; h++) {
 				if (!e->ring[i].h[h])
 					continue;
 				free(e->ring[i].h[h]->idx);
@@ -206,7 +206,7 @@ static void ring_pop(struct estimator *e)
 	size_t tail = (e->ring_head + e->ring_len - e->ring_n) % e->ring_len;
 	struct est_period *p = &e->ring[tail];
 
-	for (int h = 0; h < 3; h++)
+	for (int h = 0; h < SLA_N_METRICS; h++)
 		sparse_apply(&e->win[h], p->h[h], -1);
 	e->win_requests -= p->requests;
 	e->win_tokens -= p->tokens;
@@ -246,7 +246,7 @@ static int window_update(struct estimator *e, uint64_t now_ms, const struct hal_
 	 * and the overwrite below, which may reuse its slot). */
 	if (e->ring_n >= e->short_len) {
 		size_t out = (e->ring_head + e->ring_len - e->short_len) % e->ring_len;
-		for (int h = 0; h < 3; h++)
+		for (int h = 0; h < SLA_N_METRICS; h++)
 			sparse_apply(&e->win_short[h], e->ring[out].h[h], -1);
 		e->short_requests -= e->ring[out].requests;
 	}
@@ -259,13 +259,15 @@ static int window_update(struct estimator *e, uint64_t now_ms, const struct hal_
 	p->requests = p->tokens = p->tokens_int8 = 0;
 	memset(p->q_samples, 0, sizeof(p->q_samples));
 	memset(p->q_mismatches, 0, sizeof(p->q_mismatches));
-	for (int h = 0; h < 3; h++)
+	for (int h = 0; h < SLA_N_METRICS; h++)
 		sparse_clear(p->h[h]);
 
 	if (sv && sv->valid && sv->ttft && sv->tbt && sv->e2e) {
-		const struct hist *now[3] = { sv->ttft, sv->tbt, sv->e2e };
+		const struct hist *now[SLA_N_METRICS] = { [SLA_TTFT] = sv->ttft,
+						    [SLA_TBT] = sv->tbt,
+						    [SLA_E2E] = sv->e2e };
 		if (e->have_prev) {
-			for (int h = 0; h < 3 && !rc; h++)
+			for (int h = 0; h < SLA_N_METRICS && !rc; h++)
 				rc = sparse_from_delta(p->h[h], now[h],
 						       hist_went_back(now[h], &e->prev[h]) ? &zero_hist
 											   : &e->prev[h]);
@@ -280,7 +282,7 @@ static int window_update(struct estimator *e, uint64_t now_ms, const struct hal_
 		/* On failure keep the old snapshot: the next period's delta then
 		 * carries this period's requests instead of losing them. */
 		if (!rc) {
-			for (int h = 0; h < 3; h++)
+			for (int h = 0; h < SLA_N_METRICS; h++)
 				e->prev[h] = *now[h];
 			e->prev_requests = sv->requests_completed;
 			e->prev_tokens = sv->tokens_generated;
@@ -314,10 +316,10 @@ static int window_update(struct estimator *e, uint64_t now_ms, const struct hal_
 		e->have_prev_q = true;
 	}
 	if (rc) {
-		for (int h = 0; h < 3; h++)
+		for (int h = 0; h < SLA_N_METRICS; h++)
 			sparse_clear(p->h[h]);
 	}
-	for (int h = 0; h < 3; h++) {
+	for (int h = 0; h < SLA_N_METRICS; h++) {
 		sparse_apply(&e->win[h], p->h[h], +1);
 		sparse_apply(&e->win_short[h], p->h[h], +1);
 	}
@@ -522,17 +524,9 @@ const struct gov_estimates *estimate_step(struct estimator *e, uint64_t now_ms,
 	o->window_requests = e->win_requests;
 	o->window_tokens = e->win_tokens;
 	o->window_tokens_int8 = e->win_tokens_int8;
-	static const double q9599[2] = { 0.95, 0.99 };
-	double v[2];
-	hist_quantiles(&e->win[0], q9599, v, 2);
-	o->ttft_p95_ms = v[0];
-	o->ttft_p99_ms = v[1];
-	hist_quantiles(&e->win[1], q9599, v, 2);
-	o->tbt_p95_ms = v[0];
-	o->tbt_p99_ms = v[1];
-	hist_quantiles(&e->win[2], q9599, v, 2);
-	o->e2e_p95_ms = v[0];
-	o->e2e_p99_ms = v[1];
+	for (int m = 0; m < SLA_N_METRICS; m++)
+		hist_quantiles(&e->win[m], sla_quantile_q, &o->quantile_ms[SLA_INDEX(m, 0)],
+			       SLA_N_QUANTILES);
 	o->tokens_per_s = o->window_s > 0 ? (double)e->win_tokens / o->window_s : 0;
 	o->requests_per_s = o->window_s > 0 ? (double)e->win_requests / o->window_s : 0;
 	o->int8_token_share = e->win_tokens ? (double)e->win_tokens_int8 / (double)e->win_tokens : 0;
@@ -546,20 +540,14 @@ const struct gov_estimates *estimate_step(struct estimator *e, uint64_t now_ms,
 	o->short_window_s = (double)(e->ring_n < e->short_len ? e->ring_n : e->short_len) *
 			    e->cfg.period_s;
 	o->short_requests = e->short_requests;
-	hist_quantiles(&e->win_short[0], q9599, v, 2);
-	o->ttft_p95_short_ms = v[0];
-	o->ttft_p99_short_ms = v[1];
-	hist_quantiles(&e->win_short[1], q9599, v, 2);
-	o->tbt_p95_short_ms = v[0];
-	o->tbt_p99_short_ms = v[1];
-	hist_quantiles(&e->win_short[2], q9599, v, 2);
-	o->e2e_p95_short_ms = v[0];
-	o->e2e_p99_short_ms = v[1];
+	for (int m = 0; m < SLA_N_METRICS; m++)
+		hist_quantiles(&e->win_short[m], sla_quantile_q, &o->short_quantile_ms[SLA_INDEX(m, 0)],
+			       SLA_N_QUANTILES);
 	{
 		const struct est_period *last = &e->ring[(e->ring_head + e->ring_len - 1) % e->ring_len];
 		o->period_requests = last->requests;
-		o->ttft_p99_period_ms = sparse_quantile(last->h[0], 0.99);
-		o->tbt_p99_period_ms = sparse_quantile(last->h[1], 0.99);
+		for (int m = 0; m < SLA_N_METRICS; m++)
+			o->period_p99_ms[m] = sparse_quantile(last->h[m], sla_quantile_q[SLA_P99]);
 		for (size_t s = 0; s < HAL_MAX_SLICES; s++)
 			quality_gate(e, s, last->q_samples[s], last->q_mismatches[s]);
 	}
@@ -569,5 +557,17 @@ const struct gov_estimates *estimate_step(struct estimator *e, uint64_t now_ms,
 		o->q_drop_est[s] = o->q_samples[s] ? (double)o->q_mismatches[s] / (double)o->q_samples[s]
 						   : NAN;
 	}
+	return o;
+}
+
+struct sla_window_obs estimate_sla_obs(const struct gov_estimates *e)
+{
+	struct sla_window_obs o = {
+		.served = e->window_requests,
+		.waiting = e->queue_len > 0,
+		.busy = e->queue_len + e->running > 0,
+		.tokens_per_s = e->tokens_per_s,
+	};
+	memcpy(o.quantile_ms, e->quantile_ms, sizeof(o.quantile_ms));
 	return o;
 }

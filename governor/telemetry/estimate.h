@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "common/hist.h"
+#include "common/sla.h"
 #include "governor/telemetry/validate.h"
 #include "hal/hal.h"
 
@@ -27,7 +28,7 @@ struct gov_estimates {
 	bool serving_ok;
 	double window_s;
 	uint64_t window_requests, window_tokens, window_tokens_int8;
-	double ttft_p95_ms, ttft_p99_ms, tbt_p95_ms, tbt_p99_ms, e2e_p95_ms, e2e_p99_ms;
+	double quantile_ms[SLA_N_ROWS]; /* by SLA_INDEX() (common/sla.h) */
 	double tokens_per_s, requests_per_s, int8_token_share;
 	/* Periods whose serving delta could not be stored (out of memory); the
 	 * next successful period's delta carries their requests. Cumulative. */
@@ -57,10 +58,9 @@ struct gov_estimates {
 	 * controllers steer with; the SLA window above is what is judged. */
 	double short_window_s;
 	uint64_t short_requests;
-	double ttft_p95_short_ms, ttft_p99_short_ms, tbt_p95_short_ms, tbt_p99_short_ms;
-	double e2e_p95_short_ms, e2e_p99_short_ms;
+	double short_quantile_ms[SLA_N_ROWS];
 	uint64_t period_requests; /* this period's delta */
-	double ttft_p99_period_ms, tbt_p99_period_ms; /* this period's alone, NAN if none */
+	double period_p99_ms[SLA_N_METRICS]; /* this period's alone, NAN if none */
 	/* Validation result of this period. */
 	unsigned n_faults;
 	bool critical_fault;
@@ -133,7 +133,7 @@ struct est_period {
 	uint64_t t_ms;
 	uint64_t requests, tokens, tokens_int8;
 	uint64_t q_samples[HAL_MAX_SLICES], q_mismatches[HAL_MAX_SLICES];
-	struct est_sparse *h[3]; /* ttft, tbt, e2e */
+	struct est_sparse *h[SLA_N_METRICS];
 };
 
 struct estimator {
@@ -145,10 +145,10 @@ struct estimator {
 	/* Window: ring of per-period deltas plus their running sum. */
 	size_t ring_len, ring_head, ring_n;
 	struct est_period *ring;
-	struct hist win[3];
+	struct hist win[SLA_N_METRICS];
 	uint64_t win_requests, win_tokens, win_tokens_int8;
 	size_t short_len;          /* periods in the short window (<= ring_len) */
-	struct hist win_short[3];
+	struct hist win_short[SLA_N_METRICS];
 	uint64_t short_requests;
 	bool q_prior_dropped[HAL_MAX_SLICES];
 	double q_cusum_small[HAL_MAX_SLICES]; /* the small-shift CUSUM */
@@ -157,7 +157,7 @@ struct estimator {
 	uint64_t win_q_samples[HAL_MAX_SLICES], win_q_mismatches[HAL_MAX_SLICES];
 	/* Previous cumulative snapshot. */
 	bool have_prev;
-	struct hist prev[3];
+	struct hist prev[SLA_N_METRICS];
 	uint64_t prev_requests, prev_tokens, prev_tokens_int8;
 	bool have_prev_q;
 	uint64_t prev_q_samples[HAL_MAX_SLICES], prev_q_mismatches[HAL_MAX_SLICES];
@@ -182,5 +182,8 @@ double wilson_upper_conf(double k, double n, double confidence);
 double wilson_upper_z(double k, double n, double z);
 /* Standard normal quantile (Acklam's rational approximation, |err| < 1.2e-9). */
 double normal_quantile(double p);
+
+/* The SLA window (window_s) as sla_judge() takes it. */
+struct sla_window_obs estimate_sla_obs(const struct gov_estimates *e);
 
 #endif

@@ -90,7 +90,7 @@ static void test_window_quantiles(void **state)
 		t += 1000;
 		o = estimate_step(&e, t, w->rd, w->f, 0, 0, &w->sv, NULL);
 	}
-	assert_true(fabs(o->ttft_p99_ms - 20.0) < 0.5);
+	assert_true(fabs(o->quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P99)] - 20.0) < 0.5);
 	assert_true(fabs(o->tokens_per_s - 1000) < 1e-9);
 	assert_int_equal(o->window_requests, 500);
 	/* 3 s of slow ones: in a 5 s window 300 of 500 are slow -> p99 slow, p95 slow */
@@ -100,13 +100,13 @@ static void test_window_quantiles(void **state)
 		t += 1000;
 		o = estimate_step(&e, t, w->rd, w->f, 0, 0, &w->sv, NULL);
 	}
-	assert_true(fabs(o->ttft_p99_ms - 400.0) < 8);
+	assert_true(fabs(o->quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P99)] - 400.0) < 8);
 	/* the window equals a histogram built from its own observations */
 	struct hist ref;
 	hist_reset(&ref);
 	hist_add(&ref, 20.0, 200);
 	hist_add(&ref, 400.0, 300);
-	assert_true(fabs(o->ttft_p95_ms - hist_quantile(&ref, 0.95)) < 1e-9);
+	assert_true(fabs(o->quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P95)] - hist_quantile(&ref, 0.95)) < 1e-9);
 	assert_true(fabs(hist_quantile(&ref, 0.30) - 20.0) < 0.5);
 	/* 5 more fast seconds: the slow ones left the window */
 	for (int i = 0; i < 5; i++) {
@@ -115,7 +115,7 @@ static void test_window_quantiles(void **state)
 		t += 1000;
 		o = estimate_step(&e, t, w->rd, w->f, 0, 0, &w->sv, NULL);
 	}
-	assert_true(fabs(o->ttft_p99_ms - 20.0) < 0.5);
+	assert_true(fabs(o->quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P99)] - 20.0) < 0.5);
 	assert_true(o->window_s == 5.0);
 	assert_true(o->tokens_per_s == 0); /* no tokens in the last 5 s */
 	estimate_fini(&e);
@@ -295,9 +295,9 @@ static void test_window_bruteforce(void **state)
 								      w->rd, w->f, 0, 0, sv, &w->q);
 			size_t done = i + 1;
 			double ests[3][4] = {
-				{ o->ttft_p95_ms, o->ttft_p99_ms, o->ttft_p95_short_ms, o->ttft_p99_short_ms },
-				{ o->tbt_p95_ms, o->tbt_p99_ms, o->tbt_p95_short_ms, o->tbt_p99_short_ms },
-				{ o->e2e_p95_ms, o->e2e_p99_ms, o->e2e_p95_short_ms, o->e2e_p99_short_ms },
+				{ o->quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P95)], o->quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P99)], o->short_quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P95)], o->short_quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P99)] },
+				{ o->quantile_ms[SLA_INDEX(SLA_TBT, SLA_P95)], o->quantile_ms[SLA_INDEX(SLA_TBT, SLA_P99)], o->short_quantile_ms[SLA_INDEX(SLA_TBT, SLA_P95)], o->short_quantile_ms[SLA_INDEX(SLA_TBT, SLA_P99)] },
+				{ o->quantile_ms[SLA_INDEX(SLA_E2E, SLA_P95)], o->quantile_ms[SLA_INDEX(SLA_E2E, SLA_P99)], o->short_quantile_ms[SLA_INDEX(SLA_E2E, SLA_P95)], o->short_quantile_ms[SLA_INDEX(SLA_E2E, SLA_P99)] },
 			};
 			for (int h = 0; h < 3; h++) {
 				hist_sum_last(&ref, per[h], done, ring_len);
@@ -308,8 +308,8 @@ static void test_window_bruteforce(void **state)
 				same_quantiles(&ref, ests[h][2], ests[h][3]);
 			}
 			double pq0 = ref_period_quantile(per[0][i], 0.99), pq1 = ref_period_quantile(per[1][i], 0.99);
-			assert_true((isnan(pq0) && isnan(o->ttft_p99_period_ms)) || pq0 == o->ttft_p99_period_ms);
-			assert_true((isnan(pq1) && isnan(o->tbt_p99_period_ms)) || pq1 == o->tbt_p99_period_ms);
+			assert_true((isnan(pq0) && isnan(o->period_p99_ms[SLA_TTFT])) || pq0 == o->period_p99_ms[SLA_TTFT]);
+			assert_true((isnan(pq1) && isnan(o->period_p99_ms[SLA_TBT])) || pq1 == o->period_p99_ms[SLA_TBT]);
 			uint64_t wr = 0, sr = 0, wq[2] = { 0, 0 };
 			for (size_t j = 0; j < ring_len && j < done; j++) {
 				wr += per_req[done - 1 - j];

@@ -707,7 +707,7 @@ static void test_bad_step_rolled_back(void **state)
 	struct rig *r = rig_new("ondemand");
 	r->f.slow_below_khz = 1400000;
 	r->pol.sla.window_s = 10;
-	r->pol.sla.ttft_p99_ms = 1000;
+	r->pol.sla.latency_ms[SLA_INDEX(SLA_TTFT, SLA_P99)] = 1000;
 	r->pol.rollback.sla_violated_windows = 2;
 	r->pol.rollback.sla_of_windows = 3;
 	r->pol.rollback.canary_s = 60;

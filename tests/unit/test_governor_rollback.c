@@ -53,7 +53,7 @@ static void fx_init(struct fx *f)
 	memset(f, 0, sizeof(*f));
 	policy_defaults(&f->pol);
 	f->pol.sla.window_s = 10;
-	f->pol.sla.ttft_p99_ms = 1000;
+	f->pol.sla.latency_ms[SLA_INDEX(SLA_TTFT, SLA_P99)] = 1000;
 	f->pol.rollback.sla_violated_windows = 2;
 	f->pol.rollback.sla_of_windows = 3;
 	f->pol.rollback.canary_s = 60;
@@ -63,9 +63,9 @@ static void fx_init(struct fx *f)
 	f->pol.rollback.lkg_min_clean_windows = 2;
 	f->est.serving_ok = true;
 	f->est.window_requests = 100;
-	f->est.ttft_p99_ms = 500;
-	f->est.ttft_p95_ms = f->est.tbt_p95_ms = f->est.tbt_p99_ms = NAN;
-	f->est.e2e_p95_ms = f->est.e2e_p99_ms = NAN;
+	f->est.quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P99)] = 500;
+	f->est.quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P95)] = f->est.quantile_ms[SLA_INDEX(SLA_TBT, SLA_P95)] = f->est.quantile_ms[SLA_INDEX(SLA_TBT, SLA_P99)] = NAN;
+	f->est.quantile_ms[SLA_INDEX(SLA_E2E, SLA_P95)] = f->est.quantile_ms[SLA_INDEX(SLA_E2E, SLA_P99)] = NAN;
 	f->est.n_slices = 2;
 	for (int s = 0; s < 2; s++)
 		f->est.q_drop_upper[s] = 1; /* the estimator's value without samples */
@@ -89,7 +89,7 @@ static struct gov_opoint step(struct fx *f, const struct gov_opoint *want)
 {
 	struct gov_opoint w = *want;
 	if (f->slow_below_khz)
-		f->est.ttft_p99_ms = f->cur.clk_locked && f->cur.clk_max_khz < f->slow_below_khz ? 2000
+		f->est.quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P99)] = f->cur.clk_locked && f->cur.clk_max_khz < f->slow_below_khz ? 2000
 											 : 500;
 	struct rb_input in = { .t_ms = f->t_ms, .est = &f->est, .cur = &f->cur,
 			       .safety = f->safety, .clamp_events = f->clamp,
@@ -132,15 +132,15 @@ static void test_sla_met(void **state)
 	struct fx f;
 	fx_init(&f);
 	assert_true(rollback_sla_met(&f.pol, &f.est));
-	f.est.ttft_p99_ms = 1001;
+	f.est.quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P99)] = 1001;
 	assert_false(rollback_sla_met(&f.pol, &f.est));
-	f.est.ttft_p99_ms = NAN; /* no TTFT in the window: not judged */
+	f.est.quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P99)] = NAN; /* no TTFT in the window: not judged */
 	assert_true(rollback_sla_met(&f.pol, &f.est));
-	f.pol.sla.tbt_p95_ms = 50;
-	f.est.tbt_p95_ms = 60; /* p95 target judged against the p95 estimate */
-	f.est.tbt_p99_ms = 40;
+	f.pol.sla.latency_ms[SLA_INDEX(SLA_TBT, SLA_P95)] = 50;
+	f.est.quantile_ms[SLA_INDEX(SLA_TBT, SLA_P95)] = 60; /* p95 target judged against the p95 estimate */
+	f.est.quantile_ms[SLA_INDEX(SLA_TBT, SLA_P99)] = 40;
 	assert_false(rollback_sla_met(&f.pol, &f.est));
-	f.est.tbt_p95_ms = 45;
+	f.est.quantile_ms[SLA_INDEX(SLA_TBT, SLA_P95)] = 45;
 	assert_true(rollback_sla_met(&f.pol, &f.est));
 	f.pol.sla.min_tokens_per_s = 1000;
 	f.est.tokens_per_s = 500;
@@ -245,7 +245,7 @@ static void test_sla_rollback_backoff_recover(void **state)
 	assert_true(rollback_hold_left_s(&f.rb, 150000) == 100); /* 120 capped */
 	/* a canary that passes resets the back-off */
 	f.slow_below_khz = 0;
-	f.est.ttft_p99_ms = 500;
+	f.est.quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P99)] = 500;
 	run_until(&f, 260000, &bad);
 	assert_int_equal(f.rb.state, RB_CANARY);
 	run_until(&f, 320000, &bad);
@@ -396,7 +396,7 @@ static void test_sla_needs_regression(void **state)
 	fx_init(&f);
 	fx_start(&f, NULL);
 	struct gov_opoint w = unlocked();
-	f.est.ttft_p99_ms = 2000;
+	f.est.quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P99)] = 2000;
 	run_until(&f, 31000, &w); /* misses at 10, 20, 30 */
 	w = locked(1500);
 	run_until(&f, 90000, &w);
@@ -454,7 +454,7 @@ static void test_sla_no_slower(void **state)
 	struct gov_opoint w = locked(1500);
 	w.power_limit_mw = 500000;
 	w.int8_frac[0] = 0.5;
-	f.est.ttft_p99_ms = 2000;
+	f.est.quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P99)] = 2000;
 	run_until(&f, 20000, &w);
 	struct gov_opoint got = step(&f, &w);
 	assert_int_equal(f.rb.fired, GOV_T_SLA);
@@ -464,7 +464,7 @@ static void test_sla_no_slower(void **state)
 
 	fx_init(&f);
 	fx_start(&f, &safe);
-	f.est.ttft_p99_ms = 2000;
+	f.est.quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P99)] = 2000;
 	run_until(&f, 20000, &w);
 	f.clamp = 1;
 	got = step(&f, &w);
@@ -515,7 +515,7 @@ static void test_all_off_is_inert(void **state)
 	f.pol.rollback.thermal_clamp_events = 0;
 	f.pol.rollback.telemetry_faults = 0;
 	fx_start(&f, NULL);
-	f.est.ttft_p99_ms = 5000;
+	f.est.quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P99)] = 5000;
 	struct gov_opoint w = locked(500);
 	uint32_t seen = run_until(&f, 100000, &w);
 	f.clamp = 10;

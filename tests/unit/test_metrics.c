@@ -64,12 +64,12 @@ static void fake_init(struct fake *f)
 	f->est.serving_ok = true;
 	f->est.tokens_per_s = 2000;
 	f->est.window_requests = 10;
-	f->est.ttft_p99_ms = 800;
-	f->est.tbt_p99_ms = 40;
-	f->est.e2e_p99_ms = 9000;
-	f->est.ttft_p95_ms = 500;
-	f->est.tbt_p95_ms = 30;
-	f->est.e2e_p95_ms = 7000;
+	f->est.quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P99)] = 800;
+	f->est.quantile_ms[SLA_INDEX(SLA_TBT, SLA_P99)] = 40;
+	f->est.quantile_ms[SLA_INDEX(SLA_E2E, SLA_P99)] = 9000;
+	f->est.quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P95)] = 500;
+	f->est.quantile_ms[SLA_INDEX(SLA_TBT, SLA_P95)] = 30;
+	f->est.quantile_ms[SLA_INDEX(SLA_E2E, SLA_P95)] = 7000;
 	f->serving.valid = true;
 	f->lim.clk_min_khz = 345000;
 	f->lim.clk_max_khz = 1980000;
@@ -232,7 +232,7 @@ static void test_device_gauges(void **state)
 	assert_false(d->clk_locked);
 	assert_near(d->clk_min_hz, 345e6, 0);
 	assert_near(d->clk_max_hz, 1980e6, 0);
-	assert_true(isnan(d->ttft_p99_s));
+	assert_true(isnan(d->latency_s[SLA_INDEX(SLA_TTFT, SLA_P99)]));
 
 	s.node_budget_w = 2400;
 	s.held = true;
@@ -455,8 +455,8 @@ static void test_sla_windows(void **state)
 	pol.sla.window_s = 1.0;
 	memset(&pol.sla, 0, sizeof(pol.sla));
 	pol.sla.window_s = 1.0;
-	pol.sla.ttft_p99_ms = 1000;
-	pol.sla.tbt_p95_ms = 50;
+	pol.sla.latency_ms[SLA_INDEX(SLA_TTFT, SLA_P99)] = 1000;
+	pol.sla.latency_ms[SLA_INDEX(SLA_TBT, SLA_P95)] = 50;
 	fake_init(&f);
 	metrics_snapshot_init(&s);
 	metrics_add_device(&s, "gpu0");
@@ -466,27 +466,27 @@ static void test_sla_windows(void **state)
 	step(d, &f, 500, &pol, 0, 0);
 	assert_int_equal(d->sla_windows, 0);
 	step(d, &f, 1000, &pol, 0, 0); /* met: 800 <= 1000, 30 <= 50 */
-	f.est.tbt_p95_ms = 60;
+	f.est.quantile_ms[SLA_INDEX(SLA_TBT, SLA_P95)] = 60;
 	step(d, &f, 2000, &pol, 0, 0); /* missed on TBT p95 */
-	f.est.tbt_p95_ms = 30;
+	f.est.quantile_ms[SLA_INDEX(SLA_TBT, SLA_P95)] = 30;
 	f.est.window_requests = 0;
 	step(d, &f, 3000, &pol, 0, 0); /* idle: not judged */
 	f.est.queue_len = 3;
 	step(d, &f, 4000, &pol, 0, 0); /* nothing done while requests wait: missed */
 	f.est.queue_len = 0;
 	f.est.window_requests = 5;
-	f.est.ttft_p99_ms = NAN;
-	step(d, &f, 5000, &pol, 0, 0); /* unknown quantile never meets a target */
-	f.est.ttft_p99_ms = 900;
+	f.est.quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P99)] = NAN;
+	step(d, &f, 5000, &pol, 0, 0); /* no TTFT sample: not judged (sla_judge), TBT met */
+	f.est.quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P99)] = 900;
 	f.est.serving_ok = false;
 	step(d, &f, 6000, &pol, 0, 0); /* serving unknown: not judged */
 	f.est.serving_ok = true;
 	step(d, &f, 7000, &pol, 0, 0); /* met */
 	assert_int_equal(d->sla_windows, 5);
-	assert_int_equal(d->sla_windows_met, 2);
+	assert_int_equal(d->sla_windows_met, 3);
 	char *t = render(&s);
 	assert_true(has_line(t, "govd_sla_windows_total{device=\"gpu0\"} 5"));
-	assert_true(has_line(t, "govd_sla_attainment_ratio{device=\"gpu0\"} 0.4"));
+	assert_true(has_line(t, "govd_sla_attainment_ratio{device=\"gpu0\"} 0.6"));
 	free(t);
 }
 

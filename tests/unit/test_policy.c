@@ -153,8 +153,8 @@ static void test_full_policy(void **state)
 	assert_int_equal(p->control.period_ms, 250);
 	assert_true(policy_param(p, "sustainable_power_w", 0) == 500);
 	assert_true(policy_param(p, "k_d", -3) == -3);
-	assert_true(p->sla.window_s == 30 && p->sla.tbt_p95_ms == 60 && p->sla.attainment == 0.95);
-	assert_true(p->sla.e2e_p95_ms == 15000 && p->sla.min_tokens_per_s == 1200);
+	assert_true(p->sla.window_s == 30 && p->sla.latency_ms[SLA_INDEX(SLA_TBT, SLA_P95)] == 60 && p->sla.attainment == 0.95);
+	assert_true(p->sla.latency_ms[SLA_INDEX(SLA_E2E, SLA_P95)] == 15000 && p->sla.min_tokens_per_s == 1200);
 	assert_true(p->thermal.ceiling_c == 80 && p->thermal.hysteresis_c == 3);
 	assert_true(p->power.cap_w == 600 && p->power.budget_w == 800 && p->power.budget_window_s == 300);
 	assert_true(p->frequency.max_step_mhz == 90);
@@ -465,8 +465,8 @@ static void test_shipped_policies_load(void **state)
 		assert_non_null(controller_find(p->control.controller));
 		assert_true(p->metadata.n_owners >= 1);
 		/* the shared yardstick (docs/baselines.md), tighter only in sla-strict */
-		assert_true(p->sla.ttft_p99_ms > 0 && p->sla.ttft_p99_ms <= 2000);
-		assert_true(p->sla.tbt_p99_ms > 0 && p->sla.tbt_p99_ms <= 100);
+		assert_true(p->sla.latency_ms[SLA_INDEX(SLA_TTFT, SLA_P99)] > 0 && p->sla.latency_ms[SLA_INDEX(SLA_TTFT, SLA_P99)] <= 2000);
+		assert_true(p->sla.latency_ms[SLA_INDEX(SLA_TBT, SLA_P99)] > 0 && p->sla.latency_ms[SLA_INDEX(SLA_TBT, SLA_P99)] <= 100);
 		assert_true(p->thermal.ceiling_c <= 85);
 		policy_free(p);
 		diag_clear(&d);
