@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include "tests/unit/test_skip.h"
 
 #include "common/diag.h"
 #include "common/log.h"
@@ -151,8 +152,7 @@ static void test_read_churn_keeps_operator(void **state)
 {
 	(void)state;
 	if (geteuid() != 0) {
-		print_message("not root: cannot connect as a second user; skipped\n");
-		skip();
+		TEST_SKIP("not root: cannot connect as a second user");
 	}
 	struct ctl_acl acl = { 0 };
 	acl.op.uids[acl.op.n_uids++] = 0;
@@ -288,5 +288,5 @@ int main(void)
 		cmocka_unit_test(test_read_churn_keeps_operator),
 		cmocka_unit_test(test_client_whole_timeout),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

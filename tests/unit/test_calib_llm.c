@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include "tests/unit/test_skip.h"
 
 #include "common/rng.h"
 #include "plant_models/device.h"
@@ -268,8 +269,8 @@ static void test_mlenergy_llama8b_h100(void **state)
 	struct mle_row csv[64];
 	int n_csv = mle_read_csv(csv, 64);
 	if (n_csv < 0) {
-		print_message("SKIP CSV cross-check: $GOVD_SHARED_DATA/mlenergy_v3_llm_configs.csv "
-			      "not found; checking against the embedded figures only\n");
+		test_skip_note("CSV cross-check: $GOVD_SHARED_DATA/mlenergy_v3_llm_configs.csv "
+			       "not found; checking against the embedded figures only");
 	}
 	print_message("ML.ENERGY v3 Llama-3.1-8B lm-arena-chat H100, 700 W, 30 C inlet "
 		      "(tolerance %.0f%%), board power (accelerator + HBM)\n", MLE_TOL * 100);
@@ -381,5 +382,5 @@ int main(void)
 		cmocka_unit_test(test_mlenergy_llama8b_h100),
 		cmocka_unit_test(test_mlperf_llama2_70b_h200_maxq_ratio),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

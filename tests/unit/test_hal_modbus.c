@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include "tests/unit/test_skip.h"
 
 #include "common/diag.h"
 #include "hal/hal_modbus.h"
@@ -135,7 +136,7 @@ static void test_decode_matches_libmodbus(void **state)
 		assert_true(modbus_get_float_dcba(r) == values[i]);
 	}
 #else
-	skip();
+	TEST_SKIP("modbus backend not compiled in (GOVD_WITH_MODBUS=OFF)");
 #endif
 }
 
@@ -431,7 +432,7 @@ static void test_backend_option_errors(void **state)
 	assert_true(has_diag(&dl, "tests/no-map.yaml", NULL));
 	diag_clear(&dl);
 #else
-	skip();
+	TEST_SKIP("modbus backend not compiled in (GOVD_WITH_MODBUS=OFF)");
 #endif
 }
 
@@ -476,7 +477,7 @@ static void test_backend_unreachable_meter_is_invalid_not_zero(void **state)
 	assert_null(dev.priv);
 	diag_clear(&dl);
 #else
-	skip();
+	TEST_SKIP("modbus backend not compiled in (GOVD_WITH_MODBUS=OFF)");
 #endif
 }
 
@@ -508,7 +509,7 @@ static void test_backend_is_sample_only(void **state)
 	o->close(&dev);
 	diag_clear(&dl);
 #else
-	skip();
+	TEST_SKIP("modbus backend not compiled in (GOVD_WITH_MODBUS=OFF)");
 #endif
 }
 
@@ -530,5 +531,5 @@ int main(void)
 		cmocka_unit_test(test_backend_unreachable_meter_is_invalid_not_zero),
 		cmocka_unit_test(test_backend_is_sample_only),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

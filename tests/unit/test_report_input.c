@@ -17,6 +17,7 @@
 #include "report/report_plot.c"
 
 #include <cmocka.h>
+#include "tests/unit/test_skip.h"
 
 static char tmp[64];
 
@@ -215,8 +216,7 @@ static void gnuplot_no_command_substitution(void **state)
 {
 	(void)state;
 	if (!have_gnuplot()) {
-		print_message("SKIP: gnuplot not installed (gnuplot-nox)\n");
-		skip();
+		TEST_SKIP("gnuplot not installed (tools/install-deps installs gnuplot-nox)");
 	}
 	char marker[128], sc[512];
 	snprintf(marker, sizeof(marker), "%s/pwned", tmp);
@@ -262,5 +262,5 @@ int main(void)
 		cmocka_unit_test(utf8_cut),
 		cmocka_unit_test(gnuplot_no_command_substitution),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return test_exit(cmocka_run_group_tests(tests, setup, teardown));
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include "tests/unit/test_skip.h"
 
 #include "common/diag.h"
 #include "common/rng.h"
@@ -71,8 +72,8 @@ static void test_shipped_scenarios_load_and_run(void **state)
 		struct scenario *s = NULL;
 		int rc = scenario_load(g.gl_pathv[i], &s, &dl);
 		if (rc && !have_trace && dl.n == 1 && strcmp(dl.v[0].code, "trace-missing") == 0) {
-			printf("skip: %s needs the Azure trace (GOVD_SHARED_DATA absent)\n",
-			       g.gl_pathv[i]);
+			test_skip_note("%s needs the Azure trace (GOVD_SHARED_DATA absent)",
+				       g.gl_pathv[i]);
 			diag_clear(&dl);
 			continue;
 		}
@@ -250,8 +251,7 @@ static void test_azure_trace_found_via_shared_data(void **state)
 {
 	(void)state;
 	if (!shared_trace_present()) {
-		printf("skip: GOVD_SHARED_DATA trace absent\n");
-		return;
+		TEST_SKIP("GOVD_SHARED_DATA trace absent");
 	}
 	struct diag_list dl = {0};
 	struct scenario *s = load_ok("configs/scenarios/azure-code-hot.yaml", &dl);
@@ -493,5 +493,5 @@ int main(void)
 		cmocka_unit_test(test_errors_counted_per_load),
 		cmocka_unit_test(test_missing_file),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include "tests/unit/test_skip.h"
 
 #include "common/diag.h"
 #include "common/rng.h"
@@ -44,14 +45,13 @@ static const char *real_trace(char *buf, size_t len)
 {
 	const char *dir = getenv("GOVD_SHARED_DATA");
 	if (!dir || !dir[0]) {
-		printf("skip: GOVD_SHARED_DATA not set; real-trace checks skipped\n");
+		test_skip_note("GOVD_SHARED_DATA not set: real-trace checks");
 		return NULL;
 	}
 	snprintf(buf, len, "%s/AzureLLMInferenceTrace2023_code.csv", dir);
 	FILE *f = fopen(buf, "r");
 	if (!f) {
-		printf("skip: %s absent (tools/fetch-traces downloads it); real-trace checks skipped\n",
-		       buf);
+		test_skip_note("%s absent (tools/fetch-traces downloads it): real-trace checks", buf);
 		return NULL;
 	}
 	fclose(f);
@@ -627,5 +627,5 @@ int main(void)
 		cmocka_unit_test(test_generator_diurnal_shape),
 		cmocka_unit_test(test_generator_rate_scale_burst),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return test_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }
