@@ -329,4 +329,33 @@ extern const char *const rp_roles[3];
 json_t *rp_signoffs_check(const char *report_json, const char *signers_path, size_t *n_bad,
 			  char *err, size_t errlen);
 
+
+/* ---- the report document (report_build.c) ---- */
+#define RP_MAX_RUNS 32
+/* What names the invocation rather than the runs (the tool's to supply). */
+struct rp_build_meta {
+	const char *command;       /* canonical command line, no output dir or key */
+	const char *generated_by;  /* "govctl report 1.2.3" */
+	const char *generated_at;  /* ISO 8601 UTC */
+	const char *source_commit;
+};
+struct rp_build_result {
+	json_t *report;   /* report.json (owned) */
+	json_t *warnings; /* strings: comparisons that are not like for like (owned) */
+	size_t bi;        /* the baseline's index in runs[] after the reorder */
+	enum rp_verdict verdict;
+	double gain;      /* the candidate's tokens/J over the baseline's, - 1 */
+	enum rp_class run_class;
+	enum rp_evidence evidence;
+	size_t paired_seeds;
+};
+/* Builds the report over runs[0..n) (loaded, rp_run_load), runs[bi] the
+ * baseline, the first n_cmdline named by the user (the rest alternatives).
+ * Classifies every window, reorders runs[] so the candidate is runs[0], and
+ * fills *res. 0, or -EINVAL with err set (runs not of the same demand),
+ * -ENOMEM. */
+int rp_build(struct rp_run **runs, size_t n, size_t bi, size_t n_cmdline,
+	     const struct rp_build_meta *m, struct rp_build_result *res, char *err, size_t errlen);
+void rp_build_result_free(struct rp_build_result *res);
+
 #endif

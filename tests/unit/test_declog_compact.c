@@ -18,10 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Before cmocka.h: it defines fail() as a macro, and load.c has its own. */
 #include "governor/controllers/controller.h"
-#include "report/report_load.c"
-#include "report/report_logic.c"
+#include "report/report.h"
 
 #include <cmocka.h>
 

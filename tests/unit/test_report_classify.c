@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "report/report_logic.c"
+#include "report/report.h"
 
 static const struct rp_thresholds *th = &rp_default_thresholds;
 

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "report/report_logic.c"
+#include "report/report.h"
 
 #include <cmocka.h>
 

@@ -8,13 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-/* Before cmocka.h: it defines fail() as a macro, and load.c has its own. */
-#include "report/report_load.c"
-#include "report/report_logic.c"
-#include "report/report_figures.c"
-#include "report/report_plot.c"
+#include "report/report.h"
 
 #include <cmocka.h>
 #include "tests/unit/test_skip.h"
