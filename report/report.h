@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "common/sla.h"
+#include "governor/loop/declog_read.h"
 #include "hal/hal.h"
 
 int govctl_report(int argc, char **argv);
@@ -188,22 +189,7 @@ void rp_cap_evidence(struct rp_decision *d, enum rp_evidence ev, const char *ev_
 
 /* ---- runs (report_load.c) ---- */
 
-struct rp_period {
-	double t_s;
-	double clk_mhz, power_limit_w;
-	double p_accel_w, p_mem_w, p_host_w;
-	double tj_c, tmem_c, tin_c;
-	double util, tokens_per_s, int8_share;
-	double q_ms[SLA_N_ROWS];  /* inputs.sla, by SLA_INDEX() */
-	double win_s, win_requests;
-	double queue_len, running;
-	uint32_t throttle, reasons;
-	uint32_t gate_open;       /* bit per slice: inputs.quality[s].gate_open */
-	size_t n_faults;
-	bool clk_locked;
-	double int8_before[HAL_MAX_SLICES], int8_after[HAL_MAX_SLICES];
-	double q_drop_upper[HAL_MAX_SLICES], q_samples[HAL_MAX_SLICES];
-};
+/* A period is the decision log reader's record (governor/loop/declog_read.h). */
 
 struct rp_slice {
 	char name[HAL_NAME_LEN];
@@ -256,7 +242,7 @@ struct rp_run {
 	} *sw;
 	size_t nsw;
 	/* per period, per window */
-	struct rp_period *p;
+	struct declog_period *p;
 	size_t np;
 	struct rp_wstats *w;
 	size_t nw;

@@ -806,7 +806,7 @@ static json_t *monitors(struct rp_run **runs, size_t n, const struct rp_run *b)
 					   GOV_R_SAFE_POINT };
 		json_t *evs = json_array();
 		for (size_t p = 0; p < r->np; p++) {
-			const struct rp_period *pp = &r->p[p];
+			const struct declog_period *pp = &r->p[p];
 			for (int k = 0; k < 4; k++)
 				counts[k] += !!(pp->reasons & bits[k]);
 			json_t *sls = json_array();

@@ -95,15 +95,15 @@ static void refline(json_t *pnl, const char *which, double v, const char *label)
 }
 
 /* A per-period quantity of a run. */
-typedef double (*pget)(const struct rp_period *p, size_t arg);
-static double g_clk(const struct rp_period *p, size_t a) { return p->clk_mhz; }
-static double g_lim(const struct rp_period *p, size_t a) { return p->power_limit_w; }
-static double g_acc(const struct rp_period *p, size_t a) { return p->p_accel_w; }
-static double g_mem(const struct rp_period *p, size_t a) { return p->p_mem_w; }
-static double g_host(const struct rp_period *p, size_t a) { return p->p_host_w; }
-static double g_tj(const struct rp_period *p, size_t a) { return p->tj_c; }
-static double g_queue(const struct rp_period *p, size_t a) { return p->queue_len; }
-static double g_int8(const struct rp_period *p, size_t s) { return p->int8_after[s]; }
+typedef double (*pget)(const struct declog_period *p, size_t arg);
+static double g_clk(const struct declog_period *p, size_t a) { return p->clk_mhz; }
+static double g_lim(const struct declog_period *p, size_t a) { return p->power_limit_w; }
+static double g_acc(const struct declog_period *p, size_t a) { return p->p_accel_w; }
+static double g_mem(const struct declog_period *p, size_t a) { return p->p_mem_w; }
+static double g_host(const struct declog_period *p, size_t a) { return p->p_host_w; }
+static double g_tj(const struct declog_period *p, size_t a) { return p->tj_c; }
+static double g_queue(const struct declog_period *p, size_t a) { return p->queue_len; }
+static double g_int8(const struct declog_period *p, size_t s) { return p->int8_after[s]; }
 
 /* The run's series, thinned to FIG_POINTS buckets: the bucket's mean, or
  * its peak (junction: a short excursion must survive the thinning). */
@@ -135,7 +135,7 @@ static void events_of(json_t *evs, const struct rp_run *r, const char *role, con
 	json_t *xs = json_array();
 	size_t total = 0;
 	for (size_t i = 0; i < r->np; i++) {
-		const struct rp_period *p = &r->p[i], *q = i ? &r->p[i - 1] : NULL;
+		const struct declog_period *p = &r->p[i], *q = i ? &r->p[i - 1] : NULL;
 		bool on;
 		switch (which) {
 		case 0: /* hardware clamp */

@@ -1,6 +1,7 @@
 /* Decision log: JSON Lines via jansson. A header record first (run
  * metadata), then one decision record per control period, then a restore
- * record. Fields are documented in docs/decision-log.md. Deterministic:
+ * record. Fields are documented in docs/decision-log.md; the reader is
+ * declog_read.h. Deterministic:
  * fixed key order, fixed real precision, no wall-clock time. */
 #ifndef GOVD_GOVERNOR_DECLOG_H
 #define GOVD_GOVERNOR_DECLOG_H
@@ -14,6 +15,11 @@
 #include "hal/hal.h"
 
 #define DECLOG_REAL_PRECISION 7
+/* The schema docs/decision-log.md describes; the header's schema_version.
+ * Bumped when a key changes meaning or goes away (a new key is not a bump:
+ * readers ignore keys they do not know). */
+#define DECLOG_SCHEMA_VERSION 1
+#define DECLOG_SCHEMA_VERSION_S "1"
 
 struct declog_header {
 	const char *scenario;     /* may be NULL (govd) */

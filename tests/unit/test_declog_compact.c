@@ -88,7 +88,7 @@ static void test_compact_reads_back(void **state)
 	/* Every period back, in order, with the full log's decision. */
 	assert_int_equal(a.np, b.np);
 	for (size_t i = 0; i < a.np; i++) {
-		const struct rp_period *p = &a.p[i], *q = &b.p[i];
+		const struct declog_period *p = &a.p[i], *q = &b.p[i];
 		assert_true(fabs(p->t_s - q->t_s) < 1e-9);
 		assert_int_equal(p->reasons, q->reasons);
 		assert_int_equal(p->n_faults, q->n_faults);
