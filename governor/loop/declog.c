@@ -145,6 +145,7 @@ int declog_header(struct declog *d, const struct declog_header *h)
 	const struct hal_limits *l = h->lim;
 
 	json_object_set_new(o, "type", json_string("header"));
+	json_object_set_new(o, "schema_version", json_integer(DECLOG_SCHEMA_VERSION));
 	json_object_set_new(o, "govd_version", json_string(GOVD_VERSION));
 	json_object_set_new(o, "scenario", h->scenario ? json_string(h->scenario) : json_null());
 	if (h->scenario_path)
