@@ -1177,6 +1177,34 @@ static void do_reload(struct daemon *d)
 
 /* ---- the loop ---- */
 
+/* The brake outputs follow the alert lines: asserted while any alert is,
+ * released when none is. A failed write is logged and retried at the next
+ * change; close drives each line to its brake_safe level. In a dry run the
+ * device's write ops are no-ops, so the decision is logged, not driven. */
+static void drive_brakes(struct daemon *d)
+{
+	bool want = false;
+	for (size_t i = 0; i < d->n; i++)
+		want |= d->dev[i].alert_on;
+	for (size_t i = 0; i < d->n; i++) {
+		struct daemon_dev *dd = &d->dev[i];
+		if (!hal_can_brake(dd->dev) || dd->brake_on == want)
+			continue;
+		int rc = dd->dev->ops->set_brake(dd->dev, want);
+		if (rc) {
+			log_err("%s: brake output: %s", dd->cfg->name, strerror(-rc));
+			continue;
+		}
+		dd->brake_on = want;
+		if (want)
+			log_warn("%s: brake asserted (an alert line is asserted)%s", dd->cfg->name,
+				 d->dry_run ? " [dry run: not driven]" : "");
+		else
+			log_notice("%s: brake released (no alert line asserted)%s", dd->cfg->name,
+				   d->dry_run ? " [dry run: not driven]" : "");
+	}
+}
+
 static void on_alert(struct daemon *d, struct daemon_dev *dd)
 {
 	struct hal_alert ev;
@@ -1185,8 +1213,10 @@ static void on_alert(struct daemon *d, struct daemon_dev *dd)
 		if (ev.kind != HAL_ALERT_ASSERTED) {
 			log_notice("%s: alert cleared (seq %llu)", dd->cfg->name,
 				   (unsigned long long)ev.seq);
+			dd->alert_on = false;
 			continue;
 		}
+		dd->alert_on = true;
 		log_warn("%s: alert asserted (seq %llu): emergency on every device", dd->cfg->name,
 			 (unsigned long long)ev.seq);
 		for (size_t i = 0; i < d->n; i++) {
@@ -1198,6 +1228,14 @@ static void on_alert(struct daemon *d, struct daemon_dev *dd)
 	}
 	if (rc < 0)
 		log_err("%s: reading the alert line: %s", dd->cfg->name, strerror(-rc));
+	drive_brakes(d);
+}
+
+void daemon_handle_alerts(struct daemon *d)
+{
+	for (size_t i = 0; i < d->n; i++)
+		if (hal_can_alert(&d->dev[i].hw))
+			on_alert(d, &d->dev[i]);
 }
 
 static void on_timer(struct daemon *d)

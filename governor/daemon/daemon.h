@@ -55,6 +55,8 @@ struct daemon_dev {
 	bool log_failing;           /* a decision-log write-failure episode is on */
 	uint32_t grant_mw;          /* node budget share in force; 0: none */
 	struct fault_episodes episodes; /* peer and sensor faults in the journal (faultlog.h) */
+	bool alert_on;              /* its alert line is asserted (last event read) */
+	bool brake_on;              /* its brake output is driven asserted */
 };
 
 struct daemon_stats {
@@ -125,6 +127,11 @@ int daemon_run(struct daemon *d);
 /* One period over all devices (the loop calls it on each expiration;
  * tests and benchmarks call it directly). */
 int daemon_tick(struct daemon *d);
+/* Reads every alert line's pending events, as the run loop does when one is
+ * readable: an asserted alert takes every device to its safe point
+ * (governor_emergency) and asserts every brake output; the brakes are
+ * released when no alert is asserted any more. Never blocks. */
+void daemon_handle_alerts(struct daemon *d);
 /* SIGHUP: config + policies as a transaction; the old stay on any error
  * (diags say why). 0 or -errno. */
 int daemon_reload(struct daemon *d, struct diag_list *diags);

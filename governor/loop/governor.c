@@ -1,5 +1,6 @@
 #include "governor/loop/governor.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <string.h>
@@ -27,14 +28,12 @@ int governor_init(struct governor *g, const struct governor_cfg *cfg, struct dia
 
 	memset(g, 0, sizeof(*g));
 	g->cfg = *cfg;
+	/* policy_load() refused any other name, with its location: the one
+	 * place an unknown controller is reported (policy.c). */
 	g->ctl = controller_find(pol->control.controller);
-	if (!g->ctl) {
-		char names[256];
-		diag_add(diags, DIAG_ERROR, pol->path, 0, 0, "control.controller", "unknown-controller",
-			 "unknown controller '%s'; valid: %s", pol->control.controller,
-			 controller_names_joined(names, sizeof(names)));
+	assert(g->ctl);
+	if (!g->ctl)
 		return -ENOENT;
-	}
 	if (!cfg->dev || !cfg->dev->ops || !cfg->clock)
 		return -EINVAL;
 	rc = cfg->dev->ops->get_limits(cfg->dev, &g->lim);

@@ -20,8 +20,14 @@
 #include "hal/hal_sim.h"
 #include "plant_models/plant.h"
 
+#ifdef GOVD_WITH_GPIOD
+#include "tests/unit/fake_gpio.h"
+#endif
+
 #define POLICY GOVD_SOURCE_DIR "/policies/thermal-conservative.yaml"
 #define SCENARIO GOVD_SOURCE_DIR "/configs/scenarios/default.yaml"
+/* A line device has no clocks to govern: it observes (firmware-default). */
+#define LINES_POLICY GOVD_SOURCE_DIR "/policies/baselines/firmware-default.yaml"
 
 static char dir[] = "/tmp/test_daemon_XXXXXX";
 static char cfg_path[256], state_path[256], log_dir[256], pol_path[256];
@@ -362,6 +368,95 @@ static void test_start_restores_leftover(void **st)
 	unlink(state_path);
 }
 
+#ifdef GOVD_WITH_GPIOD
+/* The brake output follows the alert line: an asserted alert sends every
+ * device to its safe point (an emergency record) and asserts the brake; a
+ * cleared alert releases it; close leaves it at brake_safe. In a dry run the
+ * brake is never driven. */
+static void alert_brake_run(bool dry)
+{
+	memset(lines, 0, sizeof(lines));
+	memset(init_level, 0, sizeof(init_level));
+	hal_gpio_set_line_provider(&fake);
+	copy_policy(LINES_POLICY, "period_ms:", "period_ms: 100");
+	char lp[300], line[16384];
+	snprintf(lp, sizeof(lp), "%s/gpu0.jsonl", log_dir);
+	unlink(lp); /* the log appends: count this run's records only */
+	FILE *f = fopen(cfg_path, "w");
+	assert_non_null(f);
+	fprintf(f,
+		"policy: %s\ndry_run: %s\nstate_file: %s\n"
+		"decision_log: {dir: %s, max_bytes: 0}\n"
+		"devices:\n"
+		"  - {name: gpu0, backend: sim, time_scale: 100, options: {scenario: %s, seed: 1}}\n"
+		"  - {name: lines, backend: gpio, policy: %s,\n"
+		"     options: {chip: %s, alert_line: 3, debounce_ms: 0, brake_line: 5}}\n",
+		POLICY, dry ? "true" : "false", state_path, log_dir, SCENARIO, pol_path, FAKE_CHIP);
+	fclose(f);
+	struct daemon d;
+	struct diag_list dl = { 0 };
+	int rc = daemon_init(&d, cfg_path, false, NULL, &dl);
+	for (size_t i = 0; i < dl.n; i++) {
+		char b[1024];
+		diag_format(&dl.v[i], b, sizeof(b));
+		print_message("%s\n", b);
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(diag_count(&dl, DIAG_ERROR), 0);
+	struct fake_line *alert = line_at(3, false), *brake = line_at(5, true);
+	assert_int_equal(brake->value, 0); /* requested at its safe level */
+	run_ticks(&d, 3);
+	daemon_handle_alerts(&d); /* nothing pending */
+	assert_int_equal(brake->set_calls, 0);
+
+	fake_edge(alert, 1, now_ns());
+	daemon_handle_alerts(&d);
+	assert_true(d.dev[1].alert_on);
+	assert_int_equal(brake->value, dry ? 0 : 1);
+	assert_int_equal(brake->set_calls, dry ? 0 : 1);
+	assert_true(d.dev[1].brake_on); /* decided, also in a dry run */
+	assert_int_equal(d.dev[0].g->emergencies, 1);
+	run_ticks(&d, 2);
+	daemon_handle_alerts(&d);
+	assert_int_equal(brake->set_calls, dry ? 0 : 1); /* held, not rewritten */
+
+	fake_edge(alert, 0, now_ns() + 1);
+	daemon_handle_alerts(&d);
+	assert_false(d.dev[1].alert_on);
+	assert_false(d.dev[1].brake_on);
+	assert_int_equal(brake->value, 0);
+	assert_int_equal(brake->set_calls, dry ? 0 : 2);
+
+	fake_edge(alert, 1, now_ns() + 2);
+	daemon_handle_alerts(&d);
+	assert_int_equal(brake->value, dry ? 0 : 1);
+	assert_int_equal(daemon_restore_all(&d), 0);
+	daemon_fini(&d);
+	assert_true(brake->released);
+	assert_int_equal(brake->value, 0); /* brake_safe: false */
+	hal_gpio_set_line_provider(NULL);
+
+	f = fopen(lp, "r");
+	assert_non_null(f);
+	int n_em = 0;
+	while (fgets(line, sizeof(line), f))
+		n_em += strstr(line, "\"emergency\":\"alert line asserted\"") != NULL;
+	fclose(f);
+	assert_int_equal(n_em, 2);
+	diag_clear(&dl);
+}
+
+static void test_alert_drives_brake(void **st)
+{
+	alert_brake_run(false);
+}
+
+static void test_alert_brake_dry_run(void **st)
+{
+	alert_brake_run(true);
+}
+#endif
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -370,6 +465,10 @@ int main(void)
 		cmocka_unit_test(test_reload_transaction),
 		cmocka_unit_test(test_reload_keeps_hold_and_cli_level),
 		cmocka_unit_test(test_start_restores_leftover),
+#ifdef GOVD_WITH_GPIOD
+		cmocka_unit_test(test_alert_drives_brake),
+		cmocka_unit_test(test_alert_brake_dry_run),
+#endif
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

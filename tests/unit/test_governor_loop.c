@@ -450,25 +450,6 @@ static void test_serving_faults_logged(void **state)
 	rig_free(r);
 }
 
-static void test_unknown_controller(void **state)
-{
-	(void)state;
-	struct rig *r = rig_new("schedutil");
-	struct diag_list d = { 0 };
-	struct governor_cfg cfg = { .pol = &r->pol, .dev = &r->dev, .clock = &r->clk };
-	assert_int_equal(governor_init(&r->g, &cfg, &d), -ENOENT);
-	assert_int_equal(diag_count(&d, DIAG_ERROR), 1);
-	char buf[512];
-	diag_format(&d.v[0], buf, sizeof(buf));
-	assert_non_null(strstr(buf, "schedutil"));
-	assert_non_null(strstr(buf, "ondemand"));
-	governor_fini(&r->g); /* safe after a failed init */
-	diag_clear(&d);
-	fclose(r->log);
-	rig_free(r);
-}
-
-
 /* Observe mode: decisions logged as if applied, nothing written, cur is
  * what the device runs. */
 static void test_dry_run(void **state)
@@ -767,7 +748,6 @@ int main(void)
 		cmocka_unit_test(test_failed_restore_is_retried),
 		cmocka_unit_test(test_fault_goes_to_safe_point),
 		cmocka_unit_test(test_serving_faults_logged),
-		cmocka_unit_test(test_unknown_controller),
 		cmocka_unit_test(test_dry_run),
 		cmocka_unit_test(test_power_budget),
 		cmocka_unit_test(test_operator_hold),
