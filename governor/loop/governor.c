@@ -46,6 +46,18 @@ int governor_init(struct governor *g, const struct governor_cfg *cfg, struct dia
 		warn_missing(diags, cfg->dev, "clock locking");
 	if (!hal_can_set_power_limit(cfg->dev))
 		warn_missing(diags, cfg->dev, "a power limit");
+	/* A device with nothing to write (alert and brake lines, a meter) is
+	 * observed: a governing controller needs a clock or power range to work
+	 * in and refuses a device without one, which would stop the daemon. */
+	if (!hal_can_set_clocks(cfg->dev) && !hal_can_set_power_limit(cfg->dev) &&
+	    !hal_can_set_precision(cfg->dev) && strcmp(g->ctl->name, "firmware-default")) {
+		const struct controller_ops *obs = controller_find("firmware-default");
+		assert(obs);
+		diag_add(diags, DIAG_WARNING, cfg->dev->name, 0, 0, "control.controller", "observe-only",
+			 "offers nothing to govern (no clock locking, power limit or precision): "
+			 "observed with controller firmware-default instead of %s", g->ctl->name);
+		g->ctl = obs;
+	}
 	if (hal_can_read_serving(cfg->dev) && cfg->dev->ops->read_serving(cfg->dev, &g->serving) == 0) {
 		g->n_slices = g->serving.n_slices < HAL_MAX_SLICES ? g->serving.n_slices : HAL_MAX_SLICES;
 		for (size_t s = 0; s < g->n_slices; s++)

@@ -26,8 +26,6 @@
 
 #define POLICY GOVD_SOURCE_DIR "/policies/thermal-conservative.yaml"
 #define SCENARIO GOVD_SOURCE_DIR "/configs/scenarios/default.yaml"
-/* A line device has no clocks to govern: it observes (firmware-default). */
-#define LINES_POLICY GOVD_SOURCE_DIR "/policies/baselines/firmware-default.yaml"
 
 static char dir[] = "/tmp/test_daemon_XXXXXX";
 static char cfg_path[256], state_path[256], log_dir[256], pol_path[256];
@@ -378,7 +376,6 @@ static void alert_brake_run(bool dry)
 	memset(lines, 0, sizeof(lines));
 	memset(init_level, 0, sizeof(init_level));
 	hal_gpio_set_line_provider(&fake);
-	copy_policy(LINES_POLICY, "period_ms:", "period_ms: 100");
 	char lp[300], line[16384];
 	snprintf(lp, sizeof(lp), "%s/gpu0.jsonl", log_dir);
 	unlink(lp); /* the log appends: count this run's records only */
@@ -389,9 +386,9 @@ static void alert_brake_run(bool dry)
 		"decision_log: {dir: %s, max_bytes: 0}\n"
 		"devices:\n"
 		"  - {name: gpu0, backend: sim, time_scale: 100, options: {scenario: %s, seed: 1}}\n"
-		"  - {name: lines, backend: gpio, policy: %s,\n"
+		"  - {name: lines, backend: gpio,\n"
 		"     options: {chip: %s, alert_line: 3, debounce_ms: 0, brake_line: 5}}\n",
-		POLICY, dry ? "true" : "false", state_path, log_dir, SCENARIO, pol_path, FAKE_CHIP);
+		POLICY, dry ? "true" : "false", state_path, log_dir, SCENARIO, FAKE_CHIP);
 	fclose(f);
 	struct daemon d;
 	struct diag_list dl = { 0 };
@@ -403,6 +400,9 @@ static void alert_brake_run(bool dry)
 	}
 	assert_int_equal(rc, 0);
 	assert_int_equal(diag_count(&dl, DIAG_ERROR), 0);
+	/* the node's policy runs the govd controller; the lines are observed */
+	assert_string_equal(d.dev[0].g->ctl->name, "govd");
+	assert_string_equal(d.dev[1].g->ctl->name, "firmware-default");
 	struct fake_line *alert = line_at(3, false), *brake = line_at(5, true);
 	assert_int_equal(brake->value, 0); /* requested at its safe level */
 	run_ticks(&d, 3);
