@@ -242,6 +242,12 @@ struct hal_ops {
 	 * Optional: backends whose record is a replayable write list (sysfs)
 	 * or that write nothing lasting (sim) leave it NULL. */
 	int (*adopt_original)(struct hal_dev *dev, const char *json);
+	/* Puts back, now, the settings this backend found before its first
+	 * write (or adopted): a device's one restore. governor_restore() calls
+	 * it at the end of a run, close() for whatever is still changed.
+	 * Idempotent; the device may be written again after. 0 or -errno
+	 * (last_error says why). NULL: the backend writes nothing lasting. */
+	int (*restore)(struct hal_dev *dev);
 };
 
 /* open() may point ops at a per-device copy of its table in priv, with the
@@ -271,5 +277,6 @@ static inline bool hal_can_set_precision(const struct hal_dev *d) { return d->op
 static inline bool hal_can_alert(const struct hal_dev *d) { return d->ops->alert_fd != NULL && d->ops->alert_read != NULL; }
 static inline bool hal_can_brake(const struct hal_dev *d) { return d->ops->set_brake != NULL; }
 static inline bool hal_can_adopt_original(const struct hal_dev *d) { return d->ops->adopt_original != NULL; }
+static inline bool hal_can_restore(const struct hal_dev *d) { return d->ops->restore != NULL; }
 
 #endif

@@ -687,17 +687,39 @@ static void release(struct nvml *n)
 	free(n);
 }
 
+/* Puts back what this backend changed (found at open, or adopted from a
+ * crashed run's record), even after a later write turned the device
+ * read-only; what went back is no longer "changed". */
+static int nvml_restore(struct hal_dev *dev)
+{
+	struct nvml *n = nvml_of(dev);
+	int rc = 0, r;
+	if (n->wrote_clocks && n->fn.reset_locked_clocks) {
+		r = write_result(n, n->fn.reset_locked_clocks(n->dev), "nvmlDeviceResetGpuLockedClocks");
+		if (r)
+			rc = r;
+		else
+			n->wrote_clocks = false;
+	}
+	if (n->wrote_limit && n->orig_limit_ok) {
+		r = write_result(n, n->fn.set_power_limit(n->dev, n->orig_limit_mw),
+				 "nvmlDeviceSetPowerManagementLimit");
+		if (r) {
+			if (!rc)
+				rc = r;
+		} else {
+			n->wrote_limit = false;
+		}
+	}
+	return rc;
+}
+
 static void nvml_close(struct hal_dev *dev)
 {
 	struct nvml *n = nvml_of(dev);
 	if (!n)
 		return;
-	/* Restore what this backend changed, even after a later write turned
-	 * the device read-only. */
-	if (n->wrote_clocks)
-		n->fn.reset_locked_clocks(n->dev);
-	if (n->wrote_limit && n->orig_limit_ok)
-		n->fn.set_power_limit(n->dev, n->orig_limit_mw);
+	nvml_restore(dev);
 	release(n);
 	dev->priv = NULL;
 }
@@ -866,5 +888,6 @@ const struct hal_ops hal_nvml_ops = {
 	.get_original = nvml_get_original,
 	.last_error = nvml_last_error,
 	.adopt_original = nvml_adopt_original,
+	.restore = nvml_restore,
 };
 #endif

@@ -240,6 +240,7 @@ struct sv {
 	 * daemon advances only devices whose backend is sim) and its
 	 * timestamps are moved onto that clock. */
 	bool has_inner, inner_sim, fwd_precision;
+	bool prec_written; /* the actuator (file/http/exec) was written since the last restore */
 	struct hal_dev inner;
 	struct hal_ops ops;
 	struct govd_clock pclk;
@@ -845,8 +846,12 @@ static int sv_check_options(const struct hal_dev_cfg *cfg, struct diag_list *dia
 	return sv_setup(NULL, cfg, diags);
 }
 
+static int sv_restore(struct hal_dev *dev);
+
 static void sv_close(struct hal_dev *dev)
 {
+	if (dev->priv)
+		sv_restore(dev); /* what is still changed; the power side's close restores its own */
 	sv_free(dev->priv);
 	dev->priv = NULL;
 }
@@ -1686,6 +1691,31 @@ static int sv_set_precision(struct hal_dev *dev, const double *int8_frac, size_t
 	s->t_set_ms = govd_clock_now_or_mono_ms(s->clock);
 	if (rc)
 		snprintf(s->fault_msg, sizeof(s->fault_msg), "%s", s->act.err);
+	else
+		s->prec_written = true;
+	return rc;
+}
+
+/* The server as govd may assume it ran before it: BF16 on every slice
+ * through a file/http/exec actuator (it cannot read the server's own
+ * setting back), the router's original weights with HAProxy. */
+static int sv_restore(struct hal_dev *dev)
+{
+	struct sv *s = dev->priv;
+	if (!s->act_on)
+		return 0;
+	if (s->hap) {
+		int hrc = hap_restore(s->hap);
+		if (hrc)
+			snprintf(s->fault_msg, sizeof(s->fault_msg), "%.300s", s->hap->err);
+		return hrc;
+	}
+	if (!s->prec_written)
+		return 0;
+	const double zero[HAL_MAX_SLICES] = { 0 };
+	int rc = sv_set_precision(dev, zero, s->n_slices);
+	if (!rc)
+		s->prec_written = false;
 	return rc;
 }
 
@@ -1700,6 +1730,7 @@ static int sv_set_precision(struct hal_dev *dev, const double *int8_frac, size_t
 		.read_serving = sv_read_serving, \
 		.read_quality = qual,          \
 		.set_precision = prec,         \
+		.restore = sv_restore,         \
 	}
 
 const struct hal_ops hal_serving_ops = SV_OPS(sv_set_precision, sv_read_quality);
@@ -1804,6 +1835,19 @@ static int pw_set_brake(struct hal_dev *dev, bool on)
 	return in->ops->set_brake(in, on);
 }
 
+/* The server's side, then the power side's own restore. */
+static int pw_restore(struct hal_dev *dev)
+{
+	struct sv *s = dev->priv;
+	int rc = sv_restore(dev);
+	if (hal_can_restore(&s->inner)) {
+		int r = s->inner.ops->restore(&s->inner);
+		if (r && !rc)
+			rc = r;
+	}
+	return rc;
+}
+
 /* The server's document first; the plant's share only if the server took it. */
 static int pw_set_precision(struct hal_dev *dev, const double *int8_frac, size_t n_slices)
 {
@@ -1878,6 +1922,7 @@ static void sv_pick_ops(struct hal_dev *dev, struct sv *s)
 	w->ops.set_brake = io->set_brake ? pw_set_brake : NULL;
 	if (w->ops.set_precision)
 		w->ops.set_precision = pw_set_precision;
+	w->ops.restore = pw_restore;
 	if (s->hap && !io->get_original && !io->adopt_original) {
 		/* a power side without its own record (the sim): the router's */
 		w->ops.get_original = hap_get_original;

@@ -20,6 +20,7 @@ struct sim {
 	struct plant *plant;
 	struct scenario *sc; /* owned when we loaded it */
 	bool own_plant;
+	double orig_limit_w; /* the plant's power limit at open */
 };
 
 static struct sim *sim_of(struct hal_dev *dev)
@@ -74,6 +75,7 @@ static int sim_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct d
 			goto free_scenario;
 		s->own_plant = true;
 	}
+	s->orig_limit_w = s->plant->dev.power_limit_w;
 	dev->priv = s;
 	return 0;
 
@@ -250,6 +252,17 @@ static int sim_set_precision(struct hal_dev *dev, const double *int8_frac, size_
 	return 0;
 }
 
+/* The plant as open found it: firmware clocks, its power limit, BF16. */
+static int sim_restore(struct hal_dev *dev)
+{
+	struct sim *s = sim_of(dev);
+	device_reset_clocks(&s->plant->dev);
+	int rc = device_set_power_limit(&s->plant->dev, s->orig_limit_w);
+	for (size_t i = 0; i < s->plant->sc->n_slices; i++)
+		plant_set_int8_fraction(s->plant, (uint32_t)i, 0.0);
+	return rc;
+}
+
 const struct hal_ops hal_sim_ops = {
 	.name = "sim",
 	.open = sim_open,
@@ -262,6 +275,7 @@ const struct hal_ops hal_sim_ops = {
 	.read_serving = sim_read_serving,
 	.read_quality = sim_read_quality,
 	.set_precision = sim_set_precision,
+	.restore = sim_restore,
 };
 
 static uint64_t clock_now_ms(void *ctx)

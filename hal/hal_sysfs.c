@@ -796,13 +796,27 @@ static int sysfs_get_limits(struct hal_dev *dev, struct hal_limits *out)
 
 /* ---- open / close --------------------------------------------------- */
 
+/* Replays the files' original values (remembered before their first
+ * write, or adopted); a failed write keeps the device "changed". */
+static int sysfs_restore(struct hal_dev *dev)
+{
+	struct sysfs *s = sysfs_of(dev);
+	if (!s->wrote)
+		return 0;
+	s->err[0] = '\0';
+	restore(s);
+	if (s->err[0])
+		return -EIO;
+	s->wrote = false;
+	return 0;
+}
+
 static void sysfs_close(struct hal_dev *dev)
 {
 	struct sysfs *s = sysfs_of(dev);
 	if (!s)
 		return;
-	if (s->wrote)
-		restore(s);
+	sysfs_restore(dev);
 	free(s);
 	dev->priv = NULL;
 }
@@ -887,5 +901,6 @@ const struct hal_ops hal_sysfs_ops = {
 	.set_power_limit = sysfs_set_power_limit,
 	.get_original = sysfs_get_original,
 	.last_error = sysfs_last_error,
+	.restore = sysfs_restore,
 };
 #endif

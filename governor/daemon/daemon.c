@@ -183,6 +183,10 @@ static int dry_brake(struct hal_dev *dev, bool on)
 {
 	return 0;
 }
+static int dry_restore(struct hal_dev *dev)
+{
+	return 0;
+}
 
 /* The device as the governor sees it in a dry run: reads go to the backend,
  * writes succeed without touching it, so every decision is computed and
@@ -200,6 +204,8 @@ static void make_dry(struct daemon_dev *dd)
 		dd->dry_ops.set_precision = dry_precision;
 	if (dd->dry_ops.set_brake)
 		dd->dry_ops.set_brake = dry_brake;
+	if (dd->dry_ops.restore)
+		dd->dry_ops.restore = dry_restore;
 	dd->dry_ops.close = NULL; /* hw is closed, not this view */
 	dd->dry = dd->hw;
 	dd->dry.ops = &dd->dry_ops;

@@ -2,6 +2,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <jansson.h>
 #include <math.h>
 #include <string.h>
 
@@ -510,6 +511,25 @@ int governor_emergency(struct governor *g, const char *why)
 	return declog_decision(&g->log, &rec);
 }
 
+/* The power limit a restore puts back: the backend's record of the
+ * originals when it keeps one (after a crash, the adopted one, not what
+ * this run's first sample saw), else the first sample's. */
+static uint32_t restored_limit_mw(const struct governor *g)
+{
+	struct hal_dev *dev = g->cfg.dev;
+	char buf[4096];
+	uint32_t mw = g->orig_power_limit_mw;
+	if (!dev->ops->get_original || dev->ops->get_original(dev, buf, sizeof(buf)))
+		return mw;
+	json_t *j = json_loads(buf, 0, NULL);
+	json_t *v = json_object_get(j, "power_limit_mw");
+	if (json_is_integer(v) && json_integer_value(v) > 0 &&
+	    json_integer_value(v) <= HAL_POWER_MAX_MW)
+		mw = (uint32_t)json_integer_value(v);
+	json_decref(j);
+	return mw;
+}
+
 int governor_restore(struct governor *g)
 {
 	struct hal_dev *dev = g->cfg.dev;
@@ -517,7 +537,13 @@ int governor_restore(struct governor *g)
 
 	if (g->restored || !g->started)
 		return 0;
-	if (g->wrote) {
+	if (g->wrote && hal_can_restore(dev)) {
+		/* The backend owns the originals (found at open, or adopted from
+		 * a crashed run's state file): the one restore. */
+		rc = dev->ops->restore(dev);
+	} else if (g->wrote) {
+		/* A device without its own restore (a test's fake): what the
+		 * first sample showed. */
 		if (dev->ops->reset_clocks && (r = dev->ops->reset_clocks(dev)) && !rc)
 			rc = r;
 		if (dev->ops->set_power_limit &&
@@ -532,7 +558,7 @@ int governor_restore(struct governor *g)
 	struct gov_opoint orig = { .clk_locked = false,
 				   .clk_min_khz = g->lim.clk_min_khz,
 				   .clk_max_khz = g->lim.clk_default_max_khz,
-				   .power_limit_mw = g->orig_power_limit_mw,
+				   .power_limit_mw = restored_limit_mw(g),
 				   .n_slices = g->n_slices };
 	/* Done only when every write went through: a failed restore is tried
 	 * again (governor_fini, the daemon's shutdown) rather than forgotten. */

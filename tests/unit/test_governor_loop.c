@@ -24,7 +24,7 @@ struct fake {
 	bool locked;
 	uint32_t lo_khz, hi_khz;
 	double int8[HAL_MAX_SLICES];
-	int n_set_clock, n_reset, n_set_power, n_set_prec;
+	int n_set_clock, n_reset, n_set_power, n_set_prec, n_restore;
 	int fail_set_power; /* the next this many power-limit writes fail with -EIO */
 	struct hist ttft, tbt, e2e;
 	uint64_t tokens, requests;
@@ -148,6 +148,24 @@ static const struct hal_ops fake_ops = {
 	.read_serving = f_serving,
 	.set_precision = f_set_prec,
 };
+
+/* A backend that owns its originals (as sim, sysfs, nvml and serving do):
+ * restore() puts back 640 W, its record, not the 650 W the first sample saw. */
+static int f_restore(struct hal_dev *d)
+{
+	F(d)->locked = false;
+	F(d)->power_limit_mw = 640000;
+	F(d)->int8[0] = F(d)->int8[1] = 0;
+	F(d)->n_restore++;
+	return 0;
+}
+
+static int f_get_original(struct hal_dev *d, char *json, size_t len)
+{
+	return snprintf(json, len, "{\"power_limit_mw\":640000}") < (int)len ? 0 : -ENOSPC;
+}
+
+static struct hal_ops owning_ops;
 
 static uint64_t c_now(void *ctx)
 {
@@ -450,6 +468,38 @@ static void test_serving_faults_logged(void **state)
 	rig_free(r);
 }
 
+/* With a backend restore, the governor's restore is that call alone, and
+ * the restore record shows the backend's original power limit. */
+static void test_backend_owns_restore(void **state)
+{
+	(void)state;
+	struct rig *r = rig_new("static");
+	owning_ops = fake_ops;
+	owning_ops.restore = f_restore;
+	owning_ops.get_original = f_get_original;
+	r->dev.ops = &owning_ops;
+	r->pol.frequency.min_mhz = 900;
+	r->pol.frequency.max_mhz = 1410;
+	r->pol.precision.int8_fraction = 0.5;
+	rig_start(r);
+	assert_int_equal(governor_run(&r->g, 3000), 0);
+	int writes = r->f.n_set_clock + r->f.n_reset + r->f.n_set_power + r->f.n_set_prec;
+	assert_true(writes > 0);
+	governor_fini(&r->g);
+	assert_int_equal(r->f.n_restore, 1);
+	assert_int_equal(r->f.n_set_clock + r->f.n_reset + r->f.n_set_power + r->f.n_set_prec, writes);
+	assert_int_equal(r->f.power_limit_mw, 640000);
+	fclose(r->log);
+	size_t n;
+	json_t **v = lines(r, &n);
+	json_t *last = v[n - 1];
+	assert_string_equal(json_string_value(json_object_get(last, "type")), "restore");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(last, "after"),
+							    "power_limit_mw")), 640000);
+	lines_free(v, n);
+	rig_free(r);
+}
+
 /* Observe mode: decisions logged as if applied, nothing written, cur is
  * what the device runs. */
 static void test_dry_run(void **state)
@@ -748,6 +798,7 @@ int main(void)
 		cmocka_unit_test(test_failed_restore_is_retried),
 		cmocka_unit_test(test_fault_goes_to_safe_point),
 		cmocka_unit_test(test_serving_faults_logged),
+		cmocka_unit_test(test_backend_owns_restore),
 		cmocka_unit_test(test_dry_run),
 		cmocka_unit_test(test_power_budget),
 		cmocka_unit_test(test_operator_hold),

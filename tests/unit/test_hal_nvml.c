@@ -347,6 +347,40 @@ static void test_writes_and_restore(void **state)
 	assert_true(set < lock && lock < reset && reset < back && back < down);
 }
 
+/* restore() is the device's one restore: it puts the originals back now,
+ * a second call writes nothing, and close() then has nothing left to do;
+ * after a new write close() restores again. */
+static void test_restore_op(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(fx_open(f, NULL), 0);
+	assert_true(hal_can_restore(&f->dev));
+	assert_int_equal(f->dev.ops->restore(&f->dev), 0); /* nothing written: nothing to do */
+	assert_null(strstr(read_log(f), "Reset"));
+	assert_int_equal(f->dev.ops->set_power_limit(&f->dev, 450000), 0);
+	assert_int_equal(f->dev.ops->set_clock_range(&f->dev, 1000000, 1500000), 0);
+	assert_int_equal(f->dev.ops->restore(&f->dev), 0);
+	struct hal_sample s;
+	f->dev.ops->sample(&f->dev, &s);
+	assert_int_equal(s.power_limit_mw.v, 700000);
+	const char *log = read_log(f);
+	const char *reset = strstr(log, "nvmlDeviceResetGpuLockedClocks 0 -> 0");
+	const char *back = strstr(log, "nvmlDeviceSetPowerManagementLimit 0 700000 -> 0");
+	assert_non_null(reset);
+	assert_non_null(back);
+	assert_null(strstr(back + 1, "nvmlDeviceSetPowerManagementLimit 0 700000"));
+	assert_int_equal(f->dev.ops->restore(&f->dev), 0); /* idempotent */
+	assert_null(strstr(strstr(read_log(f), "nvmlDeviceSetPowerManagementLimit 0 700000") + 1,
+			   "nvmlDeviceSetPowerManagementLimit"));
+	assert_int_equal(f->dev.ops->set_power_limit(&f->dev, 500000), 0);
+	fx_close(f);
+	log = read_log(f);
+	const char *again = strstr(log, "nvmlDeviceSetPowerManagementLimit 0 500000 -> 0");
+	assert_non_null(again);
+	assert_non_null(strstr(again, "nvmlDeviceSetPowerManagementLimit 0 700000 -> 0"));
+	assert_null(strstr(again, "nvmlDeviceResetGpuLockedClocks")); /* clocks already back */
+}
+
 static void test_no_permission_read_only(void **state)
 {
 	struct fx *f = *state;
@@ -420,6 +454,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_uuid_select, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_uuid_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_writes_and_restore, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_restore_op, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_permission_read_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_only_option, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_absurd_and_lost, setup, teardown),
