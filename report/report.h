@@ -13,6 +13,7 @@
 
 #include "common/sla.h"
 #include "governor/loop/declog_read.h"
+#include "governor/sim/summary_read.h"
 #include "hal/hal.h"
 
 int govctl_report(int argc, char **argv);
@@ -235,11 +236,7 @@ struct rp_run {
 	struct rp_slice slices[HAL_MAX_SLICES];
 	/* summary.json sla.per_window (sim runs since it was written): the
 	 * simulator's own judgement of each window, tail included */
-	struct rp_simwin {
-		bool idle, tail, sla_met;
-		double tokens;    /* true tokens of the window */
-		double q_ms[SLA_N_ROWS]; /* NaN: nothing completed */
-	} *sw;
+	struct sim_summary_window *sw; /* summary.json sla.per_window (its reader's rows) */
 	size_t nsw;
 	/* per period, per window */
 	struct declog_period *p;

@@ -21,19 +21,6 @@
 /* A decision log is MiBs; rotated files stay under max_bytes. */
 #define RP_LOG_MAX_BYTES (2048ul * 1024 * 1024)
 
-/* scenario_path and command, when the run recorded them (header or
- * summary.json; absent in older runs and in govd's logs). */
-static void read_run_meta(struct rp_run *r, json_t *o)
-{
-	json_t *sp = json_object_get(o, "scenario_path"), *cmd = json_object_get(o, "command");
-	if (json_is_string(sp) && json_string_length(sp)) {
-		jsonx_copy_utf8(r->scenario_path, sizeof(r->scenario_path), json_string_value(sp));
-		r->scenario_path_recorded = true;
-	}
-	if (json_is_string(cmd))
-		jsonx_copy_utf8(r->command, sizeof(r->command), json_string_value(cmd));
-}
-
 /* The run's fields from the decision log's header. */
 static void take_header(struct rp_run *r, const struct declog_head *h)
 {
@@ -103,107 +90,69 @@ static int read_log(struct rp_run *r, const char *path, char *err, size_t errlen
 	return declog_read(path, RP_LOG_MAX_BYTES, &cb, &c, err, errlen);
 }
 
-static const char *summary_error(const struct rp_run *r, json_t *s, char *why, size_t len)
+/* The run's figures from summary.json (its reader: governor/sim/summary_read.h).
+ * The windows move into r; the rest is copied. */
+static int take_summary(struct rp_run *r, struct sim_summary *s, const char *path, char *err,
+			size_t errlen)
 {
-	static const char *const need[][2] = {
-		{ "tokens_generated", NULL },   { "tokens_per_joule", NULL },
-		{ "energy_j", "total" },        { "sla", "attainment" },
-		{ "thermal", "clamp_events" },  { "quality", "breach_requests" },
-	};
-	if (!json_is_object(s))
-		return "not a JSON object (a govctl sim summary.json)";
-	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
-		json_t *v = json_object_get(s, need[i][0]);
-		if (need[i][1])
-			v = json_object_get(v, need[i][1]);
-		if (!json_is_number(v)) {
-			snprintf(why, len, "%s%s%s missing or not a number", need[i][0],
-				 need[i][1] ? "." : "", need[i][1] ? need[i][1] : "");
-			return why;
-		}
+	for (size_t i = 0; i < r->n_slices; i++) {
+		const struct sim_summary_slice *x = sim_summary_slice(s, r->slices[i].name);
+		if (!x || !x->in_quality)
+			return jsonx_fail(err, errlen, -EINVAL,
+					  "%s: error: slice '%.48s' of the decision log's header is not in "
+					  "quality.per_slice (summary and log of different runs?)",
+					  path, r->slices[i].name);
 	}
-	json_t *qs = json_object_get(json_object_get(s, "quality"), "per_slice");
-	for (size_t i = 0; i < r->n_slices; i++)
-		if (!json_is_object(json_object_get(qs, r->slices[i].name))) {
-			snprintf(why, len,
-				 "slice '%.48s' of the decision log's header is not in quality.per_slice "
-				 "(summary and log of different runs?)",
-				 r->slices[i].name);
-			return why;
-		}
-	return NULL;
-}
-
-static void read_summary(struct rp_run *r, json_t *s)
-{
 	r->have_summary = true;
-	read_run_meta(r, s);
+	if (s->scenario_path[0]) {
+		jsonx_copy_utf8(r->scenario_path, sizeof(r->scenario_path), s->scenario_path);
+		r->scenario_path_recorded = true;
+	}
+	if (s->command[0])
+		jsonx_copy_utf8(r->command, sizeof(r->command), s->command);
 	if (!r->build_compiler[0])
-		jsonx_str(s, "compiler", r->build_compiler, sizeof(r->build_compiler));
-	r->duration_s = jsonx_num(s, "duration_s");
-	r->tokens = jsonx_num(s, "tokens_generated");
-	r->e_accel = jsonx_num2(s, "energy_j", "accel");
-	r->e_mem = jsonx_num2(s, "energy_j", "memory");
-	r->e_host = jsonx_num2(s, "energy_j", "host");
-	r->e_total = jsonx_num2(s, "energy_j", "total");
-	r->tpj = jsonx_num(s, "tokens_per_joule");
-	json_t *sla = json_object_get(s, "sla");
-	r->window_s = jsonx_num(sla, "window_s");
-	r->windows = jsonx_num(sla, "windows");
-	r->windows_met = jsonx_num(sla, "windows_met");
-	r->attainment = jsonx_num(sla, "attainment");
-	for (size_t i = 0; i < SLA_N_ROWS; i++)
-		r->q_ms[i] = jsonx_num(sla, sla_rows[i].key);
-	json_t *t = json_object_get(sla, "targets");
-	for (size_t i = 0; i < SLA_N_ROWS; i++) {
-		double v = jsonx_num(t, sla_rows[i].key);
-		r->targets[i] = isfinite(v) ? v : 0;
-	}
-	double floor_tps = jsonx_num(t, "min_tokens_per_s");
-	r->min_tokens_per_s = isfinite(floor_tps) ? floor_tps : 0;
-	json_t *pw = json_object_get(sla, "per_window");
-	if (json_is_array(pw) && json_array_size(pw)) {
-		r->sw = calloc(json_array_size(pw), sizeof(*r->sw));
-		size_t i;
-		json_t *x;
-		json_array_foreach(pw, i, x)
-		{
-			if (!r->sw)
-				break;
-			struct rp_simwin *w = &r->sw[r->nsw++];
-			w->idle = json_is_true(json_object_get(x, "idle"));
-			w->tail = json_is_true(json_object_get(x, "tail"));
-			w->sla_met = json_is_true(json_object_get(x, "sla_met"));
-			w->tokens = jsonx_num(x, "tokens");
-			for (size_t q = 0; q < SLA_N_ROWS; q++)
-				w->q_ms[q] = jsonx_num(x, sla_rows[q].key);
-		}
-	}
-	r->attainment_goal = jsonx_num(t, "attainment");
+		jsonx_copy_utf8(r->build_compiler, sizeof(r->build_compiler), s->compiler);
+	r->duration_s = s->duration_s;
+	r->tokens = s->tokens_generated;
+	r->e_accel = s->energy_accel_j;
+	r->e_mem = s->energy_memory_j;
+	r->e_host = s->energy_host_j;
+	r->e_total = s->energy_total_j;
+	r->tpj = s->tokens_per_joule;
+	r->window_s = s->window_s;
+	r->windows = s->windows;
+	r->windows_met = s->windows_met;
+	r->attainment = s->attainment;
+	memcpy(r->q_ms, s->q_ms, sizeof(r->q_ms));
+	memcpy(r->targets, s->targets_ms, sizeof(r->targets));
+	r->min_tokens_per_s = s->min_tokens_per_s;
+	r->sw = s->win;
+	r->nsw = s->n_win;
+	s->win = NULL;
+	s->n_win = 0;
+	r->attainment_goal = s->attainment_goal;
 	r->have_policy_sla = true;
-	json_t *th = json_object_get(s, "thermal");
-	r->ceiling_c = jsonx_num(th, "ceiling_c");
-	r->max_tj_c = jsonx_num(th, "max_junction_c");
-	r->clamp_events = jsonx_num(th, "clamp_events");
-	r->clamp_time_s = jsonx_num(th, "clamp_time_s");
-	r->above_ceiling_s = jsonx_num(th, "time_above_ceiling_s");
-	r->int8_token_frac = jsonx_num2(s, "precision", "int8_token_fraction");
-	r->breaches = jsonx_num2(s, "quality", "breach_requests");
-	r->rollbacks = jsonx_num(s, "rollbacks");
-	r->telemetry_faults = jsonx_num(s, "telemetry_faults");
-	r->failed = json_is_true(json_object_get(s, "failed"));
-	jsonx_str(s, "fail_reason", r->fail_reason, sizeof(r->fail_reason));
-	json_t *ps = json_object_get(json_object_get(s, "precision"), "per_slice");
-	json_t *qs = json_object_get(json_object_get(s, "quality"), "per_slice");
+	r->ceiling_c = s->ceiling_c;
+	r->max_tj_c = s->max_junction_c;
+	r->clamp_events = s->clamp_events;
+	r->clamp_time_s = s->clamp_time_s;
+	r->above_ceiling_s = s->time_above_ceiling_s;
+	r->int8_token_frac = s->int8_token_fraction;
+	r->breaches = s->breach_requests;
+	r->rollbacks = s->rollbacks;
+	r->telemetry_faults = s->telemetry_faults;
+	r->failed = s->failed;
+	jsonx_copy_utf8(r->fail_reason, sizeof(r->fail_reason), s->fail_reason);
 	for (size_t i = 0; i < r->n_slices; i++) {
 		struct rp_slice *sl = &r->slices[i];
-		json_t *p = json_object_get(ps, sl->name), *q = json_object_get(qs, sl->name);
-		sl->int8_req_frac = jsonx_num(p, "int8_request_fraction");
-		sl->int8_tokens_share = jsonx_num(p, "int8_token_share_of_all");
-		sl->max_drop = jsonx_num(q, "max_drop");
-		sl->true_drop_end = jsonx_num(q, "true_drop_end");
-		sl->breaches = jsonx_num(q, "breach_requests");
+		const struct sim_summary_slice *x = sim_summary_slice(s, sl->name);
+		sl->int8_req_frac = x->int8_request_fraction;
+		sl->int8_tokens_share = x->int8_token_share_of_all;
+		sl->max_drop = x->max_drop;
+		sl->true_drop_end = x->true_drop_end;
+		sl->breaches = x->breach_requests;
 	}
+	return 0;
 }
 
 static void join_owners(const struct policy *p, char *out, size_t len)
@@ -270,7 +219,6 @@ int rp_run_load(const char *path, struct rp_run *r, char *err, size_t errlen)
 	if (stat(path, &st))
 		return jsonx_fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
 	bool is_dir = S_ISDIR(st.st_mode);
-	struct fsafe_err fe;
 	snprintf(log, sizeof(log), is_dir ? "%s/decisions.jsonl" : "%s", path);
 	snprintf(r->log_path, sizeof(r->log_path), "%s", log);
 	int rc = read_log(r, log, err, errlen);
@@ -282,29 +230,14 @@ int rp_run_load(const char *path, struct rp_run *r, char *err, size_t errlen)
 	if (is_dir) {
 		snprintf(sum, sizeof(sum), "%s/summary.json", path);
 		if (!stat(sum, &st)) {
-			json_error_t je = { .line = 0 };
-			char *text = NULL;
-			size_t tl = 0;
-			json_t *s = NULL;
-			if (fsafe_read_all(sum, FSAFE_MAX_BYTES, 0, &text, &tl, &fe))
-				snprintf(je.text, sizeof(je.text), "%.150s", fe.msg);
-			else
-				s = json_loadb(text, tl, 0, &je);
-			free(text);
-			if (!s) {
-				rc = jsonx_fail(err, errlen, -EINVAL, "%s:%d:%d: error: %s", sum, je.line, je.column,
-					  je.text);
+			struct sim_summary ss;
+			rc = sim_summary_load(sum, FSAFE_MAX_BYTES, &ss, err, errlen);
+			if (rc)
 				goto undo_periods;
-			}
-			char why[200];
-			const char *bad = summary_error(r, s, why, sizeof(why));
-			if (bad) {
-				rc = jsonx_fail(err, errlen, -EINVAL, "%s: error: %s", sum, bad);
-				json_decref(s);
+			rc = take_summary(r, &ss, sum, err, errlen);
+			sim_summary_free(&ss);
+			if (rc)
 				goto undo_periods;
-			}
-			read_summary(r, s);
-			json_decref(s);
 		}
 	}
 	read_policy(r);
@@ -351,7 +284,7 @@ void rp_run_free(struct rp_run *r)
 static void window_judge(const struct rp_run *r, size_t k, bool work, const struct declog_period *close,
 			 struct rp_wstats *w)
 {
-	const struct rp_simwin *s = k < r->nsw ? &r->sw[k] : NULL;
+	const struct sim_summary_window *s = k < r->nsw ? &r->sw[k] : NULL;
 	if (r->nsw) {
 		w->judged_by_sim = true;
 		w->tail = !s || s->tail;

@@ -18,6 +18,7 @@
 #include "governor/sim/oracle.h"
 #include "governor/policy/policy.h"
 #include "governor/sim/sim.h"
+#include "governor/sim/summary_read.h"
 #include "plant_models/scenario.h"
 #include "tools/govctl.h"
 
@@ -68,32 +69,24 @@ static bool split(char *s, struct list *l, bool files)
 	}
 }
 
-static double num(json_t *o, const char *a, const char *b)
-{
-	json_t *v = json_object_get(o, a);
-	if (b)
-		v = json_object_get(v, b);
-	return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
 struct row {
 	double tpj, att, ttft, tbt, e2e, clamps, breach, breach_late, int8;
 	size_t n;
 	bool failed;
 };
 
-static void row_add(struct row *r, json_t *s)
+static void row_add(struct row *r, const struct sim_summary *s)
 {
-	r->tpj += num(s, "tokens_per_joule", NULL);
-	r->att += num(s, "sla", "attainment");
-	r->ttft += num(s, "sla", "ttft_p99_ms");
-	r->tbt += num(s, "sla", "tbt_p99_ms");
-	r->e2e += num(s, "sla", "e2e_p99_ms");
-	r->clamps += num(s, "thermal", "clamp_events");
-	r->breach += num(s, "quality", "breach_requests");
-	r->breach_late += num(s, "quality", "breach_requests_beyond_delay");
-	r->int8 += num(s, "precision", "int8_token_fraction");
-	r->failed |= json_is_true(json_object_get(s, "failed"));
+	r->tpj += s->tokens_per_joule;
+	r->att += s->attainment;
+	r->ttft += s->q_ms[SLA_INDEX(SLA_TTFT, SLA_P99)];
+	r->tbt += s->q_ms[SLA_INDEX(SLA_TBT, SLA_P99)];
+	r->e2e += s->q_ms[SLA_INDEX(SLA_E2E, SLA_P99)];
+	r->clamps += s->clamp_events;
+	r->breach += s->breach_requests;
+	r->breach_late += s->breach_requests_beyond_delay;
+	r->int8 += s->int8_token_fraction;
+	r->failed |= s->failed;
 	r->n++;
 }
 
@@ -640,28 +633,20 @@ int govctl_compare(int argc, char **argv)
 	struct row *rows = calloc(scen.n * pols.n, sizeof(*rows));
 	json_t *runs = json_array();
 	for (size_t i = 0; i < njobs; i++) {
-		char path[4200];
-		json_error_t err;
+		char path[4200], err[1400];
 		snprintf(path, sizeof(path), "%s/summary.json", jobs[i].dir);
-		struct fsafe_err fe;
-		char *text = NULL;
-		size_t tl = 0;
-		json_t *s = NULL;
-		if (fsafe_read_all(path, FSAFE_MAX_BYTES, 0, &text, &tl, &fe))
-			snprintf(err.text, sizeof(err.text), "%.150s", fe.msg);
-		else
-			s = json_loadb(text, tl, 0, &err);
-		free(text);
-		if (!s) {
-			fprintf(stderr, "govctl compare: %s: %s\n", path, err.text);
+		struct sim_summary s;
+		if (sim_summary_load(path, FSAFE_MAX_BYTES, &s, err, sizeof(err))) {
+			fprintf(stderr, "govctl compare: %s\n", err);
 			failed = 1;
 			continue;
 		}
-		row_add(&rows[jobs[i].si * pols.n + jobs[i].pi], s);
+		row_add(&rows[jobs[i].si * pols.n + jobs[i].pi], &s);
 		json_t *rj = json_object();
 		json_object_set_new(rj, "dir", json_string(jobs[i].dir));
-		json_object_set_new(rj, "summary", s);
+		json_object_set_new(rj, "summary", json_incref(s.doc));
 		json_array_append_new(runs, rj);
+		sim_summary_free(&s);
 	}
 	for (size_t i = 0; i < scen.n * pols.n; i++)
 		row_mean(&rows[i]);

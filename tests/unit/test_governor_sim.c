@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "governor/sim/sim.h"
+#include "governor/sim/summary_read.h"
 
 static const char *scenario = "configs/scenarios/default.yaml";
 
@@ -35,6 +36,25 @@ static json_t *run(const char *policy, const char *dir, double duration_s)
 	snprintf(path, sizeof(path), "%s/summary.json", dir);
 	json_t *s = json_load_file(path, 0, &err);
 	assert_non_null(s);
+	/* its reader (governor/sim/summary_read.c) gives back what was written */
+	struct sim_summary ss;
+	char rerr[512];
+	assert_int_equal(sim_summary_load(path, 1 << 24, &ss, rerr, sizeof(rerr)), 0);
+	json_t *sla = json_object_get(s, "sla");
+	assert_true(ss.tokens_per_joule == json_number_value(json_object_get(s, "tokens_per_joule")));
+	assert_true(ss.energy_total_j ==
+		    json_number_value(json_object_get(json_object_get(s, "energy_j"), "total")));
+	assert_true(ss.attainment == json_number_value(json_object_get(sla, "attainment")));
+	assert_true(ss.windows_met == json_number_value(json_object_get(sla, "windows_met")));
+	assert_int_equal(ss.n_win, json_array_size(json_object_get(sla, "per_window")));
+	json_t *e2e = json_object_get(sla, "e2e_p99_ms");
+	if (json_is_number(e2e))
+		assert_true(ss.q_ms[SLA_INDEX(SLA_E2E, SLA_P99)] == json_number_value(e2e));
+	assert_int_equal(ss.n_slices,
+			 json_object_size(json_object_get(json_object_get(s, "quality"), "per_slice")));
+	for (size_t i = 0; i < ss.n_slices; i++)
+		assert_true(ss.slice[i].in_quality);
+	sim_summary_free(&ss);
 	return s;
 }
 
