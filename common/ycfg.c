@@ -394,6 +394,18 @@ static size_t *first_of_keys(struct ycfg *y, const yaml_node_pair_t *pairs, size
 	return first;
 }
 
+void ycfg_format_unknown_key(char *out, size_t len, const char *name, const char *const *allowed)
+{
+	char names[512];
+	const char *sug = ycfg_closest(name, allowed);
+	if (sug)
+		snprintf(out, len, "unknown key '%s' (did you mean '%s'?); allowed: %s", name, sug,
+			 strjoin(names, sizeof(names), allowed, ", "));
+	else
+		snprintf(out, len, "unknown key '%s'; allowed: %s", name,
+			 strjoin(names, sizeof(names), allowed, ", "));
+}
+
 int ycfg_check_keys(struct ycfg *y, yaml_node_t *map, const char *path,
 		    const char *const *allowed)
 {
@@ -402,7 +414,7 @@ int ycfg_check_keys(struct ycfg *y, yaml_node_t *map, const char *path,
 	if (!ycfg_is_map(y, map, path))
 		return 1;
 	int problems = 0;
-	char kp[256], names[512];
+	char kp[256], names[900];
 	yaml_node_pair_t *pairs = map->data.mapping.pairs.start;
 	size_t *first = first_of_keys(y, pairs, (size_t)(map->data.mapping.pairs.top - pairs));
 	for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
@@ -422,15 +434,9 @@ int ycfg_check_keys(struct ycfg *y, yaml_node_t *map, const char *path,
 		if (!known && y->diags && y->diags->n >= DIAG_MAX) {
 			problems++; /* the list is full: no suggestion to compute */
 		} else if (!known) {
-			const char *sug = ycfg_closest(name, allowed);
-			if (sug)
-				ycfg_error(y, k, ycfg_join(kp, sizeof(kp), path, name), "unknown-key",
-					   "unknown key '%s' (did you mean '%s'?); allowed: %s", name,
-					   sug, strjoin(names, sizeof(names), allowed, ", "));
-			else
-				ycfg_error(y, k, ycfg_join(kp, sizeof(kp), path, name), "unknown-key",
-					   "unknown key '%s'; allowed: %s", name,
-					   strjoin(names, sizeof(names), allowed, ", "));
+			ycfg_format_unknown_key(names, sizeof(names), name, allowed);
+			ycfg_error(y, k, ycfg_join(kp, sizeof(kp), path, name), "unknown-key", "%s",
+				   names);
 			problems++;
 		}
 		size_t i = (size_t)(p - map->data.mapping.pairs.start);
@@ -460,7 +466,7 @@ yaml_node_t *ycfg_get(struct ycfg *y, yaml_node_t *map, const char *key)
 }
 
 /* Unit implied by the key's suffix (DEVELOPERS.md naming), for range messages. */
-static const char *key_unit(const char *key)
+const char *ycfg_key_unit(const char *key)
 {
 	static const struct {
 		const char *suffix, *unit;
@@ -502,6 +508,17 @@ static bool plain_scalar(struct ycfg *y, const yaml_node_t *n, const char *path,
 	return true;
 }
 
+void ycfg_format_range(char *out, size_t len, const char *text, double min, double max,
+		       const char *unit)
+{
+	if (isinf(max))
+		snprintf(out, len, "%s is out of range; allowed >= %.10g%s", text, min, unit);
+	else if (isinf(min))
+		snprintf(out, len, "%s is out of range; allowed <= %.10g%s", text, max, unit);
+	else
+		snprintf(out, len, "%s is out of range; allowed %.10g..%.10g%s", text, min, max, unit);
+}
+
 static int node_double(struct ycfg *y, const yaml_node_t *n, const char *path, const char *unit,
 		       double min, double max, double *out)
 {
@@ -525,15 +542,9 @@ static int node_double(struct ycfg *y, const yaml_node_t *n, const char *path, c
 		return -EINVAL;
 	}
 	if (v < min || v > max) {
-		if (isinf(max))
-			ycfg_error(y, n, path, "range", "%s is out of range; allowed >= %.10g%s", s, min,
-				   unit);
-		else if (isinf(min))
-			ycfg_error(y, n, path, "range", "%s is out of range; allowed <= %.10g%s", s, max,
-				   unit);
-		else
-			ycfg_error(y, n, path, "range", "%s is out of range; allowed %.10g..%.10g%s", s,
-				   min, max, unit);
+		char msg[256];
+		ycfg_format_range(msg, sizeof(msg), s, min, max, unit);
+		ycfg_error(y, n, path, "range", "%s", msg);
 		return -EINVAL;
 	}
 	*out = v;
@@ -545,7 +556,7 @@ int ycfg_node_double(struct ycfg *y, yaml_node_t *n, const char *path, double mi
 {
 	/* The unit comes from the last key of the path, as for ycfg_double. */
 	const char *dot = path ? strrchr(path, '.') : NULL;
-	return node_double(y, n, path, key_unit(dot ? dot + 1 : path), min, max, out);
+	return node_double(y, n, path, ycfg_key_unit(dot ? dot + 1 : path), min, max, out);
 }
 
 /* Looks key up; reports a missing required key at the mapping. Returns the
@@ -572,7 +583,7 @@ int ycfg_double(struct ycfg *y, yaml_node_t *map, const char *path, const char *
 	if (!n)
 		return rc;
 	char kp[256];
-	return node_double(y, n, ycfg_join(kp, sizeof(kp), path, key), key_unit(key), min, max,
+	return node_double(y, n, ycfg_join(kp, sizeof(kp), path, key), ycfg_key_unit(key), min, max,
 			   out);
 }
 
@@ -596,7 +607,7 @@ int ycfg_int(struct ycfg *y, yaml_node_t *map, const char *path, const char *key
 			   describe(n, got, sizeof(got)));
 		return -EINVAL;
 	}
-	const char *unit = key_unit(key);
+	const char *unit = ycfg_key_unit(key);
 	if (errno == ERANGE || v < min || v > max) {
 		if (max == LLONG_MAX)
 			ycfg_error(y, n, kp, "range", "%s is out of range; allowed >= %lld%s", s, min,

@@ -91,5 +91,13 @@ int ycfg_resolve_path(const struct ycfg *y, const char *rel, char *buf, size_t l
  * if near enough to look like a typo (1 edit for words up to 3 letters, 2 up
  * to 8, else 3), else NULL. Key suggestions here; govctl's command names. */
 const char *ycfg_closest(const char *word, const char *const *names);
+/* The messages ycfg writes, for checks made after the document is gone
+ * (a policy's controller parameters are bound later): the unit a key's
+ * suffix names (" MHz" for _mhz, "" for none), "X is out of range; allowed
+ * lo..hi UNIT", and "unknown key 'x' (did you mean 'y'?); allowed: ...". */
+const char *ycfg_key_unit(const char *key);
+void ycfg_format_range(char *out, size_t len, const char *text, double min, double max,
+		       const char *unit);
+void ycfg_format_unknown_key(char *out, size_t len, const char *name, const char *const *allowed);
 
 #endif

@@ -40,9 +40,10 @@ struct controller_ops {
 	void (*fini)(void *state);
 };
 
-/* The registry as the policy loader's catalog, and the loader with it: what
- * every caller that loads a policy for use calls. */
-extern const struct policy_catalog controller_catalog;
+/* A policy parsed (policy_parse) and bound to its controller
+ * (policy_bind_controller: the name and control.params against the
+ * controller's table): what every caller that loads a policy for use calls.
+ * All of a file's problems in diags, in file order. */
 int policy_load(const char *path, struct policy **out, struct diag_list *diags);
 int policy_load_string(const char *name, const char *text, size_t len, struct policy **out,
 		       struct diag_list *diags);

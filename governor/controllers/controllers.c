@@ -60,29 +60,42 @@ double ctl_param_value(const struct policy *pol, const struct controller_ops *c,
 	return policy_param(pol, name, p->def);
 }
 
-static bool catalog_find(const char *name, const struct ctl_param **params)
+/* Binds a parsed policy to the registry: its controller by name, its
+ * control.params against that controller's table (policy.c judges them). */
+static int bind(struct policy *p, int rc, size_t first, struct policy **out,
+		struct diag_list *diags)
 {
-	const struct controller_ops *c = controller_find(name);
-	if (!c)
-		return false;
-	*params = c->params;
-	return true;
+	if (!p)
+		return rc;
+	const struct controller_ops *c = controller_find(p->control.controller);
+	char names[512];
+	int brc = policy_bind_controller(p, c != NULL, controller_names_joined(names, sizeof(names)),
+					 c ? c->params : NULL, diags, first);
+	if (rc || brc) {
+		policy_free(p);
+		return -EINVAL;
+	}
+	*out = p;
+	return 0;
 }
-
-const struct policy_catalog controller_catalog = {
-	.find = catalog_find,
-	.names_joined = controller_names_joined,
-};
 
 int policy_load(const char *path, struct policy **out, struct diag_list *diags)
 {
-	return policy_load_with(&controller_catalog, path, out, diags);
+	struct policy *p;
+	size_t first = diags->n;
+	int rc = policy_parse(path, &p, diags);
+	*out = NULL;
+	return bind(p, rc, first, out, diags);
 }
 
 int policy_load_string(const char *name, const char *text, size_t len, struct policy **out,
 		       struct diag_list *diags)
 {
-	return policy_load_string_with(&controller_catalog, name, text, len, out, diags);
+	struct policy *p;
+	size_t first = diags->n;
+	int rc = policy_parse_string(name, text, len, &p, diags);
+	*out = NULL;
+	return bind(p, rc, first, out, diags);
 }
 
 void ctl_default_op(const struct ctl_input *in, struct gov_opoint *op)

@@ -76,9 +76,6 @@ struct ctx {
 	struct ycfg *y;
 	struct policy *p;
 	size_t first; /* index of this load's first diag */
-	const struct policy_catalog *cat;
-	bool ctl_known;                 /* control.controller names a registered controller */
-	const struct ctl_param *params; /* its parameter table (NULL: none) */
 	yaml_node_t *root, *meta, *objective, *control, *sla, *thermal, *power, *freq, *prec,
 		*qual, *env, *safe, *rb, *trig, *lkg, *tele;
 	/* Where each slice was named (for messages about it); NULL if not there. */
@@ -464,40 +461,60 @@ static void read_objective(struct ctx *c)
 	enum_set(c, o, "objective", "power_rails", rail_names, &c->p->objective.rails);
 }
 
+/* control.params as located raw values: each a plain number, its name and
+ * range left to policy_bind_controller() (the controller's table). */
 static void read_params(struct ctx *c, yaml_node_t *params)
 {
 	struct policy *p = c->p;
 	char kp[256];
 
-	if (!ycfg_is_map(c->y, params, "control.params") || !c->ctl_known)
+	if (!ycfg_is_map(c->y, params, "control.params"))
 		return;
-	const char *allowed[POLICY_MAX_PARAMS + 1];
-	const struct ctl_param *defs[POLICY_MAX_PARAMS];
-	size_t na = 0;
-	for (const struct ctl_param *cp = c->params; cp && cp->name && na < POLICY_MAX_PARAMS; cp++) {
-		defs[na] = cp;
-		allowed[na++] = cp->name;
+	p->control.params_line = (int)params->start_mark.line + 1;
+	p->control.params_col = (int)params->start_mark.column + 1;
+	/* Every key given is allowed here: this reports duplicates and keys
+	 * that are not names; binding reports the unknown ones. */
+	const char *given_keys[POLICY_MAX_PARAMS + 1];
+	size_t ng = 0;
+	for (yaml_node_pair_t *pr = params->data.mapping.pairs.start;
+	     pr < params->data.mapping.pairs.top && ng < POLICY_MAX_PARAMS; pr++) {
+		yaml_node_t *k = yaml_document_get_node(&c->y->doc, pr->key);
+		if (k && k->type == YAML_SCALAR_NODE)
+			given_keys[ng++] = (const char *)k->data.scalar.value;
 	}
-	allowed[na] = NULL;
-	if (!na && params->data.mapping.pairs.top > params->data.mapping.pairs.start) {
-		msg_at(c, DIAG_ERROR, params, "control.params", "no-params",
-		       "controller '%s' takes no parameters; remove control.params", p->control.controller);
-		return;
-	}
-	/* The controller's own parameter table gives the allowed keys and ranges. */
-	ycfg_check_keys(c->y, params, "control.params", allowed);
-	for (size_t i = 0; i < na; i++) {
-		const struct ctl_param *cp = defs[i];
-		yaml_node_t *n = ycfg_get(c->y, params, cp->name);
-		double v = NAN;
-		if (!n || !number_form_ok(c, n, ycfg_join(kp, sizeof(kp), "control.params", cp->name),
-					  false))
+	given_keys[ng] = NULL;
+	ycfg_check_keys(c->y, params, "control.params", given_keys);
+	for (yaml_node_pair_t *pr = params->data.mapping.pairs.start;
+	     pr < params->data.mapping.pairs.top; pr++) {
+		yaml_node_t *k = yaml_document_get_node(&c->y->doc, pr->key);
+		yaml_node_t *n = yaml_document_get_node(&c->y->doc, pr->value);
+		if (!k || k->type != YAML_SCALAR_NODE || !n)
 			continue;
-		if (ycfg_double(c->y, params, "control.params", cp->name, true, cp->min, cp->max, &v))
+		const char *name = (const char *)k->data.scalar.value;
+		bool dup = false;
+		for (size_t i = 0; i < p->control.n_params; i++)
+			dup |= !strcmp(p->control.params[i].name, name);
+		if (dup)
+			continue; /* reported by ycfg_check_keys */
+		if (p->control.n_params == POLICY_MAX_PARAMS || strlen(name) >= sizeof(p->control.params[0].name)) {
+			msg_at(c, DIAG_ERROR, k, "control.params", "too-many",
+			       "at most %d parameters of at most %zu characters", POLICY_MAX_PARAMS,
+			       sizeof(p->control.params[0].name) - 1);
 			continue;
+		}
+		ycfg_join(kp, sizeof(kp), "control.params", name);
 		struct policy_param *pp = &p->control.params[p->control.n_params++];
-		snprintf(pp->name, sizeof(pp->name), "%s", cp->name);
-		pp->value = v;
+		snprintf(pp->name, sizeof(pp->name), "%s", name);
+		snprintf(pp->text, sizeof(pp->text), "%s",
+			 n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : "");
+		pp->key_line = (int)k->start_mark.line + 1;
+		pp->key_col = (int)k->start_mark.column + 1;
+		pp->line = (int)n->start_mark.line + 1;
+		pp->col = (int)n->start_mark.column + 1;
+		pp->value = NAN;
+		/* reported here when not a number; binding skips it then */
+		pp->is_number = number_form_ok(c, n, kp, false) &&
+				!ycfg_node_double(c->y, n, kp, -INFINITY, INFINITY, &pp->value);
 	}
 }
 
@@ -517,15 +534,11 @@ static void read_control(struct ctx *c)
 	ycfg_check_keys(c->y, n, "control", control_keys);
 	if (text(c, n, "control", "controller", true, p->control.controller,
 		 sizeof(p->control.controller))) {
-		/* The registry is the list of names: a new controller needs no loader change. */
-		c->params = NULL;
-		c->ctl_known = c->cat->find(p->control.controller, &c->params);
-		if (!c->ctl_known) {
-			char names[512];
-			msg_at(c, DIAG_ERROR, ycfg_get(c->y, n, "controller"), "control.controller",
-			       "unknown-controller", "unknown controller '%s'; valid: %s",
-			       p->control.controller, c->cat->names_joined(names, sizeof(names)));
-		}
+		/* Whether it names a controller is binding's question
+		 * (policy_bind_controller): the loader knows no registry. */
+		yaml_node_t *cn = ycfg_get(c->y, n, "controller");
+		p->control.controller_line = (int)cn->start_mark.line + 1;
+		p->control.controller_col = (int)cn->start_mark.column + 1;
 	}
 	uint_key(c, n, "control", "period_ms", 10, 60000, &p->control.period_ms);
 	yaml_node_t *params = ycfg_get(c->y, n, "params");
@@ -1165,9 +1178,9 @@ static void sort_diags(struct diag_list *l, size_t first)
 	}
 }
 
-static void parse(struct ycfg *y, struct policy *p, const struct policy_catalog *cat)
+static void parse(struct ycfg *y, struct policy *p)
 {
-	struct ctx c = { .y = y, .p = p, .first = y->diags->n, .cat = cat };
+	struct ctx c = { .y = y, .p = p, .first = y->diags->n };
 
 	c.root = ycfg_root(y);
 	if (!c.root) {
@@ -1200,8 +1213,8 @@ static void parse(struct ycfg *y, struct policy *p, const struct policy_catalog 
 	sort_diags(y->diags, c.first);
 }
 
-int policy_load_string_with(const struct policy_catalog *cat, const char *name, const char *text,
-			    size_t len, struct policy **out, struct diag_list *diags)
+int policy_parse_string(const char *name, const char *text, size_t len, struct policy **out,
+			struct diag_list *diags)
 {
 	struct ycfg y = { 0 };
 	struct policy *p;
@@ -1220,24 +1233,16 @@ int policy_load_string_with(const struct policy_catalog *cat, const char *name, 
 	rc = ycfg_load_string(&y, name, text, len, diags);
 	if (rc) {
 		ycfg_fini(&y); /* a failed load still owns its file name */
-		goto err_load;
+		free(p);
+		return rc;
 	}
-	parse(&y, p, cat);
+	parse(&y, p);
 	ycfg_fini(&y);
-	if (diag_count(diags, DIAG_ERROR) > before) {
-		rc = -EINVAL;
-		goto err_load;
-	}
 	*out = p;
-	return 0;
-
-err_load:
-	free(p);
-	return rc ? rc : -EINVAL;
+	return diag_count(diags, DIAG_ERROR) > before ? -EINVAL : 0;
 }
 
-int policy_load_with(const struct policy_catalog *cat, const char *path, struct policy **out,
-		     struct diag_list *diags)
+int policy_parse(const char *path, struct policy **out, struct diag_list *diags)
 {
 	char *buf;
 	size_t len;
@@ -1248,9 +1253,66 @@ int policy_load_with(const struct policy_catalog *cat, const char *path, struct 
 	rc = ycfg_read_file(path, &buf, &len, diags);
 	if (rc)
 		return rc;
-	rc = policy_load_string_with(cat, path, buf, len, out, diags);
+	rc = policy_parse_string(path, buf, len, out, diags);
 	free(buf);
 	return rc;
+}
+
+int policy_bind_controller(struct policy *p, bool known, const char *valid_names,
+			   const struct ctl_param *params, struct diag_list *diags, size_t first)
+{
+	size_t before = diag_count(diags, DIAG_ERROR);
+	char kp[256], msg[900];
+
+	p->control.bound = false;
+	if (!p->control.controller[0])
+		goto out; /* missing: the loader said so */
+	if (!known) {
+		diag_add(diags, DIAG_ERROR, p->path, p->control.controller_line, p->control.controller_col,
+			 "control.controller", "unknown-controller", "unknown controller '%s'; valid: %s",
+			 p->control.controller, valid_names);
+		goto out;
+	}
+	const char *allowed[POLICY_MAX_PARAMS + 1];
+	size_t na = 0;
+	for (const struct ctl_param *cp = params; cp && cp->name && na < POLICY_MAX_PARAMS; cp++)
+		allowed[na++] = cp->name;
+	allowed[na] = NULL;
+	if (!na && p->control.n_params) {
+		diag_add(diags, DIAG_ERROR, p->path, p->control.params_line, p->control.params_col,
+			 "control.params", "no-params",
+			 "controller '%s' takes no parameters; remove control.params",
+			 p->control.controller);
+		goto out;
+	}
+	/* The controller's own parameter table gives the allowed keys and ranges. */
+	for (size_t i = 0; i < p->control.n_params; i++) {
+		struct policy_param *pp = &p->control.params[i];
+		const struct ctl_param *cp = NULL;
+		for (size_t k = 0; k < na; k++)
+			if (!strcmp(params[k].name, pp->name))
+				cp = &params[k];
+		ycfg_join(kp, sizeof(kp), "control.params", pp->name);
+		if (!cp) {
+			ycfg_format_unknown_key(msg, sizeof(msg), pp->name, allowed);
+			diag_add(diags, DIAG_ERROR, p->path, pp->key_line, pp->key_col, kp, "unknown-key",
+				 "%s", msg);
+			continue;
+		}
+		if (!pp->is_number)
+			continue;
+		if (pp->value < cp->min || pp->value > cp->max) {
+			ycfg_format_range(msg, sizeof(msg), pp->text, cp->min, cp->max,
+					  ycfg_key_unit(pp->name));
+			diag_add(diags, DIAG_ERROR, p->path, pp->line, pp->col, kp, "range", "%s", msg);
+		}
+	}
+out:
+	sort_diags(diags, first);
+	if (diag_count(diags, DIAG_ERROR) > before)
+		return -EINVAL;
+	p->control.bound = true;
+	return 0;
 }
 
 void policy_free(struct policy *p)

@@ -47,9 +47,16 @@ enum policy_prec { POLICY_PREC_BF16, POLICY_PREC_INT8, POLICY_PREC_N };
  * qualified as last known good. */
 enum policy_lkg_fallback { POLICY_LKG_SAFE_POINT, POLICY_LKG_FIRMWARE_DEFAULT, POLICY_LKG_N };
 
+/* A control.params entry as written (a located raw value): the loader
+ * checks only that it is a number; policy_bind_controller() checks the name
+ * and the range against the controller's table and sets value. */
 struct policy_param {
 	char name[32];
-	double value;
+	char text[48];          /* the scalar as written, for messages */
+	int key_line, key_col;  /* of the key, 1-based, in the policy's path */
+	int line, col;          /* of the value */
+	double value;           /* as written; valid once bound */
+	bool is_number;         /* false: the loader reported it */
 };
 
 /* A slice the policy names (precision.slices and/or quality.slices). Negative
@@ -104,6 +111,9 @@ struct policy {
 	} objective;
 	struct {
 		char controller[32];
+		int controller_line, controller_col; /* where it was named (0: not) */
+		int params_line, params_col;         /* control.params (0: absent) */
+		bool bound;                          /* policy_bind_controller() accepted it */
 		uint32_t period_ms;
 		size_t n_params;
 		struct policy_param params[POLICY_MAX_PARAMS];
@@ -190,21 +200,22 @@ struct ctl_param {
 	const char *doc;
 };
 
-/* What the loader needs to know of the controllers, passed in so that the
- * loader does not depend on the registry (governor/controllers/ supplies
- * controller_catalog and the policy_load / policy_load_string most callers use). */
-struct policy_catalog {
-	/* false: no controller of that name; else *params is its table
-	 * (terminated by a NULL name; NULL: it takes none). */
-	bool (*find)(const char *name, const struct ctl_param **params);
-	/* "a, b, c" for the unknown-controller error. */
-	const char *(*names_joined)(char *buf, size_t len);
-};
-int policy_load_with(const struct policy_catalog *cat, const char *path, struct policy **out,
-		     struct diag_list *diags);
-/* Same from memory (tests, fuzzing); name is used in diags and as path. */
-int policy_load_string_with(const struct policy_catalog *cat, const char *name, const char *text,
-			    size_t len, struct policy **out, struct diag_list *diags);
+/* The policy language alone: parses and checks everything but what depends
+ * on the controller (its name and control.params, kept as located raw
+ * values). *out is set whenever the document parsed, also with errors (0 or
+ * -EINVAL), so binding can report its own in the same pass; NULL when not
+ * (unreadable, not YAML). governor/controllers/ supplies policy_load and
+ * policy_load_string, parse + bind, which most callers use. */
+int policy_parse(const char *path, struct policy **out, struct diag_list *diags);
+int policy_parse_string(const char *name, const char *text, size_t len, struct policy **out,
+			struct diag_list *diags);
+/* Binds control.params to a controller: known says whether control.controller
+ * names one (valid_names lists them, for the error), params is its table
+ * (NULL-terminated; NULL: it takes none). Errors point at the stored
+ * locations, in the loader's formats; diags from index first on are put back
+ * in file order. 0 or -EINVAL. */
+int policy_bind_controller(struct policy *p, bool known, const char *valid_names,
+			   const struct ctl_param *params, struct diag_list *diags, size_t first);
 void policy_free(struct policy *p);
 /* The values a policy has for every key it leaves out (no name, no controller). */
 void policy_defaults(struct policy *p);

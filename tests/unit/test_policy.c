@@ -263,6 +263,54 @@ static void test_errors_have_positions(void **state)
 	diag_clear(&d);
 }
 
+/* The loader alone keeps control.params as located raw values; binding to a
+ * controller's table checks names and ranges at those locations. */
+static void test_parse_then_bind(void **state)
+{
+	(void)state;
+	static const char text[] = "name: x\n"
+				   "control:\n"
+				   "  controller: mine\n"
+				   "  params: {gain: 7, other: 1}\n";
+	static const struct ctl_param table[] = {
+		{ .name = "gain", .min = 0, .max = 5, .def = 1, .doc = "" },
+		{ .name = "offset_mhz", .min = 0, .max = 100, .def = 0, .doc = "" },
+		{ 0 },
+	};
+	struct diag_list d = { 0 };
+	struct policy *p = NULL;
+	assert_int_equal(policy_parse_string("t.yaml", text, strlen(text), &p, &d), 0);
+	assert_non_null(p);
+	assert_int_equal(diag_count(&d, DIAG_ERROR), 0); /* no registry: nothing to judge yet */
+	assert_int_equal(p->control.n_params, 2);
+	assert_string_equal(p->control.params[0].name, "gain");
+	assert_string_equal(p->control.params[0].text, "7");
+	assert_int_equal(p->control.params[0].line, 4);
+	assert_int_equal(p->control.params[0].col, 18);
+	assert_int_equal(p->control.controller_line, 3);
+
+	assert_int_equal(policy_bind_controller(p, true, "mine", table, &d, 0), -EINVAL);
+	assert_false(p->control.bound);
+	char *s = printed(&d);
+	assert_non_null(strstr(s, "t.yaml:4:18: error: control.params.gain: 7 is out of range; "
+				  "allowed 0..5"));
+	assert_non_null(strstr(s, "t.yaml:4:21: error: control.params.other: unknown key 'other'"));
+	assert_true(strstr(s, ":4:18:") < strstr(s, ":4:21:")); /* file order */
+	diag_clear(&d);
+
+	assert_int_equal(policy_bind_controller(p, false, "a, b", NULL, &d, 0), -EINVAL);
+	assert_non_null(strstr(printed(&d), "t.yaml:3:15: error: control.controller: unknown "
+					    "controller 'mine'; valid: a, b"));
+	diag_clear(&d);
+
+	p->control.params[0].value = 3; /* as if written 3 */
+	p->control.n_params = 1;
+	assert_int_equal(policy_bind_controller(p, true, "mine", table, &d, 0), 0);
+	assert_true(p->control.bound);
+	assert_true(policy_param(p, "gain", 1) == 3);
+	policy_free(p);
+}
+
 static void test_unknown_controller_and_missing(void **state)
 {
 	(void)state;
@@ -637,6 +685,7 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_errors_have_positions),
 		cmocka_unit_test(test_unknown_controller_and_missing),
+		cmocka_unit_test(test_parse_then_bind),
 		cmocka_unit_test(test_transaction),
 		cmocka_unit_test(test_yaml11_scalars),
 		cmocka_unit_test(test_bad_corpus),
