@@ -216,6 +216,10 @@ wait_for "grants to the two survivors" 50 got_more
 echo "dead node's grant freed; survivors: $(q '[(n["node"], n["grant_w"]) for n in s["nodes"]]')"
 
 # Losing quorum: stop two of three members; every survivor goes to its safe budget.
+# (who leads before the stop: the open question in docs/fleet.md)
+echo "etcd before the stop: $(ETCDCTL_API=3 etcdctl --endpoints "$endpoints" --command-timeout=1s \
+	endpoint status 2>/dev/null | awk -F', ' '{printf "%s leader=%s term=%s index=%s; ", $1, $5, $7, $8}' || true)"
+echo "stopping e1 (pid ${etcd_pids[1]}) and e2 (pid ${etcd_pids[2]}); e0 is pid ${etcd_pids[0]}"
 kill -STOP "${etcd_pids[1]}" "${etcd_pids[2]}"
 metrics_of() { sed -n 's|.*metrics on http://\(127.0.0.1:[0-9]*\)/metrics.*|\1|p' "$tmp/$1.err" | tail -1; }
 # One scrape per node: in safe mode, and its budget <= 250 W and <= its last
@@ -247,15 +251,16 @@ wait_for "safe budgets (<= 250 W, <= the last grant) without quorum" 60 on_safe
 for n in n1 n2 n3; do
 	[ "$n" = "$leader" ] && continue
 	grep -q "on its safe budget" "$tmp/$n.err" || fail "$n: fallback not logged"
-	# Seen about once in ten runs under load: a node granted again with
-	# etcd answering, i.e. the cluster served a write although two members
-	# were stopped. The safe fallback itself was asserted by the wait above;
-	# this says what etcd showed, for the open question (docs/fleet.md).
-	safe_ok "$n" "$n" || {
-		echo "WARNING: $n granted again while two etcd members were stopped; etcd says:"
-		ETCDCTL_API=3 etcdctl --endpoints "$endpoints" --command-timeout=1s endpoint status 2>&1 |
-			grep -v '"level":"warn"' | head -6 || true
-	}
+	# About once in ten runs a node is granted again here: a grant written
+	# just before the stop (the raft index does not move after it) reached
+	# the node late, through a read the one running member still answered,
+	# and a grant seen to change is fresh for grant_ttl_ms from when it is
+	# seen. Bounded: the node must be back on its safe budget within that.
+	if ! safe_ok "$n" "$n"; then
+		echo "$n: a grant written before the stop, seen late: fresh for grant_ttl_ms"
+		wait_for "$n back on its safe budget within grant_ttl_ms" $(( (1200 + 2 * PERIOD_MS) / 100 )) safe_ok "$n"
+		safe_ok "$n" "$n" || fail "$n: left its safe budget without quorum"
+	fi
 done
 kill -CONT "${etcd_pids[1]}" "${etcd_pids[2]}"
 wait_for "etcd quorum back" 150 healthy
