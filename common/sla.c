@@ -1,7 +1,6 @@
 #include "common/sla.h"
 
 #include <math.h>
-#include <string.h>
 
 #define ROW(k, lab, mk, name, m, qu, qv, mx) \
 	{ .key = k, .label = lab, .metric_key = mk, .metric_name = name, .metric = m, .quantile = qu, .q = qv, .max_ms = mx }
@@ -17,14 +16,6 @@ const struct sla_row sla_rows[SLA_N_ROWS] = {
 _Static_assert(SLA_N_ROWS == SLA_N_METRICS * SLA_N_QUANTILES, "one row per (metric, quantile)");
 
 const double sla_quantile_q[SLA_N_QUANTILES] = { 0.95, 0.99 };
-
-int sla_row_find(const char *key)
-{
-	for (int i = 0; i < SLA_N_ROWS; i++)
-		if (strcmp(sla_rows[i].key, key) == 0)
-			return i;
-	return -1;
-}
 
 enum sla_verdict sla_judge(const double target_ms[SLA_N_ROWS], double min_tokens_per_s,
 			   const struct sla_window_obs *o, double *worst_ratio)

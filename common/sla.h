@@ -37,9 +37,6 @@ extern const double sla_quantile_q[SLA_N_QUANTILES]; /* ascending: 0.95, 0.99 */
 /* The row of (metric, quantile); a constant expression, for initialisers. */
 #define SLA_INDEX(m, q) ((size_t)(m) * SLA_N_QUANTILES + (size_t)(q))
 
-/* The row index of a key ("e2e_p95_ms"), -1 if no row has it. */
-int sla_row_find(const char *key);
-
 /* What a window showed. quantile_ms[i] is NaN when no request of that
  * metric completed (not judged); tokens_per_s is NaN when unknown. */
 struct sla_window_obs {

@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "common/fsafe.h"
+#include "common/jsonx.h"
 #include "hal/hal.h"
 #include "report/report.h"
 
@@ -130,12 +131,6 @@ static int run_gnuplot(const char *dir, const char *script, char *why, size_t le
 }
 
 
-static double jd(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-	return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
 static const char *js(json_t *o, const char *k)
 {
 	const char *v = json_string_value(json_object_get(o, k));
@@ -219,7 +214,7 @@ static void w_figure(FILE *gp, FILE *d, json_t *fig, const char *out)
 			    "set offsets 0, 0, graph 0.08, graph 0.04\n");
 	else
 		fprintf(gp, "set key below\nset offsets graph 0.15, graph 0.15, graph 0.15, graph 0.15\n");
-	double xmax = jd(fig, "xmax");
+	double xmax = jsonx_num(fig, "xmax");
 	int idx = 0;
 	/* Event rows first, shared by every panel. */
 	int ev0 = idx;
@@ -237,7 +232,7 @@ static void w_figure(FILE *gp, FILE *d, json_t *fig, const char *out)
 		fprintf(gp, "\n");
 		if (!scatter && isfinite(xmax))
 			fprintf(gp, "set xrange [0:%.6g]\n", xmax);
-		double y0 = jd(p, "ymin"), y1 = jd(p, "ymax");
+		double y0 = jsonx_num(p, "ymin"), y1 = jsonx_num(p, "ymax");
 		if (isfinite(y0) && isfinite(y1))
 			fprintf(gp, "set yrange [%.6g:%.6g]\n", y0, y1);
 		else if (isfinite(y0))
@@ -247,11 +242,11 @@ static void w_figure(FILE *gp, FILE *d, json_t *fig, const char *out)
 		else
 			fprintf(gp, "set yrange [*:*]\n");
 		json_t *a = json_object_get(p, "arrow");
-		if (a && isfinite(jd(a, "x0")) && isfinite(jd(a, "y0")) && isfinite(jd(a, "x1")) &&
-		    isfinite(jd(a, "y1")))
+		if (a && isfinite(jsonx_num(a, "x0")) && isfinite(jsonx_num(a, "y0")) && isfinite(jsonx_num(a, "x1")) &&
+		    isfinite(jsonx_num(a, "y1")))
 			fprintf(gp, "set arrow 1 from %.6g,%.6g to %.6g,%.6g head filled lw 1.5 lc rgb "
 				    "\"#555555\" front\n",
-				jd(a, "x0"), jd(a, "y0"), jd(a, "x1"), jd(a, "y1"));
+				jsonx_num(a, "x0"), jsonx_num(a, "y0"), jsonx_num(a, "x1"), jsonx_num(a, "y1"));
 		/* Events on a second axis 0..1, one row per kind near the top. */
 		fprintf(gp, "set y2range [0:1]\nunset y2tics\n");
 		bool drawn = false;
@@ -285,14 +280,14 @@ static void w_figure(FILE *gp, FILE *d, json_t *fig, const char *out)
 		json_t *ln;
 		json_array_foreach(json_object_get(p, "hlines"), li, ln)
 		{
-			fprintf(gp, "%s%.6g w l dt 3 lw 1.5 lc rgb \"%s\" t ", drawn ? ", " : "", jd(ln, "y"),
+			fprintf(gp, "%s%.6g w l dt 3 lw 1.5 lc rgb \"%s\" t ", drawn ? ", " : "", jsonx_num(ln, "y"),
 				li % 2 ? "#000000" : "#555555");
 			gp_str(gp, js(ln, "label"));
 			drawn = true;
 		}
 		json_array_foreach(json_object_get(p, "vlines"), li, ln)
 		{
-			double x = jd(ln, "x");
+			double x = jsonx_num(ln, "x");
 			fprintf(gp, "%s\"fig.dat\" index %d u (%.6g):(0):(0):(1) axes x1y2 w vectors "
 				    "nohead dt 3 lw 1.5 lc rgb \"#000000\" t ",
 				drawn ? ", " : "", one_row(d, &idx), x);

@@ -300,7 +300,7 @@ int govctl_report(int argc, char **argv)
 	char berr[1400];
 	int brc = rp_build(runs, n, bi, n_cmdline, &meta, &res, berr, sizeof(berr));
 	if (brc) {
-		fprintf(stderr, "govctl report: %s\n", brc == -ENOMEM ? strerror(ENOMEM) : berr);
+		fprintf(stderr, "govctl report: %s\n", berr);
 		goto free_runs;
 	}
 	size_t wi;

@@ -19,7 +19,6 @@
  * Bumped when a key changes meaning or goes away (a new key is not a bump:
  * readers ignore keys they do not know). */
 #define DECLOG_SCHEMA_VERSION 1
-#define DECLOG_SCHEMA_VERSION_S "1"
 
 struct declog_header {
 	const char *scenario;     /* may be NULL (govd) */

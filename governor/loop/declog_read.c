@@ -14,6 +14,9 @@
 #include "governor/loop/declog_read.h"
 #include "governor/policy/opoint.h"
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 /* A JSON number as an integer type: malformed logs must not reach an
  * out-of-range float conversion (undefined behaviour). */
 static uint64_t jcount(json_t *o, const char *k, uint64_t max)
@@ -57,7 +60,7 @@ static const char *header_error(json_t *h)
 	if (sv && !(json_is_integer(sv) && json_integer_value(sv) >= 1))
 		return "header schema_version is not a positive integer";
 	if (sv && json_integer_value(sv) > DECLOG_SCHEMA_VERSION)
-		return "header schema_version is newer than this reader's (" DECLOG_SCHEMA_VERSION_S ")";
+		return "header schema_version is newer than this reader's (" STR(DECLOG_SCHEMA_VERSION) ")";
 	double ms = jsonx_num(h, "period_ms");
 	if (!(ms >= 1 && ms <= 3600e3))
 		return "header period_ms missing or outside 1 ms .. 1 h";
@@ -174,12 +177,11 @@ struct reader {
 };
 
 /* Hands back n copies of the last period, each one period later (a compact
- * log's unchanged periods); before any period, zeroed ones. */
+ * log's unchanged periods; fill_gap() asks for none before a first period). */
 static int copies(struct reader *rd, uint64_t n)
 {
 	for (uint64_t k = 0; k < n; k++) {
-		if (rd->n_periods)
-			rd->last.t_s += rd->head.period_ms / 1000.0;
+		rd->last.t_s += rd->head.period_ms / 1000.0;
 		int rc = rd->cb->period(rd->ctx, &rd->last, true);
 		if (rc)
 			return rc;

@@ -37,6 +37,13 @@ int governor_init(struct governor *g, const struct governor_cfg *cfg, struct dia
 		return -ENOENT;
 	if (!cfg->dev || !cfg->dev->ops || !cfg->clock)
 		return -EINVAL;
+	if ((hal_can_set_clocks(cfg->dev) || hal_can_set_power_limit(cfg->dev) ||
+	     hal_can_set_precision(cfg->dev)) && !hal_can_restore(cfg->dev)) {
+		diag_add(diags, DIAG_ERROR, cfg->dev->name, 0, 0, "", "no-restore",
+			 "backend %s can write but cannot restore: refusing to govern it",
+			 cfg->dev->ops->name);
+		return -EINVAL;
+	}
 	rc = cfg->dev->ops->get_limits(cfg->dev, &g->lim);
 	if (rc) {
 		diag_add(diags, DIAG_ERROR, cfg->dev->name, 0, 0, "", "limits",
@@ -537,24 +544,11 @@ int governor_restore(struct governor *g)
 
 	if (g->restored || !g->started)
 		return 0;
-	if (g->wrote && hal_can_restore(dev)) {
-		/* The backend owns the originals (found at open, or adopted from
-		 * a crashed run's state file): the one restore. */
+	/* The backend owns the originals (found at open, or adopted from a
+	 * crashed run's state file): its restore is the one (governor_init
+	 * refused a device that writes without one). */
+	if (g->wrote)
 		rc = dev->ops->restore(dev);
-	} else if (g->wrote) {
-		/* A device without its own restore (a test's fake): what the
-		 * first sample showed. */
-		if (dev->ops->reset_clocks && (r = dev->ops->reset_clocks(dev)) && !rc)
-			rc = r;
-		if (dev->ops->set_power_limit &&
-		    (r = dev->ops->set_power_limit(dev, g->orig_power_limit_mw)) && !rc)
-			rc = r;
-		if (dev->ops->set_precision && g->n_slices) {
-			double zero[HAL_MAX_SLICES] = { 0 };
-			if ((r = dev->ops->set_precision(dev, zero, g->n_slices)) && !rc)
-				rc = r;
-		}
-	}
 	struct gov_opoint orig = { .clk_locked = false,
 				   .clk_min_khz = g->lim.clk_min_khz,
 				   .clk_max_khz = g->lim.clk_default_max_khz,

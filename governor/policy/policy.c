@@ -1264,7 +1264,6 @@ int policy_bind_controller(struct policy *p, bool known, const char *valid_names
 	size_t before = diag_count(diags, DIAG_ERROR);
 	char kp[256], msg[900];
 
-	p->control.bound = false;
 	if (!p->control.controller[0])
 		goto out; /* missing: the loader said so */
 	if (!known) {
@@ -1309,10 +1308,7 @@ int policy_bind_controller(struct policy *p, bool known, const char *valid_names
 	}
 out:
 	sort_diags(diags, first);
-	if (diag_count(diags, DIAG_ERROR) > before)
-		return -EINVAL;
-	p->control.bound = true;
-	return 0;
+	return diag_count(diags, DIAG_ERROR) > before ? -EINVAL : 0;
 }
 
 void policy_free(struct policy *p)

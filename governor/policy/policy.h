@@ -113,7 +113,6 @@ struct policy {
 		char controller[32];
 		int controller_line, controller_col; /* where it was named (0: not) */
 		int params_line, params_col;         /* control.params (0: absent) */
-		bool bound;                          /* policy_bind_controller() accepted it */
 		uint32_t period_ms;
 		size_t n_params;
 		struct policy_param params[POLICY_MAX_PARAMS];

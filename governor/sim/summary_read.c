@@ -31,11 +31,12 @@ static const char *missing(json_t *s, char *why, size_t len)
 	return NULL;
 }
 
+/* The slice of that name, added if new (NULL: no room, or too long). */
 static struct sim_summary_slice *slice_at(struct sim_summary *s, const char *name)
 {
-	for (size_t i = 0; i < s->n_slices; i++)
-		if (!strcmp(s->slice[i].name, name))
-			return &s->slice[i];
+	const struct sim_summary_slice *have = sim_summary_slice(s, name);
+	if (have)
+		return &s->slice[have - s->slice];
 	if (s->n_slices == HAL_MAX_SLICES || strlen(name) >= HAL_NAME_LEN)
 		return NULL;
 	struct sim_summary_slice *x = &s->slice[s->n_slices++];

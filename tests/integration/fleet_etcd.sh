@@ -29,7 +29,8 @@ TTL_S=2
 CONVERGE_PERIODS=25 # 5 s at 200 ms: the target the measured times are printed against
 # Every wait below is written at its target and fails at WAIT_SCALE times it:
 # the test asserts that the group gets there, not how fast on a loaded CI
-# machine (an election under two sanitizer builds once took longer than 5 s).
+# machine (with a second test suite beside it, a convergence after an election
+# once took longer than 5 s).
 # The times are measured and printed; docs/fleet.md reports them.
 WAIT_SCALE=3
 tmp=$(mktemp -d)
