@@ -23,6 +23,7 @@ static void fleet_usage(FILE *f)
 	fprintf(f,
 		"usage: govctl fleet status [--json] TARGET\n"
 		"       govctl fleet set-budget WATTS TARGET\n"
+		"       govctl fleet forget NODE TARGET   (a gone node is off: release its reserve)\n"
 		"       govctl fleet allocate [--id NAME] [--period-ms N] [--ttl-s N] TARGET\n"
 		"  TARGET: --config FILE (a govd config's fleet section), or\n"
 		"          --endpoints URL[,URL...] --group NAME [--cluster NAME] [--timeout-ms N]\n");
@@ -239,7 +240,15 @@ static int cmd_status(const struct target *t)
 						 mw_json(n->rec.floor_mw), "max_w", mw_json(n->rec.max_mw),
 						 "safe_w", mw_json(n->safe_mw), "state", n->state));
 		}
-		json_t *o = json_pack("{s:s, s:o, s:s?, s:I, s:I, s:I, s:b, s:o, s:o, s:o, s:o}", "prefix",
+		json_t *res = json_array();
+		for (size_t i = 0; i < v.n_reserved; i++)
+			json_array_append_new(
+				res, json_pack("{s:s, s:o, s:o, s:I}", "node", v.reserved[i].name, "reserved_w",
+					       mw_json(v.reserved[i].mw), "safe_w",
+					       mw_json(v.reserved[i].safe_mw), "hold_ms",
+					       (json_int_t)v.reserved[i].hold_ms));
+		json_t *o = json_pack("{s:s, s:o, s:s?, s:I, s:I, s:I, s:b, s:o, s:o, s:o, s:o, s:o, s:o}",
+				      "prefix",
 				      prefix, "budget_w",
 				      v.have_budget ? mw_json(v.budget_mw) : json_null(), "allocator",
 				      v.leader[0] ? v.leader : NULL, "epoch", (json_int_t)v.epoch,
@@ -248,7 +257,8 @@ static int cmd_status(const struct target *t)
 				      v.have_grants ? mw_json(v.grants_sum_mw) : json_null(),
 				      "grants_budget_w",
 				      v.have_grants ? mw_json(v.grants_budget_mw) : json_null(),
-				      "draw_sum_w", mw_json(draw), "nodes", nodes);
+				      "draw_sum_w", mw_json(draw), "nodes", nodes, "reserved_sum_w",
+				      mw_json(v.reserved_sum_mw), "reserved", res);
 		char *s = json_dumps(o, JSON_COMPACT);
 		puts(s ? s : "{}");
 		free(s);
@@ -276,6 +286,12 @@ static int cmd_status(const struct target *t)
 			       (double)n->rec.applied_mw / 1000.0, (double)n->rec.draw_mw / 1000.0,
 			       (double)n->rec.demand_mw / 1000.0, (double)n->safe_mw / 1000.0, n->state);
 		}
+		for (size_t i = 0; i < v.n_reserved; i++)
+			printf("  %-20s reserved %.1f W (gone; may still run: %s), safe %.1f W; "
+			       "govctl fleet forget %s once it is off\n",
+			       v.reserved[i].name, (double)v.reserved[i].mw / 1000.0,
+			       v.reserved[i].hold_ms ? "its last grant" : "its safe budget",
+			       (double)v.reserved[i].safe_mw / 1000.0, v.reserved[i].name);
 	}
 	fleet_view_free(&v);
 	etcd_fini(&e);
@@ -291,16 +307,63 @@ static int cmd_set_budget(const struct target *t, const char *watts)
 		fprintf(stderr, "govctl fleet set-budget: WATTS must be a number in (0, 1e9]\n");
 		return GOVCTL_EXIT_USAGE;
 	}
+	uint64_t mw = (uint64_t)llround(w * 1000.0);
+	if (mw == 0) {
+		fprintf(stderr, "govctl fleet set-budget: %s W rounds to 0 mW: a budget is at least "
+				"1 mW (and at least the group's floors)\n", watts);
+		return GOVCTL_EXIT_USAGE;
+	}
 	int rc = open_etcd(t, &e, prefix, sizeof(prefix));
 	if (rc)
 		return rc;
-	rc = fleet_set_budget(&e, prefix, (uint64_t)llround(w * 1000.0));
+	/* Below the registered nodes' floors no node can follow its grant (each
+	 * device stays at its minimum limit): refused, not written. */
+	struct fleet_view v;
+	rc = fleet_view_read(&e, prefix, &v);
+	if (rc) {
+		fprintf(stderr, "govctl fleet set-budget: reading the group: %s\n", e.err);
+		etcd_fini(&e);
+		return GOVCTL_EXIT_FAIL;
+	}
+	uint64_t floors = 0;
+	for (size_t i = 0; i < v.n; i++)
+		floors += v.node[i].rec.floor_mw;
+	size_t n_nodes = v.n;
+	fleet_view_free(&v);
+	if (mw < floors) {
+		fprintf(stderr,
+			"govctl fleet set-budget: %.3f W is below the group's floors: %zu registered "
+			"node(s) cannot run below %.3f W in all (their devices' minimum power limits); "
+			"not written\n",
+			(double)mw / 1000.0, n_nodes, (double)floors / 1000.0);
+		etcd_fini(&e);
+		return GOVCTL_EXIT_FAIL;
+	}
+	rc = fleet_set_budget(&e, prefix, mw);
 	if (rc)
 		fprintf(stderr, "govctl fleet set-budget: %s\n", e.err);
 	else
 		printf("%s: budget %.1f W (the allocator applies it next round)\n", prefix, w);
 	etcd_fini(&e);
 	return rc ? GOVCTL_EXIT_FAIL : 0;
+}
+
+static int cmd_forget(const struct target *t, const char *node)
+{
+	struct etcd e;
+	char prefix[FLEET_PREFIX_LEN];
+	int rc = open_etcd(t, &e, prefix, sizeof(prefix));
+	if (rc)
+		return rc;
+	rc = fleet_forget(&e, prefix, node);
+	if (rc)
+		fprintf(stderr, "govctl fleet forget: %s\n", e.err);
+	else
+		printf("%s: %s forgotten: the allocator releases its reserve next round (only for a "
+		       "node that is off: a running one may exceed the budget)\n",
+		       prefix, node);
+	etcd_fini(&e);
+	return rc == -EINVAL ? GOVCTL_EXIT_USAGE : rc ? GOVCTL_EXIT_FAIL : 0;
 }
 
 static volatile sig_atomic_t stop_flag;
@@ -368,6 +431,8 @@ int govctl_fleet(int argc, char **argv)
 		return cmd_set_budget(&t, rest[0]);
 	if (!strcmp(sub, "allocate") && nrest == 0)
 		return cmd_allocate(&t);
+	if (!strcmp(sub, "forget") && nrest == 1)
+		return cmd_forget(&t, rest[0]);
 	fprintf(stderr, "govctl fleet: unknown subcommand or extra arguments: '%s'\n", sub);
 	fleet_usage(stderr);
 	return GOVCTL_EXIT_USAGE;

@@ -372,7 +372,9 @@ int daemon_check_dirs(const struct config *c, struct diag_list *diags)
 
 /* ---- metrics endpoint and control socket ---- */
 
-/* The node budget in force: the fleet's grant, else govctl's, else the config's. */
+/* The node budget in force: the fleet's grant, else govctl's, else the
+ * config's. Under a fleet there is always one (0 W runs every device at its
+ * minimum); otherwise 0 means none. */
 static double budget_w(const struct daemon *d)
 {
 	if (d->fleet)
@@ -405,7 +407,7 @@ static int ctl_status(void *ctx, json_t *out)
 	json_object_set_new(out, "dry_run", json_boolean(d->dry_run));
 	json_object_set_new(out, "held", json_boolean(d->held));
 	json_object_set_new(out, "period_ms", json_integer(d->plan.period_ms));
-	json_object_set_new(out, "budget_w", bw > 0 ? json_real(bw) : json_null());
+	json_object_set_new(out, "budget_w", d->fleet || bw > 0 ? json_real(bw) : json_null());
 	json_object_set_new(out, "budget_overridden", json_boolean(d->budget_override_w > 0));
 	json_object_set_new(out, "periods", json_integer((json_int_t)d->st.periods));
 	json_object_set_new(out, "overruns", json_integer((json_int_t)d->st.overruns));
@@ -421,6 +423,14 @@ static int ctl_set_budget(void *ctx, double w, json_t *reply)
 {
 	struct daemon *d = ctx;
 	char msg[160];
+	if (d->fleet) {
+		/* the fleet's grant is the node budget: an override would be
+		 * ignored (or break the group's sum), so it is refused */
+		json_object_set_new(reply, "error",
+				    json_string("the node budget comes from the fleet's grant: use "
+						"govctl fleet set-budget for the group"));
+		return -EPERM;
+	}
 	if (!(w > 0) || w > CTL_BUDGET_MAX_W) {
 		json_object_set_new(reply, "error", json_string("budget-w must be in (0, 1000000] W"));
 		return -EINVAL;
@@ -826,15 +836,18 @@ static void divide_budget(struct daemon *d)
 	struct budget_result r;
 	double bw = budget_w(d);
 
-	if (!(bw > 0)) {
+	if (!d->fleet && !(bw > 0)) {
 		for (size_t i = 0; i < d->n; i++) {
-			if (d->dev[i].grant_mw) {
-				governor_set_power_budget_mw(d->dev[i].g, 0);
+			if (d->dev[i].has_grant) {
+				governor_clear_power_budget(d->dev[i].g);
+				d->dev[i].has_grant = false;
 				d->dev[i].grant_mw = 0;
 			}
 		}
 		return;
 	}
+	if (!(bw > 0))
+		bw = 0; /* a fleet grant of 0: below every floor, each device at its minimum */
 	for (size_t i = 0; i < d->n; i++) {
 		const struct governor *g = d->dev[i].g;
 		a[i].min_mw = g->lim.power_limit_min_mw;
@@ -859,9 +872,10 @@ static void divide_budget(struct daemon *d)
 	}
 	d->budget_was_infeasible = r.infeasible;
 	for (size_t i = 0; i < d->n; i++) {
-		if (r.granted_mw[i] != d->dev[i].grant_mw) {
+		if (!d->dev[i].has_grant || r.granted_mw[i] != d->dev[i].grant_mw) {
 			governor_set_power_budget_mw(d->dev[i].g, r.granted_mw[i]);
 			d->dev[i].grant_mw = r.granted_mw[i];
+			d->dev[i].has_grant = true;
 		}
 	}
 }
@@ -914,7 +928,7 @@ int daemon_tick(struct daemon *d)
 		d->snap->loop_overruns = d->st.overruns;
 		d->snap->held = d->held;
 		d->snap->dry_run = d->dry_run;
-		d->snap->node_budget_w = bw > 0 ? bw : NAN;
+		d->snap->node_budget_w = d->fleet || bw > 0 ? bw : NAN;
 		metrics_publish(d->msrv, d->snap);
 	}
 	return first_err;
@@ -1112,7 +1126,7 @@ int daemon_reload(struct daemon *d, struct diag_list *diags)
 		dd->cfg = &nc->dev[i];
 		/* govctl hold outlasts a reload: the new governor starts held */
 		governor_hold(dd->g, d->held);
-		if (dd->grant_mw)
+		if (dd->has_grant)
 			governor_set_power_budget_mw(dd->g, dd->grant_mw);
 	}
 	bool period_changed = np.period_ms != d->plan.period_ms;

@@ -53,7 +53,8 @@ struct daemon_dev {
 	const struct config_device *cfg; /* in d->plan.cfg */
 	struct logrot *log;
 	bool log_failing;           /* a decision-log write-failure episode is on */
-	uint32_t grant_mw;          /* node budget share in force; 0: none */
+	bool has_grant;             /* a node budget share is in force */
+	uint32_t grant_mw;          /* that share (0 is a share of 0) */
 	struct fault_episodes episodes; /* peer and sensor faults in the journal (faultlog.h) */
 	bool alert_on;              /* its alert line is asserted (last event read) */
 	bool brake_on;              /* its brake output is driven asserted */

@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <math.h>
 
+#include "common/clock.h"
 #include "governor/daemon/daemon.h"
 #include "governor/fleet/fleet.h"
 
@@ -10,7 +11,7 @@ int daemon_fleet_start(struct daemon *d, struct diag_list *diags)
 	char err[256];
 	if (!c->fleet.enabled)
 		return 0;
-	int rc = fleet_agent_start(&d->fleet, &c->fleet, c->node, err, sizeof(err));
+	int rc = fleet_agent_start(&d->fleet, &c->fleet, c->node, d->dry_run, err, sizeof(err));
 	if (rc)
 		diag_add(diags, DIAG_ERROR, c->path, 0, 0, "fleet", "fleet", "%s", err);
 	return rc;
@@ -28,7 +29,7 @@ void daemon_fleet_period(struct daemon *d)
 	struct fleet_status st;
 	if (!d->fleet)
 		return;
-	fleet_agent_status(d->fleet, &st);
+	fleet_agent_status(d->fleet, govd_mono_ms(), &st);
 	for (size_t i = 0; i < d->n; i++) {
 		const struct governor *g = d->dev[i].g;
 		const struct gov_estimates *e = &g->est.est;
@@ -38,14 +39,14 @@ void daemon_fleet_period(struct daemon *d)
 		floor += g->lim.power_limit_min_mw;
 		max += g->lim.power_limit_max_mw;
 		draw += mw;
-		demand += fleet_demand_mw(mw, d->dev[i].grant_mw, capped && d->dev[i].grant_mw);
+		demand += fleet_demand_mw(mw, d->dev[i].grant_mw, capped && d->dev[i].has_grant);
 	}
 	fleet_agent_observe(d->fleet, floor, max, draw, demand > max ? max : demand);
 	if (d->snap) {
 		d->snap->fleet.enabled = true;
 		d->snap->fleet.mode = (int)st.mode;
 		d->snap->fleet.budget_w = (double)st.budget_mw / 1000.0;
-		d->snap->fleet.grant_w = st.grant_mw ? (double)st.grant_mw / 1000.0 : NAN;
+		d->snap->fleet.grant_w = st.have_grant ? (double)st.grant_mw / 1000.0 : NAN;
 		d->snap->fleet.draw_w = (double)draw / 1000.0;
 		d->snap->fleet.allocating = st.allocating;
 		d->snap->fleet.etcd_ok = st.etcd_ok;
@@ -58,6 +59,6 @@ double daemon_fleet_budget_w(const struct daemon *d)
 	struct fleet_status st;
 	if (!d->fleet)
 		return 0;
-	fleet_agent_status(d->fleet, &st);
+	fleet_agent_status(d->fleet, govd_mono_ms(), &st);
 	return (double)st.budget_mw / 1000.0;
 }

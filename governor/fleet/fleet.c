@@ -42,6 +42,11 @@ static json_t *load_value(const struct etcd_kv *kv)
 	return j;
 }
 
+/* How long a node may go on enforcing its last grant after it last reached
+ * etcd, for records that do not say (hold_ms): the allocator holds a gone
+ * node's grant that long before its reserve falls to the safe budget. */
+#define FLEET_HOLD_DEFAULT_MS 60000u
+
 static uint64_t real_ms(void)
 {
 	struct timespec ts;
@@ -49,28 +54,177 @@ static uint64_t real_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* A node record -> fleet_rec; false when it is not one. */
-static bool rec_parse(const char *name, const json_t *j, struct fleet_rec *r, uint64_t *safe_mw,
-		      char *state, size_t slen)
+/* A node's entry of the grants value's {name: mW} map `map`; FLEET_NO_GRANT
+ * when it has none. */
+static uint64_t map_mw(const json_t *grants, const char *map, const char *name)
+{
+	const json_t *v = json_object_get(json_object_get(grants, map), name);
+	return json_is_integer(v) && json_integer_value(v) >= 0 &&
+			       (uint64_t)json_integer_value(v) <= FLEET_MW_MAX
+		       ? (uint64_t)json_integer_value(v)
+		       : FLEET_NO_GRANT;
+}
+
+/* The grants in force (by node name) from the grants value. */
+static uint64_t prev_grant(const json_t *grants, const char *name)
+{
+	return map_mw(grants, "grants", name);
+}
+
+/* A node record -> fleet_rec; false when it is not one. A record is a
+ * live node's only while it is bound to a lease (lease != 0: it expires with
+ * the node); one without is not any node's. Every figure is within
+ * FLEET_MW_MAX, so no sum overflows; what a node applies is counted up to
+ * its maximum (it cannot draw more). */
+static bool rec_parse(const char *name, const json_t *j, int64_t lease, struct fleet_rec *r,
+		      uint64_t *safe_mw, uint64_t *hold_ms, char *state, size_t slen)
 {
 	memset(r, 0, sizeof(*r));
-	if (!j || strlen(name) >= sizeof(r->name))
+	if (!j || !*name || strlen(name) >= sizeof(r->name) || strchr(name, '/') || lease == 0)
 		return false;
 	snprintf(r->name, sizeof(r->name), "%s", name);
-	r->floor_mw = u64_of(j, "floor_mw", 0);
-	r->max_mw = u64_of(j, "max_mw", 0);
+	r->floor_mw = u64_of(j, "floor_mw", FLEET_MW_MAX + 1);
+	r->max_mw = u64_of(j, "max_mw", FLEET_MW_MAX + 1);
 	r->demand_mw = u64_of(j, "demand_mw", 0);
 	r->draw_mw = u64_of(j, "draw_mw", 0);
-	r->applied_mw = u64_of(j, "applied_mw", 0);
+	r->applied_mw = u64_of(j, "applied_mw", FLEET_MW_MAX + 1);
 	json_t *p = json_object_get(j, "priority");
-	r->priority = json_is_integer(p) ? (int)json_integer_value(p) : 0;
+	r->priority = json_is_integer(p) && json_integer_value(p) >= -1000 && json_integer_value(p) <= 1000
+			      ? (int)json_integer_value(p)
+			      : 0;
+	uint64_t safe = u64_of(j, "safe_mw", FLEET_MW_MAX + 1);
 	if (safe_mw)
-		*safe_mw = u64_of(j, "safe_mw", 0);
+		*safe_mw = safe;
+	if (hold_ms)
+		*hold_ms = u64_of(j, "hold_ms", FLEET_HOLD_DEFAULT_MS);
 	if (state) {
 		const char *s = json_string_value(json_object_get(j, "state"));
 		snprintf(state, slen, "%s", s ? s : "?");
 	}
-	return r->floor_mw <= r->max_mw && r->max_mw > 0;
+	if (r->max_mw == 0 || r->floor_mw > r->max_mw || r->max_mw > FLEET_MW_MAX ||
+	    r->demand_mw > FLEET_MW_MAX || r->draw_mw > FLEET_MW_MAX || r->applied_mw > FLEET_MW_MAX ||
+	    safe > FLEET_MW_MAX)
+		return false;
+	if (r->applied_mw > r->max_mw)
+		r->applied_mw = r->max_mw;
+	return true;
+}
+
+/* ---- a node's grant ---- */
+
+/* Sum of a {name: mW} object's values; false when one is not a
+ * non-negative integer within FLEET_MW_MAX. */
+static bool sum_grants(const json_t *o, uint64_t *sum)
+{
+	const char *k;
+	json_t *v;
+	*sum = 0;
+	if (o && !json_is_object(o))
+		return false;
+	json_object_foreach((json_t *)o, k, v) {
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    (uint64_t)json_integer_value(v) > FLEET_MW_MAX)
+			return false;
+		*sum += (uint64_t)json_integer_value(v);
+	}
+	return true;
+}
+
+/* Sum of the reserves' "mw"; false when one is malformed. */
+static bool sum_reserved(const json_t *o, uint64_t *sum)
+{
+	const char *k;
+	json_t *v;
+	*sum = 0;
+	if (o && !json_is_object(o))
+		return false;
+	json_object_foreach((json_t *)o, k, v) {
+		const json_t *m = json_object_get(v, "mw");
+		if (!json_is_integer(m) || json_integer_value(m) < 0 ||
+		    (uint64_t)json_integer_value(m) > FLEET_MW_MAX)
+			return false;
+		*sum += (uint64_t)json_integer_value(m);
+	}
+	return true;
+}
+
+int fleet_grant_judge(const struct fleet_grant_read *rd, const char *node, uint64_t *grant_mw,
+		      char *why, size_t len)
+{
+	int rc = -EBADMSG;
+	json_t *g = NULL, *l = NULL, *b = NULL;
+
+	snprintf(why, len, "%s", "");
+	if (!rd->grants)
+		return 0;
+	g = load_value(rd->grants);
+	if (!g) {
+		snprintf(why, len, "the grants are not a JSON object");
+		goto out_free;
+	}
+	if (!rd->leader) {
+		snprintf(why, len, "no allocator is elected (no leader key)");
+		goto out_free;
+	}
+	l = load_value(rd->leader);
+	const char *lid = json_string_value(json_object_get(l, "id"));
+	const char *gid = json_string_value(json_object_get(g, "allocator"));
+	const json_t *ep = json_object_get(g, "epoch");
+	if (!json_is_integer(ep) || json_integer_value(ep) != rd->leader->create_rev) {
+		snprintf(why, len, "the grants' epoch is not the elected allocator's term (%" PRId64 ")",
+			 rd->leader->create_rev);
+		goto out_free;
+	}
+	if (!lid || !gid || strcmp(lid, gid)) {
+		snprintf(why, len, "the grants name allocator '%s', the leader key '%s'",
+			 gid ? gid : "?", lid ? lid : "?");
+		goto out_free;
+	}
+	if (rd->grants->mod_rev < rd->leader->create_rev) {
+		snprintf(why, len, "the grants were written before the allocator's election");
+		goto out_free;
+	}
+	if (!rd->budget) {
+		snprintf(why, len, "no group budget beside the grants");
+		goto out_free;
+	}
+	b = load_value(rd->budget);
+	uint64_t budget = u64_of(b, "budget_mw", FLEET_NO_GRANT);
+	uint64_t for_budget = u64_of(g, "budget_mw", FLEET_NO_GRANT);
+	uint64_t sum = 0, res = 0;
+	if (budget == FLEET_NO_GRANT || for_budget == FLEET_NO_GRANT) {
+		snprintf(why, len, "the budget or the grants' budget_mw is not a number");
+		goto out_free;
+	}
+	if (!sum_grants(json_object_get(g, "grants"), &sum) ||
+	    !sum_reserved(json_object_get(g, "reserved"), &res)) {
+		snprintf(why, len, "a grant or a reserve is not a number of mW");
+		goto out_free;
+	}
+	if (sum + res > for_budget) {
+		snprintf(why, len,
+			 "the grants (%.1f W, %.1f W reserved) exceed the budget they name (%.1f W)",
+			 (double)sum / 1000.0, (double)res / 1000.0, (double)for_budget / 1000.0);
+		goto out_free;
+	}
+	uint64_t mine = prev_grant(g, node);
+	rc = mine == FLEET_NO_GRANT ? 0 : 1;
+	if (rc && sum + res > budget) {
+		/* computed for a budget lowered since: every node that reads the
+		 * new budget scales its grant down by the same factor, so the
+		 * sum meets it before the allocator's next round does */
+		*grant_mw = (uint64_t)((unsigned __int128)mine * budget / (sum + res));
+		snprintf(why, len, "grants of %.1f W computed for %.1f W, scaled to the budget %.1f W",
+			 (double)(sum + res) / 1000.0, (double)for_budget / 1000.0,
+			 (double)budget / 1000.0);
+	} else if (rc) {
+		*grant_mw = mine;
+	}
+out_free:
+	json_decref(g);
+	json_decref(l);
+	json_decref(b);
+	return rc;
 }
 
 /* ---- allocator ---- */
@@ -158,12 +312,79 @@ static int keepalive(struct fleet_allocator *al, uint64_t now)
 	return 0;
 }
 
-/* The previous grants (by node name) from the grants value. */
-static uint64_t prev_of(const json_t *grants, const char *name)
+/* Reserves for nodes gone from the group (no record) that may still be
+ * running: a node cut off from etcd keeps enforcing its last grant until it
+ * sees it stale (its hold_ms: grant_ttl_ms and a margin, counted from when it
+ * last reached etcd, which is before its record expired), then its safe
+ * budget (never above that grant) for as long as it is cut off. So a gone
+ * node's last grant stays reserved for its hold_ms after its record went,
+ * then min(grant, safe) until it registers again or an operator says it is
+ * off (govctl fleet forget). hold_ms counts down on this allocator's clock;
+ * a new allocator continues from what the grants say (a failover only makes
+ * the hold longer). */
+static json_t *carry_reserves(const json_t *prev, const struct fleet_rec *r, size_t n,
+			      const json_t *forget, uint64_t elapsed_ms, uint64_t *sum)
 {
-	const json_t *v = json_object_get(json_object_get(grants, "grants"), name);
-	return json_is_integer(v) && json_integer_value(v) >= 0 ? (uint64_t)json_integer_value(v)
-							      : FLEET_NO_GRANT;
+	json_t *out = json_object();
+	const char *k;
+	json_t *v;
+	*sum = 0;
+
+	/* grants of the last round whose node has no record now: a new reserve */
+	json_object_foreach(json_object_get((json_t *)prev, "grants"), k, v) {
+		uint64_t mw = prev_grant(prev, k);
+		if (mw == FLEET_NO_GRANT)
+			continue;
+		uint64_t safe = map_mw(prev, "safe", k), hold = map_mw(prev, "hold_ms", k);
+		json_object_set_new(out, k,
+				    json_pack("{s:I, s:I, s:I}", "mw", (json_int_t)mw, "safe_mw",
+					      (json_int_t)(safe == FLEET_NO_GRANT ? mw : safe),
+					      "hold_ms",
+					      (json_int_t)(hold == FLEET_NO_GRANT ? FLEET_HOLD_DEFAULT_MS
+										  : hold)));
+	}
+	/* the reserves already held, their hold counting down */
+	json_object_foreach(json_object_get((json_t *)prev, "reserved"), k, v) {
+		const json_t *m = json_object_get(v, "mw"), *sf = json_object_get(v, "safe_mw"),
+			     *h = json_object_get(v, "hold_ms");
+		if (!json_is_integer(m) || json_integer_value(m) < 0 ||
+		    (uint64_t)json_integer_value(m) > FLEET_MW_MAX)
+			continue; /* not ours to keep: the judge refuses such grants */
+		uint64_t mw = (uint64_t)json_integer_value(m);
+		uint64_t safe = json_is_integer(sf) && json_integer_value(sf) >= 0
+					? (uint64_t)json_integer_value(sf)
+					: mw;
+		uint64_t hold = json_is_integer(h) && json_integer_value(h) > 0
+					? (uint64_t)json_integer_value(h)
+					: 0;
+		hold = hold > elapsed_ms ? hold - elapsed_ms : 0;
+		if (hold == 0 && safe < mw)
+			mw = safe;
+		json_object_set_new(out, k,
+				    json_pack("{s:I, s:I, s:I}", "mw", (json_int_t)mw, "safe_mw",
+					      (json_int_t)safe, "hold_ms", (json_int_t)hold));
+	}
+	/* a node with a record is counted by its record; a forgotten one is off */
+	for (size_t i = 0; i < n; i++)
+		json_object_del(out, r[i].name);
+	json_object_foreach((json_t *)forget, k, v) json_object_del(out, k);
+	json_object_foreach(out, k, v) *sum += (uint64_t)json_integer_value(json_object_get(v, "mw"));
+	return out;
+}
+
+/* The forget/<node> keys under prefix: {node: true}. */
+static json_t *read_forget(struct fleet_allocator *al, int *rc)
+{
+	char fk[FLEET_PREFIX_LEN + 16];
+	struct etcd_kv *kvs = NULL;
+	size_t nkv = 0;
+	json_t *out = json_object();
+	key_of(al->prefix, "forget/", fk, sizeof(fk));
+	*rc = etcd_get_prefix(al->e, fk, &kvs, &nkv, FLEET_MAX_NODES) ? -EIO : 0;
+	for (size_t i = 0; i < nkv; i++)
+		json_object_set_new(out, kvs[i].key + strlen(fk), json_true());
+	etcd_kvs_free(kvs, nkv);
+	return out;
 }
 
 int fleet_allocator_round(struct fleet_allocator *al, uint64_t now, struct fleet_round *out)
@@ -173,9 +394,9 @@ int fleet_allocator_round(struct fleet_allocator *al, uint64_t now, struct fleet
 	int found = 0, rc = 0;
 	struct etcd_kv *kvs = NULL;
 	size_t nkv = 0;
-	json_t *prev = NULL;
+	json_t *prev = NULL, *forget = NULL, *reserved = NULL;
 	struct fleet_rec *r = NULL;
-	uint64_t *cur = NULL, *tgt = NULL, *w = NULL;
+	uint64_t *cur = NULL, *tgt = NULL, *w = NULL, *safe = NULL, *hold = NULL;
 
 	memset(out, 0, sizeof(*out));
 	if (!al->leader) {
@@ -183,11 +404,13 @@ int fleet_allocator_round(struct fleet_allocator *al, uint64_t now, struct fleet
 			return -EIO;
 		if (!al->leader)
 			return 0;
+		al->last_round_ms = 0;
 	} else if (keepalive(al, now)) {
 		return -EIO;
 	}
 	if (!al->leader)
 		return 0;
+	uint64_t elapsed = al->last_round_ms && now > al->last_round_ms ? now - al->last_round_ms : 0;
 
 	key_of(al->prefix, "budget", key, sizeof(key));
 	if (etcd_get(al->e, key, &kv, &found, NULL))
@@ -203,7 +426,7 @@ int fleet_allocator_round(struct fleet_allocator *al, uint64_t now, struct fleet
 	etcd_kv_free(&kv);
 	uint64_t budget = u64_of(bj, "budget_mw", FLEET_NO_GRANT);
 	json_decref(bj);
-	if (budget == FLEET_NO_GRANT) {
+	if (budget == FLEET_NO_GRANT || budget > FLEET_MW_MAX * FLEET_MAX_NODES) {
 		if (!al->warned_no_budget)
 			log_err("fleet %s: %s is not {\"budget_mw\": N}: no grants", al->prefix, key);
 		al->warned_no_budget = true;
@@ -218,6 +441,9 @@ int fleet_allocator_round(struct fleet_allocator *al, uint64_t now, struct fleet
 		prev = load_value(&kv);
 		etcd_kv_free(&kv);
 	}
+	forget = read_forget(al, &rc);
+	if (rc)
+		goto out_free;
 	char nodes[FLEET_PREFIX_LEN + 16];
 	key_of(al->prefix, "nodes/", nodes, sizeof(nodes));
 	if (etcd_get_prefix(al->e, nodes, &kvs, &nkv, FLEET_MAX_NODES)) {
@@ -228,42 +454,60 @@ int fleet_allocator_round(struct fleet_allocator *al, uint64_t now, struct fleet
 	cur = calloc(nkv + 1, sizeof(*cur));
 	tgt = calloc(nkv + 1, sizeof(*tgt));
 	w = calloc(nkv + 1, sizeof(*w));
-	if (!r || !cur || !tgt || !w) {
+	safe = calloc(nkv + 1, sizeof(*safe));
+	hold = calloc(nkv + 1, sizeof(*hold));
+	if (!r || !cur || !tgt || !w || !safe || !hold) {
 		rc = -ENOMEM;
 		goto out_free;
 	}
 	size_t n = 0;
+	const char *first_bad = NULL;
 	for (size_t i = 0; i < nkv; i++) {
 		json_t *j = load_value(&kvs[i]);
 		const char *name = kvs[i].key + strlen(nodes);
-		if (rec_parse(name, j, &r[n], NULL, NULL, 0)) {
-			cur[n] = prev_of(prev, name);
+		if (rec_parse(name, j, kvs[i].lease, &r[n], &safe[n], &hold[n], NULL, 0)) {
+			cur[n] = prev_grant(prev, name);
 			n++;
 		} else {
-			log_warn("fleet %s: record %s is malformed: ignored", al->prefix, kvs[i].key);
+			out->n_malformed++;
+			if (!first_bad)
+				first_bad = kvs[i].key;
 		}
 		json_decref(j);
 	}
+	/* at most once a minute: a bad record must not flood the journal */
+	if (out->n_malformed && (!al->malformed_log_ms || now - al->malformed_log_ms >= 60000)) {
+		log_warn("fleet %s: %zu malformed record(s) ignored (no lease, a figure out of range, "
+			 "or not JSON), e.g. %s",
+			 al->prefix, out->n_malformed, first_bad);
+		al->malformed_log_ms = now;
+	}
+	uint64_t res_sum = 0;
+	reserved = carry_reserves(prev, r, n, forget, elapsed, &res_sum);
+	uint64_t avail = budget > res_sum ? budget - res_sum : 0;
 	struct fleet_target_result tr;
-	if (fleet_target(budget, r, n, cur, &al->params, tgt, &tr)) {
+	if (fleet_target(avail, r, n, cur, &al->params, tgt, &tr)) {
 		rc = -EINVAL;
 		goto out_free;
 	}
-	size_t pending = fleet_phase(budget, r, n, cur, tgt, w);
-	json_t *g = json_object(), *t = json_object();
+	size_t pending = fleet_phase(avail, r, n, cur, tgt, w);
+	json_t *g = json_object(), *t = json_object(), *sj = json_object(), *hj = json_object();
 	uint64_t sum = 0;
 	for (size_t i = 0; i < n; i++) {
 		json_object_set_new(g, r[i].name, json_integer((json_int_t)w[i]));
 		json_object_set_new(t, r[i].name, json_integer((json_int_t)tgt[i]));
+		json_object_set_new(sj, r[i].name, json_integer((json_int_t)safe[i]));
+		json_object_set_new(hj, r[i].name, json_integer((json_int_t)hold[i]));
 		sum += w[i];
 	}
-	assert(sum <= budget);
+	assert(sum <= avail); /* and avail + res_sum <= budget unless the reserves alone exceed it */
 	al->round++;
-	json_t *val = json_pack("{s:I, s:s, s:I, s:I, s:I, s:b, s:I, s:o, s:o}", "epoch",
+	json_t *val = json_pack("{s:I, s:s, s:I, s:I, s:I, s:b, s:I, s:o, s:o, s:o, s:o, s:O}", "epoch",
 				(json_int_t)al->epoch, "allocator", al->id, "budget_mw",
 				(json_int_t)budget, "round", (json_int_t)al->round, "pending",
-				(json_int_t)pending, "infeasible", tr.infeasible, "written_unix_ms",
-				(json_int_t)real_ms(), "grants", g, "targets", t);
+				(json_int_t)pending, "infeasible", tr.infeasible || res_sum > budget,
+				"written_unix_ms", (json_int_t)real_ms(), "grants", g, "targets", t,
+				"safe", sj, "hold_ms", hj, "reserved", reserved);
 	char *txt = json_dumps(val, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(val);
 	if (!txt) {
@@ -271,12 +515,19 @@ int fleet_allocator_round(struct fleet_allocator *al, uint64_t now, struct fleet
 		goto out_free;
 	}
 	/* Only while the leader key is the one this allocator created: a
-	 * deposed allocator (lease gone, key re-created) cannot write. */
-	char lkey[FLEET_PREFIX_LEN + 16];
+	 * deposed allocator (lease gone, key re-created) cannot write. The
+	 * forget keys it acted on go in the same txn. */
+	char lkey[FLEET_PREFIX_LEN + 16], fkey[FLEET_PREFIX_LEN + FLEET_NAME_LEN + 16];
 	key_of(al->prefix, "leader", lkey, sizeof(lkey));
 	json_t *cmp = json_array(), *succ = json_array();
 	json_array_append_new(cmp, etcd_cmp_create(lkey, al->epoch));
 	json_array_append_new(succ, etcd_op_put(key, txt, 0));
+	const char *fk;
+	json_t *fv;
+	json_object_foreach(forget, fk, fv) {
+		snprintf(fkey, sizeof(fkey), "%s/forget/%s", al->prefix, fk);
+		json_array_append_new(succ, etcd_op_delete(fkey));
+	}
 	free(txt);
 	int ok = 0;
 	if (etcd_txn(al->e, cmp, succ, NULL, &ok, NULL, NULL)) {
@@ -288,9 +539,14 @@ int fleet_allocator_round(struct fleet_allocator *al, uint64_t now, struct fleet
 		lose(al, "the leader key is no longer its own");
 		goto out_free;
 	}
+	json_object_foreach(forget, fk, fv)
+		log_notice("fleet %s: node %s forgotten: its reserve is released", al->prefix, fk);
+	al->last_round_ms = now;
 	out->wrote = true;
 	out->budget_mw = budget;
 	out->granted_mw = sum;
+	out->reserved_mw = res_sum;
+	out->n_reserved = json_object_size(reserved);
 	out->n_nodes = n;
 	out->pending = pending;
 out_free:
@@ -298,8 +554,12 @@ out_free:
 	free(cur);
 	free(tgt);
 	free(w);
+	free(safe);
+	free(hold);
 	etcd_kvs_free(kvs, nkv);
 	json_decref(prev);
+	json_decref(forget);
+	json_decref(reserved);
 	return rc;
 }
 
@@ -317,6 +577,7 @@ struct fleet_agent {
 	struct fleet_config cfg;
 	char node[FLEET_NAME_LEN];
 	char prefix[FLEET_PREFIX_LEN];
+	bool dry_run;
 	struct etcd e;
 	struct fleet_allocator al;
 	pthread_t thr;
@@ -326,18 +587,28 @@ struct fleet_agent {
 	/* from the daemon (mu) */
 	uint64_t floor_mw, max_mw, draw_mw, demand_mw;
 	bool observed;
-	/* to the daemon (mu) */
+	/* the agent's last valid read (mu); judged against the reader's clock */
+	bool have_grant;            /* the valid grants name this node */
+	uint64_t grant_mw;
+	uint64_t fresh_ms;          /* monotonic: when the valid grants last changed; 0: never */
+	enum fleet_fault fault;     /* invalid grants or a duplicate name (else NONE) */
+	char why[256];              /* the fault's reason */
+	bool etcd_ok;
+	/* the judgement (mu) */
 	struct fleet_status st;
+	bool have_last_grant;
+	uint64_t last_grant_mw;
+	bool was_etcd_ok;
+	bool allocating;            /* the agent's allocator leads */
+	char etcd_err[256];         /* the agent's last etcd error */
 	/* thread-only */
 	int64_t lease;
 	uint64_t keepalive_ms;
 	int64_t grants_mod;
-	uint64_t fresh_ms;          /* when the grants key last changed */
-	bool have_grant;
-	uint64_t grant_mw, last_grant_mw;
+	int64_t rec_create;         /* our record's create_revision; 0: none yet */
 	uint64_t puts_due;          /* rounds until the record is rewritten */
 	char last_rec[512];
-	bool etcd_was_ok;
+	char last_why[200];         /* the invalid-grants reason last logged */
 };
 
 uint64_t fleet_demand_mw(uint64_t draw_mw, uint64_t budget_mw, bool capped)
@@ -355,6 +626,14 @@ static const char *mode_name(enum fleet_mode m)
 static uint64_t safe_mw(const struct fleet_agent *a)
 {
 	return (uint64_t)(a->cfg.safe_budget_w * 1000.0);
+}
+
+/* How long this node may still enforce its last grant after it last reached
+ * etcd (the allocator holds a gone node's grant that long): the grant TTL,
+ * the agent's and the daemon's periods to notice and apply, and a second. */
+static uint64_t hold_ms(const struct fleet_agent *a)
+{
+	return (uint64_t)a->cfg.grant_ttl_ms + 2u * a->cfg.period_ms + 1000u;
 }
 
 /* Node lease: granted once, kept alive every third of its TTL; a lease
@@ -377,88 +656,140 @@ static int node_lease(struct fleet_agent *a, uint64_t now)
 	if (ttl <= 0) {
 		log_warn("fleet %s: node %s's lease expired; registering again", a->prefix, a->node);
 		a->lease = 0;
+		a->rec_create = 0; /* the record went with it */
 		return node_lease(a, now);
 	}
 	return 0;
 }
 
-static int read_grant(struct fleet_agent *a, uint64_t now)
+/* The judgement, under mu: the budget in force at `now` from the last valid
+ * read's age: a fresh grant, else the safe budget but never above the last
+ * grant (a grant of 0 is a grant: every device at its minimum). */
+static void judge_locked(struct fleet_agent *a, uint64_t now)
 {
-	char key[FLEET_PREFIX_LEN + 16];
-	struct etcd_kv kv;
-	int found = 0;
-	key_of(a->prefix, "grants", key, sizeof(key));
-	if (etcd_get(&a->e, key, &kv, &found, NULL))
-		return -EIO;
-	if (!found)
-		return 0;
-	if (kv.mod_rev != a->grants_mod) {
-		json_t *j = load_value(&kv);
-		/* fresh only once seen to change: what is there at start may
-		 * be a dead allocator's last word */
-		if (a->grants_mod)
-			a->fresh_ms = now;
-		a->grants_mod = kv.mod_rev;
-		uint64_t g = prev_of(j, a->node);
-		a->have_grant = g != FLEET_NO_GRANT;
-		if (a->have_grant)
-			a->grant_mw = g;
-		json_decref(j);
-	}
-	etcd_kv_free(&kv);
-	return 0;
-}
-
-/* The budget in force from the grant's age: a fresh grant, else the safe
- * budget but never above the last grant. */
-static void decide(struct fleet_agent *a, uint64_t now, bool etcd_ok)
-{
-	bool fresh = a->have_grant && now - a->fresh_ms <= a->cfg.grant_ttl_ms;
+	bool fresh = a->fault == FLEET_FAULT_NONE && a->have_grant && a->fresh_ms &&
+		     now - a->fresh_ms <= a->cfg.grant_ttl_ms;
 	enum fleet_mode m;
 	uint64_t b;
 	if (fresh) {
 		m = FLEET_GRANTED;
 		b = a->grant_mw;
 		a->last_grant_mw = b;
+		a->have_last_grant = true;
+	} else if (a->fault == FLEET_FAULT_DUPLICATE) {
+		/* two processes under one name share one record and one grant:
+		 * the one without the record runs every device at its minimum
+		 * (exiting would put the devices' original, uncapped limits back) */
+		m = FLEET_SAFE;
+		b = 0;
 	} else {
-		m = a->last_grant_mw ? FLEET_SAFE : FLEET_NO_GRANT_YET;
+		m = a->have_last_grant ? FLEET_SAFE : FLEET_NO_GRANT_YET;
 		b = safe_mw(a);
-		if (a->last_grant_mw && a->last_grant_mw < b)
+		if (a->have_last_grant && a->last_grant_mw < b)
 			b = a->last_grant_mw;
 	}
-	pthread_mutex_lock(&a->mu);
 	enum fleet_mode old = a->st.mode;
 	uint64_t old_b = a->st.budget_mw;
 	a->st.mode = m;
 	a->st.budget_mw = b;
+	a->st.have_grant = a->have_grant;
 	a->st.grant_mw = a->have_grant ? a->grant_mw : 0;
-	a->st.etcd_ok = etcd_ok;
-	a->st.allocating = a->al.leader;
-	if (m == FLEET_SAFE && old != FLEET_SAFE)
+	a->st.etcd_ok = a->etcd_ok;
+	a->st.allocating = a->allocating;
+	a->st.fault = fresh ? FLEET_FAULT_NONE
+		      : a->fault != FLEET_FAULT_NONE ? a->fault
+						     : FLEET_FAULT_STALE;
+	a->st.grant_age_ms = a->fresh_ms ? now - a->fresh_ms : UINT64_MAX;
+	if (m == FLEET_SAFE && old != FLEET_SAFE) {
 		a->st.fallbacks++;
-	pthread_mutex_unlock(&a->mu);
-	if (m == FLEET_SAFE && old != FLEET_SAFE)
 		log_warn("fleet %s: node %s on its safe budget %.1f W: %s", a->prefix, a->node,
 			 (double)b / 1000.0,
-			 etcd_ok ? "grant not refreshed within grant_ttl_ms" : a->e.err);
-	else if (m == FLEET_GRANTED && old == FLEET_SAFE)
+			 a->fault != FLEET_FAULT_NONE ? a->why
+			 : a->etcd_ok                 ? "grant not refreshed within grant_ttl_ms"
+						      : a->etcd_err);
+	} else if (m == FLEET_GRANTED && old == FLEET_SAFE) {
 		log_notice("fleet %s: node %s recovered: grant %.1f W", a->prefix, a->node,
 			   (double)b / 1000.0);
-	else if (m == FLEET_GRANTED && b != old_b)
+	} else if (m == FLEET_GRANTED && b != old_b) {
 		log_info("fleet %s: node %s grant %.1f W", a->prefix, a->node, (double)b / 1000.0);
-	if (etcd_ok != a->etcd_was_ok)
-		log_notice("fleet %s: etcd %s%s%s", a->prefix, etcd_ok ? "reachable" : "unreachable",
-			   etcd_ok ? "" : ": ", etcd_ok ? "" : a->e.err);
-	a->etcd_was_ok = etcd_ok;
+	}
+	if (a->etcd_ok != a->was_etcd_ok)
+		log_notice("fleet %s: etcd %s%s%s", a->prefix, a->etcd_ok ? "reachable" : "unreachable",
+			   a->etcd_ok ? "" : ": ", a->etcd_ok ? "" : a->etcd_err);
+	a->was_etcd_ok = a->etcd_ok;
 }
 
+/* The leader, the budget and the grants in one snapshot; the grants count
+ * only when fleet_grant_judge passes them: anything else is a fault that
+ * keeps the node on its last valid grant until that goes stale, then on its
+ * safe budget. */
+static int read_grant(struct fleet_agent *a, uint64_t now)
+{
+	char kl[FLEET_PREFIX_LEN + 16], kb[FLEET_PREFIX_LEN + 16], kg[FLEET_PREFIX_LEN + 16];
+	const char *keys[3] = { kl, kb, kg };
+	struct etcd_kv kv[3];
+	int found[3];
+	key_of(a->prefix, "leader", kl, sizeof(kl));
+	key_of(a->prefix, "budget", kb, sizeof(kb));
+	key_of(a->prefix, "grants", kg, sizeof(kg));
+	if (etcd_get_many(&a->e, keys, 3, kv, found, NULL))
+		return -EIO;
+	if (!found[2] || kv[2].mod_rev == a->grants_mod)
+		goto out_free;
+	struct fleet_grant_read rd = {
+		.leader = found[0] ? &kv[0] : NULL,
+		.budget = found[1] ? &kv[1] : NULL,
+		.grants = &kv[2],
+	};
+	uint64_t g = 0;
+	char why[200];
+	int v = fleet_grant_judge(&rd, a->node, &g, why, sizeof(why));
+	bool first = a->grants_mod == 0;
+	a->grants_mod = kv[2].mod_rev;
+	if (v == 1 && why[0])
+		log_info("fleet %s: node %s: %s", a->prefix, a->node, why);
+	pthread_mutex_lock(&a->mu);
+	if (v < 0) {
+		if (a->fault != FLEET_FAULT_DUPLICATE) {
+			a->fault = FLEET_FAULT_INVALID;
+			snprintf(a->why, sizeof(a->why), "grants refused: %s", why);
+		}
+	} else {
+		if (a->fault == FLEET_FAULT_INVALID)
+			a->fault = FLEET_FAULT_NONE;
+		/* fresh only once seen to change: what is there at start may
+		 * be a dead allocator's last word */
+		if (!first)
+			a->fresh_ms = now;
+		a->have_grant = v == 1;
+		if (a->have_grant)
+			a->grant_mw = g;
+	}
+	pthread_mutex_unlock(&a->mu);
+	if (v < 0 && strcmp(why, a->last_why)) /* once per reason, not every round */
+		log_err("fleet %s: node %s refuses the grants at revision %" PRId64 ": %s", a->prefix,
+			a->node, kv[2].mod_rev, why);
+	snprintf(a->last_why, sizeof(a->last_why), "%s", v < 0 ? why : "");
+out_free:
+	for (int i = 0; i < 3; i++)
+		if (found[i])
+			etcd_kv_free(&kv[i]);
+	return 0;
+}
+
+/* The record is this process's: written in a txn that requires the key to
+ * be absent (first write) or still the one it created. Another create
+ * revision is another process under this node's name (or this node's
+ * previous run, until its lease expires): the node falls to its safe budget
+ * and says so, and the other's record is left alone. */
 static int put_record(struct fleet_agent *a)
 {
-	char key[FLEET_PREFIX_LEN + FLEET_NAME_LEN + 16], val[512];
+	char key[FLEET_PREFIX_LEN + FLEET_NAME_LEN + 16], val[640];
 	pthread_mutex_lock(&a->mu);
 	uint64_t fl = a->floor_mw, mx = a->max_mw, dr = a->draw_mw, de = a->demand_mw;
 	uint64_t ap = a->st.budget_mw;
 	enum fleet_mode m = a->st.mode;
+	bool dup = a->fault == FLEET_FAULT_DUPLICATE;
 	pthread_mutex_unlock(&a->mu);
 	if (a->cfg.floor_w > 0)
 		fl = (uint64_t)(a->cfg.floor_w * 1000.0);
@@ -466,24 +797,78 @@ static int put_record(struct fleet_agent *a)
 		mx = (uint64_t)(a->cfg.max_w * 1000.0);
 	if (fl > mx)
 		fl = mx;
+	/* a dry run enforces nothing: the allocator must count the node at
+	 * its maximum, not at a grant it does not apply */
+	const char *state = a->dry_run ? "dry-run" : mode_name(m);
+	if (a->dry_run)
+		ap = mx;
 	snprintf(val, sizeof(val),
 		 "{\"floor_mw\":%" PRIu64 ",\"max_mw\":%" PRIu64 ",\"demand_mw\":%" PRIu64
 		 ",\"draw_mw\":%" PRIu64 ",\"applied_mw\":%" PRIu64 ",\"safe_mw\":%" PRIu64
-		 ",\"priority\":%d,\"state\":\"%s\"}",
-		 fl, mx, de, dr, ap, safe_mw(a), a->cfg.priority, mode_name(m));
+		 ",\"hold_ms\":%" PRIu64 ",\"priority\":%d,\"state\":\"%s\"}",
+		 fl, mx, de, dr, ap, safe_mw(a), hold_ms(a), a->cfg.priority, state);
 	/* What the allocator must see at once is the applied budget (its
 	 * acknowledgement) and the mode; the rest may wait for the refresh. */
 	char sig[64];
-	snprintf(sig, sizeof(sig), "%" PRIu64 "/%s", ap, mode_name(m));
-	if (a->puts_due > 0 && !strcmp(sig, a->last_rec)) {
+	snprintf(sig, sizeof(sig), "%" PRIu64 "/%s", ap, state);
+	if (!dup && a->puts_due > 0 && !strcmp(sig, a->last_rec)) {
 		a->puts_due--;
 		return 0;
 	}
 	snprintf(key, sizeof(key), "%s/nodes/%s", a->prefix, a->node);
-	if (etcd_put(&a->e, key, val, a->lease))
+	json_t *cmp = json_array(), *succ = json_array(), *fail = json_array(), *resp = NULL;
+	json_array_append_new(cmp, etcd_cmp_create(key, a->rec_create));
+	json_array_append_new(succ, etcd_op_put(key, val, a->lease));
+	json_array_append_new(fail, etcd_op_get(key));
+	int ok = 0;
+	int64_t rev = 0;
+	if (etcd_txn(&a->e, cmp, succ, fail, &ok, &resp, &rev))
 		return -EIO;
-	snprintf(a->last_rec, sizeof(a->last_rec), "%s", sig);
-	a->puts_due = a->cfg.refresh_periods - 1;
+	if (ok) {
+		if (!a->rec_create)
+			a->rec_create = rev; /* the put's revision is the key's create_revision */
+		snprintf(a->last_rec, sizeof(a->last_rec), "%s", sig);
+		a->puts_due = a->cfg.refresh_periods - 1;
+		pthread_mutex_lock(&a->mu);
+		if (a->fault == FLEET_FAULT_DUPLICATE) {
+			a->fault = FLEET_FAULT_NONE;
+			log_notice("fleet %s: node %s holds its record again", a->prefix, a->node);
+		}
+		pthread_mutex_unlock(&a->mu);
+		json_decref(resp);
+		return 0;
+	}
+	/* the compare failed: whose is the record now? */
+	struct etcd_kv kv;
+	const json_t *kvs = json_object_get(
+		json_object_get(json_array_get(json_object_get(resp, "responses"), 0), "response_range"),
+		"kvs");
+	bool present = json_array_size(kvs) > 0 && etcd_kv_parse(json_array_get(kvs, 0), &kv) == 0;
+	json_decref(resp);
+	if (!present) {
+		/* ours expired (or was deleted): register afresh next round */
+		a->rec_create = 0;
+		return 0;
+	}
+	bool mine = a->lease && kv.lease == a->lease;
+	if (mine) /* written by this process in a round whose reply was lost */
+		a->rec_create = kv.create_rev;
+	else
+		a->rec_create = 0;
+	etcd_kv_free(&kv);
+	if (mine)
+		return 0;
+	pthread_mutex_lock(&a->mu);
+	bool was = a->fault == FLEET_FAULT_DUPLICATE;
+	a->fault = FLEET_FAULT_DUPLICATE;
+	snprintf(a->why, sizeof(a->why),
+		 "another process holds node %s's record (a second govd with this node name, or "
+		 "this node's previous run until its lease expires)",
+		 a->node);
+	pthread_mutex_unlock(&a->mu);
+	if (!was)
+		log_err("fleet %s: %s: every device at its minimum limit until it is gone", a->prefix,
+			a->why);
 	return 0;
 }
 
@@ -493,6 +878,16 @@ static bool stopping(struct fleet_agent *a)
 	bool s = a->stop;
 	pthread_mutex_unlock(&a->mu);
 	return s;
+}
+
+static void set_etcd_ok(struct fleet_agent *a, bool ok)
+{
+	pthread_mutex_lock(&a->mu);
+	a->etcd_ok = ok;
+	a->allocating = a->al.leader;
+	snprintf(a->etcd_err, sizeof(a->etcd_err), "%s", a->e.err);
+	judge_locked(a, govd_mono_ms());
+	pthread_mutex_unlock(&a->mu);
 }
 
 static void *agent_main(void *arg)
@@ -510,7 +905,7 @@ static void *agent_main(void *arg)
 		if (observed) { /* register once the daemon knows the devices' range */
 			ok = node_lease(a, now) == 0;
 			ok = ok && read_grant(a, now) == 0;
-			decide(a, govd_mono_ms(), ok);
+			set_etcd_ok(a, ok);
 			ok = ok && put_record(a) == 0;
 		}
 		/* a stop waits for at most the round's current request (etcd
@@ -527,7 +922,7 @@ static void *agent_main(void *arg)
 			}
 		}
 		if (observed && !ok)
-			decide(a, govd_mono_ms(), false);
+			set_etcd_ok(a, false);
 		next += a->cfg.period_ms;
 		now = govd_mono_ms();
 		if (next < now)
@@ -553,7 +948,7 @@ static void *agent_main(void *arg)
 }
 
 int fleet_agent_start(struct fleet_agent **out, const struct fleet_config *c, const char *node,
-		      char *err, size_t len)
+		      bool dry_run, char *err, size_t len)
 {
 	struct fleet_agent *a = calloc(1, sizeof(*a));
 	pthread_condattr_t ca;
@@ -563,6 +958,7 @@ int fleet_agent_start(struct fleet_agent **out, const struct fleet_config *c, co
 	if (!a)
 		return -ENOMEM;
 	a->cfg = *c;
+	a->dry_run = dry_run;
 	if (node && *node) {
 		snprintf(a->node, sizeof(a->node), "%s", node);
 	} else if (gethostname(a->node, sizeof(a->node) - 1)) {
@@ -585,7 +981,9 @@ int fleet_agent_start(struct fleet_agent **out, const struct fleet_config *c, co
 	const struct fleet_params p = { .up_frac = c->up_frac, .down_frac = c->down_frac };
 	fleet_allocator_init(&a->al, &a->e, a->prefix, a->node, c->lease_ttl_s, &p);
 	a->st.budget_mw = safe_mw(a);
-	a->etcd_was_ok = true;
+	a->st.grant_age_ms = UINT64_MAX;
+	a->st.fault = FLEET_FAULT_STALE;
+	a->etcd_ok = a->was_etcd_ok = true;
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -596,8 +994,9 @@ int fleet_agent_start(struct fleet_agent **out, const struct fleet_config *c, co
 		snprintf(err, len, "fleet: cannot start its thread: %s", strerror(-rc));
 		goto out_sync;
 	}
-	log_notice("fleet %s: node %s, safe budget %.0f W, etcd %s%s", a->prefix, a->node,
-		   c->safe_budget_w, c->endpoints, c->allocator ? ", may allocate" : "");
+	log_notice("fleet %s: node %s, safe budget %.0f W, etcd %s%s%s", a->prefix, a->node,
+		   c->safe_budget_w, c->endpoints, c->allocator ? ", may allocate" : "",
+		   dry_run ? ", dry run (counted at its maximum)" : "");
 	*out = a;
 	return 0;
 out_sync:
@@ -640,9 +1039,10 @@ void fleet_agent_observe(struct fleet_agent *a, uint64_t floor_mw, uint64_t max_
 	pthread_mutex_unlock(&a->mu);
 }
 
-void fleet_agent_status(struct fleet_agent *a, struct fleet_status *s)
+void fleet_agent_status(struct fleet_agent *a, uint64_t now_ms, struct fleet_status *s)
 {
 	pthread_mutex_lock(&a->mu);
+	judge_locked(a, now_ms);
 	*s = a->st;
 	s->draw_mw = a->draw_mw;
 	pthread_mutex_unlock(&a->mu);
@@ -719,8 +1119,9 @@ int fleet_view_read(struct etcd *e, const char *prefix, struct fleet_view *v)
 		struct fleet_view_node *n = &v->node[v->n];
 		json_t *j = load_value(&kvs[i]);
 		const char *name = kvs[i].key + strlen(nodes);
-		if (rec_parse(name, j, &n->rec, &n->safe_mw, n->state, sizeof(n->state))) {
-			n->grant_mw = prev_of(grants, name);
+		if (rec_parse(name, j, kvs[i].lease, &n->rec, &n->safe_mw, NULL, n->state,
+			      sizeof(n->state))) {
+			n->grant_mw = prev_grant(grants, name);
 			const json_t *t = json_object_get(json_object_get(grants, "targets"), name);
 			n->target_mw = json_is_integer(t) ? (uint64_t)json_integer_value(t) : FLEET_NO_GRANT;
 			v->n++;
@@ -729,6 +1130,25 @@ int fleet_view_read(struct etcd *e, const char *prefix, struct fleet_view *v)
 	}
 	qsort(v->node, v->n, sizeof(*v->node), cmp_view);
 	etcd_kvs_free(kvs, nkv);
+	const json_t *res = json_object_get(grants, "reserved");
+	if (json_object_size(res)) {
+		v->reserved = calloc(json_object_size(res), sizeof(*v->reserved));
+		if (!v->reserved) {
+			json_decref(grants);
+			fleet_view_free(v);
+			return -ENOMEM;
+		}
+		const char *k;
+		json_t *x;
+		json_object_foreach((json_t *)res, k, x) {
+			struct fleet_view_reserve *rv = &v->reserved[v->n_reserved++];
+			snprintf(rv->name, sizeof(rv->name), "%s", k);
+			rv->mw = u64_of(x, "mw", 0);
+			rv->safe_mw = u64_of(x, "safe_mw", 0);
+			rv->hold_ms = u64_of(x, "hold_ms", 0);
+			v->reserved_sum_mw += rv->mw;
+		}
+	}
 	json_decref(grants);
 	return 0;
 }
@@ -736,8 +1156,10 @@ int fleet_view_read(struct etcd *e, const char *prefix, struct fleet_view *v)
 void fleet_view_free(struct fleet_view *v)
 {
 	free(v->node);
+	free(v->reserved);
 	v->node = NULL;
-	v->n = 0;
+	v->reserved = NULL;
+	v->n = v->n_reserved = 0;
 }
 
 int fleet_set_budget(struct etcd *e, const char *prefix, uint64_t budget_mw)
@@ -746,5 +1168,17 @@ int fleet_set_budget(struct etcd *e, const char *prefix, uint64_t budget_mw)
 	key_of(prefix, "budget", key, sizeof(key));
 	snprintf(val, sizeof(val), "{\"budget_mw\":%" PRIu64 ",\"set_unix_ms\":%" PRIu64 "}", budget_mw,
 		 real_ms());
+	return etcd_put(e, key, val, 0);
+}
+
+int fleet_forget(struct etcd *e, const char *prefix, const char *node)
+{
+	char key[FLEET_PREFIX_LEN + FLEET_NAME_LEN + 16], val[64];
+	if (!*node || strchr(node, '/') || strlen(node) >= FLEET_NAME_LEN) {
+		snprintf(e->err, sizeof(e->err), "'%s' is not a node name", node);
+		return -EINVAL;
+	}
+	snprintf(key, sizeof(key), "%s/forget/%s", prefix, node);
+	snprintf(val, sizeof(val), "{\"unix_ms\":%" PRIu64 "}", real_ms());
 	return etcd_put(e, key, val, 0);
 }

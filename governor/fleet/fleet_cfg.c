@@ -100,6 +100,22 @@ void fleet_config_read(struct ycfg *y, yaml_node_t *m, struct fleet_config *f)
 		ycfg_error(y, ycfg_get(y, m, "grant_ttl_ms"), "fleet.grant_ttl_ms", "range",
 			   "grant_ttl_ms %u must be at least two periods (%u ms)", f->grant_ttl_ms,
 			   2 * f->period_ms);
+	/* One request tries every endpoint in turn (timeout_ms each): when it
+	 * cannot finish within a grant's TTL, the first dead member would keep
+	 * every healthy node off its grant. */
+	size_t n_ep = 0;
+	for (const char *p = f->endpoints; *p; p++)
+		n_ep += p == f->endpoints || *p == ',';
+	if (n_ep && (uint64_t)n_ep * f->timeout_ms + f->period_ms > f->grant_ttl_ms)
+		ycfg_error(y, ycfg_get(y, m, "timeout_ms") ? ycfg_get(y, m, "timeout_ms") : m,
+			   "fleet.timeout_ms", "range",
+			   "%zu endpoint(s) x timeout_ms %u + period_ms %u = %llu ms cannot meet "
+			   "grant_ttl_ms %u: lower timeout_ms to at most %llu",
+			   n_ep, f->timeout_ms, f->period_ms,
+			   (unsigned long long)n_ep * f->timeout_ms + f->period_ms, f->grant_ttl_ms,
+			   f->grant_ttl_ms > f->period_ms
+				   ? (unsigned long long)(f->grant_ttl_ms - f->period_ms) / n_ep
+				   : 0ull);
 	ycfg_bool(y, m, "fleet", "allocator", false, &f->allocator);
 	yaml_node_t *h = ycfg_get(y, m, "hysteresis");
 	if (h && ycfg_is_map(y, h, "fleet.hysteresis")) {

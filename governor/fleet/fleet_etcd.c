@@ -281,10 +281,16 @@ int etcd_get(struct etcd *e, const char *key, struct etcd_kv *kv, int *found, in
 	int rc = 0;
 	if (json_array_size(kvs) > 0) {
 		rc = etcd_kv_parse(json_array_get(kvs, 0), kv);
-		if (rc)
+		if (rc) {
 			snprintf(e->err, sizeof(e->err), "%s: malformed kv in the reply", key);
-		else
+		} else if (strcmp(kv->key, key)) {
+			/* a wrong or hostile endpoint: never take another key's value */
+			snprintf(e->err, sizeof(e->err), "%s: the reply is for another key", key);
+			etcd_kv_free(kv);
+			rc = -EPROTO;
+		} else {
 			*found = 1;
+		}
 	}
 	json_decref(r);
 	return rc;
@@ -318,16 +324,29 @@ int etcd_get_prefix(struct etcd *e, const char *prefix, struct etcd_kv **out, si
 	json_t *kvs = json_object_get(r, "kvs");
 	size_t m = json_array_size(kvs);
 	int rc = 0;
+	if (limit && m > limit) {
+		snprintf(e->err, sizeof(e->err), "%s: %zu keys in the reply, limit %zu", prefix, m, limit);
+		json_decref(r);
+		return -EPROTO;
+	}
 	if (m) {
 		*out = calloc(m, sizeof(**out));
 		if (!*out)
 			rc = -ENOMEM;
 		for (size_t i = 0; !rc && i < m; i++) {
 			rc = etcd_kv_parse(json_array_get(kvs, i), &(*out)[i]);
-			if (rc)
+			if (rc) {
 				snprintf(e->err, sizeof(e->err), "%s: malformed kv in the reply", prefix);
-			else
+			} else {
 				(*n)++;
+				/* callers slice the prefix off: a key that does not
+				 * start with it (a wrong or hostile endpoint) is refused */
+				if (strncmp((*out)[i].key, prefix, strlen(prefix))) {
+					snprintf(e->err, sizeof(e->err),
+						 "%s: the reply has a key outside the prefix", prefix);
+					rc = -EPROTO;
+				}
+			}
 		}
 		if (rc) {
 			etcd_kvs_free(*out, *n);
@@ -474,4 +493,53 @@ int etcd_txn(struct etcd *e, json_t *cmp, json_t *succ, json_t *fail, int *ok, j
 	else
 		json_decref(r);
 	return 0;
+}
+
+int etcd_get_many(struct etcd *e, const char *const *keys, size_t n, struct etcd_kv *kv, int *found,
+		  int64_t *rev)
+{
+	json_t *succ = json_array(), *resp = NULL;
+	int ok = 0, rc;
+
+	for (size_t i = 0; i < n; i++) {
+		found[i] = 0;
+		memset(&kv[i], 0, sizeof(kv[i]));
+		json_array_append_new(succ, etcd_op_get(keys[i]));
+	}
+	/* no compare: the ranges are served at one revision, one snapshot */
+	rc = etcd_txn(e, NULL, succ, NULL, &ok, &resp, rev);
+	if (rc)
+		return rc;
+	json_t *rs = json_object_get(resp, "responses");
+	if (!ok || json_array_size(rs) != n) {
+		snprintf(e->err, sizeof(e->err), "%s: a read of %zu keys came back with %zu answers",
+			 keys[0], n, json_array_size(rs));
+		rc = -EPROTO;
+		goto out_free;
+	}
+	for (size_t i = 0; i < n && !rc; i++) {
+		json_t *kvs = json_object_get(
+			json_object_get(json_array_get(rs, i), "response_range"), "kvs");
+		if (json_array_size(kvs) == 0)
+			continue;
+		if (etcd_kv_parse(json_array_get(kvs, 0), &kv[i])) {
+			snprintf(e->err, sizeof(e->err), "%s: malformed kv in the reply", keys[i]);
+			rc = -EPROTO;
+		} else if (strcmp(kv[i].key, keys[i])) {
+			snprintf(e->err, sizeof(e->err), "%s: the reply is for another key", keys[i]);
+			etcd_kv_free(&kv[i]);
+			rc = -EPROTO;
+		} else {
+			found[i] = 1;
+		}
+	}
+	if (rc)
+		for (size_t i = 0; i < n; i++)
+			if (found[i]) {
+				etcd_kv_free(&kv[i]);
+				found[i] = 0;
+			}
+out_free:
+	json_decref(resp);
+	return rc;
 }

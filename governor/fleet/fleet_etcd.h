@@ -43,6 +43,11 @@ int etcd_get(struct etcd *e, const char *key, struct etcd_kv *kv, int *found, in
  * etcd_kvs_free. At most limit (0: no limit). */
 int etcd_get_prefix(struct etcd *e, const char *prefix, struct etcd_kv **out, size_t *n,
 		    size_t limit);
+/* n keys read at one revision (a txn of ranges: one consistent snapshot):
+ * found[i], kv[i] (free each found one with etcd_kv_free). A reply for
+ * another key than asked is refused (-EPROTO). */
+int etcd_get_many(struct etcd *e, const char *const *keys, size_t n, struct etcd_kv *kv, int *found,
+		  int64_t *rev);
 void etcd_kv_free(struct etcd_kv *kv);
 void etcd_kvs_free(struct etcd_kv *kv, size_t n);
 int etcd_put(struct etcd *e, const char *key, const char *value, int64_t lease);

@@ -80,6 +80,7 @@ static void key_of(const struct declog_record *r, struct declog_key *k)
 	k->operator_hold = r->operator_hold;
 	k->rollbacks = r->rollbacks;
 	snprintf(k->envelope, sizeof(k->envelope), "%s", r->envelope ? r->envelope : "");
+	k->power_budget_on = r->power_budget_on;
 	k->power_budget_mw = r->power_budget_mw;
 }
 
@@ -307,7 +308,7 @@ int declog_decision(struct declog *d, const struct declog_record *r)
 	json_object_set_new(o, "envelope", r->envelope ? json_string(r->envelope) : json_null());
 	json_object_set_new(o, "operator_hold", json_boolean(r->operator_hold));
 	json_object_set_new(o, "power_budget_mw",
-			    r->power_budget_mw ? json_integer(r->power_budget_mw) : json_null());
+			    r->power_budget_on ? json_integer(r->power_budget_mw) : json_null());
 	if (r->emergency)
 		json_object_set_new(o, "emergency", json_string(r->emergency));
 	json_object_set_new(o, "policy", json_string(r->policy_name));

@@ -60,7 +60,8 @@ struct declog_record {
 	uint64_t rollbacks;
 	const char *envelope;         /* NULL: inside the policy's envelope; else why not */
 	bool operator_hold;           /* governor_hold(): the op point in force is kept */
-	uint32_t power_budget_mw;     /* external budget in force; 0: none */
+	bool power_budget_on;         /* an external budget is in force (0 W is one) */
+	uint32_t power_budget_mw;     /* that budget */
 	const char *emergency;        /* non-NULL: an emergency record (governor_emergency) */
 };
 
@@ -78,6 +79,7 @@ struct declog_key {
 	struct gov_opoint lkg;
 	uint64_t rollbacks;
 	char envelope[64];
+	bool power_budget_on;
 	uint32_t power_budget_mw;
 };
 

@@ -282,7 +282,8 @@ static void fill_rb_record(const struct governor *g, uint64_t now, struct declog
 	rec->rollbacks = g->rb.rollbacks;
 	rec->envelope = g->outside_envelope ? g->envelope_why : NULL;
 	rec->operator_hold = g->operator_hold;
-	rec->power_budget_mw = g->guard.budget_mw;
+	rec->power_budget_on = g->guard.budget_on;
+	rec->power_budget_mw = g->guard.budget_on ? g->guard.budget_mw : 0;
 }
 
 /* Actuates the guarded point (not in dry run, where the device keeps what
@@ -483,6 +484,12 @@ int governor_set_power_budget_mw(struct governor *g, uint32_t cap_mw)
 		return -EINVAL;
 	guard_set_budget_mw(&g->guard, cap_mw);
 	return 0;
+}
+
+void governor_clear_power_budget(struct governor *g)
+{
+	if (g->ctl)
+		guard_clear_budget(&g->guard);
 }
 
 void governor_hold(struct governor *g, bool hold)

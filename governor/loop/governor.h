@@ -110,8 +110,11 @@ int governor_tick(struct governor *g);
  * clock's wait advances the plant in sim. */
 int governor_run(struct governor *g, uint64_t end_ms);
 /* External power cap (node budget share) the guard applies on top of the
- * policy's; 0 removes it. From the next period (or emergency). 0 or -EINVAL. */
+ * policy's; never below the device minimum, and 0 is a cap (at that minimum),
+ * never "no cap": governor_clear_power_budget removes it. From the next
+ * period (or emergency). 0 or -EINVAL. */
 int governor_set_power_budget_mw(struct governor *g, uint32_t cap_mw);
+void governor_clear_power_budget(struct governor *g);
 /* hold: keep the op point in force; the controller still runs and logs, the
  * guard's safe point (faults, envelope) still applies. */
 void governor_hold(struct governor *g, bool hold);

@@ -40,7 +40,14 @@ void guard_set_envelope(struct guard *g, bool outside)
 
 void guard_set_budget_mw(struct guard *g, uint32_t budget_mw)
 {
+	g->budget_on = true;
 	g->budget_mw = budget_mw;
+}
+
+void guard_clear_budget(struct guard *g)
+{
+	g->budget_on = false;
+	g->budget_mw = 0;
 }
 
 /* The policy's power budget (power.budget_w): the mean power of the
@@ -82,7 +89,7 @@ uint32_t guard_cap_mw(const struct guard *g)
 {
 	uint32_t cap = g->cap_mw;
 
-	if (g->budget_mw > 0 && g->budget_mw < cap)
+	if (g->budget_on && g->budget_mw < cap)
 		cap = g->budget_mw;
 	if (g->policy_budget_on && g->policy_budget_mw < cap)
 		cap = g->policy_budget_mw; /* spent (0): the device minimum below */
@@ -94,7 +101,7 @@ uint32_t guard_cap_mw(const struct guard *g)
 static void safe_point_capped(const struct guard *g, size_t n_slices, struct gov_opoint *out)
 {
 	guard_safe_point(g, n_slices, out);
-	if ((g->budget_mw > 0 || g->policy_budget_on) && out->power_limit_mw > guard_cap_mw(g))
+	if ((g->budget_on || g->policy_budget_on) && out->power_limit_mw > guard_cap_mw(g))
 		out->power_limit_mw = guard_cap_mw(g);
 }
 

@@ -26,7 +26,8 @@ struct guard {
 	uint32_t safe_hold_left;
 	bool in_safe;
 	bool outside_envelope;       /* guard_set_envelope */
-	uint32_t budget_mw;          /* external power budget (node share); 0: none */
+	bool budget_on;              /* an external power budget is in force */
+	uint32_t budget_mw;          /* that budget (node share); 0 is a budget of 0 */
 	struct guard_budget pbudget;
 	bool policy_budget_on;       /* power.budget_w set: policy_budget_mw caps the limit */
 	uint32_t policy_budget_mw;   /* its accelerator allowance now */
@@ -45,9 +46,11 @@ void guard_safe_point(const struct guard *g, size_t n_slices, struct gov_opoint 
 /* Outside the policy's envelope: guard_apply returns the safe point (reason
  * envelope) until cleared. A critical fault still wins (safe_point). */
 void guard_set_envelope(struct guard *g, bool outside);
-/* An external power cap on top of the policy's (0: none); never below the
- * device's minimum limit. Applies to the safe point too. */
+/* An external power cap on top of the policy's; never below the device's
+ * minimum limit (0 is a cap at the minimum, never "no cap"). Applies to the
+ * safe point too. guard_clear_budget removes it. */
 void guard_set_budget_mw(struct guard *g, uint32_t budget_mw);
+void guard_clear_budget(struct guard *g);
 /* Accelerator power allowed by an average-power budget (W; INFINITY when
  * budget_w is 0). Pure but for b. */
 double guard_budget_allowance_w(struct guard_budget *b, const double power_w[HAL_RAIL_N],

@@ -106,6 +106,29 @@ static void test_errors(void **st)
 	diag_clear(&d);
 	assert_int_equal(load("fleet: [1]\n", &c, &d), -EINVAL);
 	diag_clear(&d);
+	/* 8 endpoints at 60 s each cannot meet a 3 s grant TTL: refused at
+	 * timeout_ms (line 6), with the largest that can */
+	assert_int_equal(load("fleet:\n"
+			      "  endpoints: [\"http://a:1\", \"http://b:1\", \"http://c:1\", \"http://d:1\",\n"
+			      "              \"http://e:1\", \"http://f:1\", \"http://g:1\", \"http://h:1\"]\n"
+			      "  group: g\n"
+			      "  timeout_ms: 60000\n"
+			      "  safe_budget_w: 100\n",
+			      &c, &d),
+			 -EINVAL);
+	diag_print(&d, stdout);
+	assert_true(has(&d, 8, "fleet.timeout_ms"));
+	assert_non_null(strstr(d.v[0].msg, "at most 312"));
+	diag_clear(&d);
+	/* three endpoints at 400 ms and a 500 ms period meet 3 s */
+	assert_int_equal(load("fleet:\n"
+			      "  endpoints: [\"http://a:1\", \"http://b:1\", \"http://c:1\"]\n"
+			      "  group: g\n"
+			      "  safe_budget_w: 100\n",
+			      &c, &d),
+			 0);
+	config_free(c);
+	diag_clear(&d);
 }
 
 static void test_reload_refused(void **st)

@@ -143,6 +143,7 @@ static void test_rollback_fields(void **state)
 	f.rec.rollbacks = 2;
 	f.rec.envelope = "inlet 41.0 C outside 10..40 C";
 	f.rec.operator_hold = true;
+	f.rec.power_budget_on = true;
 	f.rec.power_budget_mw = 450000;
 	f.rec.emergency = "gpio";
 	o = written(&f.rec);

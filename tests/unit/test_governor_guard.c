@@ -235,7 +235,10 @@ static void test_envelope_and_budget(void **state)
 	assert_int_equal(out.power_limit_mw, 600000);
 	guard_set_budget_mw(&g, 1000); /* never under the device minimum */
 	assert_int_equal(guard_cap_mw(&g), 200000);
+	/* 0 is a budget of 0 (the device minimum), never "no budget" */
 	guard_set_budget_mw(&g, 0);
+	assert_int_equal(guard_cap_mw(&g), 200000);
+	guard_clear_budget(&g);
 	assert_int_equal(guard_cap_mw(&g), 600000);
 
 	/* emergency: safe point now, then held like a fault */

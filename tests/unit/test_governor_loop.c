@@ -565,7 +565,11 @@ static void test_power_budget(void **state)
 	assert_int_equal(governor_set_power_budget_mw(&r->g, 50000), 0); /* under the device min */
 	assert_int_equal(governor_run(&r->g, 3000), 0);
 	assert_int_equal(r->f.power_limit_mw, 200000);
+	/* a budget of 0 W holds the device minimum: zero never means unlimited */
 	assert_int_equal(governor_set_power_budget_mw(&r->g, 0), 0);
+	assert_int_equal(governor_run(&r->g, 3500), 0);
+	assert_int_equal(r->f.power_limit_mw, 200000);
+	governor_clear_power_budget(&r->g);
 	assert_int_equal(governor_run(&r->g, 4000), 0);
 	assert_int_equal(r->f.power_limit_mw, 700000);
 	governor_fini(&r->g);
@@ -578,7 +582,10 @@ static void test_power_budget(void **state)
 	assert_true(has_reason(v[3], "clamp_power_cap"));
 	assert_string_equal(json_string_value(json_object_get(v[3], "binding")), "power_cap");
 	assert_int_equal(op_int(v[3], "after", "power_limit_mw"), 450000);
-	assert_true(json_is_null(json_object_get(v[7], "power_budget_mw")));
+	/* the zero budget is logged as 0, not as "none" */
+	assert_true(json_is_integer(json_object_get(v[7], "power_budget_mw")));
+	assert_int_equal(json_integer_value(json_object_get(v[7], "power_budget_mw")), 0);
+	assert_true(json_is_null(json_object_get(v[8], "power_budget_mw")));
 	lines_free(v, n);
 	rig_free(r);
 }
