@@ -198,6 +198,10 @@ struct hal_dev_cfg {
 	 * its own clock so every t_ms shares one time base, tests pass a
 	 * scripted one. Timeouts stay real time (govd_mono_ms). */
 	const struct govd_clock *clock;
+	/* A dry run: the backend writes nothing to its device, router or
+	 * actuator on any path (reads, faults, close), not only in the set
+	 * ops the daemon's dry view already refuses. */
+	bool read_only;
 };
 
 struct hal_ops {

@@ -482,6 +482,7 @@ static int power_open(struct sv *s, const struct hal_dev_cfg *cfg, const char *b
 		.keys = s->ikeys,
 		.values = s->ivals,
 		.clock = cfg->clock,
+		.read_only = cfg->read_only,
 	};
 	int rc = hal_open(&s->inner, &ic, diags);
 	if (rc)
@@ -751,6 +752,7 @@ static int sv_setup(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct d
 		hc.total_weight = (unsigned)hap_total;
 		hc.max_step = (unsigned)hap_step;
 		hc.timeout_ms = (uint32_t)(ptimeout ? ptimeout : timeout_ms);
+		hc.read_only = cfg->read_only;
 		const char *full = bopts_str(o, "haproxy_server_full", "bf16");
 		const char *low = bopts_str(o, "haproxy_server_low", "fp8");
 		for (size_t i = 0; i < s->n_slices; i++) {

@@ -333,6 +333,11 @@ static int set_weight(struct hap *h, size_t s, int which, int w)
 	char cmd[2 * HAP_NAME_LEN + 32], *a;
 	size_t n;
 	snprintf(cmd, sizeof(cmd), "set weight %s/%s %d", h->names[s][0], h->names[s][which], w);
+	if (h->cfg.read_only) {
+		/* the one writer: nothing reaches HAProxy in a dry run */
+		snprintf(h->err, sizeof(h->err), "haproxy %s: '%s' not sent: dry run", h->path, cmd);
+		return -EROFS;
+	}
 	int rc = hap_command(h->path, cmd, h->cfg.timeout_ms, &a, &n);
 	if (rc)
 		return cmd_err(h, cmd, rc);
@@ -500,7 +505,7 @@ static int step_toward(int cur, int want, unsigned max_step)
 static int step(struct hap *h)
 {
 	int rc = 0;
-	if (!h->have_want)
+	if (!h->have_want || h->cfg.read_only)
 		return 0;
 	for (size_t s = 0; s < h->cfg.n_slices; s++) {
 		int nh = step_toward(h->cur_hi[s], h->want_hi[s], h->cfg.max_step);
@@ -542,6 +547,8 @@ int hap_apply(struct hap *h, const double *lo_frac, size_t n)
  * (the fallback is not rate-limited: it is the safe side). */
 static void fallback(struct hap *h)
 {
+	if (h->cfg.read_only)
+		return; /* a dry run reports the fault and leaves the operator's weights */
 	for (size_t s = 0; s < h->cfg.n_slices; s++) {
 		h->want_hi[s] = (int)h->cfg.total_weight;
 		h->want_lo[s] = 0;
@@ -609,7 +616,7 @@ int hap_check(struct hap *h)
 int hap_restore(struct hap *h)
 {
 	int rc = 0;
-	if (!h->have_orig || !h->wrote)
+	if (!h->have_orig || !h->wrote || h->cfg.read_only)
 		return 0;
 	for (size_t s = 0; s < h->cfg.n_slices; s++) {
 		/* the lower one first, as in step(): no moment above both ends */

@@ -49,6 +49,7 @@ struct hap_cfg {
 	unsigned total_weight; /* the two servers' weights add up to this (1..256) */
 	unsigned max_step;     /* at most this change of one server's weight per step */
 	uint32_t timeout_ms;   /* one runtime API command, connect to answer */
+	bool read_only;        /* a dry run: reads only; no step, fallback or restore writes */
 };
 
 struct hap_orig {

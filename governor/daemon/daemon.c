@@ -665,6 +665,7 @@ int daemon_init(struct daemon *d, const char *config_path, bool dry_run,
 		dd->cfg = &c->dev[i];
 		config_dev_cfg(dd->cfg, &hc);
 		hc.clock = &d->clock;
+		hc.read_only = d->dry_run;
 		if ((rc = hal_open(&dd->hw, &hc, diags)))
 			goto err_devs;
 		d->n = i + 1;

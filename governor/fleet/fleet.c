@@ -180,6 +180,12 @@ int fleet_grant_judge(const struct fleet_grant_read *rd, const char *node, uint6
 			 gid ? gid : "?", lid ? lid : "?");
 		goto out_free;
 	}
+	/* the allocator writes its grants bound to its leadership lease (they
+	 * go with it); a plain put, which any client can make, has none */
+	if (rd->grants->lease == 0 || rd->grants->lease != rd->leader->lease) {
+		snprintf(why, len, "the grants are not bound to the allocator's lease");
+		goto out_free;
+	}
 	if (rd->grants->mod_rev < rd->leader->create_rev) {
 		snprintf(why, len, "the grants were written before the allocator's election");
 		goto out_free;
@@ -246,6 +252,8 @@ static void lose(struct fleet_allocator *al, const char *why)
 		log_warn("fleet %s: no longer allocating (%s)", al->prefix, why);
 	al->leader = false;
 	al->epoch = 0;
+	json_decref(al->last_grants); /* a later term starts from the key */
+	al->last_grants = NULL;
 }
 
 static void leader_id_of(const struct etcd_kv *kv, char *out, size_t len)
@@ -330,11 +338,15 @@ static json_t *carry_reserves(const json_t *prev, const struct fleet_rec *r, siz
 	json_t *v;
 	*sum = 0;
 
-	/* grants of the last round whose node has no record now: a new reserve */
+	/* grants of the last round whose node has no record now: a new reserve
+	 * of what it may be running, its exposure max(grant, applied): it may
+	 * not have read its last grant yet */
 	json_object_foreach(json_object_get((json_t *)prev, "grants"), k, v) {
-		uint64_t mw = prev_grant(prev, k);
+		uint64_t mw = prev_grant(prev, k), ex = map_mw(prev, "exposed", k);
 		if (mw == FLEET_NO_GRANT)
 			continue;
+		if (ex != FLEET_NO_GRANT && ex > mw)
+			mw = ex;
 		uint64_t safe = map_mw(prev, "safe", k), hold = map_mw(prev, "hold_ms", k);
 		json_object_set_new(out, k,
 				    json_pack("{s:I, s:I, s:I}", "mw", (json_int_t)mw, "safe_mw",
@@ -434,12 +446,25 @@ int fleet_allocator_round(struct fleet_allocator *al, uint64_t now, struct fleet
 	}
 	al->warned_no_budget = false;
 
-	key_of(al->prefix, "grants", key, sizeof(key));
+	/* the allocation's state: the ledger, a copy of the grants that
+	 * outlives the allocator's lease (the grants go with it) */
+	key_of(al->prefix, "ledger", key, sizeof(key));
 	if (etcd_get(al->e, key, &kv, &found, NULL))
 		return -EIO;
 	if (found) {
 		prev = load_value(&kv);
 		etcd_kv_free(&kv);
+	}
+	/* The grants in force are what this allocator wrote last: a value of
+	 * another term or author in the key is a forgery (or a deposed
+	 * allocator's), so its own copy counts. A new allocator has none and
+	 * takes the key as its predecessor left it. */
+	const json_t *pe = json_object_get(prev, "epoch");
+	const char *pa = json_string_value(json_object_get(prev, "allocator"));
+	if (al->last_grants && (!json_is_integer(pe) || json_integer_value(pe) != al->epoch ||
+				!pa || strcmp(pa, al->id))) {
+		json_decref(prev);
+		prev = json_incref(al->last_grants);
 	}
 	forget = read_forget(al, &rc);
 	if (rc)
@@ -492,9 +517,13 @@ int fleet_allocator_round(struct fleet_allocator *al, uint64_t now, struct fleet
 	}
 	size_t pending = fleet_phase(avail, r, n, cur, tgt, w);
 	json_t *g = json_object(), *t = json_object(), *sj = json_object(), *hj = json_object();
+	json_t *xj = json_object();
 	uint64_t sum = 0;
 	for (size_t i = 0; i < n; i++) {
 		json_object_set_new(g, r[i].name, json_integer((json_int_t)w[i]));
+		json_object_set_new(xj, r[i].name,
+				    json_integer((json_int_t)(w[i] > r[i].applied_mw ? w[i]
+										: r[i].applied_mw)));
 		json_object_set_new(t, r[i].name, json_integer((json_int_t)tgt[i]));
 		json_object_set_new(sj, r[i].name, json_integer((json_int_t)safe[i]));
 		json_object_set_new(hj, r[i].name, json_integer((json_int_t)hold[i]));
@@ -502,26 +531,30 @@ int fleet_allocator_round(struct fleet_allocator *al, uint64_t now, struct fleet
 	}
 	assert(sum <= avail); /* and avail + res_sum <= budget unless the reserves alone exceed it */
 	al->round++;
-	json_t *val = json_pack("{s:I, s:s, s:I, s:I, s:I, s:b, s:I, s:o, s:o, s:o, s:o, s:O}", "epoch",
+	json_t *val = json_pack("{s:I, s:s, s:I, s:I, s:I, s:b, s:I, s:o, s:o, s:o, s:o, s:o, s:O}",
+				"epoch",
 				(json_int_t)al->epoch, "allocator", al->id, "budget_mw",
 				(json_int_t)budget, "round", (json_int_t)al->round, "pending",
 				(json_int_t)pending, "infeasible", tr.infeasible || res_sum > budget,
 				"written_unix_ms", (json_int_t)real_ms(), "grants", g, "targets", t,
-				"safe", sj, "hold_ms", hj, "reserved", reserved);
+				"safe", sj, "hold_ms", hj, "exposed", xj, "reserved", reserved);
 	char *txt = json_dumps(val, JSON_COMPACT | JSON_SORT_KEYS);
-	json_decref(val);
 	if (!txt) {
+		json_decref(val);
 		rc = -ENOMEM;
 		goto out_free;
 	}
 	/* Only while the leader key is the one this allocator created: a
 	 * deposed allocator (lease gone, key re-created) cannot write. The
 	 * forget keys it acted on go in the same txn. */
-	char lkey[FLEET_PREFIX_LEN + 16], fkey[FLEET_PREFIX_LEN + FLEET_NAME_LEN + 16];
+	char lkey[FLEET_PREFIX_LEN + 16], gkey[FLEET_PREFIX_LEN + 16];
+	char fkey[FLEET_PREFIX_LEN + FLEET_NAME_LEN + 16];
 	key_of(al->prefix, "leader", lkey, sizeof(lkey));
+	key_of(al->prefix, "grants", gkey, sizeof(gkey));
 	json_t *cmp = json_array(), *succ = json_array();
 	json_array_append_new(cmp, etcd_cmp_create(lkey, al->epoch));
-	json_array_append_new(succ, etcd_op_put(key, txt, 0));
+	json_array_append_new(succ, etcd_op_put(gkey, txt, al->lease));
+	json_array_append_new(succ, etcd_op_put(key, txt, 0)); /* the ledger */
 	const char *fk;
 	json_t *fv;
 	json_object_foreach(forget, fk, fv) {
@@ -531,14 +564,18 @@ int fleet_allocator_round(struct fleet_allocator *al, uint64_t now, struct fleet
 	free(txt);
 	int ok = 0;
 	if (etcd_txn(al->e, cmp, succ, NULL, &ok, NULL, NULL)) {
+		json_decref(val);
 		rc = -EIO;
 		goto out_free;
 	}
 	if (!ok) {
+		json_decref(val);
 		al->lease = 0;
 		lose(al, "the leader key is no longer its own");
 		goto out_free;
 	}
+	json_decref(al->last_grants);
+	al->last_grants = val;
 	json_object_foreach(forget, fk, fv)
 		log_notice("fleet %s: node %s forgotten: its reserve is released", al->prefix, fk);
 	al->last_round_ms = now;
@@ -569,6 +606,8 @@ void fleet_allocator_resign(struct fleet_allocator *al)
 		etcd_lease_revoke(al->e, al->lease);
 	al->lease = 0;
 	al->leader = false;
+	json_decref(al->last_grants);
+	al->last_grants = NULL;
 }
 
 /* ---- node agent ---- */
@@ -682,10 +721,15 @@ static void judge_locked(struct fleet_agent *a, uint64_t now)
 		 * (exiting would put the devices' original, uncapped limits back) */
 		m = FLEET_SAFE;
 		b = 0;
+	} else if (!a->have_last_grant) {
+		/* never granted: nobody holds a share for it, so every device
+		 * runs at its minimum until the allocator admits the node */
+		m = FLEET_NO_GRANT_YET;
+		b = 0;
 	} else {
-		m = a->have_last_grant ? FLEET_SAFE : FLEET_NO_GRANT_YET;
+		m = FLEET_SAFE;
 		b = safe_mw(a);
-		if (a->have_last_grant && a->last_grant_mw < b)
+		if (a->last_grant_mw < b)
 			b = a->last_grant_mw;
 	}
 	enum fleet_mode old = a->st.mode;
@@ -980,7 +1024,7 @@ int fleet_agent_start(struct fleet_agent **out, const struct fleet_config *c, co
 	}
 	const struct fleet_params p = { .up_frac = c->up_frac, .down_frac = c->down_frac };
 	fleet_allocator_init(&a->al, &a->e, a->prefix, a->node, c->lease_ttl_s, &p);
-	a->st.budget_mw = safe_mw(a);
+	a->st.budget_mw = 0;
 	a->st.grant_age_ms = UINT64_MAX;
 	a->st.fault = FLEET_FAULT_STALE;
 	a->etcd_ok = a->was_etcd_ok = true;

@@ -8,6 +8,7 @@
  *   grants          {"epoch", "allocator", "budget_mw", "round", "pending",
  *                    "infeasible", "written_unix_ms", "grants": {node: mW},
  *                    "targets": {node: mW}, "safe": {node: mW},
+ *                    "exposed": {node: max(grant, applied) mW},
  *                    "hold_ms": {node: ms}, "reserved": {node: {"mw", "safe_mw",
  *                    "hold_ms"}}}  written only while the leader key's
  *                                   create_revision is the allocator's epoch
@@ -45,6 +46,7 @@ struct fleet_allocator {
 	bool warned_no_budget;
 	char leader_id[FLEET_NAME_LEN]; /* who leads, as last seen */
 	uint64_t last_round_ms;     /* monotonic; 0: none yet (reserve holds count from it) */
+	json_t *last_grants;        /* what it wrote last (owned): the grants key may be forged */
 	uint64_t malformed_log_ms;  /* malformed records are logged at most once a minute */
 };
 

@@ -33,85 +33,27 @@ CONVERGE_PERIODS=25 # 5 s at 200 ms: the target the measured times are printed a
 # once took longer than 5 s).
 # The times are measured and printed; docs/fleet.md reports them.
 WAIT_SCALE=3
-tmp=$(mktemp -d)
-etcd_pids=() govd_pids=() sampler=
-cleanup() {
-	for p in "${govd_pids[@]}" "${etcd_pids[@]}" $sampler; do kill -9 "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	[ -n "${KEEP_TMP:-}" ] && { echo "kept $tmp"; return; }
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() {
-	echo "FAIL: $*" >&2
-	for f in "$tmp"/n*.err "$tmp"/svc.err; do [ -f "$f" ] && sed "s|^|  $(basename "$f"): |" "$f" | tail -25 >&2; done
-	exit 1
-}
+. "$(dirname "$0")/lib/etcd_cluster.sh"
 
-# Free loopback ports: bound and released by the kernel's choice.
-read -r -a ports < <($py -c '
-import socket
-ss = [socket.socket() for _ in range(6)]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in ss))
-for s in ss: s.close()')
-cluster="e0=http://127.0.0.1:${ports[3]},e1=http://127.0.0.1:${ports[4]},e2=http://127.0.0.1:${ports[5]}"
-endpoints="http://127.0.0.1:${ports[0]},http://127.0.0.1:${ports[1]},http://127.0.0.1:${ports[2]}"
-start_etcd() {
-	local i=$1
-	etcd --name "e$i" --data-dir "$tmp/etcd$i" \
-		--listen-client-urls "http://127.0.0.1:${ports[$i]}" \
-		--advertise-client-urls "http://127.0.0.1:${ports[$i]}" \
-		--listen-peer-urls "http://127.0.0.1:${ports[$((i + 3))]}" \
-		--initial-advertise-peer-urls "http://127.0.0.1:${ports[$((i + 3))]}" \
-		--initial-cluster "$cluster" --initial-cluster-state "${2:-new}" \
-		--heartbeat-interval 50 --election-timeout 500 \
-		>>"$tmp/etcd$i.log" 2>&1 &
-	etcd_pids[$i]=$!
-}
+etcd_ports 0
 for i in 0 1 2; do start_etcd $i; done
-wait_for() {
-	local what=$1 n=$(($2 * WAIT_SCALE)); shift 2
-	for _ in $(seq "$n"); do "$@" && return 0; sleep 0.1; done
-	fail "timed out waiting for $what"
-}
-healthy() { ETCDCTL_API=3 etcdctl --endpoints "$endpoints" --command-timeout=1s endpoint health >/dev/null 2>&1; }
 wait_for "etcd cluster health" 150 healthy
 
 cp policies/thermal-conservative.yaml "$tmp/p.yaml"
+GRANT_TTL_MS=1200
 # node PRIO ALLOCATOR
 start_node() {
 	local n=$1 prio=$2 alloc=$3
-	cat >"$tmp/$n.yaml" <<YAML
-node: $n
-policy: p.yaml
-state_file: $n.state.json
-decision_log: {dir: log-$n}
-metrics: {listen: "127.0.0.1:0"}
-control: {socket: $n.sock}
-fleet:
-  endpoints: [$(echo "$endpoints" | sed 's/,/, /g')]
-  cluster: ci
-  group: rack1
-  priority: $prio
-  safe_budget_w: 250
-  period_ms: $PERIOD_MS
-  lease_ttl_s: $TTL_S
-  grant_ttl_ms: 1200
-  timeout_ms: 300
-  allocator: $alloc
-devices:
-  - {name: gpu0, backend: sim, time_scale: 10, options: {scenario: configs/scenarios/default.yaml, seed: ${#n}}}
-YAML
+	node_yaml "$n" rack1 "$prio" "$alloc" "$endpoints" ${#n} >"$tmp/$n.yaml"
 	"$govd" --config "$tmp/$n.yaml" 2>"$tmp/$n.err" &
-	govd_pids+=($!)
+	pids+=($!)
 	eval "pid_$n=$!"
 }
 status() { "$govctl" fleet status --json --endpoints "$endpoints" --cluster ci --group rack1 --timeout-ms 500; }
 # the allocator as a service first, so it wins the first election
 "$govctl" fleet allocate --endpoints "$endpoints" --cluster ci --group rack1 --id svc \
 	--period-ms $PERIOD_MS --ttl-s $TTL_S --timeout-ms 300 2>"$tmp/svc.err" &
-govd_pids+=($!)
+pids+=($!)
 pid_svc=$!
 svc_first() { grep -q "svc is the allocator" "$tmp/svc.err"; }
 wait_for "govctl fleet allocate elected" 100 svc_first
@@ -222,7 +164,6 @@ echo "etcd before the stop: $(ETCDCTL_API=3 etcdctl --endpoints "$endpoints" --c
 	endpoint status 2>/dev/null | awk -F', ' '{printf "%s leader=%s term=%s index=%s; ", $1, $5, $7, $8}' || true)"
 echo "stopping e1 (pid ${etcd_pids[1]}) and e2 (pid ${etcd_pids[2]}); e0 is pid ${etcd_pids[0]}"
 kill -STOP "${etcd_pids[1]}" "${etcd_pids[2]}"
-metrics_of() { sed -n 's|.*metrics on http://\(127.0.0.1:[0-9]*\)/metrics.*|\1|p' "$tmp/$1.err" | tail -1; }
 # One scrape per node: in safe mode, and its budget <= 250 W and <= its last
 # grant in that same scrape (a grant committed just before the members
 # stopped but read late is fresh for grant_ttl_ms, so a node may go safe,

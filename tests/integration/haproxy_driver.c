@@ -5,8 +5,10 @@
  * (read_serving: the check and the next bounded step), printing every
  * fault. On SIGTERM it restores as govd's exit does (set_precision to 0,
  * hal_close puts the original weights back) and removes the state file.
- *   haproxy_driver STATE SOCKET BACKEND SHARE MAX_STEP PERIOD_MS
- * Prints "held" after 5 periods (the tests ask for at most 4 steps). */
+ *   haproxy_driver STATE SOCKET BACKEND SHARE MAX_STEP PERIOD_MS [dry]
+ * Prints "held" after 5 periods (the tests ask for at most 4 steps). With
+ * "dry" the device is opened read-only (hal_dev_cfg.read_only, as govd
+ * --dry-run opens it): every path above must leave HAProxy's weights alone. */
 #include <errno.h>
 #include <jansson.h>
 #include <signal.h>
@@ -21,8 +23,9 @@
 
 int main(int argc, char **argv)
 {
-	if (argc != 7) {
-		fprintf(stderr, "usage: haproxy_driver STATE SOCKET BACKEND SHARE MAX_STEP PERIOD_MS\n");
+	if (argc != 7 && !(argc == 8 && !strcmp(argv[7], "dry"))) {
+		fprintf(stderr,
+			"usage: haproxy_driver STATE SOCKET BACKEND SHARE MAX_STEP PERIOD_MS [dry]\n");
 		return 2;
 	}
 	char backends[128];
@@ -32,7 +35,7 @@ int main(int argc, char **argv)
 	const char *vals[] = { "http://127.0.0.1:1/metrics", "code", "haproxy", argv[2], backends,
 			       argv[5], "300" };
 	struct hal_dev_cfg cfg = { .name = "router0", .backend = "serving", .n_opts = 7,
-				   .keys = keys, .values = vals };
+				   .keys = keys, .values = vals, .read_only = argc == 8 };
 	struct diag_list d = { 0 };
 	struct hal_dev dev = { 0 };
 	int rc = hal_open(&dev, &cfg, &d);

@@ -18,6 +18,9 @@
 #  5. lost socket: HAProxy stopped -> the driver logs an actuation fault.
 #  6. restart: HAProxy started again (new pid) -> detected, logged, slices
 #     at the full-precision server.
+#  7. dry run (the device opened read-only, as govd --dry-run opens it): an
+#     operator's manual weights survive the driver's share, a HAProxy restart
+#     (no fallback write) and its exit (no restore write).
 # Usage: haproxy_router.sh BUILD_DIR. Skips (77) without haproxy or curl.
 set -euo pipefail
 build=${1:?usage: haproxy_router.sh BUILD_DIR}
@@ -204,4 +207,32 @@ grep restarted "$work/drv.log" || fail "restart not detected: $(cat "$work/drv.l
 [ "$(weights)" = "100 0" ] || fail "after the restart weights $(weights), want the fallback 100 0"
 kill -TERM "$drv_pid"; wait "$drv_pid" || true; drv_pid=
 echo "haproxy_router: lost socket and restart detected, fallback applied"
+
+# ---- 7: a dry run writes nothing, on any path ----
+set_weights() { # BF16 FP8, as an operator would
+	python3 - "$sock" "$1" "$2" <<'PY'
+import socket, sys
+for srv, w in (("bf16", sys.argv[2]), ("fp8", sys.argv[3])):
+    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+    s.sendall(f"set weight be_code/{srv} {w}\n".encode()); s.recv(4096); s.close()
+PY
+}
+set_weights 70 30
+"$drv" "$state" "$sock" be_code 0.40 40 100 dry >"$work/drv.log" 2>&1 &
+drv_pid=$!
+for _ in $(seq 1 60); do grep -q held "$work/drv.log" && break; sleep 0.05; done
+grep -q held "$work/drv.log" || fail "dry driver: $(cat "$work/drv.log")"
+[ "$(weights)" = "70 30" ] || fail "dry run: weights $(weights), the operator's 70 30 changed"
+stop_haproxy
+read -r p_fe < <(free_ports 1)
+write_cfg
+start_haproxy
+set_weights 80 20
+for _ in $(seq 1 40); do grep -q restarted "$work/drv.log" && break; sleep 0.05; done
+grep -q restarted "$work/drv.log" || fail "dry run: restart not reported: $(cat "$work/drv.log")"
+sleep 0.5 # a few periods after the restart
+[ "$(weights)" = "80 20" ] || fail "dry run: after the restart weights $(weights), the operator's 80 20 changed"
+kill -TERM "$drv_pid"; wait "$drv_pid" || true; drv_pid=
+[ "$(weights)" = "80 20" ] || fail "dry run: exit wrote weights $(weights), want the operator's 80 20"
+echo "haproxy_router: dry run wrote nothing (share, restart, exit)"
 echo "haproxy_router: ok"

@@ -109,6 +109,19 @@ static void test_forged(void **st)
 			       12, &mw, why),
 			 -EBADMSG);
 	assert_non_null(strstr(why, "mallory"));
+	/* a plain put: not bound to the allocator's lease */
+	struct etcd_kv pg = kv_of("/govd/c/g/grants",
+				  "{\"epoch\":10,\"allocator\":\"a\",\"budget_mw\":900000,"
+				  "\"grants\":{\"n1\":100000}}",
+				  5, 12);
+	pg.lease = 0;
+	struct fleet_grant_read prd = { .leader = &leader, .budget = &budget, .grants = &pg };
+	assert_int_equal(fleet_grant_judge(&prd, "n1", &mw, why, sizeof(why)), -EBADMSG);
+	assert_non_null(strstr(why, "lease"));
+	pg.lease = 98;
+	assert_int_equal(fleet_grant_judge(&prd, "n1", &mw, why, sizeof(why)), -EBADMSG);
+	pg.lease = 99;
+	assert_int_equal(fleet_grant_judge(&prd, "n1", &mw, why, sizeof(why)), 1);
 	/* written before the election (a replayed value) */
 	assert_int_equal(judge("{\"epoch\":10,\"allocator\":\"a\",\"budget_mw\":900000,"
 			       "\"grants\":{\"n1\":100000}}",
