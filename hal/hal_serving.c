@@ -296,7 +296,7 @@ static const char *const plain_keys[] = {
 	"precision_timeout_ms", "precision_retries", "confirm_url", "confirm_file",
 	"confirm_field", "confirm_grace_ms", "power_backend", "quality_max_samples",
 	"haproxy_backends", "haproxy_server_full", "haproxy_server_low", "haproxy_total_weight",
-	"haproxy_max_step", NULL,
+	"haproxy_max_step", "haproxy_budget_ms", NULL,
 };
 
 #define POWER_PREFIX "power."
@@ -727,13 +727,14 @@ static int sv_setup(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct d
 		bad = 1;
 	}
 	struct hap_cfg hc = { 0 };
-	uint64_t hap_total = 100, hap_step = 25;
+	uint64_t hap_total = 100, hap_step = 25, hap_budget = 0;
 	bad |= bopts_u64(o, "haproxy_total_weight", 1, HAP_WEIGHT_MAX, hap_total, &hap_total) != 0;
 	bad |= bopts_u64(o, "haproxy_max_step", 1, HAP_WEIGHT_MAX, hap_step, &hap_step) != 0;
+	bad |= bopts_u64(o, "haproxy_budget_ms", 10, 60000, hap_budget, &hap_budget) != 0;
 	if (!haproxy) {
 		static const char *const hk[] = { "haproxy_backends", "haproxy_server_full",
 						  "haproxy_server_low", "haproxy_total_weight",
-						  "haproxy_max_step" };
+						  "haproxy_max_step", "haproxy_budget_ms" };
 		for (size_t i = 0; i < sizeof(hk) / sizeof(hk[0]); i++)
 			if (bopts_str(o, hk[i], NULL)) {
 				char path[64];
@@ -753,6 +754,7 @@ static int sv_setup(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct d
 		hc.max_step = (unsigned)hap_step;
 		hc.timeout_ms = (uint32_t)(ptimeout ? ptimeout : timeout_ms);
 		hc.read_only = cfg->read_only;
+		hc.period_budget_ms = (uint32_t)hap_budget; /* 0: one command's timeout */
 		const char *full = bopts_str(o, "haproxy_server_full", "bf16");
 		const char *low = bopts_str(o, "haproxy_server_low", "fp8");
 		for (size_t i = 0; i < s->n_slices; i++) {

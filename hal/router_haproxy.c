@@ -271,13 +271,33 @@ static int cmd_err(struct hap *h, const char *cmd, int rc)
 	return rc;
 }
 
+/* One command within the period's budget: its timeout is what is left of
+ * it, and past it nothing is sent. */
+static int hcmd(struct hap *h, const char *cmd, char **a, size_t *n)
+{
+	uint32_t t = h->cfg.timeout_ms;
+	if (h->deadline_ms) {
+		uint64_t now = govd_mono_ms();
+		if (now >= h->deadline_ms) {
+			snprintf(h->err, sizeof(h->err),
+				 "haproxy %s: '%s' not sent: the period's budget of %u ms is spent",
+				 h->path, cmd, h->cfg.period_budget_ms);
+			return -ETIMEDOUT;
+		}
+		if (h->deadline_ms - now < t)
+			t = (uint32_t)(h->deadline_ms - now);
+	}
+	int rc = hap_command(h->path, cmd, t, a, n);
+	return rc ? cmd_err(h, cmd, rc) : 0;
+}
+
 static int read_info(struct hap *h, long *pid, uint64_t *up)
 {
 	char *a;
 	size_t n;
-	int rc = hap_command(h->path, "show info", h->cfg.timeout_ms, &a, &n);
+	int rc = hcmd(h, "show info", &a, &n);
 	if (rc)
-		return cmd_err(h, "show info", rc);
+		return rc;
 	rc = hap_parse_info(a, n, pid, up);
 	free(a);
 	if (rc)
@@ -292,9 +312,9 @@ static int read_weights(struct hap *h, size_t s, int *w_hi, int *w_lo)
 	char cmd[HAP_NAME_LEN + 32], *a;
 	size_t n, rows = 0;
 	snprintf(cmd, sizeof(cmd), "show servers state %s", h->names[s][0]);
-	int rc = hap_command(h->path, cmd, h->cfg.timeout_ms, &a, &n);
+	int rc = hcmd(h, cmd, &a, &n);
 	if (rc)
-		return cmd_err(h, cmd, rc);
+		return rc;
 	struct hap_server_row *r = calloc(256, sizeof(*r));
 	char perr[160];
 	if (!r) {
@@ -338,9 +358,9 @@ static int set_weight(struct hap *h, size_t s, int which, int w)
 		snprintf(h->err, sizeof(h->err), "haproxy %s: '%s' not sent: dry run", h->path, cmd);
 		return -EROFS;
 	}
-	int rc = hap_command(h->path, cmd, h->cfg.timeout_ms, &a, &n);
+	int rc = hcmd(h, cmd, &a, &n);
 	if (rc)
-		return cmd_err(h, cmd, rc);
+		return rc;
 	/* success is an empty answer; anything else is HAProxy's refusal */
 	bool ok = true;
 	for (size_t i = 0; i < n; i++)
@@ -393,6 +413,14 @@ int hap_cfg_check(const struct hap_cfg *cfg, const char **key, char *err, size_t
 					   "full-precision one", s, nm[2]);
 			return -EINVAL;
 		}
+		/* two slices on one backend would each steer the other's traffic */
+		for (size_t t = 0; t < s; t++)
+			if (!strcmp(cfg->slice[t].backend, nm[0])) {
+				*key = name_key[0];
+				snprintf(err, len, "slices %zu and %zu share the backend '%s': each slice "
+						   "needs its own", t, s, nm[0]);
+				return -EINVAL;
+			}
 	}
 	return 0;
 }
@@ -409,6 +437,8 @@ int hap_open(struct hap *h, const struct hap_cfg *cfg)
 	}
 	if (!h->cfg.timeout_ms)
 		h->cfg.timeout_ms = 1000;
+	if (!h->cfg.period_budget_ms)
+		h->cfg.period_budget_ms = h->cfg.timeout_ms;
 	snprintf(h->path, sizeof(h->path), "%s", cfg->socket_path);
 	for (size_t s = 0; s < cfg->n_slices; s++) {
 		const char *nm[3] = { cfg->slice[s].backend, cfg->slice[s].server_hi,
@@ -505,7 +535,7 @@ static int step_toward(int cur, int want, unsigned max_step)
 static int step(struct hap *h)
 {
 	int rc = 0;
-	if (!h->have_want || h->cfg.read_only)
+	if (!h->have_want || h->cfg.read_only || h->stepped)
 		return 0;
 	for (size_t s = 0; s < h->cfg.n_slices; s++) {
 		int nh = step_toward(h->cur_hi[s], h->want_hi[s], h->cfg.max_step);
@@ -518,6 +548,7 @@ static int step(struct hap *h)
 			if (nw == *cur)
 				continue;
 			h->wrote = true;
+			h->stepped = true;
 			rc = set_weight(h, s, which, nw);
 			if (!rc)
 				*cur = nw;
@@ -569,6 +600,8 @@ int hap_check(struct hap *h)
 	long pid = 0;
 	uint64_t up = 0;
 	h->err[0] = '\0';
+	h->deadline_ms = govd_mono_ms() + h->cfg.period_budget_ms;
+	h->stepped = false;
 	int rc = read_info(h, &pid, &up);
 	if (rc) {
 		h->faults++;
@@ -618,6 +651,7 @@ int hap_restore(struct hap *h)
 	int rc = 0;
 	if (!h->have_orig || !h->wrote || h->cfg.read_only)
 		return 0;
+	h->deadline_ms = 0; /* on the way out: each command its own timeout */
 	for (size_t s = 0; s < h->cfg.n_slices; s++) {
 		/* the lower one first, as in step(): no moment above both ends */
 		int first = h->orig[s].w_hi < h->cur_hi[s] ? 1 : 2;

@@ -49,6 +49,9 @@ struct hap_cfg {
 	unsigned total_weight; /* the two servers' weights add up to this (1..256) */
 	unsigned max_step;     /* at most this change of one server's weight per step */
 	uint32_t timeout_ms;   /* one runtime API command, connect to answer */
+	/* every command of one period (hap_check, then hap_apply) within this
+	 * (0: timeout_ms): a slow HAProxy costs the period at most this */
+	uint32_t period_budget_ms;
 	bool read_only;        /* a dry run: reads only; no step, fallback or restore writes */
 };
 
@@ -67,6 +70,8 @@ struct hap {
 	bool have_want;
 	long pid;
 	uint64_t uptime_s;
+	uint64_t deadline_ms; /* monotonic end of this period's budget; 0: none (restore) */
+	bool stepped;         /* a weight moved this period: the next step waits for the next */
 	bool fault_latched; /* a fault seen; the fallback was applied */
 	uint64_t faults;    /* detected (lost socket, restart, weight drift) */
 	char err[640];
@@ -85,10 +90,13 @@ int hap_adopt_original(struct hap *h, const char *json);
 /* {"socket":..., "servers":[{"backend","server","weight"}...]} (malloc'd). */
 char *hap_original_json(const struct hap *h);
 /* Sets the target share of the low-precision server per slice (each in
- * [0,1]) and takes one bounded step toward it. 0 or -errno. */
+ * [0,1]) and takes one bounded step toward it, unless a step was already
+ * taken this period (max_step bounds a period, not a call). 0 or -errno. */
 int hap_apply(struct hap *h, const double *lo_frac, size_t n);
-/* Once per period: checks the process (pid, uptime) and that the weights
- * read back as written, then takes the next bounded step. 0 when healthy;
+/* Once per period (it starts the period's budget, which hap_apply then
+ * shares): checks the process (pid, uptime) and that the weights read back
+ * as written, then takes the next bounded step. A command past the budget
+ * is not sent (-ETIMEDOUT, err says so). 0 when healthy;
  * -ECONNREFUSED/-ENOENT/-ETIMEDOUT (socket lost), -ESTALE (HAProxy
  * restarted or weights changed behind govd: the slices are moved to the
  * full-precision server, their fallback), err says which. */

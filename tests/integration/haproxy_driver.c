@@ -1,15 +1,17 @@
 /* Drives the serving backend's haproxy precision actuator as govd does:
  * opens the device (hal_open, precision: haproxy), records its originals
  * in a govd state file (statefile_original + statefile_write), sets the
- * low-precision share of slice "code", then reads once per period
- * (read_serving: the check and the next bounded step), printing every
- * fault. On SIGTERM it restores as govd's exit does (set_precision to 0,
+ * low-precision share of slice "code", then once per period reads
+ * (read_serving: the check and the next bounded step) and sets the share
+ * again, as a governor's tick does (max_step bounds the period, not each
+ * call), printing every fault. On SIGTERM it restores as govd's exit does (set_precision to 0,
  * hal_close puts the original weights back) and removes the state file.
  *   haproxy_driver STATE SOCKET BACKEND SHARE MAX_STEP PERIOD_MS [dry]
  * Prints "held" after 5 periods (the tests ask for at most 4 steps). With
  * "dry" the device is opened read-only (hal_dev_cfg.read_only, as govd
  * --dry-run opens it): every path above must leave HAProxy's weights alone. */
 #include <errno.h>
+#include <stdbool.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -68,12 +70,16 @@ int main(int argc, char **argv)
 	if ((rc = dev.ops->set_precision(&dev, &share, 1)))
 		printf("set_precision: %s: %s\n", strerror(-rc), dev.ops->last_error(&dev));
 	char last[400] = "";
+	bool faulted = false;
 	for (unsigned n = 0;; n++) {
 		struct timespec ts = { period_ms / 1000, (period_ms % 1000) * 1000000 };
 		if (sigtimedwait(&set, NULL, &ts) > 0)
 			break;
 		struct hal_serving sv;
 		dev.ops->read_serving(&dev, &sv);
+		if (!(sv.faults & HAL_SVF_ACTUATION) && !faulted) /* a fault: the governor's safe point */
+			dev.ops->set_precision(&dev, &share, 1);
+		faulted |= (sv.faults & HAL_SVF_ACTUATION) != 0;
 		const char *m = (sv.faults & HAL_SVF_ACTUATION) && sv.fault_msg ? sv.fault_msg : "";
 		if (strcmp(m, last)) {
 			printf("period %u: %s\n", n, m[0] ? m : "actuation healthy");

@@ -21,6 +21,12 @@
 #  7. dry run (the device opened read-only, as govd --dry-run opens it): an
 #     operator's manual weights survive the driver's share, a HAProxy restart
 #     (no fallback write) and its exit (no restore write).
+#  8. a slow HAProxy: every answer 200 ms late (its commands time out at
+#     250 ms) through a delaying proxy on the stats socket, under govd with
+#     a second (sim) device on a 500 ms period: the router's commands share
+#     one budget a period (haproxy_budget_ms), so no period overruns and the
+#     tick p99 stays under the period (before: 15 overruns in 12 s, p99
+#     1.2 s); the spent budget is reported as an actuation fault.
 # Usage: haproxy_router.sh BUILD_DIR. Skips (77) without haproxy or curl.
 set -euo pipefail
 build=${1:?usage: haproxy_router.sh BUILD_DIR}
@@ -133,6 +139,11 @@ sed 's/haproxy_max_step: 0/haproxy_server_low: bf16/; s/chat=be_chat/code=be_cod
 if "$build/govd" --check --config "$work/bad3.yaml" >"$work/check3.log" 2>&1; then fail "bad3 accepted"; fi
 grep -q "bad3.yaml:4:5: error: devices\[0\].options.haproxy_server_low: slice 0: the low-precision server 'bf16' is also the full-precision one" "$work/check3.log" ||
 	fail "no positioned server-name error: $(cat "$work/check3.log")"
+# a backend shared by two slices passes no --check
+sed 's/slices: code$/slices: code,chat/; s/haproxy_max_step: 0/haproxy_max_step: 10/; s/chat=be_chat/code=be_code,chat=be_code/' "$work/bad.yaml" >"$work/bad4.yaml"
+if "$build/govd" --check --config "$work/bad4.yaml" >"$work/check4.log" 2>&1; then fail "bad4 (a shared backend) accepted"; fi
+grep -q "bad4.yaml:4:5: error: devices\[0\].options.haproxy_backends: slices 0 and 1 share the backend 'be_code'" "$work/check4.log" ||
+	fail "no positioned shared-backend error: $(cat "$work/check4.log")"
 sed -i 's/haproxy_max_step: 0/haproxy_max_step: 10/; s/chat=be_chat/code=be_code/' "$work/bad.yaml"
 "$build/govd" --check --config "$work/bad.yaml" >"$work/check.log" 2>&1 || fail "good haproxy options refused: $(cat "$work/check.log")"
 
@@ -235,4 +246,79 @@ sleep 0.5 # a few periods after the restart
 kill -TERM "$drv_pid"; wait "$drv_pid" || true; drv_pid=
 [ "$(weights)" = "80 20" ] || fail "dry run: exit wrote weights $(weights), want the operator's 80 20"
 echo "haproxy_router: dry run wrote nothing (share, restart, exit)"
+
+# ---- 8: a slow HAProxy keeps every device on schedule ----
+slow="$work/slow.sock"
+python3 - "$slow" "$sock" 0.2 >"$work/slow.log" 2>&1 <<'PY' &
+import os, socket, sys, threading, time
+path, target, delay = sys.argv[1], sys.argv[2], float(sys.argv[3])
+srv = socket.socket(socket.AF_UNIX); srv.bind(path); srv.listen(16)
+print("listening", flush=True)
+def serve(c):
+    try:
+        req = b""
+        while not req.endswith(b"\n"):
+            b = c.recv(4096)
+            if not b: break
+            req += b
+        t = socket.socket(socket.AF_UNIX); t.connect(target); t.sendall(req)
+        ans = b""
+        while True:
+            b = t.recv(65536)
+            if not b: break
+            ans += b
+        t.close()
+        time.sleep(delay)  # just under the 250 ms per-command timeout
+        c.sendall(ans)
+    except OSError:
+        pass
+    finally:
+        c.close()
+while True:
+    c, _ = srv.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+PY
+pids+=($!)
+for _ in $(seq 1 50); do [ -S "$slow" ] && break; sleep 0.1; done
+cat >"$work/slow-pol.yaml" <<'YAML'
+name: slow-router
+metadata: {owners: [qa]}
+control: {controller: static, period_ms: 500}
+precision:
+  slices: {code: 0.4}
+YAML
+cat >"$work/slow.yaml" <<YAML
+policy: $work/slow-pol.yaml
+state_file: $work/slow-state.json
+decision_log: {dir: $work/slow-log}
+metrics: {enabled: false}
+control: {enabled: false}
+devices:
+  - name: router0
+    backend: serving
+    options:
+      url: http://127.0.0.1:$p_hi/
+      timeout_ms: 100
+      slices: code
+      precision: haproxy
+      precision_target: $slow
+      precision_timeout_ms: 250
+      haproxy_backends: code=be_code
+      haproxy_max_step: 10
+      power_backend: sim
+      power.scenario: $root/configs/scenarios/default.yaml
+  - {name: gpu1, backend: sim, time_scale: 1, options: {scenario: $root/configs/scenarios/default.yaml, seed: 2}}
+YAML
+"$build/govd" --config "$work/slow.yaml" 2>"$work/slow-govd.err" &
+gpid=$!
+pids+=($gpid)
+sleep 8
+kill -TERM "$gpid"; wait "$gpid" || fail "govd under a slow HAProxy exited $?: $(tail -5 "$work/slow-govd.err")"
+stop_line=$(grep "stopped after" "$work/slow-govd.err") || fail "no stop line: $(tail -5 "$work/slow-govd.err")"
+echo "haproxy_router: slow HAProxy (200 ms an answer): $stop_line"
+read -r periods overruns p99 < <(echo "$stop_line" | sed -n 's/.*stopped after \([0-9]*\) period(s), \([0-9]*\) overrun(s).*tick p99 \([0-9.]*\) ms.*/\1 \2 \3/p')
+[ -n "$p99" ] || fail "cannot read the stop line: $stop_line"
+[ "$overruns" = 0 ] || fail "a slow HAProxy overran $overruns of $periods periods"
+python3 -c "import sys; sys.exit(0 if $p99 < 500 else 1)" || fail "tick p99 $p99 ms is not under the 500 ms period"
+grep -q "budget of 250 ms is spent" "$work/slow-govd.err" || fail "the spent budget was not reported: $(grep -i haproxy "$work/slow-govd.err" | tail -3)"
 echo "haproxy_router: ok"

@@ -124,6 +124,17 @@ static void test_bad_config(void **st)
 	c.total_weight = 300;
 	assert_int_equal(hap_open(&h, &c), -EINVAL);
 	c.total_weight = 100;
+	/* two slices on one backend: each would steer the other's traffic */
+	c.n_slices = 2;
+	c.slice[1] = (struct hap_slice_cfg){ "code", "bf16", "fp8" };
+	const char *key = NULL;
+	char err[200];
+	assert_int_equal(hap_cfg_check(&c, &key, err, sizeof(err)), -EINVAL);
+	assert_string_equal(key, "haproxy_backends");
+	assert_non_null(strstr(err, "share the backend 'code'"));
+	c.slice[1].backend = "chat";
+	assert_int_equal(hap_cfg_check(&c, &key, err, sizeof(err)), 0);
+	c.n_slices = 1;
 	assert_int_equal(hap_open(&h, &c), -ENOENT); /* no socket there */
 	assert_non_null(strstr(h.err, "show info"));
 }
