@@ -197,6 +197,10 @@ int fsafe_create(const char *path, mode_t mode, bool replace, struct fsafe_err *
 		struct stat st;
 		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
 			return fail(e, -EISDIR, "is a directory");
+		/* a device, FIFO or socket is never replaced (as root, unlinking
+		 * /dev/full would delete the device node) */
+		if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
+			return fail(e, -EEXIST, "is not a regular file; not replaced");
 		/* unlink removes a planted symlink itself, never its target */
 		if (unlink(path) && errno != ENOENT)
 			return fail(e, -errno, "cannot replace: %s", strerror(errno));

@@ -46,8 +46,9 @@ int fsafe_read_all(const char *path, size_t max_bytes, size_t max_line, char **b
 long fsafe_getline(FILE *f, char **line, size_t *cap, size_t max_line);
 
 /* Creates path for writing with O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, mode.
- * replace: an existing non-directory entry (file or symlink) is unlinked
- * first, never written through. fd or -errno with e set. */
+ * replace: an existing regular file or symlink is unlinked first, never
+ * written through; a directory, device, FIFO or socket is refused. fd or
+ * -errno with e set. */
 int fsafe_create(const char *path, mode_t mode, bool replace, struct fsafe_err *e);
 /* The same as a stdio stream ("w"). */
 FILE *fsafe_fcreate(const char *path, mode_t mode, bool replace, struct fsafe_err *e);

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/fsafe.h"
 #include "plant_models/plant_query.h"
 #include "tools/govctl.h"
 
@@ -137,39 +138,57 @@ static void gp_quote(FILE *f, const char *s)
 	fputc('\'', f);
 }
 
-/* gnuplot reads the script (data inline as a datablock) on its stdin. */
+#define PLOT_MAX_BYTES (16u << 20) /* an SVG of a few dozen points is ~20 KiB */
+
+/* gnuplot reads the script (data inline as a datablock) on its stdin and
+ * writes the SVG to its stdout; govctl writes the file itself (never
+ * through a planted link or onto a device, every write checked), so a
+ * failed write is an error, not gnuplot's silence. *err says what failed. */
 static int write_plot(const char *path, const struct plant_query *q, const struct row_ctx *c,
-		      const struct plant_point *r, size_t n, bool by_limit)
+		      const struct plant_point *r, size_t n, bool by_limit, char *err, size_t elen)
 {
-	int pfd[2];
-	if (pipe(pfd))
+	int in[2], out[2];
+	snprintf(err, elen, "gnuplot failed");
+	if (pipe(in))
 		return -errno;
+	if (pipe(out)) {
+		int e = errno;
+		close(in[0]);
+		close(in[1]);
+		return -e;
+	}
 	pid_t pid = fork();
 	if (pid < 0) {
 		int e = errno;
-		close(pfd[0]);
-		close(pfd[1]);
+		close(in[0]);
+		close(in[1]);
+		close(out[0]);
+		close(out[1]);
 		return -e;
 	}
 	if (pid == 0) {
-		dup2(pfd[0], 0);
-		close(pfd[0]);
-		close(pfd[1]);
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[0]);
+		close(in[1]);
+		close(out[0]);
+		close(out[1]);
 		setenv("LC_ALL", "C", 1);
 		execlp("gnuplot", "gnuplot", "-", (char *)NULL);
 		_exit(127);
 	}
-	close(pfd[0]);
-	FILE *gp = fdopen(pfd[1], "w");
+	close(in[0]);
+	close(out[1]);
+	FILE *gp = fdopen(in[1], "w");
 	if (!gp) {
-		close(pfd[1]);
+		close(in[1]);
+		close(out[0]);
 		waitpid(pid, NULL, 0);
 		return -EIO;
 	}
 	fprintf(gp, "set terminal svg size 800,480 font 'sans,11' background rgb 'white'\n"
-		    "set output ");
-	gp_quote(gp, path);
-	fprintf(gp, "\nset grid lc rgb '#dddddd'\nset key noenhanced top center\n"
+		    "set output\n");
+	fprintf(gp, "set grid lc rgb '#dddddd'\nset key noenhanced top center\n"
 		    "set title noenhanced\n");
 	char title[512];
 	snprintf(title, sizeof(title), "simulated: %s, %s %s, %s batch %u (plant model, not measured)",
@@ -187,15 +206,58 @@ static int write_plot(const char *path, const struct plant_query *q, const struc
 		    "$d using 1:3 with linespoints lc rgb '#2ca02c' title 'J/token, GPU (accel + HBM)', "
 		    "$d using 1:4 axes x1y2 with lines lc rgb '#d62728' title 'tokens/s'\n");
 	bool wr_err = ferror(gp) != 0;
-	fclose(gp);
+	fclose(gp); /* the script is small: gnuplot has it all before it writes */
+	char *svg = NULL;
+	size_t len = 0, cap = 0;
+	bool too_big = false;
+	for (;;) {
+		if (len == cap) {
+			if (cap >= PLOT_MAX_BYTES) {
+				too_big = true;
+				break;
+			}
+			char *nb = realloc(svg, cap = cap ? 2 * cap : 65536);
+			if (!nb) {
+				too_big = true;
+				break;
+			}
+			svg = nb;
+		}
+		ssize_t k = read(out[0], svg + len, cap - len);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		len += (size_t)k;
+	}
+	close(out[0]);
 	int st = 0;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
+	int rc = 0;
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
-		return -ENOENT;
-	if (wr_err || !WIFEXITED(st) || WEXITSTATUS(st))
-		return -EIO;
-	return 0;
+		rc = -ENOENT;
+	else if (wr_err || too_big || !WIFEXITED(st) || WEXITSTATUS(st) || len == 0)
+		rc = -EIO;
+	if (!rc) {
+		struct fsafe_err fe;
+		FILE *f = fsafe_fcreate(path, 0644, true, &fe);
+		if (!f) {
+			snprintf(err, elen, "%s: %s", path, fe.msg);
+			rc = -EIO;
+		} else {
+			bool bad = fwrite(svg, 1, len, f) != len;
+			bad |= fflush(f) != 0;
+			int e = errno;
+			bad |= fclose(f) != 0;
+			if (bad) {
+				snprintf(err, elen, "%s: write failed: %s", path, strerror(errno ? errno : e));
+				rc = -EIO;
+			}
+		}
+	}
+	free(svg);
+	return rc;
 }
 
 int govctl_plant(int argc, char **argv)
@@ -350,13 +412,14 @@ int govctl_plant(int argc, char **argv)
 	else
 		print_table(&q, &rc, rows, n);
 	if (plot) {
-		int e = write_plot(plot, &q, &rc, rows, n, limits != NULL);
+		char perr[400];
+		int e = write_plot(plot, &q, &rc, rows, n, limits != NULL, perr, sizeof(perr));
 		if (e == -ENOENT) {
 			fprintf(stderr, "govctl plant: gnuplot not found (apt-get install gnuplot-nox)\n");
 			return GOVCTL_EXIT_FAIL;
 		}
 		if (e < 0) {
-			fprintf(stderr, "govctl plant: gnuplot could not write %s\n", plot);
+			fprintf(stderr, "govctl plant: --plot: %s\n", perr);
 			return GOVCTL_EXIT_FAIL;
 		}
 		if (!csv)

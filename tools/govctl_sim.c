@@ -161,8 +161,12 @@ int govctl_sim(int argc, char **argv)
 			o.out_dir = optarg;
 			break;
 		case 'd':
-			if (!govctl_parse_double(optarg, &o.duration_s) || o.duration_s <= 0) {
-				fprintf(stderr, "govctl sim: --duration wants seconds > 0, got '%s'\n",
+			/* the scenario's own bound (scenario.duration_s) */
+			if (!govctl_parse_double(optarg, &o.duration_s) || !(o.duration_s > 0) ||
+			    o.duration_s > 30 * 86400.0) {
+				fprintf(stderr,
+					"govctl sim: --duration wants seconds in (0, 2592000] (30 days), "
+					"got '%s'\n",
 					optarg);
 				sim_usage(stderr);
 				return GOVCTL_EXIT_USAGE;

@@ -345,10 +345,11 @@ static int on_period(void *ctx, const struct gov_period *p)
 				e->quantile_ms[SLA_INDEX(SLA_E2E, SLA_P99)], e->int8_token_share, int8,
 				e->throttle, e->n_faults, gov_binding_name(p->binding),
 				gov_reasons_join(p->reasons, reasons, sizeof(reasons)));
-		if (n < 0)
+		if (n < 0 || ferror(a->ts))
 			a->io_error = true;
 	}
-	return pl->failed ? 1 : 0;
+	/* a failed write ends the run: nothing after it would be kept */
+	return pl->failed || a->io_error ? 1 : 0;
 }
 
 static const char ts_header[] =

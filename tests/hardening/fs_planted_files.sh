@@ -92,6 +92,13 @@ for f in report.md report.html report.json; do ln -s "$victim" "$tmp/rep/$f"; do
 "$govctl" report "$tmp/sim" --baseline "$tmp/sim" -o "$tmp/rep" >/dev/null 2>"$tmp/rep.err" ||
 	fail "govctl report failed"
 victim_ok "report -o symlinks"
+# govctl plant --plot: gnuplot's SVG is written by govctl, never through a link
+ln -s "$victim" "$tmp/plot.svg"
+"$govctl" plant --preset h200-sxm --model llama-3.1-8b --phase decode --batch 32 --clocks 900,1980 --plot "$tmp/plot.svg" >/dev/null 2>"$tmp/plot.err" ||
+	fail "govctl plant --plot failed: $(cat "$tmp/plot.err")"
+victim_ok "plant --plot symlink"
+[ -f "$tmp/plot.svg" ] && [ ! -L "$tmp/plot.svg" ] && grep -q "<svg" "$tmp/plot.svg" ||
+	fail "plot.svg is not a fresh SVG file"
 
 # 6. Names that become paths: a device or scenario name with ../ or a slash.
 for name in "../x" "a/b" ".hidden"; do

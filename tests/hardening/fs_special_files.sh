@@ -65,4 +65,17 @@ try big-file "over the limit of 1048576" "$govctl" lint "$tmp/big.yaml"
 { head -2 tests/data/traces/four-rows-1s.csv; $py -c "print('2023-11-16 18:15:46.6805900,' + '1' * 5000 + ',1')"; } >"$tmp/long.csv"
 sed "s#trace: .*#trace: $tmp/long.csv#" tests/data/scenarios/good/trace-relative.yaml >"$tmp/tr-long.yaml"
 try trace-long-row "line longer than 4096 bytes" "$govctl" sim --scenario "$tmp/tr-long.yaml" --policy policies/balanced.yaml --out "$tmp/o"
+
+# Outputs: a write that fails is an error, not silence, and a device is never
+# replaced: govctl plant --plot onto /dev/full (as root unlinking it would
+# delete the device node), and onto a FIFO (no reader: it must not hang).
+try plot-devfull "/dev/full: is not a regular file; not replaced" "$govctl" plant --preset h200-sxm --model llama-3.1-8b --phase decode --batch 32 --clocks 900,1980 --plot /dev/full
+[ -c /dev/full ] || fail "/dev/full is no longer a character device"
+try plot-fifo "is not a regular file; not replaced" "$govctl" plant --preset h200-sxm --model llama-3.1-8b --phase decode --batch 32 --clocks 900,1980 --plot "$tmp/fifo"
+[ -p "$tmp/fifo" ] || fail "the FIFO was replaced"
+# a duration beyond the scenario's own bound (30 days) is a usage error, not
+# a run that writes for ever
+try sim-duration "--duration wants seconds in (0, 2592000]" "$govctl" sim --scenario configs/scenarios/default.yaml \
+	--policy policies/balanced.yaml --duration 1e30 --out "$tmp/o-dur"
+[ ! -e "$tmp/o-dur" ] || fail "sim --duration 1e30 created its output folder"
 echo "fs_special_files: ok"

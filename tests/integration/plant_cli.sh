@@ -57,7 +57,7 @@ if command -v gnuplot >/dev/null; then
 	grep -q '<svg' "$tmp/p.svg" || fail "no SVG written"
 	grep -q 'simulated' "$tmp/p.svg" || fail "the plot does not say simulated"
 	run 1 "${base[@]}" --clocks all --plot "$tmp/no/such/dir/p.svg"
-	grep -q 'could not write' "$tmp/err" || fail "unwritable plot path"
+	grep -q 'p.svg: cannot create: No such file or directory' "$tmp/err" || fail "unwritable plot path"
 else
 	echo "SKIP plot part: gnuplot not installed"
 	skipped="the plot part (gnuplot not installed)"
