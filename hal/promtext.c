@@ -612,6 +612,8 @@ int prom_parse(const char *buf, size_t len, struct prom_doc *doc, struct prom_er
 	doc->arena = calloc(1, sizeof(*doc->arena));
 	if (!doc->arena)
 		return -ENOMEM;
+	if (!buf) /* an empty body (no bytes read): an empty document */
+		buf = "", len = 0;
 	struct lex lx = { .buf = buf, .end = buf + len, .p = buf, .line = 0, .doc = doc, .err = err };
 	int rc = 0;
 	const char *p = buf;

@@ -20,10 +20,16 @@ int govctl_report(int argc, char **argv);
 int govctl_verify(int argc, char **argv);
 int govctl_keygen(int argc, char **argv);
 
-/* Signs the bytes of path with the Ed25519 secret key in keyfile (hex),
- * writing the detached signature (hex) to sigpath. 0 or -errno/-EINVAL. */
-int govctl_sign_file(const char *path, const char *keyfile, const char *sigpath, char *err,
-		     size_t errlen);
+/* What a report's signature covers: the SHA-256 of each file of the report
+ * in dir (report.json, report.md, report.html; the HTML without its
+ * sign-off section, which govctl signoff rewrites and whose entries carry
+ * their own signatures), one "HEX  NAME" line each after a version line.
+ * *out (malloc'd text) or -errno with err naming the file. */
+int govctl_report_manifest(const char *dir, char **out, char *err, size_t errlen);
+/* Signs the report in dir with the Ed25519 secret key in keyfile (hex):
+ * writes report.manifest (the manifest above) and report.json.sig (the
+ * detached signature of the manifest, hex). 0 or -errno/-EINVAL. */
+int govctl_sign_report(const char *dir, const char *keyfile, char *err, size_t errlen);
 
 /* ---- classification (pure) ---- */
 

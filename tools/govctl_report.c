@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/fsafe.h"
 #include "govd_commit.h"
@@ -34,7 +35,8 @@ static void rep_usage(FILE *f)
 		   "  candidate, runs of the candidate's or the baseline's policy with other seeds\n"
 		   "  are their seeds. --alternatives: runs that were tried instead (a run, a\n"
 		   "  directory of runs or a govctl compare output directory). Writes\n"
-		   "  report.html, report.md, report.json (and with --sign report.json.sig)\n"
+		   "  report.html, report.md, report.json (and with --sign report.manifest, their\n"
+		   "  SHA-256s, and report.json.sig, its signature)\n"
 		   "  into DIR (default out/report).\n");
 }
 
@@ -110,7 +112,8 @@ static FILE *open_output(const char *dir, const char *name, char *path, size_t l
 	return fsafe_fcreate(path, 0644, true, &fe);
 }
 
-/* report.json, report.md, report.html (and with a key report.json.sig) into
+/* report.json, report.md, report.html (and with a key report.manifest and
+ * report.json.sig) into
  * out. 0, or 1 with the error printed. */
 static int write_outputs(const char *out, json_t *rep, const struct rp_plots *plots, const char *key)
 {
@@ -136,10 +139,8 @@ static int write_outputs(const char *out, json_t *rep, const struct rp_plots *pl
 		}
 	}
 	if (!bad && key) {
-		char jp[4200], sp[4200], err[512];
-		snprintf(jp, sizeof(jp), "%s/report.json", out);
-		snprintf(sp, sizeof(sp), "%s/report.json.sig", out);
-		if (govctl_sign_file(jp, key, sp, err, sizeof(err))) {
+		char err[600];
+		if (govctl_sign_report(out, key, err, sizeof(err))) {
 			fprintf(stderr, "govctl report: signing failed: %s\n", err);
 			bad = 1;
 		}
@@ -314,6 +315,17 @@ int govctl_report(int argc, char **argv)
 	int mk = fsafe_mkdirs(out);
 	if (mk) {
 		fprintf(stderr, "govctl report: cannot create %s: %s\n", out, strerror(-mk));
+		rp_build_result_free(&res);
+		goto free_runs;
+	}
+	/* -o itself: a real directory of this user, never a planted link to
+	 * another user's report folder */
+	struct stat ost = { 0 };
+	if (lstat(out, &ost) || !S_ISDIR(ost.st_mode) || ost.st_uid != geteuid()) {
+		fprintf(stderr, "govctl report: -o %s: %s; refusing to write there\n", out,
+			S_ISLNK(ost.st_mode) ? "a symbolic link (it may lead to another user's folder)"
+			: !S_ISDIR(ost.st_mode) ? "not a directory"
+						: "owned by another user");
 		rp_build_result_free(&res);
 		goto free_runs;
 	}

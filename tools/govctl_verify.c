@@ -22,12 +22,13 @@
 
 #define MAX_SIGNED (256u << 20) /* reports are KBs to MBs; refuse anything absurd */
 
-static int read_all(const char *path, unsigned char **out, size_t *len)
+/* not inlined: gcc 12 then takes the heap buffer for this frame's (-Wdangling-pointer) */
+__attribute__((noinline)) static int read_all(const char *path, unsigned char **out, size_t *len)
 {
 	struct fsafe_err e;
-	char *buf;
+	char *buf = NULL;
 	int rc = fsafe_read_all(path, MAX_SIGNED, 0, &buf, len, &e);
-	*out = (unsigned char *)buf;
+	*out = (unsigned char *)buf; /* heap (NUL-terminated), not this frame */
 	return rc;
 }
 
@@ -93,8 +94,78 @@ free_hex:
 	return rc;
 }
 
-int govctl_sign_file(const char *path, const char *keyfile, const char *sigpath, char *err,
-		     size_t errlen)
+#define MANIFEST_HEAD "govd-report-manifest-v1\n"
+
+/* The digest a manifest lists for name (hex, 64), or false. */
+static bool manifest_digest(const char *m, const char *name, char hex[65])
+{
+	for (const char *l = m; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		const char *sp = strstr(l, "  ");
+		const char *nl = strchr(l, '\n');
+		if (sp && sp - l == 64 && nl && (size_t)(nl - sp - 2) == strlen(name) &&
+		    !strncmp(sp + 2, name, strlen(name))) {
+			memcpy(hex, l, 64);
+			hex[64] = '\0';
+			return true;
+		}
+	}
+	return false;
+}
+static const char *const report_files[] = { "report.json", "report.md", "report.html" };
+
+int govctl_report_manifest(const char *dir, char **out, char *err, size_t errlen)
+{
+	size_t cap = 512, len = 0;
+	char *m = malloc(cap);
+	if (!m)
+		return -ENOMEM;
+	len = (size_t)snprintf(m, cap, "%s", MANIFEST_HEAD);
+	for (size_t i = 0; i < sizeof(report_files) / sizeof(report_files[0]); i++) {
+		char path[4200];
+		unsigned char *buf, h[crypto_hash_sha256_BYTES];
+		size_t n;
+		snprintf(path, sizeof(path), "%s/%s", dir, report_files[i]);
+		int rc = read_all(path, &buf, &n);
+		if (rc) {
+			snprintf(err, errlen, "%.300s: %s (a signed report is report.json, report.md "
+					      "and report.html together)", path, strerror(-rc));
+			free(m);
+			return rc;
+		}
+		size_t from = n, to = n;
+		if (!strcmp(report_files[i], "report.html")) {
+			/* the sign-off section is rewritten by govctl signoff */
+			const char *t = (const char *)buf; /* NUL-terminated by fsafe_read_all */
+			const char *b = strstr(t, RP_SIGNOFF_BEGIN);
+			const char *e = b ? strstr(b, RP_SIGNOFF_END) : NULL;
+			if (b && e) {
+				from = (size_t)(b - t) + strlen(RP_SIGNOFF_BEGIN);
+				to = (size_t)(e - t);
+			}
+		}
+		crypto_hash_sha256_state st;
+		crypto_hash_sha256_init(&st);
+		crypto_hash_sha256_update(&st, buf, from);
+		crypto_hash_sha256_update(&st, buf + to, n - to);
+		crypto_hash_sha256_final(&st, h);
+		free(buf);
+		char hex[2 * crypto_hash_sha256_BYTES + 1];
+		sodium_bin2hex(hex, sizeof(hex), h, sizeof(h));
+		if (len + sizeof(hex) + strlen(report_files[i]) + 4 > cap) {
+			char *nm = realloc(m, cap *= 2);
+			if (!nm) {
+				free(m);
+				return -ENOMEM;
+			}
+			m = nm;
+		}
+		len += (size_t)snprintf(m + len, cap - len, "%s  %s\n", hex, report_files[i]);
+	}
+	*out = m;
+	return 0;
+}
+
+int govctl_sign_report(const char *dir, const char *keyfile, char *err, size_t errlen)
 {
 	if (sodium_init() < 0) {
 		snprintf(err, errlen, "libsodium failed to initialise");
@@ -115,18 +186,29 @@ int govctl_sign_file(const char *path, const char *keyfile, const char *sigpath,
 				       : strerror(-rc));
 		return rc;
 	}
-	unsigned char *msg;
-	size_t len;
-	rc = read_all(path, &msg, &len);
-	if (rc) {
-		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
-		goto wipe_key;
-	}
-	crypto_sign_detached(sig, NULL, msg, len, sk);
-	free(msg);
-	rc = write_hex(sigpath, sig, sizeof(sig), 0644, 0);
+	char *m = NULL;
+	rc = govctl_report_manifest(dir, &m, err, errlen);
 	if (rc)
-		snprintf(err, errlen, "%s: %s", sigpath, strerror(-rc));
+		goto wipe_key;
+	crypto_sign_detached(sig, NULL, (const unsigned char *)m, strlen(m), sk);
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/report.manifest", dir);
+	struct fsafe_err fe;
+	FILE *f = fsafe_fcreate(path, 0644, true, &fe);
+	bool bad = !f || fputs(m, f) == EOF;
+	if (f && fclose(f))
+		bad = true;
+	if (bad) {
+		snprintf(err, errlen, "%s: %s", path, f ? strerror(errno) : fe.msg);
+		rc = -EIO;
+		goto free_manifest;
+	}
+	snprintf(path, sizeof(path), "%s/report.json.sig", dir);
+	rc = write_hex(path, sig, sizeof(sig), 0644, 0);
+	if (rc)
+		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
+free_manifest:
+	free(m);
 wipe_key:
 	sodium_memzero(sk, sizeof(sk));
 	return rc;
@@ -236,10 +318,13 @@ struct signer {
 static int read_signers(const char *path, struct signer *out, size_t cap, size_t *n, char *err,
 			size_t errlen)
 {
-	FILE *f = fopen(path, "r");
+	/* a FIFO or a device here must not hang or feed verify: regular files only */
+	struct fsafe_err fe;
+	FILE *f = fsafe_fopen_read(path, 1u << 20, &fe);
 	if (!f) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -errno;
+		int e = errno;
+		snprintf(err, errlen, "%s: %s", path, fe.msg[0] ? fe.msg : strerror(e));
+		return -(e ? e : EINVAL);
 	}
 	char line[1024];
 	size_t ln = 0;
@@ -322,11 +407,12 @@ json_t *rp_signoffs_check(const char *report_json, const char *signers_path, siz
 	char path[4200];
 	snprintf(path, sizeof(path), "%s.signoffs", report_json);
 	json_t *out = json_array();
-	FILE *f = fopen(path, "r");
+	struct fsafe_err fe;
+	FILE *f = fsafe_fopen_read(path, MAX_SIGNED, &fe);
 	if (!f) {
 		if (errno == ENOENT)
 			return out; /* nobody signed yet */
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		snprintf(err, errlen, "%s: %s", path, fe.msg[0] ? fe.msg : strerror(errno));
 		json_decref(out);
 		return NULL;
 	}
@@ -613,6 +699,12 @@ static int verify_signoffs(int argc, char **argv)
 		fprintf(stderr, "usage: govctl verify REPORT [--signers FILE] [--require-all]\n");
 		return GOVCTL_EXIT_USAGE;
 	}
+	if (all && !signers) {
+		/* every role signed, by any key at all, proves nothing */
+		fprintf(stderr, "govctl verify: --require-all needs --signers FILE (the keys each role "
+				"may sign with); without it any key would do\n");
+		return GOVCTL_EXIT_USAGE;
+	}
 	char rp[4096], err[600];
 	report_path(argv[optind], rp, sizeof(rp));
 	size_t bad;
@@ -688,18 +780,58 @@ int govctl_verify(int argc, char **argv)
 	}
 	unsigned char *msg;
 	size_t len;
-	rc = read_all(argv[1], &msg, &len);
-	if (rc) {
-		fprintf(stderr, "govctl verify: %s: %s\n", argv[1], strerror(-rc));
-		return GOVCTL_EXIT_FAIL;
+	const char *base = strrchr(argv[1], '/');
+	base = base ? base + 1 : argv[1];
+	bool report = !strcmp(base, "report.json");
+	char dir[4096], err[600];
+	if (report) {
+		/* a report: the signature covers its manifest, every file's digest */
+		snprintf(dir, sizeof(dir), "%.*s", base == argv[1] ? 1 : (int)(base - 1 - argv[1]),
+			 base == argv[1] ? "." : argv[1]);
+		char *m;
+		rc = govctl_report_manifest(dir, &m, err, sizeof(err));
+		if (rc) {
+			fprintf(stderr, "govctl verify: %s\n", err);
+			return GOVCTL_EXIT_FAIL;
+		}
+		msg = (unsigned char *)m;
+		len = strlen(m);
+	} else {
+		rc = read_all(argv[1], &msg, &len);
+		if (rc) {
+			fprintf(stderr, "govctl verify: %s: %s\n", argv[1], strerror(-rc));
+			return GOVCTL_EXIT_FAIL;
+		}
 	}
 	bool ok = crypto_sign_verify_detached(sig, msg, len, pk) == 0;
+	if (!ok && report) {
+		/* which file: the manifest signed beside it, if it still verifies */
+		unsigned char *old;
+		size_t olen;
+		char mp[4200];
+		snprintf(mp, sizeof(mp), "%s/report.manifest", dir);
+		if (read_all(mp, &old, &olen) == 0) {
+			if (crypto_sign_verify_detached(sig, old, olen, pk) == 0) {
+				for (size_t i = 0; i < sizeof(report_files) / sizeof(report_files[0]); i++) {
+					char a[65], b[65];
+					if (manifest_digest((const char *)old, report_files[i], a) &&
+					    manifest_digest((const char *)msg, report_files[i], b) &&
+					    strcmp(a, b))
+						fprintf(stderr, "govctl verify: %s/%s changed since it was "
+								"signed\n", dir, report_files[i]);
+				}
+			}
+			free(old);
+		}
+	}
 	free(msg);
 	if (!ok) {
-		fprintf(stderr, "govctl verify: %s: BAD signature (edited after signing, or another key)\n",
-			argv[1]);
+		fprintf(stderr, "govctl verify: %s: BAD signature (%s edited after signing, or another "
+				"key)\n",
+			argv[1], report ? "the report (report.json, .md or .html)" : "the file");
 		return GOVCTL_EXIT_FAIL;
 	}
-	printf("govctl verify: %s: signature OK\n", argv[1]);
+	printf("govctl verify: %s: signature OK%s\n", argv[1],
+	       report ? " (report.json, report.md and report.html as signed)" : "");
 	return GOVCTL_EXIT_OK;
 }

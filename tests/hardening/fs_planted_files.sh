@@ -92,6 +92,17 @@ for f in report.md report.html report.json; do ln -s "$victim" "$tmp/rep/$f"; do
 "$govctl" report "$tmp/sim" --baseline "$tmp/sim" -o "$tmp/rep" >/dev/null 2>"$tmp/rep.err" ||
 	fail "govctl report failed"
 victim_ok "report -o symlinks"
+# -o itself a planted link to another user's folder: refused, nothing written there
+mkdir "$tmp/other" && echo "theirs" >"$tmp/other/report.md" && chown 65534 "$tmp/other" "$tmp/other/report.md"
+ln -s "$tmp/other" "$tmp/rep-link"
+set +e; "$govctl" report "$tmp/sim" --baseline "$tmp/sim" -o "$tmp/rep-link" >/dev/null 2>"$tmp/replink.err"; rc=$?; set -e
+[ "$rc" -ne 0 ] || fail "report -o through a planted directory link accepted"
+expect_in "$tmp/replink.err" "a symbolic link"
+[ "$(cat "$tmp/other/report.md")" = theirs ] || fail "report -o replaced another user's report"
+[ ! -e "$tmp/other/report.json" ] || fail "report -o wrote into another user's folder"
+set +e; "$govctl" report "$tmp/sim" --baseline "$tmp/sim" -o "$tmp/other" >/dev/null 2>"$tmp/repother.err"; rc=$?; set -e
+[ "$rc" -ne 0 ] || fail "report -o into another user's folder accepted"
+expect_in "$tmp/repother.err" "owned by another user"
 # govctl plant --plot: gnuplot's SVG is written by govctl, never through a link
 ln -s "$victim" "$tmp/plot.svg"
 "$govctl" plant --preset h200-sxm --model llama-3.1-8b --phase decode --batch 32 --clocks 900,1980 --plot "$tmp/plot.svg" >/dev/null 2>"$tmp/plot.err" ||

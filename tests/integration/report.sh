@@ -74,7 +74,24 @@ if "$gv" verify "$out/rs/report.json" "$out/rs/report.json.sig" "$out/owner.pub"
 	echo "FAIL: an edited report.json still verifies"
 	exit 1
 fi
-echo "signature: verifies, and fails after an edit"
+cp "$out/rs/before.json" "$out/rs/report.json"
+"$gv" verify "$out/rs/report.json" "$out/rs/report.json.sig" "$out/owner.pub" >/dev/null ||
+	{ echo "FAIL: the restored report does not verify"; exit 1; }
+# The signature covers report.md and report.html too (report.manifest lists
+# their SHA-256s): a verdict edited in either is refused, naming the file.
+for f in report.md report.html; do
+	cp "$out/rs/$f" "$out/rs/$f.orig"
+	grep -q 'NO-GO' "$out/rs/$f" || { echo "FAIL: $f has no verdict to edit"; exit 1; }
+	sed -i 's/NO-GO/GO/' "$out/rs/$f"
+	if "$gv" verify "$out/rs/report.json" "$out/rs/report.json.sig" "$out/owner.pub" 2>"$out/v.err"; then
+		echo "FAIL: an edited $f still verifies"
+		exit 1
+	fi
+	grep -q "$f changed since it was signed" "$out/v.err" || { echo "FAIL: the edited $f not named: $(cat "$out/v.err")"; exit 1; }
+	mv "$out/rs/$f.orig" "$out/rs/$f"
+done
+grep -q '  report.html$' "$out/rs/report.manifest" || { echo "FAIL: no report.manifest"; exit 1; }
+echo "signature: verifies, and fails after an edit of report.json, report.md or report.html"
 # A truncated signature and a key of the wrong length are refused.
 head -c 100 "$out/rs/report.json.sig" >"$out/trunc.sig"
 if "$gv" verify "$out/r1/report.json" "$out/trunc.sig" "$out/owner.pub" 2>/dev/null; then

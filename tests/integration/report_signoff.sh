@@ -20,7 +20,8 @@ for p in policies/balanced.yaml policies/baselines/firmware-default.yaml; do
 	"$gv" sim --scenario configs/scenarios/default.yaml --policy "$p" --seed 1 --duration 300 \
 		--out "$out/$(basename "$p" .yaml)" >/dev/null 2>&1
 done
-"$gv" report "$out/balanced" --baseline "$out/firmware-default" -o "$out/r" >/dev/null 2>&1
+"$gv" keygen "$out/author" >/dev/null
+"$gv" report "$out/balanced" --baseline "$out/firmware-default" -o "$out/r" --sign "$out/author.key" >/dev/null 2>&1
 R=$out/r/report.json
 sum0=$(sha256sum "$R" | cut -d' ' -f1)
 # Before anyone signs, the HTML lists every role as missing.
@@ -45,6 +46,9 @@ grep -E '^systems performance +GO-WITH-CONDITIONS +alice +20[0-9-]+T' "$out/v1" 
 grep -E '^runtime scheduler +GO +bob' "$out/v1" >/dev/null || fail "bob not listed"
 grep -E '^power modeling .*MISSING' "$out/v1" >/dev/null || fail "missing role not listed"
 ! "$gv" verify "$R" --signers "$out/signers" --require-all >/dev/null 2>&1 || fail "--require-all passed with a role missing"
+# --require-all without the keys each role may use would accept any key
+set +e; "$gv" verify "$R" --require-all >/dev/null 2>"$out/ra.err"; rc=$?; set -e
+[ "$rc" = 2 ] && grep -q "needs --signers" "$out/ra.err" || fail "--require-all without --signers: exit $rc: $(cat "$out/ra.err")"
 # The HTML shows the state: two signed, one missing.
 [ "$(grep -c '<td>signed</td>' "$out/r/report.html")" -eq 2 ] || fail "html: 2 signed expected"
 [ "$(grep -c '<td>MISSING</td>' "$out/r/report.html")" -eq 1 ] || fail "html: 1 missing expected"
@@ -71,6 +75,10 @@ cp "$out/good.signoffs" "$R.signoffs"
 "$gv" signoff "$R" --role power-modeling --decision GO --key "$out/power.key" --name carol \
 	--signers "$out/signers" >/dev/null
 "$gv" verify "$R" --signers "$out/signers" --require-all >/dev/null || fail "three valid sign-offs refused"
+# The author's signature still holds: the sign-off section the owners'
+# entries rewrote in report.html is the one part of it the manifest leaves out.
+"$gv" verify "$R" "$out/r/report.json.sig" "$out/author.pub" >/dev/null ||
+	fail "the author's signature broke after the sign-offs rewrote report.html's sign-off section"
 [ "$(grep -c '<td>signed</td>' "$out/r/report.html")" -eq 3 ] || fail "html: 3 signed expected"
 
 # An edited entry (the decision changed after signing) is refused.
@@ -93,6 +101,15 @@ chmod 644 "$out/perf.key"
 ! "$gv" signoff "$R" --role systems-performance --decision GO --key "$out/perf.key" 2>"$out/e1" ||
 	fail "world-readable key accepted"
 grep -q 'chmod 600' "$out/e1"
+# A FIFO as the signers file or as the sign-off entries: refused at once, no hang.
+mkfifo "$out/fifo"
+set +e; timeout 20 "$gv" verify "$R" --signers "$out/fifo" >/dev/null 2>"$out/ef"; rc=$?; set -e
+[ "$rc" = 1 ] && grep -q "fifo: is a FIFO, not a regular file" "$out/ef" || fail "FIFO signers file: exit $rc: $(cat "$out/ef")"
+cp "$R.signoffs" "$out/keep.signoffs"
+rm "$R.signoffs" && mkfifo "$R.signoffs"
+set +e; timeout 20 "$gv" verify "$R" --signers "$out/signers" >/dev/null 2>"$out/ef"; rc=$?; set -e
+[ "$rc" = 1 ] && grep -q "is a FIFO, not a regular file" "$out/ef" || fail "FIFO sign-offs: exit $rc: $(cat "$out/ef")"
+rm "$R.signoffs" && cp "$out/keep.signoffs" "$R.signoffs"
 printf 'power-modeling carol nothex\n' >"$out/bad-signers"
 ! "$gv" verify "$R" --signers "$out/bad-signers" 2>"$out/e2" || fail "malformed signers file accepted"
 grep -q "bad-signers:1:22: error: public key is not 64 hex digits" "$out/e2" || { cat "$out/e2"; fail "no file:line:col"; }

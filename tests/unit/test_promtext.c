@@ -149,6 +149,10 @@ static void test_parse_empty_and_comments(void **state)
 	assert_int_equal(prom_parse("", 0, &d, &e), 0);
 	assert_int_equal(d.n_samples, 0);
 	prom_doc_free(&d);
+	/* an empty HTTP body arrives as no buffer at all (UBSan: NULL + 0) */
+	assert_int_equal(prom_parse(NULL, 0, &d, &e), 0);
+	assert_int_equal(d.n_samples, 0);
+	prom_doc_free(&d);
 	assert_int_equal(parse_str("\n\n# just a comment\n#\n   \n# HELPER is a comment\n", &d, &e), 0);
 	assert_int_equal(d.n_samples, 0);
 	prom_doc_free(&d);
