@@ -447,6 +447,8 @@ int hap_open(struct hap *h, const struct hap_cfg *cfg)
 			snprintf(h->names[s][k], HAP_NAME_LEN, "%s", nm[k]);
 	}
 	h->cfg.socket_path = h->path;
+	if (!realpath(h->path, h->real))
+		snprintf(h->real, sizeof(h->real), "%s", h->path);
 	int rc = read_info(h, &h->pid, &h->uptime_s);
 	for (size_t s = 0; !rc && s < cfg->n_slices; s++) {
 		rc = read_weights(h, s, &h->orig[s].w_hi, &h->orig[s].w_lo);
@@ -466,7 +468,9 @@ char *hap_original_json(const struct hap *h)
 		json_array_append_new(srv, json_pack("{s:s,s:s,s:i}", "backend", h->names[s][0], "server",
 						     h->names[s][2], "weight", h->orig[s].w_lo));
 	}
-	json_t *o = json_pack("{s:s,s:o}", "socket", h->path, "servers", srv);
+	/* the socket as resolved at open: a crash restore (hap_adopt_original)
+	 * refuses to give these originals to another HAProxy a link leads to */
+	json_t *o = json_pack("{s:s,s:o}", "socket", h->real, "servers", srv);
 	char *t = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 	json_decref(o);
 	return t;
@@ -483,6 +487,17 @@ int hap_adopt_original(struct hap *h, const char *text)
 	json_t *e;
 	if (!json_is_array(srv)) {
 		rc = -EINVAL;
+		goto out;
+	}
+	/* recorded where the socket led then: a link since swapped to another
+	 * HAProxy must not receive these originals */
+	const char *was = json_string_value(json_object_get(o, "socket"));
+	if (was && strcmp(was, h->real) && strcmp(was, h->path)) {
+		snprintf(h->err, sizeof(h->err),
+			 "haproxy %s now leads to %.200s; the recorded weights are %.200s's: not "
+			 "restored to another HAProxy",
+			 h->path, h->real, was);
+		rc = -ESTALE;
 		goto out;
 	}
 	json_array_foreach(srv, i, e) {
@@ -557,6 +572,23 @@ static int step(struct hap *h)
 	return rc;
 }
 
+/* The socket path still leads where it led at open: a link swapped to
+ * another HAProxy is not that HAProxy restarting, and govd's originals and
+ * fallback are not that one's to write. */
+static bool same_router(struct hap *h)
+{
+	char now[4096];
+	if (!realpath(h->path, now))
+		return true; /* gone: the commands fail and say so */
+	if (!strcmp(now, h->real))
+		return true;
+	snprintf(h->err, sizeof(h->err),
+		 "haproxy %s now leads to %.200s, not %.200s (another HAProxy): nothing is "
+		 "written there, and the original weights are not restored to it",
+		 h->path, now, h->real);
+	return false;
+}
+
 int hap_apply(struct hap *h, const double *lo_frac, size_t n)
 {
 	if (n != h->cfg.n_slices)
@@ -571,6 +603,8 @@ int hap_apply(struct hap *h, const double *lo_frac, size_t n)
 	}
 	h->have_want = true;
 	h->err[0] = '\0';
+	if (!same_router(h))
+		return -ESTALE;
 	return step(h);
 }
 
@@ -602,6 +636,11 @@ int hap_check(struct hap *h)
 	h->err[0] = '\0';
 	h->deadline_ms = govd_mono_ms() + h->cfg.period_budget_ms;
 	h->stepped = false;
+	if (!same_router(h)) {
+		h->faults++;
+		h->fault_latched = true;
+		return -ESTALE;
+	}
 	int rc = read_info(h, &pid, &up);
 	if (rc) {
 		h->faults++;
@@ -651,6 +690,8 @@ int hap_restore(struct hap *h)
 	int rc = 0;
 	if (!h->have_orig || !h->wrote || h->cfg.read_only)
 		return 0;
+	if (!same_router(h))
+		return -ESTALE;
 	h->deadline_ms = 0; /* on the way out: each command its own timeout */
 	for (size_t s = 0; s < h->cfg.n_slices; s++) {
 		/* the lower one first, as in step(): no moment above both ends */

@@ -62,6 +62,7 @@ struct hap_orig {
 struct hap {
 	struct hap_cfg cfg;
 	char path[108];
+	char real[4096]; /* the socket path resolved at open: where govd's originals live */
 	char names[HAP_MAX_SLICES][3][HAP_NAME_LEN];
 	bool have_orig, wrote;
 	struct hap_orig orig[HAP_MAX_SLICES];

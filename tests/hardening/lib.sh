@@ -11,6 +11,9 @@ py=/usr/bin/python3
 tmp=$(mktemp -d /tmp/govd-hardening-XXXXXX)
 pids=()
 cleanup() {
+	# only the test's own shell: a background job's subshell signalled
+	# before it exec'd its command inherits this trap
+	[ "$BASHPID" = "$$" ] || return 0
 	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 	for m in "${mounts[@]}"; do umount "$m" 2>/dev/null || true; done

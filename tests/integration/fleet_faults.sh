@@ -136,7 +136,12 @@ if "$govctl" fleet set-budget 1 --endpoints "$endpoints" --cluster ci --group fa
 fi
 grep -q "below the group's floors" "$tmp/sb.err" || fail "set-budget 1: $(cat "$tmp/sb.err")"
 [ "$(q 's["budget_w"]')" = 900.0 ] || fail "a refused set-budget changed the budget"
-echo "set-budget 0.0004 W and 1 W: refused"
+# a node's own budget override under a fleet would break the group's sum
+if "$govctl" set budget-w 500 --socket "$tmp/n2.2.sock" >"$tmp/setb.out" 2>&1; then
+	fail "govctl set budget-w accepted under a fleet"
+fi
+grep -q "comes from the fleet's grant" "$tmp/setb.out" || fail "set budget-w: $(cat "$tmp/setb.out")"
+echo "set-budget 0.0004 W and 1 W, and govctl set budget-w on a node: refused"
 
 # ---- 1 mW written behind govctl's back: grants of 0, devices at minimum ----
 BUDGET=0.001
@@ -300,5 +305,12 @@ for line in open(sys.argv[1]):
 print(f"{rows} samples; sum of node budgets minus group budget at most {worst:.3f} W; {bad} over")
 sys.exit(1 if bad or rows < 100 else 0)
 PY
+# A dry-run node enforces nothing: its record says so and counts its maximum.
+node_yaml n4 faults 0 false "$endpoints" 2 | sed 's/^node: n4$/node: n4\ndry_run: true/' >"$tmp/n4.yaml"
+"$govd" --config "$tmp/n4.yaml" 2>"$tmp/n4.err" &
+pids+=($!)
+dry_rec() { q "int(any(n['node'] == 'n4' and n['state'] == 'dry-run' and n['applied_w'] == n['max_w'] for n in s['nodes']))" 2>/dev/null | grep -qx 1; }
+wait_for "the dry-run node's record (state dry-run, applied = its maximum)" 50 dry_rec
+echo "dry-run node: registered as dry-run, counted at its maximum ($(q "[n['applied_w'] for n in s['nodes'] if n['node'] == 'n4']") W)"
 ! grep -q "Sanitizer" "$tmp"/*.err || fail "sanitizer report"
 echo "fleet_faults: ok"

@@ -21,6 +21,8 @@
 #  7. dry run (the device opened read-only, as govd --dry-run opens it): an
 #     operator's manual weights survive the driver's share, a HAProxy restart
 #     (no fallback write) and its exit (no restore write).
+#  9. the socket path a link, swapped to another HAProxy mid-run: reported,
+#     nothing written to the other one while running or on exit.
 #  8. a slow HAProxy: every answer 200 ms late (its commands time out at
 #     250 ms) through a delaying proxy on the stats socket, under govd with
 #     a second (sim) device on a 500 ms period: the router's commands share
@@ -321,4 +323,29 @@ read -r periods overruns p99 < <(echo "$stop_line" | sed -n 's/.*stopped after \
 [ "$overruns" = 0 ] || fail "a slow HAProxy overran $overruns of $periods periods"
 python3 -c "import sys; sys.exit(0 if $p99 < 500 else 1)" || fail "tick p99 $p99 ms is not under the 500 ms period"
 grep -q "budget of 250 ms is spent" "$work/slow-govd.err" || fail "the spent budget was not reported: $(grep -i haproxy "$work/slow-govd.err" | tail -3)"
+
+# ---- 9: the stats socket's link swapped to another HAProxy ----
+read -r p_fe2 < <(free_ports 1)
+sock2="$work/admin2.sock"
+sed -e "s|$sock|$sock2|; s|$work/hp.pid|$work/hp2.pid|; s|127.0.0.1:$p_fe\$|127.0.0.1:$p_fe2|" "$work/haproxy.cfg" >"$work/haproxy2.cfg"
+haproxy -D -f "$work/haproxy2.cfg" || fail "second haproxy did not start"
+for _ in $(seq 1 50); do [ -S "$sock2" ] && [ -s "$work/hp2.pid" ] && break; sleep 0.1; done
+pids+=($(cat "$work/hp2.pid"))
+weights2() { sock=$sock2 weights; }
+set_weights 100 0
+ln -sfn "$sock" "$work/link.sock"
+"$drv" "$state" "$work/link.sock" be_code 0.40 40 100 >"$work/drv.log" 2>&1 &
+drv_pid=$!
+for _ in $(seq 1 60); do grep -q held "$work/drv.log" && break; sleep 0.05; done
+[ "$(weights)" = "60 40" ] || fail "through the link: weights $(weights), want 60 40"
+[ "$(weights2)" = "100 0" ] || fail "the second HAProxy changed before the swap: $(weights2)"
+ln -sfn "$sock2" "$work/link.tmp" && mv -T "$work/link.tmp" "$work/link.sock"
+for _ in $(seq 1 40); do grep -q "another HAProxy" "$work/drv.log" && break; sleep 0.05; done
+grep -q "another HAProxy" "$work/drv.log" || fail "the swapped link was not reported: $(cat "$work/drv.log")"
+sleep 0.5
+[ "$(weights2)" = "100 0" ] || fail "the other HAProxy was written: $(weights2)"
+kill -TERM "$drv_pid"; wait "$drv_pid" || true; drv_pid=
+[ "$(weights2)" = "100 0" ] || fail "the exit restored originals into the other HAProxy: $(weights2)"
+echo "haproxy_router: a swapped socket link is reported; the other HAProxy is never written"
+kill "$(cat "$work/hp2.pid")" 2>/dev/null || true
 echo "haproxy_router: ok"
