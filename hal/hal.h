@@ -204,6 +204,9 @@ struct hal_dev_cfg {
 	bool read_only;
 };
 
+#define HAL_ID_LEN 256
+#define HAL_MAX_WRITER_IDS 12
+
 struct hal_ops {
 	const char *name;
 	int (*open)(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct diag_list *diags);
@@ -252,6 +255,14 @@ struct hal_ops {
 	 * Idempotent; the device may be written again after. 0 or -errno
 	 * (last_error says why). NULL: the backend writes nothing lasting. */
 	int (*restore)(struct hal_dev *dev);
+	/* What this device writes, as machine-wide names ("gpu:GPU-8c1e...",
+	 * "sysfs:/sys/devices/pci0000:00/.../0000:03:00.0",
+	 * "haproxy:/run/haproxy/admin.sock#be_code", one per backend written):
+	 * the daemon holds each as a lock,
+	 * so a device has one writer however configs name it. Up to max into
+	 * ids; how many. NULL: the backend writes nothing outside its process
+	 * (sim). */
+	size_t (*writer_ids)(struct hal_dev *dev, char (*ids)[HAL_ID_LEN], size_t max);
 };
 
 /* open() may point ops at a per-device copy of its table in priv, with the

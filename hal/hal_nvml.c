@@ -876,6 +876,21 @@ err_free:
 	return rc;
 }
 
+/* The GPU by its UUID (a config may name it by index or UUID): the one
+ * writer lock for its clocks and power limit. */
+static size_t nvml_writer_ids(struct hal_dev *dev, char (*ids)[HAL_ID_LEN], size_t max)
+{
+	struct nvml *n = dev->priv;
+	char uuid[96] = "";
+	if (!max || n->read_only)
+		return 0;
+	if (n->fn.get_uuid && n->fn.get_uuid(n->dev, uuid, sizeof(uuid)) == NVML_SUCCESS && uuid[0])
+		snprintf(ids[0], HAL_ID_LEN, "gpu:%s", uuid);
+	else
+		snprintf(ids[0], HAL_ID_LEN, "nvml:index:%u", n->index);
+	return 1;
+}
+
 const struct hal_ops hal_nvml_ops = {
 	.name = "nvml",
 	.open = nvml_open,
@@ -886,6 +901,7 @@ const struct hal_ops hal_nvml_ops = {
 	.reset_clocks = nvml_reset_clocks,
 	.set_power_limit = nvml_set_power_limit,
 	.get_original = nvml_get_original,
+	.writer_ids = nvml_writer_ids,
 	.last_error = nvml_last_error,
 	.adopt_original = nvml_adopt_original,
 	.restore = nvml_restore,

@@ -1723,6 +1723,27 @@ static int sv_restore(struct hal_dev *dev)
 	return rc;
 }
 
+/* The router or precision actuator it writes, and the power side's own. */
+static size_t sv_writer_ids(struct hal_dev *dev, char (*ids)[HAL_ID_LEN], size_t max)
+{
+	struct sv *s = dev->priv;
+	size_t n = 0;
+	if (s->hap) /* the router's backends, each written by one device */
+		for (size_t i = 0; i < s->hap->cfg.n_slices && n < max; i++)
+			snprintf(ids[n++], HAL_ID_LEN, "haproxy:%.180s#%.60s", s->hap->real,
+				 s->hap->names[i][0]);
+	else if (n < max && s->act_on && s->act.target) {
+		char real[PATH_MAX];
+		const char *t = s->act.target;
+		if (s->act.kind == PACT_FILE && realpath(t, real))
+			t = real;
+		snprintf(ids[n++], HAL_ID_LEN, "precision:%.240s", t);
+	}
+	if (s->has_inner && s->inner.ops->writer_ids)
+		n += s->inner.ops->writer_ids(&s->inner, ids + n, max - n);
+	return n;
+}
+
 #define SV_OPS(prec, qual)                     \
 	{                                      \
 		.name = "serving",             \
@@ -1735,6 +1756,7 @@ static int sv_restore(struct hal_dev *dev)
 		.read_quality = qual,          \
 		.set_precision = prec,         \
 		.restore = sv_restore,         \
+		.writer_ids = sv_writer_ids,   \
 	}
 
 const struct hal_ops hal_serving_ops = SV_OPS(sv_set_precision, sv_read_quality);

@@ -890,6 +890,22 @@ err_free:
 	return rc;
 }
 
+/* The device folders it writes under, resolved (a fixture's copy, or
+ * /sys/devices/...): the one writer lock for each. */
+static size_t sysfs_writer_ids(struct hal_dev *dev, char (*ids)[HAL_ID_LEN], size_t max)
+{
+	struct sysfs *s = dev->priv;
+	const char *dirs[2] = { s->devdir, s->devfreq };
+	size_t n = 0;
+	for (size_t i = 0; i < 2 && n < max; i++) {
+		char real[PATH_MAX];
+		if (!dirs[i][0])
+			continue;
+		snprintf(ids[n++], HAL_ID_LEN, "sysfs:%.240s", realpath(dirs[i], real) ? real : dirs[i]);
+	}
+	return n;
+}
+
 const struct hal_ops hal_sysfs_ops = {
 	.name = "sysfs",
 	.open = sysfs_open,
@@ -902,5 +918,6 @@ const struct hal_ops hal_sysfs_ops = {
 	.get_original = sysfs_get_original,
 	.last_error = sysfs_last_error,
 	.restore = sysfs_restore,
+	.writer_ids = sysfs_writer_ids,
 };
 #endif

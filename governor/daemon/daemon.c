@@ -1,5 +1,6 @@
 #include "governor/controllers/controller.h"
 #include "governor/daemon/daemon.h"
+#include "governor/daemon/devlock.h"
 
 #include <errno.h>
 #include <math.h>
@@ -588,6 +589,38 @@ static int open_log(struct daemon *d, struct daemon_dev *dd, struct diag_list *d
 	return rc;
 }
 
+/* The device's writer locks (governor/daemon/devlock.h): a second govd on
+ * the same GPU, sysfs device or router, under another state file, is
+ * refused here, before its first period could record the first one's
+ * governed settings as originals. */
+static int lock_writers(const struct config *c, struct daemon_dev *dd, struct diag_list *diags)
+{
+	char ids[HAL_MAX_WRITER_IDS][HAL_ID_LEN];
+	if (!dd->hw.ops->writer_ids)
+		return 0;
+	size_t n = dd->hw.ops->writer_ids(&dd->hw, ids, HAL_MAX_WRITER_IDS);
+	for (size_t k = 0; k < n; k++) {
+		char err[HAL_ID_LEN + 160];
+		int fd = devlock_take(ids[k], err, sizeof(err));
+		if (fd < 0) {
+			diag_add(diags, DIAG_ERROR, c->path, dd->cfg->line, dd->cfg->col, "devices",
+				 "device-busy", "device %s: %s", dd->cfg->name, err);
+			return fd;
+		}
+		dd->lock_fd[k] = fd;
+	}
+	return 0;
+}
+
+static void unlock_writers(struct daemon_dev *dd)
+{
+	for (size_t k = 0; k < HAL_MAX_WRITER_IDS; k++)
+		if (dd->lock_fd[k] >= 0) {
+			close(dd->lock_fd[k]);
+			dd->lock_fd[k] = -1;
+		}
+}
+
 int daemon_init(struct daemon *d, const char *config_path, bool dry_run,
 		const struct daemon_hooks *hooks, struct diag_list *diags)
 {
@@ -666,9 +699,15 @@ int daemon_init(struct daemon *d, const char *config_path, bool dry_run,
 		config_dev_cfg(dd->cfg, &hc);
 		hc.clock = &d->clock;
 		hc.read_only = d->dry_run;
+		for (size_t k = 0; k < HAL_MAX_WRITER_IDS; k++)
+			dd->lock_fd[k] = -1;
 		if ((rc = hal_open(&dd->hw, &hc, diags)))
 			goto err_devs;
 		d->n = i + 1;
+		/* before anything is written (open writes nothing): one writer per
+		 * device, machine-wide; a dry run writes nothing and takes none */
+		if (!d->dry_run && (rc = lock_writers(c, dd, diags)))
+			goto err_devs;
 		dd->dev = &dd->hw;
 		dd->is_sim = !strcmp(dd->cfg->backend, "sim");
 		if (dd->is_sim && (rc = hal_sim_clock(&dd->hw, &dd->sim_clk)))
@@ -727,6 +766,7 @@ err_devs:
 		gov_free(dd->g);
 		logrot_close(dd->log);
 		hal_close(&dd->hw);
+		unlock_writers(dd);
 	}
 	if (d->state_written)
 		statefile_remove(c->state_file);
@@ -787,6 +827,7 @@ void daemon_fini(struct daemon *d)
 			dd->log = NULL;
 		}
 		hal_close(&dd->hw);
+		unlock_writers(dd); /* after close: its restore was the last write */
 	}
 	free(d->dev);
 	d->dev = NULL;

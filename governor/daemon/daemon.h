@@ -58,6 +58,7 @@ struct daemon_dev {
 	struct fault_episodes episodes; /* peer and sensor faults in the journal (faultlog.h) */
 	bool alert_on;              /* its alert line is asserted (last event read) */
 	bool brake_on;              /* its brake output is driven asserted */
+	int lock_fd[HAL_MAX_WRITER_IDS]; /* its writer locks (devlock.h), -1: none */
 };
 
 struct daemon_stats {

@@ -4,6 +4,10 @@
 # anything is read or restored, naming the live instance's pid; the live
 # instance's state file stays and its devices are not written. Every backend
 # that writes: sim, sysfs (fixture tree), nvml (the fake library, when built).
+# And per device, not per state file (issue 30): a second govd on the same
+# sysfs device or GPU under another state file and config is refused
+# (device-busy, governor/daemon/devlock.c) before its first period, the
+# device as the live one set it; a dry run beside it is allowed.
 . "$(dirname "$0")/lib.sh"
 GPU0="sys/devices/pci0000:00/0000:00:03.1/0000:03:00.0"
 
@@ -62,6 +66,29 @@ governed() {
 }
 on_live=govern check_live=governed second_refused sysfs "$tmp/sysfs.yaml" "$tmp/sysfs/state.json"
 
+# other_config_refused NAME CONFIG: instance 1 runs on CONFIG; a copy with
+# its own state file and log is refused for the device, a dry run of it is not.
+other_config_refused() {
+	local name=$1 cfg=$2 state=$3
+	mkdir -m 0700 "$tmp/$name-b"
+	sed "s|state_file: .*|state_file: $tmp/$name-b/state.json|; s|decision_log: .*|decision_log: {dir: $tmp/$name-b/log}|; ${b_sed:-}" \
+		"$cfg" >"$tmp/$name-b.yaml"
+	"$govd" --config "$cfg" 2>"$tmp/$name-a.err" & local p1=$!; pids+=($p1)
+	wait_for "$name: instance 1's state file" test -s "$state"
+	[ -n "${on_live:-}" ] && $on_live
+	set +e; timeout 30 env ${second_env:-} "$govd" --config "$tmp/$name-b.yaml" 2>"$tmp/$name-b.err"; local rc=$?; set -e
+	[ "$rc" -ne 0 ] || fail "$name: a second govd under another state file started on the same device"
+	expect_in "$tmp/$name-b.err" "is written by another govd on this machine"
+	[ ! -e "$tmp/$name-b/state.json" ] || fail "$name: the refused instance recorded originals"
+	[ -n "${check_live:-}" ] && $check_live
+	"$govd" --config "$tmp/$name-b.yaml" --dry-run 2>"$tmp/$name-dry.err" & local p2=$!; pids+=($p2)
+	sleep 1
+	kill -0 "$p2" 2>/dev/null || fail "$name: a dry run beside the live instance was refused: $(tail -3 "$tmp/$name-dry.err")"
+	kill -TERM "$p2"; wait "$p2" || fail "$name: the dry run did not stop cleanly"
+	kill -TERM "$p1"; wait "$p1" || fail "$name: instance 1 did not stop cleanly"
+}
+on_live=govern check_live=governed other_config_refused sysfs2 "$tmp/sysfs.yaml" "$tmp/sysfs/state.json"
+
 # nvml: the fake library logs every call; the second instance makes none
 lib=${FAKE_NVML_DIR:-$build/tests/fake_nvml}/full/libnvidia-ml.so.1
 if [ -f "$lib" ]; then
@@ -83,6 +110,12 @@ YAML
 		fi
 	}
 	second_env="FAKE_NVML_LOG=$tmp/nvml-second.log" on_live= check_live=no_sets second_refused nvml "$tmp/nvml.yaml" "$tmp/nvml/state.json"
+	rm -f "$tmp/nvml-second.log"
+	# the same GPU, named by its UUID in another config and state file
+	b_sed='s|index: 0}|uuid: GPU-fa4e0000-0000-4000-8000-000000000000}|' \
+		second_env="FAKE_NVML_LOG=$tmp/nvml-second.log" on_live= check_live=no_sets \
+		other_config_refused nvml2 "$tmp/nvml.yaml" "$tmp/nvml/state.json"
+	grep -q "uuid: GPU-" "$tmp/nvml2-b.yaml" || fail "nvml2: the copy does not name the GPU by UUID"
 else
 	echo "nvml part skipped: $lib not built (GOVD_WITH_NVML off)"
 fi
