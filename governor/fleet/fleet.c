@@ -408,7 +408,8 @@ int fleet_allocator_round(struct fleet_allocator *al, uint64_t now, struct fleet
 	size_t nkv = 0;
 	json_t *prev = NULL, *forget = NULL, *reserved = NULL;
 	struct fleet_rec *r = NULL;
-	uint64_t *cur = NULL, *tgt = NULL, *w = NULL, *safe = NULL, *hold = NULL;
+	uint64_t *cur = NULL, *tgt = NULL, *w = NULL, *safe = NULL, *hold = NULL, *pex = NULL,
+		 *ex = NULL;
 
 	memset(out, 0, sizeof(*out));
 	if (!al->leader) {
@@ -481,7 +482,9 @@ int fleet_allocator_round(struct fleet_allocator *al, uint64_t now, struct fleet
 	w = calloc(nkv + 1, sizeof(*w));
 	safe = calloc(nkv + 1, sizeof(*safe));
 	hold = calloc(nkv + 1, sizeof(*hold));
-	if (!r || !cur || !tgt || !w || !safe || !hold) {
+	pex = calloc(nkv + 1, sizeof(*pex));
+	ex = calloc(nkv + 1, sizeof(*ex));
+	if (!r || !cur || !tgt || !w || !safe || !hold || !pex || !ex) {
 		rc = -ENOMEM;
 		goto out_free;
 	}
@@ -492,6 +495,7 @@ int fleet_allocator_round(struct fleet_allocator *al, uint64_t now, struct fleet
 		const char *name = kvs[i].key + strlen(nodes);
 		if (rec_parse(name, j, kvs[i].lease, &r[n], &safe[n], &hold[n], NULL, 0)) {
 			cur[n] = prev_grant(prev, name);
+			pex[n] = map_mw(prev, "exposed", name);
 			n++;
 		} else {
 			out->n_malformed++;
@@ -515,15 +519,13 @@ int fleet_allocator_round(struct fleet_allocator *al, uint64_t now, struct fleet
 		rc = -EINVAL;
 		goto out_free;
 	}
-	size_t pending = fleet_phase(avail, r, n, cur, tgt, w);
+	size_t pending = fleet_phase(avail, r, n, cur, pex, tgt, w, ex);
 	json_t *g = json_object(), *t = json_object(), *sj = json_object(), *hj = json_object();
 	json_t *xj = json_object();
 	uint64_t sum = 0;
 	for (size_t i = 0; i < n; i++) {
 		json_object_set_new(g, r[i].name, json_integer((json_int_t)w[i]));
-		json_object_set_new(xj, r[i].name,
-				    json_integer((json_int_t)(w[i] > r[i].applied_mw ? w[i]
-										: r[i].applied_mw)));
+		json_object_set_new(xj, r[i].name, json_integer((json_int_t)ex[i]));
 		json_object_set_new(t, r[i].name, json_integer((json_int_t)tgt[i]));
 		json_object_set_new(sj, r[i].name, json_integer((json_int_t)safe[i]));
 		json_object_set_new(hj, r[i].name, json_integer((json_int_t)hold[i]));
@@ -593,6 +595,8 @@ out_free:
 	free(w);
 	free(safe);
 	free(hold);
+	free(pex);
+	free(ex);
 	etcd_kvs_free(kvs, nkv);
 	json_decref(prev);
 	json_decref(forget);

@@ -137,10 +137,28 @@ int fleet_target(uint64_t budget_mw, const struct fleet_rec *r, size_t n, const 
 	return 0;
 }
 
+/* What node i may run whatever is written now: what it acknowledged, and
+ * while the grant in force is not acknowledged (applied != prev), that
+ * grant and every earlier one since its last acknowledgement (it may have
+ * read one and not said so). */
+static uint64_t base_of(const struct fleet_rec *r, const uint64_t *prev, const uint64_t *prev_exposed,
+			size_t i)
+{
+	uint64_t b = r[i].applied_mw, p = prev ? prev[i] : FLEET_NO_GRANT;
+	if (p == FLEET_NO_GRANT || p == r[i].applied_mw)
+		return b;
+	b = max_u64(b, p);
+	if (prev_exposed && prev_exposed[i] != FLEET_NO_GRANT)
+		b = max_u64(b, prev_exposed[i]);
+	return b;
+}
+
 size_t fleet_phase(uint64_t budget_mw, const struct fleet_rec *r, size_t n, const uint64_t *prev,
-		   const uint64_t *target, uint64_t *write)
+		   const uint64_t *prev_exposed, const uint64_t *target, uint64_t *write,
+		   uint64_t *exposed)
 {
 	bool rising[FLEET_MAX_NODES];
+	uint64_t base[FLEET_MAX_NODES];
 	u128 exposure = 0;
 	size_t pending = 0;
 
@@ -150,7 +168,8 @@ size_t fleet_phase(uint64_t budget_mw, const struct fleet_rec *r, size_t n, cons
 		uint64_t p = prev ? prev[i] : FLEET_NO_GRANT;
 		write[i] = p == FLEET_NO_GRANT ? 0 : min_u64(p, target[i]);
 		rising[i] = write[i] < target[i];
-		exposure += max_u64(write[i], r[i].applied_mw);
+		base[i] = base_of(r, prev, prev_exposed, i);
+		exposure += max_u64(write[i], base[i]);
 	}
 	uint64_t head = exposure >= budget_mw ? 0 : budget_mw - (uint64_t)exposure;
 	int prio = 0;
@@ -158,15 +177,18 @@ size_t fleet_phase(uint64_t budget_mw, const struct fleet_rec *r, size_t n, cons
 		for (size_t i = 0; i < n; i++) {
 			if (!rising[i] || r[i].priority != prio)
 				continue;
-			uint64_t e = max_u64(write[i], r[i].applied_mw);
+			uint64_t e = max_u64(write[i], base[i]);
 			uint64_t top = min_u64(target[i], e + head);
 			if (top > write[i]) {
 				write[i] = top;
-				head -= max_u64(top, r[i].applied_mw) - e;
+				head -= max_u64(top, base[i]) - e;
 			}
 		}
 	}
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		pending += write[i] < target[i];
+		if (exposed)
+			exposed[i] = max_u64(write[i], base[i]);
+	}
 	return pending;
 }

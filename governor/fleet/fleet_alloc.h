@@ -61,15 +61,21 @@ struct fleet_target_result {
 int fleet_target(uint64_t budget_mw, const struct fleet_rec *r, size_t n, const uint64_t *cur,
 		 const struct fleet_params *p, uint64_t *out, struct fleet_target_result *res);
 
-/* What to write now: target[] limited so that the sum over i of
- * max(write[i], r[i].applied_mw) stays <= budget_mw, given prev[] (the
- * grants in force, FLEET_NO_GRANT for none). Decreases go out at once;
- * increases by priority (highest first), then record order, as far as the
- * headroom allows. When the exposure is already over the budget (nodes
- * applying more than granted: a join at its safe budget) nothing rises
- * until it is back under. write[i] <= target[i] always. Returns how many
+/* What to write now: target[] limited so that the sum over i of the
+ * exposure, max(write[i], what node i may still run), stays <= budget_mw,
+ * given prev[] (the grants in force, FLEET_NO_GRANT for none) and
+ * prev_exposed[] (this function's exposed[] of the last round, or NULL).
+ * A node may still run what it acknowledged (applied_mw) and, until it
+ * acknowledges the grant in force, that grant and every one written since
+ * its last acknowledgement (it may have read one and failed to say so).
+ * Decreases go out at once; increases by priority (highest first), then
+ * record order, as far as the headroom allows. When the exposure is
+ * already over the budget (a join at its safe budget) nothing rises until
+ * it is back under. write[i] <= target[i] always. exposed[] (may be NULL):
+ * each node's exposure after this round, for the next. Returns how many
  * nodes are still below target (0: converged). */
 size_t fleet_phase(uint64_t budget_mw, const struct fleet_rec *r, size_t n, const uint64_t *prev,
-		   const uint64_t *target, uint64_t *write);
+		   const uint64_t *prev_exposed, const uint64_t *target, uint64_t *write,
+		   uint64_t *exposed);
 
 #endif

@@ -277,7 +277,8 @@ int fleet_sim_run(const struct fleet_sim_cfg *c, const struct fleet_trace *t, en
 			for (int round = 0; round < 2; round++) {
 				struct fleet_target_result tr;
 				fleet_target(budget_mw, rec, N, grant, &fp, tgt, &tr);
-				fleet_phase(budget_mw, rec, N, grant, tgt, w);
+				/* nodes acknowledge at once here: no exposure carried */
+				fleet_phase(budget_mw, rec, N, grant, NULL, tgt, w, NULL);
 				for (size_t i = 0; i < N; i++) {
 					grant[i] = w[i];
 					rec[i].applied_mw = w[i];

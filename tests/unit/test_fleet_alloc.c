@@ -168,13 +168,13 @@ static void test_phase_decrease_first(void **state)
 	r[0].applied_mw = 800;
 	r[1].applied_mw = 200;
 	/* round 1: node 0 lowered, node 1 waits (node 0 still runs at 800) */
-	assert_int_equal(fleet_phase(1000, r, 2, prev, target, w), 1);
+	assert_int_equal(fleet_phase(1000, r, 2, prev, NULL, target, w, NULL), 1);
 	assert_int_equal(w[0], 200);
 	assert_int_equal(w[1], 200);
 	/* node 0 acknowledges: node 1 raised */
 	r[0].applied_mw = 200;
 	prev[0] = w[0];
-	assert_int_equal(fleet_phase(1000, r, 2, prev, target, w), 0);
+	assert_int_equal(fleet_phase(1000, r, 2, prev, NULL, target, w, NULL), 0);
 	assert_int_equal(w[1], 800);
 }
 
@@ -188,13 +188,13 @@ static void test_phase_new_node_and_priority(void **state)
 	r[1].applied_mw = 300;
 	r[2].applied_mw = 150;
 	/* head = 1000 - 750 = 250: priority 5 takes 200, the new node 50 more */
-	assert_int_equal(fleet_phase(1000, r, 3, prev, target, w), 0);
+	assert_int_equal(fleet_phase(1000, r, 3, prev, NULL, target, w, NULL), 0);
 	assert_int_equal(w[1], 500);
 	assert_int_equal(w[2], 150 + 50);
 	assert_int_equal(w[0], 300);
 	/* over budget already: only decreases */
 	r[2].applied_mw = 900;
-	assert_int_equal(fleet_phase(1000, r, 3, prev, target, w), 1);
+	assert_int_equal(fleet_phase(1000, r, 3, prev, NULL, target, w, NULL), 1);
 	assert_int_equal(w[1], 300);
 	assert_int_equal(w[2], 200); /* below what it applies: no exposure added */
 }
@@ -205,11 +205,12 @@ static uint64_t test_seed(void)
 	return s ? strtoull(s, NULL, 0) : 20261201;
 }
 
-/* Random groups and budgets, rounds of target + phase with nodes that
- * acknowledge late (or never, for a while): every round the written grants
- * sum <= budget, the exposure (what nodes may apply) <= budget once it was,
- * floors honoured when feasible, no grant above a maximum; a steady group
- * converges. */
+/* Random groups and budgets, rounds of target + phase with nodes that read
+ * their grant late, or read it and fail to acknowledge it: every round the
+ * written grants sum <= budget, the exposure bounds what the nodes actually
+ * run (a node runs the last grant it read, which may be one it never
+ * acknowledged) and stays <= budget once it was, floors honoured when
+ * feasible, no grant above a maximum; a steady group converges. */
 static void test_random_rounds(void **state)
 {
 	(void)state;
@@ -218,7 +219,7 @@ static void test_random_rounds(void **state)
 	struct rng g;
 	rng_seed(&g, seed);
 	static struct fleet_rec r[200];
-	static uint64_t grant[200], target[200], w[200];
+	static uint64_t grant[200], target[200], w[200], run[200], exposed[200], ex_next[200];
 	const struct fleet_params p = FLEET_PARAMS_DEFAULT;
 	for (int trial = 0; trial < 300; trial++) {
 		size_t n = 1 + rng_u64(&g) % 200;
@@ -230,6 +231,8 @@ static void test_random_rounds(void **state)
 			maxes += m;
 			grant[i] = FLEET_NO_GRANT;
 			r[i].applied_mw = 0;
+			run[i] = 0;
+			exposed[i] = FLEET_NO_GRANT;
 		}
 		uint64_t budget = floors + rng_u64(&g) % (maxes - floors + 1);
 		if (trial % 10 == 0)
@@ -251,25 +254,32 @@ static void test_random_rounds(void **state)
 				if (!res.infeasible)
 					assert_true(target[i] >= r[i].floor_mw);
 			}
+			/* the exposure the last round left (what nodes may run) */
 			uint64_t exp_before = 0;
 			for (size_t i = 0; i < n; i++)
-				exp_before += grant[i] == FLEET_NO_GRANT ? r[i].applied_mw
-					      : (grant[i] > r[i].applied_mw ? grant[i] : r[i].applied_mw);
-			pending = fleet_phase(budget, r, n, grant, target, w);
-			uint64_t exp = 0;
+				exp_before += exposed[i] == FLEET_NO_GRANT ? r[i].applied_mw : exposed[i];
+			pending = fleet_phase(budget, r, n, grant, exposed, target, w, ex_next);
 			for (size_t i = 0; i < n; i++) {
 				assert_true(w[i] <= target[i]);
-				exp += w[i] > r[i].applied_mw ? w[i] : r[i].applied_mw;
+				exposed[i] = ex_next[i];
 			}
 			assert_true(sum(w, n) <= budget);
-			if (exp_before <= budget)
-				assert_true(exp <= budget);
-			/* nodes acknowledge their grant, some a round late */
+			/* each node reads its new grant (70 %, and acknowledges it),
+			 * reads it and fails to acknowledge it (15 %), or reads
+			 * nothing this round (15 %: it runs what it ran) */
 			for (size_t i = 0; i < n; i++) {
 				grant[i] = w[i];
-				if (rng_uniform(&g) < 0.7)
+				double u = rng_uniform(&g);
+				if (u < 0.85)
+					run[i] = w[i];
+				if (u < 0.7)
 					r[i].applied_mw = w[i];
 			}
+			/* the exposure bounds what runs, and stays within the
+			 * budget once it was */
+			assert_true(sum(run, n) <= sum(exposed, n));
+			if (exp_before <= budget)
+				assert_true(sum(exposed, n) <= budget);
 		}
 		if (steady) {
 			/* one more round with every node acknowledged */
@@ -277,7 +287,7 @@ static void test_random_rounds(void **state)
 				r[i].applied_mw = grant[i];
 			struct fleet_target_result res;
 			fleet_target(budget, r, n, grant, &p, target, &res);
-			pending = fleet_phase(budget, r, n, grant, target, w);
+			pending = fleet_phase(budget, r, n, grant, exposed, target, w, NULL);
 			assert_int_equal(pending, 0);
 		}
 	}
