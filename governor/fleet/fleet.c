@@ -207,7 +207,9 @@ int fleet_grant_judge(const struct fleet_grant_read *rd, const char *node, uint6
 		snprintf(why, len, "a grant or a reserve is not a number of mW");
 		goto out_free;
 	}
-	if (sum + res > for_budget) {
+	/* the grants fit in what the reserves leave of the budget they name
+	 * (nothing, when the reserves alone exceed it: then every grant is 0) */
+	if (sum > (for_budget > res ? for_budget - res : 0)) {
 		snprintf(why, len,
 			 "the grants (%.1f W, %.1f W reserved) exceed the budget they name (%.1f W)",
 			 (double)sum / 1000.0, (double)res / 1000.0, (double)for_budget / 1000.0);
@@ -217,9 +219,11 @@ int fleet_grant_judge(const struct fleet_grant_read *rd, const char *node, uint6
 	rc = mine == FLEET_NO_GRANT ? 0 : 1;
 	if (rc && sum + res > budget) {
 		/* computed for a budget lowered since: every node that reads the
-		 * new budget scales its grant down by the same factor, so the
-		 * sum meets it before the allocator's next round does */
-		*grant_mw = (uint64_t)((unsigned __int128)mine * budget / (sum + res));
+		 * new budget scales its grant by what the reserves (gone nodes,
+		 * which read nothing) leave of it, the same factor for all, so
+		 * the sum meets it before the allocator's next round does */
+		uint64_t room = budget > res ? budget - res : 0;
+		*grant_mw = sum ? (uint64_t)((unsigned __int128)mine * room / sum) : 0;
 		snprintf(why, len, "grants of %.1f W computed for %.1f W, scaled to the budget %.1f W",
 			 (double)(sum + res) / 1000.0, (double)for_budget / 1000.0,
 			 (double)budget / 1000.0);
@@ -339,8 +343,8 @@ static json_t *carry_reserves(const json_t *prev, const struct fleet_rec *r, siz
 	*sum = 0;
 
 	/* grants of the last round whose node has no record now: a new reserve
-	 * of what it may be running, its exposure max(grant, applied): it may
-	 * not have read its last grant yet */
+	 * of what it may be running, its exposure (fleet_phase: its grant, what
+	 * it acknowledged, grants it may have read without saying so) */
 	json_object_foreach(json_object_get((json_t *)prev, "grants"), k, v) {
 		uint64_t mw = prev_grant(prev, k), ex = map_mw(prev, "exposed", k);
 		if (mw == FLEET_NO_GRANT)
@@ -456,10 +460,10 @@ int fleet_allocator_round(struct fleet_allocator *al, uint64_t now, struct fleet
 		prev = load_value(&kv);
 		etcd_kv_free(&kv);
 	}
-	/* The grants in force are what this allocator wrote last: a value of
-	 * another term or author in the key is a forgery (or a deposed
-	 * allocator's), so its own copy counts. A new allocator has none and
-	 * takes the key as its predecessor left it. */
+	/* The allocation in force is what this allocator wrote last: a ledger
+	 * of another term or author is a forgery (or a deposed allocator's),
+	 * so its own copy counts. A new allocator has none and takes the
+	 * ledger as its predecessor left it. */
 	const json_t *pe = json_object_get(prev, "epoch");
 	const char *pa = json_string_value(json_object_get(prev, "allocator"));
 	if (al->last_grants && (!json_is_integer(pe) || json_integer_value(pe) != al->epoch ||

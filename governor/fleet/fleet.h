@@ -4,14 +4,17 @@
  *   budget          {"budget_mw": N}                    govctl fleet set-budget
  *   leader          {"id": ..., "since_unix_ms": ...}   lease-bound, made only if absent
  *   nodes/<node>    {"floor_mw", "max_mw", "demand_mw", "draw_mw", "applied_mw",
- *                    "safe_mw", "priority", "state"}    lease-bound
+ *                    "safe_mw", "hold_ms", "priority", "state"}  lease-bound,
+ *                                   written only on its own create_revision
  *   grants          {"epoch", "allocator", "budget_mw", "round", "pending",
  *                    "infeasible", "written_unix_ms", "grants": {node: mW},
  *                    "targets": {node: mW}, "safe": {node: mW},
- *                    "exposed": {node: max(grant, applied) mW},
+ *                    "exposed": {node: mW (fleet_phase)},
  *                    "hold_ms": {node: ms}, "reserved": {node: {"mw", "safe_mw",
- *                    "hold_ms"}}}  written only while the leader key's
+ *                    "hold_ms"}}}  bound to the allocator's lease, written
+ *                                   only while the leader key's
  *                                   create_revision is the allocator's epoch
+ *   ledger          the same value, no lease: the next allocator's state
  *   forget/<node>   {"unix_ms": T}  govctl fleet forget: drop a gone node's reserve
  * This file owns that format (writer and reader). */
 #ifndef GOVD_GOVERNOR_FLEET_H

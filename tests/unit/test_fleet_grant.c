@@ -181,6 +181,23 @@ static void test_lowered_budget(void **st)
 	assert_int_equal(fleet_grant_judge(&rd, "n2", &b, why, sizeof(why)), 1);
 	assert_true(a + b <= 600000);
 	assert_true(a > 330000 && b > 260000);
+	/* with a reserve (a gone node reads nothing): the grants scale into
+	 * what the reserve leaves, 600 - 200 W */
+	const char *gr = "{\"epoch\":10,\"allocator\":\"a\",\"budget_mw\":900000,"
+			 "\"grants\":{\"n1\":400000,\"n2\":300000},"
+			 "\"reserved\":{\"n3\":{\"mw\":200000,\"safe_mw\":200000,\"hold_ms\":0}}}";
+	assert_int_equal(judge(gr, 12, &a, why), 1);
+	gk = kv_of("/govd/c/g/grants", gr, 5, 12);
+	assert_int_equal(fleet_grant_judge(&rd, "n2", &b, why, sizeof(why)), 1);
+	assert_true(a + b + 200000 <= 600000);
+	/* reserves alone above the budget: grants of 0 are the allocator's, taken */
+	budget = kv_of("/govd/c/g/budget", "{\"budget_mw\":100000}", 2, 21);
+	assert_int_equal(judge("{\"epoch\":10,\"allocator\":\"a\",\"budget_mw\":100000,"
+			       "\"grants\":{\"n1\":0,\"n2\":0},"
+			       "\"reserved\":{\"n3\":{\"mw\":250000,\"safe_mw\":250000,\"hold_ms\":0}}}",
+			       12, &a, why),
+			 1);
+	assert_int_equal(a, 0);
 }
 
 int main(void)
