@@ -1,6 +1,7 @@
 #include "governor/daemon/devlock.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -28,8 +29,9 @@ int devlock_take(const char *id, char *err, size_t len)
 	size_t nlen = (size_t)n + 1 < sizeof(a.sun_path) ? (size_t)n + 1 : sizeof(a.sun_path);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
-		snprintf(err, len, "%s: socket: %s", id, strerror(errno));
-		return -errno;
+		int e = errno;
+		snprintf(err, len, "%s: socket: %s", id, strerror(e));
+		return -e;
 	}
 	if (bind(fd, (struct sockaddr *)&a, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + nlen))) {
 		int e = errno;
