@@ -920,6 +920,9 @@ static void divide_budget(struct daemon *d)
 			d->dev[i].has_grant = true;
 		}
 	}
+	/* the fleet's acknowledgement: the budget the devices have from this
+	 * period on (the agent writes it into the record next round) */
+	d->fleet_applied_mw = (uint64_t)llround(bw * 1000.0);
 }
 
 int daemon_tick(struct daemon *d)

@@ -89,6 +89,7 @@ struct daemon {
 	bool budget_unusable;       /* budget_divvy refused the limits (logged once) */
 	double budget_override_w;   /* govctl set budget-w; 0: the config's budget_w */
 	struct fleet_agent *fleet;  /* config fleet section: the grant is the budget (daemon_fleet.c) */
+	uint64_t fleet_applied_mw;  /* the node budget the last period applied; UINT64_MAX: none */
 	bool held;                  /* govctl hold */
 	struct metrics_snapshot *snap;
 	struct metrics_server *msrv;

@@ -11,6 +11,7 @@ int daemon_fleet_start(struct daemon *d, struct diag_list *diags)
 	char err[256];
 	if (!c->fleet.enabled)
 		return 0;
+	d->fleet_applied_mw = UINT64_MAX;
 	int rc = fleet_agent_start(&d->fleet, &c->fleet, c->node, d->dry_run, err, sizeof(err));
 	if (rc)
 		diag_add(diags, DIAG_ERROR, c->path, 0, 0, "fleet", "fleet", "%s", err);
@@ -41,7 +42,8 @@ void daemon_fleet_period(struct daemon *d)
 		draw += mw;
 		demand += fleet_demand_mw(mw, d->dev[i].grant_mw, capped && d->dev[i].has_grant);
 	}
-	fleet_agent_observe(d->fleet, floor, max, draw, demand > max ? max : demand);
+	fleet_agent_observe(d->fleet, floor, max, draw, demand > max ? max : demand,
+			    d->fleet_applied_mw);
 	if (d->snap) {
 		d->snap->fleet.enabled = true;
 		d->snap->fleet.mode = (int)st.mode;

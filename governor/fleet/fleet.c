@@ -633,6 +633,7 @@ struct fleet_agent {
 	bool stop;
 	/* from the daemon (mu) */
 	uint64_t floor_mw, max_mw, draw_mw, demand_mw;
+	uint64_t applied_mw;        /* the node budget its devices have; FLEET_NO_GRANT: none yet */
 	bool observed;
 	/* the agent's last valid read (mu); judged against the reader's clock */
 	bool have_grant;            /* the valid grants name this node */
@@ -839,7 +840,9 @@ static int put_record(struct fleet_agent *a)
 	char key[FLEET_PREFIX_LEN + FLEET_NAME_LEN + 16], val[640];
 	pthread_mutex_lock(&a->mu);
 	uint64_t fl = a->floor_mw, mx = a->max_mw, dr = a->draw_mw, de = a->demand_mw;
-	uint64_t ap = a->st.budget_mw;
+	/* what the devices have (the daemon applies the judged budget at its
+	 * next period); before its first, what was judged */
+	uint64_t ap = a->applied_mw != FLEET_NO_GRANT ? a->applied_mw : a->st.budget_mw;
 	enum fleet_mode m = a->st.mode;
 	bool dup = a->fault == FLEET_FAULT_DUPLICATE;
 	pthread_mutex_unlock(&a->mu);
@@ -1080,9 +1083,10 @@ void fleet_agent_stop(struct fleet_agent *a)
 }
 
 void fleet_agent_observe(struct fleet_agent *a, uint64_t floor_mw, uint64_t max_mw, uint64_t draw_mw,
-			 uint64_t demand_mw)
+			 uint64_t demand_mw, uint64_t applied_mw)
 {
 	pthread_mutex_lock(&a->mu);
+	a->applied_mw = applied_mw;
 	a->floor_mw = floor_mw;
 	a->max_mw = max_mw;
 	a->draw_mw = draw_mw;

@@ -261,7 +261,7 @@ echo "kill -9 $victim: reserve held until govctl fleet forget, then released"
 
 kill "$sampler"
 sampler=
-$py - "$tmp/samples" "$tmp/budget" "$DECREASE_GRACE_MS" <<'PY' || fail "the group budget was exceeded"
+$py - "$tmp/samples" "$tmp/budget" "$DECREASE_GRACE_MS" "$floors" <<'PY' || fail "the group budget was exceeded"
 import math, sys
 budgets = [tuple(map(float, l.split())) for l in open(sys.argv[2])]
 grace = int(sys.argv[3]) / 1000.0
@@ -274,15 +274,16 @@ def budget_at(t):
             last_drop = tt
         prev = b = bb
     return b, last_drop
-rows = bad = 0
-worst = -1e9
+floors = float(sys.argv[4])
+rows = bad = dev_bad = 0
+worst = dev_worst = -1e9
 for line in open(sys.argv[1]):
     f = line.split()
     try:
         t = float(f[0])
     except (ValueError, IndexError):
         continue
-    total = 0.0
+    total = dev = 0.0
     ok = True
     for cell in f[1:]:
         name, _, v = cell.partition("=")
@@ -290,7 +291,12 @@ for line in open(sys.argv[1]):
             continue
         try:
             total += float(v.split("/")[0])
-        except ValueError:
+            # the device's power limit in force, for the group's members: a
+            # refused duplicate holds its device at its minimum limit, which
+            # no budget can take lower (its node budget, 0 W, counts above)
+            if name != "n2dup":
+                dev += float(v.split("/")[1])
+        except (ValueError, IndexError):
             ok = False
     if not ok:
         continue
@@ -302,8 +308,16 @@ for line in open(sys.argv[1]):
     if total > b + 1e-6:
         bad += 1
         print(f"t={t:.3f}: node budgets sum to {total:.3f} W > group budget {b} W: {line.strip()}")
-print(f"{rows} samples; sum of node budgets minus group budget at most {worst:.3f} W; {bad} over")
-sys.exit(1 if bad or rows < 100 else 0)
+    # the devices' limits follow their node budget within a tick; below the
+    # floors a device cannot go under its minimum limit (refused by set-budget)
+    if b >= floors:
+        dev_worst = max(dev_worst, dev - b)
+        if dev > b + 1e-6:
+            dev_bad += 1
+            print(f"t={t:.3f}: device power limits sum to {dev:.3f} W > group budget {b} W: {line.strip()}")
+print(f"{rows} samples; sum of node budgets minus group budget at most {worst:.3f} W, {bad} over; "
+      f"device power limits (budget >= floors) at most {dev_worst:.3f} W, {dev_bad} over")
+sys.exit(1 if bad or dev_bad or rows < 100 else 0)
 PY
 # A dry-run node enforces nothing: its record says so and counts its maximum.
 node_yaml n4 faults 0 false "$endpoints" 2 | sed 's/^node: n4$/node: n4\ndry_run: true/' >"$tmp/n4.yaml"
