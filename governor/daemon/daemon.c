@@ -921,8 +921,8 @@ static void divide_budget(struct daemon *d)
 		}
 	}
 	/* the fleet's acknowledgement: the budget the devices have from this
-	 * period on (the agent writes it into the record next round) */
-	d->fleet_applied_mw = (uint64_t)llround(bw * 1000.0);
+	 * period on (the agent writes it into the record) */
+	daemon_fleet_applied(d, (uint64_t)llround(bw * 1000.0));
 }
 
 int daemon_tick(struct daemon *d)

@@ -89,7 +89,6 @@ struct daemon {
 	bool budget_unusable;       /* budget_divvy refused the limits (logged once) */
 	double budget_override_w;   /* govctl set budget-w; 0: the config's budget_w */
 	struct fleet_agent *fleet;  /* config fleet section: the grant is the budget (daemon_fleet.c) */
-	uint64_t fleet_applied_mw;  /* the node budget the last period applied; UINT64_MAX: none */
 	bool held;                  /* govctl hold */
 	struct metrics_snapshot *snap;
 	struct metrics_server *msrv;
@@ -179,5 +178,8 @@ void daemon_fleet_stop(struct daemon *d);
 void daemon_fleet_period(struct daemon *d);
 /* The node budget the fleet grants (W); 0 without a fleet. */
 double daemon_fleet_budget_w(const struct daemon *d);
+/* After the node budget was applied to the devices this period: the fleet
+ * record acknowledges it (not before). */
+void daemon_fleet_applied(struct daemon *d, uint64_t budget_mw);
 
 #endif

@@ -11,7 +11,6 @@ int daemon_fleet_start(struct daemon *d, struct diag_list *diags)
 	char err[256];
 	if (!c->fleet.enabled)
 		return 0;
-	d->fleet_applied_mw = UINT64_MAX;
 	int rc = fleet_agent_start(&d->fleet, &c->fleet, c->node, d->dry_run, err, sizeof(err));
 	if (rc)
 		diag_add(diags, DIAG_ERROR, c->path, 0, 0, "fleet", "fleet", "%s", err);
@@ -42,8 +41,7 @@ void daemon_fleet_period(struct daemon *d)
 		draw += mw;
 		demand += fleet_demand_mw(mw, d->dev[i].grant_mw, capped && d->dev[i].has_grant);
 	}
-	fleet_agent_observe(d->fleet, floor, max, draw, demand > max ? max : demand,
-			    d->fleet_applied_mw);
+	fleet_agent_observe(d->fleet, floor, max, draw, demand > max ? max : demand);
 	if (d->snap) {
 		d->snap->fleet.enabled = true;
 		d->snap->fleet.mode = (int)st.mode;
@@ -63,4 +61,10 @@ double daemon_fleet_budget_w(const struct daemon *d)
 		return 0;
 	fleet_agent_status(d->fleet, govd_mono_ms(), &st);
 	return (double)st.budget_mw / 1000.0;
+}
+
+void daemon_fleet_applied(struct daemon *d, uint64_t budget_mw)
+{
+	if (d->fleet)
+		fleet_agent_applied(d->fleet, budget_mw);
 }

@@ -715,7 +715,10 @@ static int node_lease(struct fleet_agent *a, uint64_t now)
  * grant (a grant of 0 is a grant: every device at its minimum). */
 static void judge_locked(struct fleet_agent *a, uint64_t now)
 {
-	bool fresh = a->fault == FLEET_FAULT_NONE && a->have_grant && a->fresh_ms &&
+	/* refused grants do not refresh the last valid one, which stays in
+	 * force until it is stale (a leader handover refuses a round or two);
+	 * a duplicate name never runs on the other's grant */
+	bool fresh = a->fault != FLEET_FAULT_DUPLICATE && a->have_grant && a->fresh_ms &&
 		     now - a->fresh_ms <= a->cfg.grant_ttl_ms;
 	enum fleet_mode m;
 	uint64_t b;
@@ -927,6 +930,27 @@ static int put_record(struct fleet_agent *a)
 	return 0;
 }
 
+/* A budget just judged reaches the devices at the daemon's next period;
+ * the record acknowledges what they have (put_record), so wait for that
+ * period (at most one round) rather than acknowledge it a round late. */
+static void wait_applied(struct fleet_agent *a)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t ns = (uint64_t)a->cfg.period_ms * 1000000u;
+	ts.tv_sec += (time_t)(ns / 1000000000u);
+	ts.tv_nsec += (long)(ns % 1000000000u);
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&a->mu);
+	while (!a->stop && !a->dry_run && a->applied_mw != a->st.budget_mw &&
+	       pthread_cond_timedwait(&a->cv, &a->mu, &ts) == 0)
+		;
+	pthread_mutex_unlock(&a->mu);
+}
+
 static bool stopping(struct fleet_agent *a)
 {
 	pthread_mutex_lock(&a->mu);
@@ -961,6 +985,8 @@ static void *agent_main(void *arg)
 			ok = node_lease(a, now) == 0;
 			ok = ok && read_grant(a, now) == 0;
 			set_etcd_ok(a, ok);
+			if (ok)
+				wait_applied(a);
 			ok = ok && put_record(a) == 0;
 		}
 		/* a stop waits for at most the round's current request (etcd
@@ -1036,6 +1062,7 @@ int fleet_agent_start(struct fleet_agent **out, const struct fleet_config *c, co
 	const struct fleet_params p = { .up_frac = c->up_frac, .down_frac = c->down_frac };
 	fleet_allocator_init(&a->al, &a->e, a->prefix, a->node, c->lease_ttl_s, &p);
 	a->st.budget_mw = 0;
+	a->applied_mw = FLEET_NO_GRANT;
 	a->st.grant_age_ms = UINT64_MAX;
 	a->st.fault = FLEET_FAULT_STALE;
 	a->etcd_ok = a->was_etcd_ok = true;
@@ -1082,11 +1109,19 @@ void fleet_agent_stop(struct fleet_agent *a)
 	free(a);
 }
 
-void fleet_agent_observe(struct fleet_agent *a, uint64_t floor_mw, uint64_t max_mw, uint64_t draw_mw,
-			 uint64_t demand_mw, uint64_t applied_mw)
+void fleet_agent_applied(struct fleet_agent *a, uint64_t applied_mw)
 {
 	pthread_mutex_lock(&a->mu);
+	if (a->applied_mw != applied_mw)
+		pthread_cond_broadcast(&a->cv); /* wait_applied: the devices have it */
 	a->applied_mw = applied_mw;
+	pthread_mutex_unlock(&a->mu);
+}
+
+void fleet_agent_observe(struct fleet_agent *a, uint64_t floor_mw, uint64_t max_mw, uint64_t draw_mw,
+			 uint64_t demand_mw)
+{
+	pthread_mutex_lock(&a->mu);
 	a->floor_mw = floor_mw;
 	a->max_mw = max_mw;
 	a->draw_mw = draw_mw;

@@ -126,12 +126,14 @@ int fleet_agent_start(struct fleet_agent **out, const struct fleet_config *c, co
  * once). NULL is fine. */
 void fleet_agent_stop(struct fleet_agent *a);
 /* The daemon's view, each period: the node's budget range, what it draws,
- * what it asks for, and the node budget it has applied to its devices
- * (FLEET_NO_GRANT: none yet) (mW). The record acknowledges that applied
- * budget, not the one judged: a lowered grant counts as applied only once
- * the devices have it, so nobody rises into it before. */
+ * what it asks for (mW). */
 void fleet_agent_observe(struct fleet_agent *a, uint64_t floor_mw, uint64_t max_mw, uint64_t draw_mw,
-			 uint64_t demand_mw, uint64_t applied_mw);
+			 uint64_t demand_mw);
+/* The node budget the daemon has just applied to its devices (mW). The
+ * record acknowledges that, not the budget judged: a lowered grant counts
+ * as applied only once the devices have it, so nobody rises into it
+ * before. */
+void fleet_agent_applied(struct fleet_agent *a, uint64_t applied_mw);
 /* The budget in force, judged now on the caller's monotonic clock (now_ms):
  * a grant goes stale grant_ttl_ms after it last changed however long the
  * agent's etcd request is blocked. */
