@@ -112,9 +112,10 @@ static bool rec_parse(const char *name, const json_t *j, int64_t lease, struct f
 
 /* ---- a node's grant ---- */
 
-/* Sum of a {name: mW} object's values; false when one is not a
- * non-negative integer within FLEET_MW_MAX. */
-static bool sum_grants(const json_t *o, uint64_t *sum)
+/* Sum over a {name: x} object of x (field NULL: the grants' mW) or of
+ * x[field] (the reserves' "mw"); false when one is not a non-negative
+ * integer within FLEET_MW_MAX. */
+static bool sum_mw(const json_t *o, const char *field, uint64_t *sum)
 {
 	const char *k;
 	json_t *v;
@@ -122,24 +123,7 @@ static bool sum_grants(const json_t *o, uint64_t *sum)
 	if (o && !json_is_object(o))
 		return false;
 	json_object_foreach((json_t *)o, k, v) {
-		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-		    (uint64_t)json_integer_value(v) > FLEET_MW_MAX)
-			return false;
-		*sum += (uint64_t)json_integer_value(v);
-	}
-	return true;
-}
-
-/* Sum of the reserves' "mw"; false when one is malformed. */
-static bool sum_reserved(const json_t *o, uint64_t *sum)
-{
-	const char *k;
-	json_t *v;
-	*sum = 0;
-	if (o && !json_is_object(o))
-		return false;
-	json_object_foreach((json_t *)o, k, v) {
-		const json_t *m = json_object_get(v, "mw");
+		const json_t *m = field ? json_object_get(v, field) : v;
 		if (!json_is_integer(m) || json_integer_value(m) < 0 ||
 		    (uint64_t)json_integer_value(m) > FLEET_MW_MAX)
 			return false;
@@ -202,8 +186,8 @@ int fleet_grant_judge(const struct fleet_grant_read *rd, const char *node, uint6
 		snprintf(why, len, "the budget or the grants' budget_mw is not a number");
 		goto out_free;
 	}
-	if (!sum_grants(json_object_get(g, "grants"), &sum) ||
-	    !sum_reserved(json_object_get(g, "reserved"), &res)) {
+	if (!sum_mw(json_object_get(g, "grants"), NULL, &sum) ||
+	    !sum_mw(json_object_get(g, "reserved"), "mw", &res)) {
 		snprintf(why, len, "a grant or a reserve is not a number of mW");
 		goto out_free;
 	}
