@@ -476,7 +476,7 @@ int fleet_allocator_round(struct fleet_allocator *al, uint64_t now, struct fleet
 		rc = -ENOMEM;
 		goto out_free;
 	}
-	size_t n = 0;
+	size_t n = 0, n_malformed = 0;
 	const char *first_bad = NULL;
 	for (size_t i = 0; i < nkv; i++) {
 		json_t *j = load_value(&kvs[i]);
@@ -486,17 +486,17 @@ int fleet_allocator_round(struct fleet_allocator *al, uint64_t now, struct fleet
 			pex[n] = map_mw(prev, "exposed", name);
 			n++;
 		} else {
-			out->n_malformed++;
+			n_malformed++;
 			if (!first_bad)
 				first_bad = kvs[i].key;
 		}
 		json_decref(j);
 	}
 	/* at most once a minute: a bad record must not flood the journal */
-	if (out->n_malformed && (!al->malformed_log_ms || now - al->malformed_log_ms >= 60000)) {
+	if (n_malformed && (!al->malformed_log_ms || now - al->malformed_log_ms >= 60000)) {
 		log_warn("fleet %s: %zu malformed record(s) ignored (no lease, a figure out of range, "
 			 "or not JSON), e.g. %s",
-			 al->prefix, out->n_malformed, first_bad);
+			 al->prefix, n_malformed, first_bad);
 		al->malformed_log_ms = now;
 	}
 	uint64_t res_sum = 0;
@@ -572,8 +572,6 @@ int fleet_allocator_round(struct fleet_allocator *al, uint64_t now, struct fleet
 	out->wrote = true;
 	out->budget_mw = budget;
 	out->granted_mw = sum;
-	out->reserved_mw = res_sum;
-	out->n_reserved = json_object_size(reserved);
 	out->n_nodes = n;
 	out->pending = pending;
 out_free:
@@ -603,6 +601,13 @@ void fleet_allocator_resign(struct fleet_allocator *al)
 }
 
 /* ---- node agent ---- */
+
+/* What keeps a node off its last valid grant (or notes why it was refused). */
+enum fleet_fault {
+	FLEET_FAULT_NONE,
+	FLEET_FAULT_INVALID,   /* the last grants read failed fleet_grant_judge */
+	FLEET_FAULT_DUPLICATE, /* another process holds this node's record: budget 0 (minimums) */
+};
 
 struct fleet_agent {
 	struct fleet_config cfg;
@@ -736,10 +741,6 @@ static void judge_locked(struct fleet_agent *a, uint64_t now)
 	a->st.grant_mw = a->have_grant ? a->grant_mw : 0;
 	a->st.etcd_ok = a->etcd_ok;
 	a->st.allocating = a->allocating;
-	a->st.fault = fresh ? FLEET_FAULT_NONE
-		      : a->fault != FLEET_FAULT_NONE ? a->fault
-						     : FLEET_FAULT_STALE;
-	a->st.grant_age_ms = a->fresh_ms ? now - a->fresh_ms : UINT64_MAX;
 	if (m == FLEET_SAFE && old != FLEET_SAFE) {
 		a->st.fallbacks++;
 		log_warn("fleet %s: node %s on its safe budget %.1f W: %s", a->prefix, a->node,
@@ -820,8 +821,8 @@ out_free:
 /* The record is this process's: written in a txn that requires the key to
  * be absent (first write) or still the one it created. Another create
  * revision is another process under this node's name (or this node's
- * previous run, until its lease expires): the node falls to its safe budget
- * and says so, and the other's record is left alone. */
+ * previous run, until its lease expires): the node runs every device at its
+ * minimum (budget 0) and says so, and the other's record is left alone. */
 static int put_record(struct fleet_agent *a)
 {
 	char key[FLEET_PREFIX_LEN + FLEET_NAME_LEN + 16], val[640];
@@ -1047,8 +1048,6 @@ int fleet_agent_start(struct fleet_agent **out, const struct fleet_config *c, co
 	fleet_allocator_init(&a->al, &a->e, a->prefix, a->node, c->lease_ttl_s, &p);
 	a->st.budget_mw = 0;
 	a->applied_mw = FLEET_NO_GRANT;
-	a->st.grant_age_ms = UINT64_MAX;
-	a->st.fault = FLEET_FAULT_STALE;
 	a->etcd_ok = a->was_etcd_ok = true;
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_condattr_init(&ca);

@@ -56,8 +56,7 @@ struct fleet_allocator {
 struct fleet_round {
 	bool wrote;                 /* grants written this round */
 	uint64_t budget_mw, granted_mw;
-	uint64_t reserved_mw;       /* held for nodes gone from the group that may still run */
-	size_t n_nodes, pending, n_reserved, n_malformed;
+	size_t n_nodes, pending;
 };
 
 void fleet_allocator_init(struct fleet_allocator *al, struct etcd *e, const char *prefix,
@@ -94,14 +93,6 @@ int fleet_grant_judge(const struct fleet_grant_read *rd, const char *node, uint6
 
 enum fleet_mode { FLEET_NO_GRANT_YET, FLEET_GRANTED, FLEET_SAFE };
 
-/* Why a node is not on a fresh grant (FLEET_SAFE / FLEET_NO_GRANT_YET). */
-enum fleet_fault {
-	FLEET_FAULT_NONE,
-	FLEET_FAULT_STALE,     /* the grants did not change within grant_ttl_ms */
-	FLEET_FAULT_INVALID,   /* the grants failed fleet_grant_judge */
-	FLEET_FAULT_DUPLICATE, /* another process holds this node's record: budget 0 (minimums) */
-};
-
 struct fleet_status {
 	enum fleet_mode mode;
 	uint64_t budget_mw;         /* what the node enforces now */
@@ -111,8 +102,6 @@ struct fleet_status {
 	bool etcd_ok;               /* last request succeeded */
 	bool allocating;            /* this node is the allocator */
 	uint64_t fallbacks;         /* times it fell back to the safe budget */
-	enum fleet_fault fault;
-	uint64_t grant_age_ms;      /* since the grants last changed validly; UINT64_MAX: never */
 };
 
 struct fleet_agent;
