@@ -78,9 +78,19 @@ double power_memory_w(const struct plant_preset *p, double mem_tbps)
 	return p->power.mem_idle_w + p->power.mem_w_per_tbps * (mem_tbps > 0 ? mem_tbps : 0);
 }
 
-double power_uncore_w(const struct plant_preset *p, double mem_tbps)
+double power_uncore_w(const struct plant_preset *p, double mem_tbps, double mhz)
 {
-	return p->power.uncore_w_per_tbps * (mem_tbps > 0 ? mem_tbps : 0);
+	if (!(mem_tbps > 0))
+		return 0.0;
+	double g = plant_bw_clock_factor(p, mhz / p->dvfs.max_mhz);
+	double phi = p->power.uncore_demand_frac;
+	/* The demand never exceeds what the HBM could deliver. */
+	double demand = g > 0 ? mem_tbps / g : p->hbm_tbps;
+	if (demand > p->hbm_tbps)
+		demand = p->hbm_tbps;
+	if (demand < mem_tbps)
+		demand = mem_tbps;
+	return p->power.uncore_w_per_tbps * ((1.0 - phi) * mem_tbps + phi * demand);
 }
 
 double plant_bw_clock_factor(const struct plant_preset *p, double r)
@@ -323,7 +333,7 @@ void device_advance(struct device *d, double dt_s, const struct device_load *loa
 	double leak = d->cache_leak_v * leak_temp_factor(d) - d->cache_leak0_w;
 	double mem_tbps = load ? load->mem_tbps : 0;
 	d->power_w = p->power.idle_w + p->power.c_eff * d->cache_v2f * act * busy + leak +
-		     power_uncore_w(p, mem_tbps);
+		     power_uncore_w(p, mem_tbps, d->clk_mhz);
 	d->mem_power_w = power_memory_w(p, mem_tbps);
 	d->host_power_w = power_host_w(p, load ? load->host_busy : 0);
 	d->energy_j += d->power_w * dt_s;

@@ -37,6 +37,10 @@ struct power_params {
 	double uncore_w_per_tbps; /* accel rail: on-die memory path (L2, crossbar, memory
 				   * controllers, PHY) per TB/s of HBM traffic; does not
 				   * scale with the SM clock or voltage */
+	double uncore_demand_frac; /* share of that path's power set by the traffic demand
+				    * (achieved TB/s / plant_bw_clock_factor), not by the
+				    * achieved traffic: it stays active when a low SM clock
+				    * starves it of requests */
 	double host_idle_w;     /* host share (CPU, DRAM, NIC) attributed to this accelerator */
 	double host_busy_w;     /* extra host power while orchestrating (busy = 1) */
 	double tgp_default_w;   /* default power limit (TGP) */
@@ -163,8 +167,10 @@ double power_accel_w(const struct plant_preset *p, double mhz, double activity, 
 		     double tj_c);
 double power_memory_w(const struct plant_preset *p, double mem_tbps);
 double power_host_w(const struct plant_preset *p, double host_busy);
-/* Clock-independent on-die power of mem_tbps of HBM traffic (part of power_w). */
-double power_uncore_w(const struct plant_preset *p, double mem_tbps);
+/* On-die memory-path power of mem_tbps of HBM traffic at clock mhz (part of
+ * power_w): independent of the SM clock, except that below the bandwidth
+ * saturation clock the demand share does not fall with the achieved traffic. */
+double power_uncore_w(const struct plant_preset *p, double mem_tbps, double mhz);
 /* Share of the achievable HBM bandwidth left at clock share r = f / f_max. */
 double plant_bw_clock_factor(const struct plant_preset *p, double r);
 

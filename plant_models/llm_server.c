@@ -60,14 +60,18 @@ struct engine {
 	uint64_t kvb;            /* KV bytes per token in this engine */
 	double w_bytes, peak_flops, mfu, act;
 	double lin_bw;           /* achieved bandwidth of the linear layers, relative to BF16's */
+	double attn_bw;          /* achieved bandwidth of decode attention, relative to streaming */
 	bool int8;
 };
 
 struct phase {
-	bool active, prefill;
+	bool active;
+	bool decode;  /* decodes the engine's prefilled sequences (with any chunks) */
 	int eng;
+	double prompt_tokens;          /* prefill tokens in this phase */
 	double flops_lin, bytes_lin;   /* linear layers: 2 * params * tokens, weights */
-	double flops_attn, bytes_attn; /* attention: ctx^2 / ctx terms, KV written or read */
+	double flops_pf, bytes_pf;     /* prefill attention: ctx^2 terms, KV written */
+	double flops_attn, bytes_attn; /* decode attention: ctx terms, KV read */
 	double host_fixed_s; /* CPU work the GPU waits for (schedule, launch) */
 	double host_var_s;   /* CPU work overlapped with the step's kernels */
 	double comm_s;
@@ -120,7 +124,8 @@ static struct phase_time phase_time_of(const struct model_spec *m, const struct 
 	double t = 0, a = 0;
 	double ov = m->gpu_overlap;
 	roofline(ph->flops_lin / flops_s, ph->bytes_lin / (bytes_s * e->lin_bw), ov, e->act, &t, &a);
-	roofline(ph->flops_attn / flops_s, ph->bytes_attn / bytes_s, ov, e->act, &t, &a);
+	roofline(ph->flops_pf / flops_s, ph->bytes_pf / bytes_s, ov, e->act, &t, &a);
+	roofline(ph->flops_attn / flops_s, ph->bytes_attn / (bytes_s * e->attn_bw), ov, e->act, &t, &a);
 	struct phase_time pt;
 	pt.gpu_s = t;
 	pt.act = t > 0 ? a / t : 0.0;
@@ -174,6 +179,7 @@ static void engine_params(struct engine *e, const struct model_spec *m,
 	e->mfu = int8 ? m->mfu_int8 : m->mfu_bf16;
 	e->act = int8 ? m->activity_int8 : m->activity_bf16;
 	e->lin_bw = int8 && m->lin_bw_int8 > 0 ? m->lin_bw_int8 : 1.0;
+	e->attn_bw = m->attn_bw > 0 ? m->attn_bw : 1.0;
 }
 
 int llm_server_create(const struct server_cfg *cfg, const struct plant_preset *dev,
@@ -281,11 +287,11 @@ static uint32_t prompt_tokens(const struct request *r)
  * arrived by t and fits. Chunked: the last prompt is split to fill the
  * budget. Whole: prompts are not split and the first is always admitted.
  * Sets run[].chunk; returns the number admitted, *n_tok the tokens. */
-static uint32_t fill_prefill(struct llm_server *s, int ei, double t, uint64_t *n_tok)
+static uint32_t fill_prefill(struct llm_server *s, int ei, double t, uint64_t budget,
+			     uint64_t *n_tok)
 {
 	struct engine *e = &s->eng[ei];
 	const bool chunked = s->cfg.chunked_prefill;
-	const uint64_t budget = s->cfg.max_prefill_tokens;
 	uint64_t tokens = 0;
 	for (uint32_t i = 0; e->n_pf > 0 && i < e->n_run && tokens < budget; i++) {
 		struct seq *q = &e->run[i];
@@ -331,53 +337,42 @@ static double comm_s(const struct model_spec *m, double tokens)
 	return c;
 }
 
-/* A chunk of c tokens from prompt offset o attends to o + c tokens:
- * a * c * (2o + c) = a * ((o+c)^2 - o^2), so the chunks of a prompt sum to the
- * whole-prompt a * ctx^2. */
-static void setup_prefill(struct llm_server *s, int ei, uint32_t n_new, uint64_t n_tok)
+/* One iteration of an engine: the prompt chunks set by fill_prefill
+ * (n_tok tokens, n_new of them newly admitted) and, if decode, one token for
+ * every prefilled sequence, in one forward pass: the weights are read once
+ * for all of it. A chunk of c tokens from prompt offset o attends to o + c
+ * tokens: a * c * (2o + c) = a * ((o+c)^2 - o^2), so the chunks of a prompt
+ * sum to the whole-prompt a * ctx^2. */
+static void setup_step(struct llm_server *s, int ei, uint32_t n_new, uint64_t n_tok, bool decode)
 {
 	const struct model_spec *m = s->m;
 	struct engine *e = &s->eng[ei];
 	double attn = 0;
-	uint32_t n = 0;
-	for (uint32_t i = 0; i < e->n_run; i++) {
+	uint32_t n_chunks = 0;
+	for (uint32_t i = 0; n_tok > 0 && i < e->n_run; i++) {
 		const struct seq *q = &e->run[i];
 		if (q->chunk == 0)
 			continue;
 		double c = q->chunk, o = prompt_tokens(&q->r) - q->pf_left;
 		attn += c * (2.0 * o + c);
-		n++;
+		n_chunks++;
 	}
+	double b = decode ? e->n_run - e->n_pf : 0, k = decode ? (double)e->kv_read_tokens : 0;
+	double tok = (double)n_tok + b;
 	struct phase *ph = &s->ph;
 	ph->active = true;
-	ph->prefill = true;
+	ph->decode = decode;
 	ph->eng = ei;
-	ph->flops_lin = 2.0 * m->params_b * 1e9 * (double)n_tok;
+	ph->prompt_tokens = (double)n_tok;
+	ph->flops_lin = 2.0 * m->params_b * 1e9 * tok;
 	ph->bytes_lin = e->w_bytes;
-	ph->flops_attn = m->attn_flops_per_ctx2 * attn;
-	ph->bytes_attn = (double)e->kvb * (double)n_tok;
-	ph->host_fixed_s = s->stk->step_ms * 1e-3;
-	ph->host_var_s = (s->stk->request_ms * n_new + s->stk->seq_step_ms * n) * 1e-3;
-	ph->comm_s = comm_s(m, (double)n_tok);
-	ph->rem = 1.0;
-}
-
-static void setup_decode(struct llm_server *s, int ei)
-{
-	const struct model_spec *m = s->m;
-	struct engine *e = &s->eng[ei];
-	double b = e->n_run - e->n_pf, k = (double)e->kv_read_tokens;
-	struct phase *ph = &s->ph;
-	ph->active = true;
-	ph->prefill = false;
-	ph->eng = ei;
-	ph->flops_lin = 2.0 * m->params_b * 1e9 * b;
-	ph->bytes_lin = e->w_bytes;
+	ph->flops_pf = m->attn_flops_per_ctx2 * attn;
+	ph->bytes_pf = (double)e->kvb * (double)n_tok;
 	ph->flops_attn = 2.0 * m->attn_flops_per_ctx2 * k;
 	ph->bytes_attn = (double)e->kvb * k;
 	ph->host_fixed_s = s->stk->step_ms * 1e-3;
-	ph->host_var_s = s->stk->seq_step_ms * b * 1e-3;
-	ph->comm_s = comm_s(m, b);
+	ph->host_var_s = (s->stk->request_ms * n_new + s->stk->seq_step_ms * (n_chunks + b)) * 1e-3;
+	ph->comm_s = comm_s(m, tok);
 	ph->rem = 1.0;
 }
 
@@ -387,16 +382,23 @@ static bool start_phase(struct llm_server *s, double t)
 	for (int k = 0; k < 2 * ENG_N; k++) {
 		int p = (s->pos + k) % (2 * ENG_N), ei = p / 2;
 		struct engine *e = &s->eng[ei];
+		uint32_t b = e->n_run - e->n_pf;
 		if (p % 2 == 0) {
-			uint64_t n_tok;
-			uint32_t n_new = fill_prefill(s, ei, t, &n_tok);
-			if (n_tok == 0)
+			/* Chunked (vLLM V1): the step's token budget counts the
+			 * decodes first, prompt chunks fill the rest, one pass. */
+			bool mixed = s->cfg.chunked_prefill;
+			uint64_t budget = s->cfg.max_prefill_tokens;
+			if (mixed)
+				budget = budget > b ? budget - b : 0;
+			uint64_t n_tok = 0;
+			uint32_t n_new = budget ? fill_prefill(s, ei, t, budget, &n_tok) : 0;
+			if (n_tok == 0 && !(mixed && b > 0))
 				continue;
-			setup_prefill(s, ei, n_new, n_tok);
+			setup_step(s, ei, n_new, n_tok, mixed && b > 0);
 		} else {
-			if (e->n_run == e->n_pf)
+			if (s->cfg.chunked_prefill || b == 0)
 				continue;
-			setup_decode(s, ei);
+			setup_step(s, ei, 0, 0, true);
 		}
 		s->pos = p;
 		return true;
@@ -436,17 +438,21 @@ static void finish_phase(struct llm_server *s, double t,
 {
 	struct phase *ph = &s->ph;
 	struct engine *e = &s->eng[ph->eng];
-	if (ph->prefill) {
-		s->prefill_flops += ph->flops_lin + ph->flops_attn;
-		/* Backwards, so a swap-remove only moves an already handled entry. */
-		for (uint32_t i = e->n_run; i-- > 0;) {
-			struct seq *q = &e->run[i];
-			if (q->chunk == 0)
-				continue;
+	if (ph->prompt_tokens > 0)
+		s->prefill_flops += 2.0 * s->m->params_b * 1e9 * ph->prompt_tokens + ph->flops_pf;
+	/* Decoded sequences share their previous token time in groups (the
+	 * previous step, this cycle's prefill): one hist_add per group.
+	 * Backwards, so a swap-remove only moves an already handled entry. */
+	double g_t[2] = { 0, 0 };
+	uint64_t g_n[2] = { 0, 0 };
+	for (uint32_t i = e->n_run; i-- > 0;) {
+		struct seq *q = &e->run[i];
+		if (q->chunk > 0) {
 			q->pf_left -= q->chunk;
 			q->chunk = 0;
 			if (q->pf_left > 0)
 				continue;
+			/* Last chunk: the first token (TTFT). */
 			e->n_pf--;
 			q->done = 1;
 			q->t_last_s = t;
@@ -455,36 +461,29 @@ static void finish_phase(struct llm_server *s, double t,
 			emit_token(s, q);
 			if (q->done >= q->r.gen_tokens)
 				complete(s, e, i, t, on_done, ctx);
+			continue;
 		}
-	} else {
-		/* Sequences share their previous token time in groups (the previous
-		 * decode step, this cycle's prefill): one hist_add per group. */
-		double g_t[2] = { 0, 0 };
-		uint64_t g_n[2] = { 0, 0 };
-		for (uint32_t i = e->n_run; i-- > 0;) {
-			struct seq *q = &e->run[i];
-			if (q->pf_left > 0)
-				continue;
-			int g = g_n[0] == 0 || g_t[0] == q->t_last_s ? 0 :
-				g_n[1] == 0 || g_t[1] == q->t_last_s ? 1 : -1;
-			if (g < 0) {
-				hist_add(&s->st.tbt, (t - g_t[1]) * 1e3, g_n[1]);
-				g = 1;
-				g_n[1] = 0;
-			}
-			g_t[g] = q->t_last_s;
-			g_n[g]++;
-			q->t_last_s = t;
-			q->done++;
-			q->ctx_now++;
-			e->kv_read_tokens++;
-			emit_token(s, q);
-			if (q->done >= q->r.gen_tokens)
-				complete(s, e, i, t, on_done, ctx);
+		if (!ph->decode || q->pf_left > 0)
+			continue;
+		int g = g_n[0] == 0 || g_t[0] == q->t_last_s ? 0 :
+			g_n[1] == 0 || g_t[1] == q->t_last_s ? 1 : -1;
+		if (g < 0) {
+			hist_add(&s->st.tbt, (t - g_t[1]) * 1e3, g_n[1]);
+			g = 1;
+			g_n[1] = 0;
 		}
-		for (int g = 0; g < 2; g++)
-			hist_add(&s->st.tbt, (t - g_t[g]) * 1e3, g_n[g]);
+		g_t[g] = q->t_last_s;
+		g_n[g]++;
+		q->t_last_s = t;
+		q->done++;
+		q->ctx_now++;
+		e->kv_read_tokens++;
+		emit_token(s, q);
+		if (q->done >= q->r.gen_tokens)
+			complete(s, e, i, t, on_done, ctx);
 	}
+	for (int g = 0; g < 2; g++)
+		hist_add(&s->st.tbt, (t - g_t[g]) * 1e3, g_n[g]);
 	ph->active = false;
 	s->pos = (s->pos + 1) % (2 * ENG_N);
 }
@@ -506,7 +505,7 @@ static void account(struct acc *a, const struct phase *ph, const struct phase_ti
 {
 	a->busy_s += (pt->gpu_s + ph->comm_s) * share;
 	a->act_s += (pt->gpu_s * pt->act + ph->comm_s * comm_act) * share;
-	a->bytes += (ph->bytes_lin + ph->bytes_attn) * share;
+	a->bytes += (ph->bytes_lin + ph->bytes_pf + ph->bytes_attn) * share;
 	a->host_s += (ph->host_fixed_s + ph->host_var_s) * share;
 }
 
@@ -585,8 +584,8 @@ int llm_step_cost(const struct model_spec *m, const struct serving_stack *stk,
 	if (prefill) {
 		double n = b * prompt;
 		ph.flops_lin = 2.0 * m->params_b * 1e9 * n;
-		ph.flops_attn = m->attn_flops_per_ctx2 * (double)prompt * prompt * b;
-		ph.bytes_attn = (double)e.kvb * n;
+		ph.flops_pf = m->attn_flops_per_ctx2 * (double)prompt * prompt * b;
+		ph.bytes_pf = (double)e.kvb * n;
 		ph.host_var_s = (stk->request_ms + stk->seq_step_ms) * b * 1e-3;
 		ph.comm_s = comm_s(m, n);
 		out->tokens = n;
@@ -664,14 +663,15 @@ const struct model_spec llm_models[] = {
 		.kind = SERVER_LLM,
 		.params_b = 8.03,
 		.kv_bytes_per_token = 131072,
-		.mfu_bf16 = 0.46,
-		.mfu_int8 = 0.46,
+		.mfu_bf16 = 0.42,
+		.mfu_int8 = 0.42,
 		.activity_bf16 = 0.85,
 		.activity_int8 = 0.90,
 		.stack = "vllm",
 		.lin_bw_int8 = 0.72,
+		.attn_bw = 0.55,
 		.attn_flops_per_ctx2 = 2.0 * 32 * 4096,
-		.gpu_overlap = 1.0,
+		.gpu_overlap = 0.6,
 		.sources = "meta-llama/Llama-3.1-8B config.json (num_hidden_layers 32, hidden_size 4096, "
 			   "num_key_value_heads 8, head_dim 128) and model card (8.03B params)",
 	},

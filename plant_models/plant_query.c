@@ -27,7 +27,7 @@ static int eval(const struct plant_query *q, uint32_t f, struct plant_point *o)
 	/* Leakage rises with Tj and Tj with power: a contraction at these sizes. */
 	for (int i = 0; i < TJ_ITERS; i++) {
 		pa = power_accel_w(p, f, c.load.activity, c.load.busy, tj) +
-		     power_uncore_w(p, c.load.mem_tbps);
+		     power_uncore_w(p, c.load.mem_tbps, f);
 		tj = q->inlet_c + (pa + pm) * t->r_ha_k_per_w + pa * t->r_jh_k_per_w;
 	}
 	o->clock_mhz = f;

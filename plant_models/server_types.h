@@ -57,6 +57,8 @@ struct model_spec {
 	double kv_bytes_per_token_int8; /* INT8 engine's KV per token (8-bit KV); 0: as BF16 */
 	double lin_bw_int8;          /* 8-bit linear layers' achieved HBM bandwidth relative to
 				      * BF16's (scaled-GEMM kernels at small batch); 0: 1 */
+	double attn_bw;              /* paged decode attention's achieved HBM bandwidth relative
+				      * to streaming (per-sequence page walks); 0: 1 */
 	const char *sources;
 };
 

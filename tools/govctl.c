@@ -32,8 +32,9 @@ static const struct govctl_cmd cmds[] = {
 	  .summary = "draw a slice's offline qualification samples and print the prior a policy carries",
 	  .run = govctl_qualify },
 	{ .name = "scenarios",
-	  .synopsis = "scenarios --seeds A-B --out DIR [--duration S]",
-	  .summary = "generate a seeded scenario family (tuning and held-out ranges)",
+	  .synopsis = "scenarios --seeds A-B --out DIR [--duration S] [--headroom [--policy FILE]] | "
+		      "scenarios --headroom --scenario FILE,...",
+	  .summary = "generate a seeded scenario family; how much room each leaves DVFS",
 	  .run = govctl_scenarios },
 	{ .name = "plant",
 	  .synopsis = "plant --preset NAME --model NAME [--precision MODE] --phase decode|prefill "

@@ -7,7 +7,9 @@
  * (steps, slow ramps, and priors that are wrong from the start), inlet
  * temperature steps and degraded cooling. Tune on one seed range and report
  * a disjoint one (bench/scenarios). Prints the files, comma-separated, for
- * govctl compare --scenarios. */
+ * govctl compare --scenarios. With --headroom it also measures how much room
+ * each scenario leaves DVFS (governor/sim/headroom.h): of the members it
+ * writes, or of the --scenario files given. */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -17,6 +19,7 @@
 
 #include "common/fsafe.h"
 #include "common/rng.h"
+#include "governor/sim/headroom.h"
 #include "governor/sim/sim.h"
 #include "tools/govctl.h"
 
@@ -26,10 +29,15 @@
 
 static void fam_usage(FILE *f)
 {
-	fprintf(f, "usage: govctl scenarios --seeds A-B --out DIR [--duration S]\n"
+	fprintf(f, "usage: govctl scenarios --seeds A-B --out DIR [--duration S] [--headroom [--policy FILE]]\n"
+		   "       govctl scenarios --headroom --scenario FILE[,FILE...] [--policy FILE]\n"
+		   "                        [--seed N] [--duration S]\n"
 		   "  writes DIR/fam-<seed>.yaml for every seed A..B (at most %d) and prints\n"
 		   "  their paths comma-separated (for govctl compare --scenarios); duration\n"
-		   "  default 1800 s\n",
+		   "  default 1800 s. --headroom: TTFT and TBT p99 at the max clock as a share\n"
+		   "  of the policy's SLA (default policies/balanced.yaml) and the lowest locked\n"
+		   "  clock meeting it in its attainment share of windows (simulated); with\n"
+		   "  --seeds into DIR/headroom.csv and on stderr, else on stdout\n",
 		FAM_MAX_SEEDS);
 }
 
@@ -108,7 +116,7 @@ static int write_member(FILE *f, uint64_t seed, double dur)
 	fprintf(f, "preset: h200-sxm\nmodel: llama-3.1-8b\nduration_s: %.0f\nseed: %llu\n", dur,
 		(unsigned long long)seed);
 	fprintf(f, "environment:\n  inlet_c: %.2f\n  cooling_factor: %.3f\n", inlet, cooling);
-	fprintf(f, "server:\n  max_prefill_tokens: 2048\n");
+	fprintf(f, "server:\n  max_prefill_tokens: 1536\n");
 	if (replay) {
 		fprintf(f, "workload:\n  kind: trace\n  trace: " FAM_TRACE "\n  time_scale: %.4f\n"
 			   "  start_offset_s: %.1f\n",
@@ -141,6 +149,78 @@ static int write_member(FILE *f, uint64_t seed, double dur)
 	return ferror(f) ? -EIO : 0;
 }
 
+#define HEADROOM_CSV_HEADER                                                                 \
+	"scenario,seed,windows,attainment_at_max,ttft_p99_ms,ttft_share,tbt_p99_ms,tbt_share," \
+	"lowest_clock_mhz,lowest_clock_frac,runs\n"
+
+/* One scenario's headroom as a table row (csv false) or a CSV row. */
+static void headroom_row(FILE *f, const struct headroom *h, bool csv)
+{
+	double frac = h->max_mhz ? (double)h->lowest_mhz / h->max_mhz : NAN;
+	if (csv) {
+		fprintf(f, "%s,%llu,%llu,%.4f,%.1f,%.3f,%.2f,%.3f,%u,%.3f,%u\n", h->scenario,
+			(unsigned long long)h->seed, (unsigned long long)h->windows,
+			h->attainment_max, h->ttft_p99_ms, h->ttft_share, h->tbt_p99_ms, h->tbt_share,
+			h->lowest_mhz, frac, h->runs);
+		return;
+	}
+	char low[32];
+	if (h->lowest_mhz)
+		snprintf(low, sizeof(low), "%u (%.2f fmax)", h->lowest_mhz, frac);
+	else
+		snprintf(low, sizeof(low), "none");
+	fprintf(f, "%-18s %5llu %7llu %8.3f %9.0f %6.2f %8.1f %6.2f  %s\n", h->scenario,
+		(unsigned long long)h->seed, (unsigned long long)h->windows, h->attainment_max,
+		h->ttft_p99_ms, h->ttft_share, h->tbt_p99_ms, h->tbt_share, low);
+}
+
+static void headroom_head(FILE *f)
+{
+	fprintf(f, "headroom (simulated; BF16, clocks locked, no governor)\n"
+		   "%-18s %5s %7s %8s %9s %6s %8s %6s  %s\n",
+		"scenario", "seed", "windows", "met@max", "TTFT p99", "/SLA", "TBT p99", "/SLA",
+		"lowest clock meeting the SLA");
+}
+
+/* Measures each path of the comma-separated list; 0 or a govctl exit code. */
+static int headroom_list(const char *list, const char *policy, const uint64_t *seed,
+			 double dur, FILE *table, FILE *csv)
+{
+	char *buf = strdup(list);
+	if (!buf)
+		return GOVCTL_EXIT_FAIL;
+	int ret = GOVCTL_EXIT_OK;
+	headroom_head(table);
+	if (csv)
+		fputs(HEADROOM_CSV_HEADER, csv);
+	char *save = NULL;
+	for (char *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+		char sbuf[4096], pbuf[4096];
+		struct headroom_opts o = {
+			.scenario_path = govctl_data_file(p, sbuf, sizeof(sbuf)),
+			.policy_path = govctl_data_file(policy, pbuf, sizeof(pbuf)),
+			.seed = seed ? *seed : 0,
+			.have_seed = seed != NULL,
+			.duration_s = dur,
+		};
+		struct headroom h;
+		struct diag_list d = { 0 };
+		int rc = headroom_measure(&o, &h, &d);
+		govctl_print_diags(&d);
+		diag_clear(&d);
+		if (rc) {
+			fprintf(stderr, "govctl scenarios: headroom of %s failed\n", p);
+			ret = GOVCTL_EXIT_FAIL;
+			break;
+		}
+		headroom_row(table, &h, false);
+		if (csv)
+			headroom_row(csv, &h, true);
+	}
+	free(buf);
+	return ret;
+}
+
 static bool parse_range(const char *s, uint64_t *a, uint64_t *b)
 {
 	char buf[64];
@@ -158,12 +238,18 @@ int govctl_scenarios(int argc, char **argv)
 		{ "seeds", required_argument, NULL, 's' },
 		{ "out", required_argument, NULL, 'o' },
 		{ "duration", required_argument, NULL, 'd' },
+		{ "headroom", no_argument, NULL, 'H' },
+		{ "policy", required_argument, NULL, 'p' },
+		{ "scenario", required_argument, NULL, 'S' },
+		{ "seed", required_argument, NULL, 'e' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t a = 0, b = 0;
 	bool have = false;
-	const char *out = NULL;
+	const char *out = NULL, *policy = "policies/balanced.yaml", *list = NULL;
+	bool headroom = false, have_dur = false, have_seed = false;
+	uint64_t seed = 0;
 	double dur = 1800;
 	int c;
 	optind = 1;
@@ -187,6 +273,24 @@ int govctl_scenarios(int argc, char **argv)
 					optarg);
 				return GOVCTL_EXIT_USAGE;
 			}
+			have_dur = true;
+			break;
+		case 'H':
+			headroom = true;
+			break;
+		case 'p':
+			policy = optarg;
+			break;
+		case 'S':
+			list = optarg;
+			break;
+		case 'e':
+			if (!govctl_parse_u64(optarg, &seed)) {
+				fprintf(stderr, "govctl scenarios: --seed wants a number, got '%s'\n",
+					optarg);
+				return GOVCTL_EXIT_USAGE;
+			}
+			have_seed = true;
 			break;
 		case 'h':
 			fam_usage(stdout);
@@ -196,11 +300,15 @@ int govctl_scenarios(int argc, char **argv)
 			return GOVCTL_EXIT_USAGE;
 		}
 	}
-	if (optind < argc || !have || !out) {
+	if (optind == argc && headroom && list && !have && !out)
+		return headroom_list(list, policy, have_seed ? &seed : NULL, have_dur ? dur : 0,
+				     stdout, NULL);
+	if (optind < argc || !have || !out || list || have_seed) {
 		if (optind < argc)
 			fprintf(stderr, "govctl scenarios: unexpected argument '%s'\n", argv[optind]);
 		else
-			fprintf(stderr, "govctl scenarios: --seeds and --out are required\n");
+			fprintf(stderr, "govctl scenarios: --seeds and --out are required (or "
+					"--headroom --scenario FILE,... alone)\n");
 		fam_usage(stderr);
 		return GOVCTL_EXIT_USAGE;
 	}
@@ -209,6 +317,10 @@ int govctl_scenarios(int argc, char **argv)
 		fprintf(stderr, "govctl scenarios: cannot create %s: %s\n", out, strerror(-rc));
 		return GOVCTL_EXIT_FAIL;
 	}
+	size_t paths_len = (size_t)(b - a + 1) * 4202;
+	char *paths = headroom ? calloc(1, paths_len) : NULL;
+	if (headroom && !paths)
+		return GOVCTL_EXIT_FAIL;
 	for (uint64_t s = a;; s++) {
 		char path[4200];
 		snprintf(path, sizeof(path), "%s/fam-%llu.yaml", out, (unsigned long long)s);
@@ -223,9 +335,29 @@ int govctl_scenarios(int argc, char **argv)
 			return GOVCTL_EXIT_FAIL;
 		}
 		printf("%s%s", s == a ? "" : ",", path);
+		if (paths)
+			snprintf(paths + strlen(paths), paths_len - strlen(paths), "%s%s",
+				 s == a ? "" : ",", path);
 		if (s == b)
 			break;
 	}
 	printf("\n");
-	return GOVCTL_EXIT_OK;
+	if (!paths)
+		return GOVCTL_EXIT_OK;
+	char csv_path[4200];
+	snprintf(csv_path, sizeof(csv_path), "%s/headroom.csv", out);
+	FILE *csv = fopen(csv_path, "w");
+	if (!csv) {
+		fprintf(stderr, "govctl scenarios: cannot write %s: %s\n", csv_path, strerror(errno));
+		free(paths);
+		return GOVCTL_EXIT_FAIL;
+	}
+	fflush(stdout);
+	rc = headroom_list(paths, policy, NULL, 0, stderr, csv);
+	free(paths);
+	if (fclose(csv) && rc == GOVCTL_EXIT_OK) {
+		fprintf(stderr, "govctl scenarios: cannot write %s\n", csv_path);
+		return GOVCTL_EXIT_FAIL;
+	}
+	return rc;
 }

@@ -82,6 +82,10 @@ static void key_of(const struct declog_record *r, struct declog_key *k)
 	snprintf(k->envelope, sizeof(k->envelope), "%s", r->envelope ? r->envelope : "");
 	k->power_budget_on = r->power_budget_on;
 	k->power_budget_mw = r->power_budget_mw;
+	/* A window's judgement (served or idle) is read from the held inputs
+	 * at its close: a change of it is written, or idle reads as serving. */
+	k->serving = r->est && (r->est->window_requests > 0 || r->est->queue_len > 0 ||
+				r->est->running > 0);
 }
 
 /* Compact mode: true when this record may be left out (its decision equals

@@ -81,6 +81,7 @@ struct declog_key {
 	char envelope[64];
 	bool power_budget_on;
 	uint32_t power_budget_mw;
+	bool serving; /* the SLA window has requests, a queue or running work */
 };
 
 struct declog {

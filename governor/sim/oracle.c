@@ -401,26 +401,6 @@ static int run_all(const struct oracle_opts *o, const struct policy *pol, struct
 	return rc;
 }
 
-/* The device's limits as the sim backend reports them for this scenario. */
-static int sim_limits(const struct scenario *sc, uint64_t seed, struct hal_limits *lim,
-		      struct diag_list *diags)
-{
-	struct plant *plant = NULL;
-	struct hal_dev dev = { 0 };
-	int rc = plant_create(sc, seed, &plant, diags);
-	if (rc)
-		return rc;
-	struct hal_dev_cfg cfg = { .name = "oracle", .backend = "sim", .plant = plant };
-	rc = hal_open(&dev, &cfg, diags);
-	if (rc)
-		goto err_plant;
-	rc = dev.ops->get_limits(&dev, lim);
-	hal_close(&dev);
-err_plant:
-	plant_destroy(plant);
-	return rc;
-}
-
 int oracle_run(const struct oracle_opts *o, struct oracle_result *res, struct diag_list *diags)
 {
 	struct scenario *sc = NULL;
@@ -450,7 +430,7 @@ int oracle_run(const struct oracle_opts *o, struct oracle_result *res, struct di
 	for (size_t s = 0; s < res->n_slices; s++)
 		snprintf(res->slice_name[s], HAL_NAME_LEN, "%s", sc->slices[s].name);
 
-	rc = sim_limits(sc, seed, &lim, diags);
+	rc = sim_device_limits(sc, seed, &lim, diags);
 	if (rc)
 		goto err_load;
 	res->cand = calloc(ORACLE_MAX_CANDIDATES, sizeof(*res->cand));

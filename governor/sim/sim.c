@@ -521,6 +521,26 @@ static int run_forced(struct hal_dev *dev, const struct govd_clock *clk, const s
 	}
 }
 
+/* The device's limits as the sim backend reports them for this scenario. */
+int sim_device_limits(const struct scenario *sc, uint64_t seed, struct hal_limits *lim,
+		      struct diag_list *diags)
+{
+	struct plant *plant = NULL;
+	struct hal_dev dev = { 0 };
+	int rc = plant_create(sc, seed, &plant, diags);
+	if (rc)
+		return rc;
+	struct hal_dev_cfg cfg = { .name = "limits", .backend = "sim", .plant = plant };
+	rc = hal_open(&dev, &cfg, diags);
+	if (rc)
+		goto err_plant;
+	rc = dev.ops->get_limits(&dev, lim);
+	hal_close(&dev);
+err_plant:
+	plant_destroy(plant);
+	return rc;
+}
+
 int sim_run(const struct sim_opts *o, struct sim_result *res, struct diag_list *diags)
 {
 	struct scenario *sc = NULL;
@@ -660,6 +680,12 @@ int sim_run(const struct sim_opts *o, struct sim_result *res, struct diag_list *
 	double total = plant->dev.energy_j + plant->dev.mem_energy_j + plant->dev.host_energy_j;
 	res->tokens_generated = st->tokens_generated;
 	res->tokens_per_joule = total > 0 ? (double)st->tokens_generated / total : 0;
+	for (size_t i = 0; i < SLA_N_ROWS; i++) {
+		const struct hist *h = metric_hist(st, sla_rows[i].metric);
+		res->quantile_ms[i] = h->n ? hist_quantile(h, sla_rows[i].q) : NAN;
+	}
+	res->windows = a.windows;
+	res->windows_met = a.windows_met;
 	if (rc == 0 && output) {
 		json_t *sum = summary_json(&a, sc, pol, seed, &g, plant->t_s, &meta);
 		char path[4200];

@@ -68,8 +68,17 @@ struct sim_result {
 	uint64_t tokens_generated;
 	double tokens_per_joule;
 	bool failed;
+	/* Whole run, from the plant's ground truth (as summary.json's sla). */
+	double quantile_ms[SLA_N_ROWS]; /* NaN when nothing completed */
+	uint64_t windows, windows_met;  /* judged SLA windows (not idle, not tail) */
 };
 
+/* The device's limits as the sim backend reports them for this scenario
+ * (clock table, power-limit range): 0 or a negative errno with diags. */
+struct scenario;
+struct hal_limits;
+int sim_device_limits(const struct scenario *sc, uint64_t seed, struct hal_limits *lim,
+		      struct diag_list *diags);
 /* 0; -EINVAL with diags for bad input files; other -errno for I/O. */
 int sim_run(const struct sim_opts *o, struct sim_result *res, struct diag_list *diags);
 /* The govctl sim command that reproduces a run of o with seed: `govctl sim
