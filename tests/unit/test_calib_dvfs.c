@@ -333,6 +333,13 @@ static void test_compute_bound_shape_h200(void **state)
 	}
 	struct range lim = { 0, 0.50, 0.67 };
 	bad += check_range("energy minimum at (x TDP)", lat, &lim, 0.10, false);
+	print_message("  power-limit curve, GPU energy over its minimum:");
+	for (int k = 3; k <= 10; k++) {
+		struct plant_point ok;
+		assert_int_equal(plant_query_point(&q, 0, 0.1 * k * p->power.tgp_default_w, &ok), 0);
+		print_message(" %.1f TDP %+.1f%%", 0.1 * k, (ok.gpu_j_per_token / lbest - 1) * 100);
+	}
+	print_message("\n");
 	struct plant_point o40;
 	assert_int_equal(plant_query_point(&q, 0, 0.4 * p->power.tgp_default_w, &o40), 0);
 	print_message("  energy at 0.4 x TDP (%.0f W) over the minimum: %+.1f%% (Zeus NSDI'23 "
