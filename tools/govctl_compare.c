@@ -46,7 +46,8 @@ static void cmp_usage(FILE *f)
 		   "  policy (default: the first) and writes compare.json, compare.md and runs/ into\n"
 		   "  DIR (default out/compare). --oracle adds an oracle row per scenario (the best\n"
 		   "  feasible static point per SLA window under FILE's targets, default\n"
-		   "  " ORACLE_DEFAULT_POLICY "; docs/oracle.md) and a %% of oracle column\n");
+		   "  " ORACLE_DEFAULT_POLICY "; docs/oracle.md) and a %% of oracle column, and\n"
+		   "  the same for the BF16-only oracle (the DVFS-only limit: no INT8 point)\n");
 }
 
 /* Splits a comma list in place; empty items are errors. Items of a file list
@@ -134,17 +135,19 @@ static int honest_collect(const struct oracle_result *res, const struct job *job
 	return bad;
 }
 
-static int oracle_row(const char *scenario, const char *policy, const uint64_t *seeds,
-		      size_t nseeds, bool have_seeds, unsigned jobs, double duration_s, struct row *r,
-		      json_t *all, const struct job *pjobs, size_t njobs, size_t si,
-		      const bool *comparable, struct honest_totals *ht, size_t npol)
+static int oracle_row(const char *scenario, const char *policy, bool bf16_only,
+		      const uint64_t *seeds, size_t nseeds, bool have_seeds, unsigned jobs,
+		      double duration_s, struct row *r, json_t *all, const struct job *pjobs,
+		      size_t njobs, size_t si, const bool *comparable, struct honest_totals *ht,
+		      size_t npol)
 {
 	memset(r, 0, sizeof(*r));
 	r->ttft = r->tbt = r->e2e = r->int8 = NAN;
 	for (size_t k = 0; k < nseeds; k++) {
 		struct oracle_opts oo = { .scenario_path = scenario, .policy_path = policy,
 					  .seed = have_seeds ? seeds[k] : 0, .have_seed = have_seeds,
-					  .duration_s = duration_s, .jobs = jobs };
+					  .duration_s = duration_s, .jobs = jobs,
+					  .bf16_only = bf16_only };
 		struct oracle_result res;
 		struct diag_list d = { 0 };
 		int rc = oracle_run(&oo, &res, &d);
@@ -175,6 +178,7 @@ static int oracle_row(const char *scenario, const char *policy, const uint64_t *
 		r->n++;
 		json_t *j = oracle_json(&res);
 		json_object_del(j, "windows_chosen"); /* oracle.json from govctl sim --oracle has them */
+		json_object_set_new(j, "bf16_only", json_boolean(bf16_only));
 		json_array_append_new(all, j);
 		oracle_result_free(&res);
 	}
@@ -650,28 +654,29 @@ int govctl_compare(int argc, char **argv)
 	}
 	for (size_t i = 0; i < scen.n * pols.n; i++)
 		row_mean(&rows[i]);
-	struct row *orows = calloc(scen.n, sizeof(*orows));
+	/* [0]: the full oracle, [1]: the BF16-only one (the DVFS-only limit). */
+	struct row *orows = calloc(2 * scen.n, sizeof(*orows));
 	json_t *oracles = json_array();
-	if (!orows) {
-		free(rows);
-		free(jobs);
-		return GOVCTL_EXIT_FAIL;
-	}
-	struct honest_totals *ht = calloc(scen.n * pols.n, sizeof(*ht));
-	if (!ht) {
+	struct honest_totals *ht = calloc(2 * scen.n * pols.n, sizeof(*ht));
+	if (!orows || !ht) {
+		free(ht);
 		free(orows);
 		free(rows);
 		free(jobs);
+		json_decref(oracles);
 		return GOVCTL_EXIT_FAIL;
 	}
-	for (size_t si = 0; oracle && si < scen.n; si++) {
-		if (pg.tty)
-			fprintf(stderr, "\r\033[K[oracle %zu/%zu] %s", si + 1, scen.n, sname[si]);
-		if (oracle_row(scen.v[si], oracle_policy, seeds, nseeds, have_seeds,
-			       (unsigned)nworkers, duration_s, &orows[si], oracles, jobs, njobs, si,
-			       comparable, ht, pols.n))
-			failed = 1;
-	}
+	struct honest_totals *ht16 = ht + scen.n * pols.n;
+	for (size_t si = 0; oracle && si < scen.n; si++)
+		for (int b = 0; b < 2; b++) {
+			if (pg.tty)
+				fprintf(stderr, "\r\033[K[oracle%s %zu/%zu] %s", b ? " BF16" : "",
+					si + 1, scen.n, sname[si]);
+			if (oracle_row(scen.v[si], oracle_policy, b, seeds, nseeds, have_seeds,
+				       (unsigned)nworkers, duration_s, &orows[b * scen.n + si],
+				       oracles, jobs, njobs, si, comparable, b ? ht16 : ht, pols.n))
+				failed = 1;
+		}
 	if (pg.tty && oracle)
 		fprintf(stderr, "\r\033[K");
 
@@ -685,7 +690,7 @@ int govctl_compare(int argc, char **argv)
 	}
 	printf("%-16s %-20s %9s %8s %8s %10s %9s %10s %7s %9s %6s%s\n", "scenario", "policy",
 	       "tokens/J", "ratio", "SLA att", "TTFT p99", "TBT p99", "e2e p99", "clamps", "breaches",
-	       "INT8", oracle ? " % oracle  att feas" : "");
+	       "INT8", oracle ? " % oracle  att feas  % BF16 or" : "");
 	if (md) {
 		fprintf(md, "# govctl compare\n\nBaseline: `%s`; means over %zu seed(s).", pname[base],
 			nseeds);
@@ -695,13 +700,15 @@ int govctl_compare(int argc, char **argv)
 				    "%% of oracle is at equal SLA: infeasible windows left out, a "
 				    "policy window that misses the SLA, clamps or serves a breach "
 				    "request counts its energy with zero tokens; SLA att. feasible is "
-				    "the policy's attainment over the busy feasible windows.",
+				    "the policy's attainment over the busy feasible windows. %% of BF16 "
+				    "oracle: the same against the oracle without INT8 points (the "
+				    "DVFS-only limit).",
 				oracle_policy);
 		fprintf(md, "\n\n| scenario | policy | tokens/J | vs %s | SLA attainment | TTFT p99 ms | "
 			    "TBT p99 ms | e2e p99 ms | clamp events | quality breaches | INT8 share |%s\n",
-			pname[base], oracle ? " % of oracle | SLA att. feasible |" : "");
+			pname[base], oracle ? " % of oracle | SLA att. feasible | % of BF16 oracle |" : "");
 		fprintf(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|%s\n",
-			oracle ? "---:|---:|" : "");
+			oracle ? "---:|---:|---:|" : "");
 	}
 	json_t *jrows = json_array();
 	for (size_t si = 0; si < scen.n; si++)
@@ -709,14 +716,15 @@ int govctl_compare(int argc, char **argv)
 			struct row *r = &rows[si * pols.n + pi];
 			double ratio = r->tpj / rows[si * pols.n + base].tpj;
 			const struct honest_totals *h = &ht[si * pols.n + pi];
-			double pct = NAN, hatt = NAN;
+			double pct = NAN, hatt = NAN, pct16 = NAN;
 			if (oracle && comparable[pi]) {
 				pct = honest_pct(h);
 				hatt = honest_attainment(h);
+				pct16 = honest_pct(&ht16[si * pols.n + pi]);
 			}
-			char pcts[48] = "";
+			char pcts[64] = "";
 			if (oracle)
-				snprintf(pcts, sizeof(pcts), " %8.1f %9.3f", pct, hatt);
+				snprintf(pcts, sizeof(pcts), " %8.1f %9.3f %11.1f", pct, hatt, pct16);
 			printf("%-16s %-20s %9.4f %8.3f %8.3f %10.1f %9.2f %10.1f %7.1f %9.1f %6.3f%s%s\n",
 			       sname[si], pname[pi], r->tpj, ratio, r->att, r->ttft, r->tbt, r->e2e,
 			       r->clamps, r->breach, r->int8, pcts, r->failed ? "  FAILED" : "");
@@ -726,7 +734,7 @@ int govctl_compare(int argc, char **argv)
 					sname[si], pname[pi], r->tpj, ratio, r->att, r->ttft, r->tbt, r->e2e,
 					r->clamps, r->breach, r->int8);
 				if (oracle)
-					fprintf(md, " %.1f | %.3f |", pct, hatt);
+					fprintf(md, " %.1f | %.3f | %.1f |", pct, hatt, pct16);
 				fputc('\n', md);
 			}
 			json_t *o = json_object();
@@ -746,6 +754,7 @@ int govctl_compare(int argc, char **argv)
 			json_object_set_new(o, "failed", json_boolean(r->failed));
 			if (oracle) {
 				json_object_set_new(o, "pct_of_oracle", jsonx_real(pct));
+				json_object_set_new(o, "pct_of_oracle_bf16", jsonx_real(pct16));
 				json_object_set_new(o, "sla_attainment_feasible", jsonx_real(hatt));
 				json_object_set_new(o, "tokens_per_joule_feasible",
 						    jsonx_real(comparable[pi] ? honest_policy_tpj(h)
@@ -760,27 +769,34 @@ int govctl_compare(int argc, char **argv)
 			json_array_append_new(jrows, o);
 			if (!oracle || pi + 1 < pols.n)
 				continue;
-			const struct row *orw = &orows[si];
-			double oratio = orw->tpj / rows[si * pols.n + base].tpj;
-			printf("%-16s %-20s %9.4f %8.3f %8.3f %10s %9s %10s %7.1f %9.1f %6s %8.1f %9.3f\n",
-			       sname[si], "oracle", orw->tpj, oratio, orw->att, "-", "-", "-", orw->clamps,
-			       orw->breach, "-", 100.0, 1.0);
-			if (md)
-				fprintf(md, "| %s | **oracle** | %.4f | %.3f | %.3f | - | - | - | %.1f | "
-					    "%.1f | - | 100.0 | 1.000 |\n",
-					sname[si], orw->tpj, oratio, orw->att, orw->clamps, orw->breach);
-			o = json_object();
-			json_object_set_new(o, "scenario", json_string(sname[si]));
-			json_object_set_new(o, "policy", json_string("oracle"));
-			json_object_set_new(o, "oracle_policy", json_string(oracle_policy));
-			json_object_set_new(o, "seeds", json_integer((json_int_t)orw->n));
-			json_object_set_new(o, "tokens_per_joule", jsonx_real(orw->tpj));
-			json_object_set_new(o, "ratio_vs_baseline", jsonx_real(oratio));
-			json_object_set_new(o, "sla_attainment", jsonx_real(orw->att));
-			json_object_set_new(o, "clamp_events", jsonx_real(orw->clamps));
-			json_object_set_new(o, "quality_breaches", jsonx_real(orw->breach));
-			json_object_set_new(o, "pct_of_oracle", jsonx_real(100.0));
-			json_array_append_new(jrows, o);
+			for (int b = 0; b < 2; b++) {
+				const struct row *orw = &orows[b * scen.n + si];
+				const char *oname = b ? "oracle-bf16" : "oracle";
+				double oratio = orw->tpj / rows[si * pols.n + base].tpj;
+				printf("%-16s %-20s %9.4f %8.3f %8.3f %10s %9s %10s %7.1f %9.1f %6s %8s "
+				       "%9.3f %11s\n",
+				       sname[si], oname, orw->tpj, oratio, orw->att, "-", "-", "-",
+				       orw->clamps, orw->breach, "-", b ? "-" : "100.0", 1.0,
+				       b ? "100.0" : "-");
+				if (md)
+					fprintf(md, "| %s | **%s** | %.4f | %.3f | %.3f | - | - | - | %.1f | "
+						    "%.1f | - | %s | 1.000 | %s |\n",
+						sname[si], oname, orw->tpj, oratio, orw->att, orw->clamps,
+						orw->breach, b ? "-" : "100.0", b ? "100.0" : "-");
+				o = json_object();
+				json_object_set_new(o, "scenario", json_string(sname[si]));
+				json_object_set_new(o, "policy", json_string(oname));
+				json_object_set_new(o, "oracle_policy", json_string(oracle_policy));
+				json_object_set_new(o, "seeds", json_integer((json_int_t)orw->n));
+				json_object_set_new(o, "tokens_per_joule", jsonx_real(orw->tpj));
+				json_object_set_new(o, "ratio_vs_baseline", jsonx_real(oratio));
+				json_object_set_new(o, "sla_attainment", jsonx_real(orw->att));
+				json_object_set_new(o, "clamp_events", jsonx_real(orw->clamps));
+				json_object_set_new(o, "quality_breaches", jsonx_real(orw->breach));
+				json_object_set_new(o, b ? "pct_of_oracle_bf16" : "pct_of_oracle",
+						    jsonx_real(100.0));
+				json_array_append_new(jrows, o);
+			}
 		}
 	if (md && fclose(md))
 		failed = 1;

@@ -95,12 +95,13 @@ static void set_name(struct oracle_cand *c, const char *point, const struct scen
 }
 
 int oracle_grid(const struct policy *pol, const struct hal_limits *lim, const struct scenario *sc,
-		double clk_step_mhz, unsigned power_levels, struct oracle_cand *out, size_t max,
-		size_t *n, size_t *fallback)
+		double clk_step_mhz, unsigned power_levels, bool bf16_only, struct oracle_cand *out,
+		size_t max, size_t *n, size_t *fallback)
 {
 	size_t n_slices = sc->n_slices < HAL_MAX_SLICES ? sc->n_slices : HAL_MAX_SLICES;
 	uint32_t sets[1 + ORACLE_MAX_INT8_SETS] = { 0 };
-	size_t n_sets = 1 + int8_sets(pol, sc, n_slices, sets + 1, ORACLE_MAX_INT8_SETS);
+	size_t n_sets = 1 + (bf16_only ? 0 : int8_sets(pol, sc, n_slices, sets + 1,
+							ORACLE_MAX_INT8_SETS));
 	double frac[HAL_MAX_SLICES];
 
 	for (size_t s = 0; s < n_slices; s++) {
@@ -438,7 +439,7 @@ int oracle_run(const struct oracle_opts *o, struct oracle_result *res, struct di
 		rc = -ENOMEM;
 		goto err_load;
 	}
-	rc = oracle_grid(pol, &lim, sc, o->clk_step_mhz, o->power_levels, res->cand,
+	rc = oracle_grid(pol, &lim, sc, o->clk_step_mhz, o->power_levels, o->bf16_only, res->cand,
 			 ORACLE_MAX_CANDIDATES, &res->n_cand, &res->fallback);
 	if (rc) {
 		diag_add(diags, DIAG_ERROR, pol->path, 0, 0, "", "oracle",

@@ -38,6 +38,7 @@ struct oracle_opts {
 	double clk_step_mhz;   /* grid spacing of locked clocks; 0: the default */
 	unsigned power_levels; /* power limits below the max tried with clocks unlocked;
 				* 0: the default; ORACLE_NO_POWER_LEVELS: none */
+	bool bf16_only;        /* no INT8 candidates: the DVFS-only limit */
 };
 #define ORACLE_NO_POWER_LEVELS 0xffffffffu
 
@@ -112,10 +113,11 @@ struct oracle_result {
  * slices whose true INT8 drop is within the policy's threshold at some time
  * of the scenario (quality drift events change it). The last BF16 point at
  * the highest power limit with clocks unlocked is the fallback (*fallback).
+ * bf16_only: BF16 points only (the DVFS-only limit).
  * 0, or -E2BIG when max is too small. */
 int oracle_grid(const struct policy *pol, const struct hal_limits *lim, const struct scenario *sc,
-		double clk_step_mhz, unsigned power_levels, struct oracle_cand *out, size_t max,
-		size_t *n, size_t *fallback);
+		double clk_step_mhz, unsigned power_levels, bool bf16_only, struct oracle_cand *out,
+		size_t max, size_t *n, size_t *fallback);
 /* Pure: whether one window of a run of a point serving int8_slices in INT8
  * is safe: junction never above the ceiling, no hardware clamp, no shutdown,
  * no INT8 on a slice whose true drop was over its threshold in the window

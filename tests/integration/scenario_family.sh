@@ -83,5 +83,13 @@ assert fw["windows_feasible"] <= o["windows_feasible"]  # the oracle's count may
 assert 0 < fw["pct_of_oracle"] <= 110
 assert lk["pct_of_oracle"] < 0.5 * fw["pct_of_oracle"], "an SLA-missing lock must not near the limit"
 assert o["tokens_per_joule_feasible_all_rails"] > 0
+# The BF16-only oracle (the DVFS-only limit) beside it: no INT8 point, never
+# above the full one, and every policy's share of it.
+o16 = c["oracles"][1]
+assert o16["bf16_only"] is True and o["bf16_only"] is False
+assert o16["tokens_per_joule_feasible_all_rails"] <= o["tokens_per_joule_feasible_all_rails"] * (1 + 1e-9)
+assert 0 < fw["pct_of_oracle_bf16"] <= 110
+assert lk["pct_of_oracle_bf16"] < 0.5 * fw["pct_of_oracle_bf16"]
+print(f"compare: firmware-default {fw['pct_of_oracle_bf16']:.1f} % of the BF16-only oracle")
 PY
 echo "scenario_family: ok"

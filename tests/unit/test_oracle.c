@@ -84,7 +84,7 @@ static void test_grid(void **state)
 	size_t n, fb;
 
 	scen(&sc, &ev);
-	assert_int_equal(oracle_grid(p, &lim, &sc, 150, 3, c, ORACLE_MAX_CANDIDATES, &n, &fb), 0);
+	assert_int_equal(oracle_grid(p, &lim, &sc, 150, 3, false, c, ORACLE_MAX_CANDIDATES, &n, &fb), 0);
 	/* Precision sets: BF16, {code, chat} before the drift, {code} after. */
 	uint32_t seen = 0;
 	size_t per_set = 0, n_bf16 = 0;
@@ -120,13 +120,22 @@ static void test_grid(void **state)
 	assert_int_equal(c[fb].op.power_limit_mw, 600000);
 	assert_int_equal(c[fb].int8_slices, 0);
 	assert_string_equal(c[fb].name, "max-bf16");
+	/* The DVFS-only limit: the same BF16 points, no INT8 set, same fallback. */
+	struct oracle_cand c16[ORACLE_MAX_CANDIDATES];
+	size_t n16, fb16;
+	assert_int_equal(oracle_grid(p, &lim, &sc, 150, 3, true, c16, ORACLE_MAX_CANDIDATES, &n16,
+				     &fb16), 0);
+	assert_int_equal(n16, per_set);
+	for (size_t i = 0; i < n16; i++)
+		assert_int_equal(c16[i].int8_slices, 0);
+	assert_string_equal(c16[fb16].name, "max-bf16");
 	/* Too small an array. */
-	assert_int_equal(oracle_grid(p, &lim, &sc, 150, 3, c, 5, &n, &fb), -E2BIG);
+	assert_int_equal(oracle_grid(p, &lim, &sc, 150, 3, false, c, 5, &n, &fb), -E2BIG);
 	policy_free(p);
 
 	/* A BF16-only policy has no INT8 candidates. */
 	p = load("name: b\ncontrol: {controller: static}\nprecision: {modes: [bf16]}\n");
-	assert_int_equal(oracle_grid(p, &lim, &sc, 0, ORACLE_NO_POWER_LEVELS, c,
+	assert_int_equal(oracle_grid(p, &lim, &sc, 0, ORACLE_NO_POWER_LEVELS, false, c,
 				     ORACLE_MAX_CANDIDATES, &n, &fb),
 			 0);
 	for (size_t i = 0; i < n; i++)
