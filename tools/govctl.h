@@ -27,6 +27,8 @@ int govctl_compare(int argc, char **argv);
 int govctl_lint(int argc, char **argv);
 /* tools/govctl_qualify.c, tools/govctl_scenarios.c (issue 14). */
 int govctl_qualify(int argc, char **argv);
+/* tools/govctl_explain.c: why the clock sat where it did (issue 32). */
+int govctl_explain(int argc, char **argv);
 int govctl_scenarios(int argc, char **argv);
 /* tools/govctl_plant.c: the plant's steady-state predictions (docs/plant-models.md). */
 int govctl_plant(int argc, char **argv);

@@ -29,6 +29,7 @@ struct ctl_output {
 	struct gov_opoint op;
 	uint32_t reasons;
 	enum gov_binding binding;
+	struct gov_why why; /* why the clock; zeroed (not valid) by the loop */
 };
 
 struct controller_ops {

@@ -387,11 +387,14 @@ static uint32_t snap(const struct hal_limits *lim, double khz)
  * clock to max, a tail over slack_high now raises it at least as the
  * latency loop would, and it never goes under floor_khz. */
 static uint32_t predict_step(struct govd_state *s, const struct gov_estimates *e,
-			     const struct policy *pol, double ratio, bool busy, uint32_t floor_khz)
+			     const struct policy *pol, double ratio, bool busy, uint32_t floor_khz,
+			     struct gov_why *why)
 {
 	const struct govd_tuning *t = &s->tun;
 	double f_now = e->clk_mhz > 0 ? e->clk_mhz : s->f_khz / 1000.0;
 	double prev = s->f_khz;
+	why->margin = s->predict_margin;
+	why->sigmas = s->predict_sigmas;
 	struct gp_obs o = {
 		.mode = s->cur_mode, .clk_mhz = f_now, .running = (double)e->running,
 		.queue = (double)e->queue_len, .util = e->util, .power_w = e->power_w[HAL_RAIL_ACCEL],
@@ -400,11 +403,13 @@ static uint32_t predict_step(struct govd_state *s, const struct gov_estimates *e
 	gp_observe(&s->model, &o);
 	if ((double)e->queue_len >= t->surge_queue) {
 		s->f_khz = s->fmax_khz;
+		why->bound = GOV_WHY_SURGE;
 		return GOV_R_QUEUE_SURGE;
 	}
 	if (!busy) {
 		if (s->idle_khz)
 			s->f_khz = s->idle_khz;
+		why->bound = GOV_WHY_IDLE;
 		return GOV_R_SLA_KEEP;
 	}
 	struct gp_query q = {
@@ -419,14 +424,32 @@ static uint32_t predict_step(struct govd_state *s, const struct gov_estimates *e
 	struct gp_choice c;
 	gp_choose(&s->model, &q, &c);
 	double f = c.clk_mhz * 1000.0;
+	why->model_mhz = c.clk_mhz;
+	why->tbt_pred_ms = c.tbt_pred_ms;
+	why->ttft_pred_ms = c.ttft_pred_ms;
+	why->lower_mhz = c.lower_mhz;
+	why->tbt_lower_ms = c.tbt_lower_ms;
+	why->ttft_lower_ms = c.ttft_lower_ms;
+	why->lower_limit = c.lower_limit;
+	/* At the floor the model had nothing lower to offer: the floor bound. */
+	why->bound = !c.feasible ? GOV_WHY_INFEASIBLE
+		     : c.lower_limit == GOV_WHY_L_FLOOR
+			 ? (why->floor_load ? GOV_WHY_LOAD_FLOOR : GOV_WHY_POLICY_FLOOR)
+			 : GOV_WHY_MODEL;
 	if (ratio > t->slack_high) {
 		double up = fmax(0.05, t->raise_gain * (ratio - t->slack_high));
-		f = fmax(f, f_now * 1000.0 * (1.0 + up));
+		double fo = f_now * 1000.0 * (1.0 + up);
+		if (fo > f && c.clk_mhz * 1000.0 < s->fmax_khz) {
+			f = fo;
+			why->bound = GOV_WHY_OBSERVED;
+		}
 	}
 	if (f > s->fmax_khz)
 		f = s->fmax_khz;
-	if (f < floor_khz)
+	if (f < floor_khz) {
 		f = floor_khz;
+		why->bound = why->floor_load ? GOV_WHY_LOAD_FLOOR : GOV_WHY_POLICY_FLOOR;
+	}
 	s->f_khz = f;
 	return f > prev * 1.001 ? GOV_R_SLA_RAISE : f < prev * 0.999 ? GOV_R_SLA_LOWER : GOV_R_SLA_KEEP;
 }
@@ -472,16 +495,33 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 			s->tbt_peak[mode] = at_max;
 	}
 	uint32_t floor_khz = govd_load_floor_khz(t, s->tbt_peak[mode], s->floor_khz, s->fmax_khz);
+	/* The explanation the decision log carries (docs/decision-log.md, "why"). */
+	struct gov_why *why = &out->why;
+	uint32_t use_floor_khz = s->predict && !s->predict_floor ? s->floor_khz : floor_khz;
+	*why = (struct gov_why){
+		.valid = true,
+		.bound = GOV_WHY_LOOP,
+		.model_mhz = NAN, .tbt_pred_ms = NAN, .ttft_pred_ms = NAN,
+		.lower_mhz = NAN, .tbt_lower_ms = NAN, .ttft_lower_ms = NAN,
+		.margin = NAN, .sigmas = NAN,
+		.floor_mhz = use_floor_khz / 1000.0,
+		.floor_load = use_floor_khz > s->floor_khz,
+		.tail_ratio = ratio,
+	};
 	if (s->predict)
-		reasons |= predict_step(s, e, pol, ratio, busy,
-					s->predict_floor ? floor_khz : s->floor_khz);
-	else
+		reasons |= predict_step(s, e, pol, ratio, busy, use_floor_khz, why);
+	else {
 		reasons |= govd_latency_step(t, &s->f_khz, ratio, busy, e->queue_len, in->period_s,
 					     floor_khz, s->idle_khz, s->fmax_khz);
+		if (!busy)
+			why->bound = GOV_WHY_IDLE;
+	}
 	/* max_throughput: the clock stays at the top of the policy's range; the
 	 * thermal, budget and precision loops still act. */
-	if (pol->objective.kind == POLICY_OBJ_MAX_THROUGHPUT)
+	if (pol->objective.kind == POLICY_OBJ_MAX_THROUGHPUT) {
 		s->f_khz = s->fmax_khz;
+		why->bound = GOV_WHY_OBJECTIVE;
+	}
 	double f = s->f_khz;
 	uint32_t cap_mw = pol->power.cap_w > 0 ? gov_w_to_mw(pol->power.cap_w)
 					       : in->lim->power_limit_default_mw;
@@ -542,6 +582,7 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 	out->op.power_limit_mw = cap_mw;
 	out->reasons = reasons;
 	out->binding = binding;
+	why->clk_mhz = fk / 1000.0;
 }
 
 const struct controller_ops ctl_govd = {

@@ -125,16 +125,38 @@ static double tbt_exponent(const struct gp_model *m, int mode)
 	return a < 0.3 ? 0.3 : a > 1.2 ? 1.2 : a;
 }
 
-void gp_choose(const struct gp_model *m, const struct gp_query *q, struct gp_choice *c)
+/* One candidate clock: its predicted tails (with the risk term), the busy
+ * share it would cause, and the first constraint it breaks (NONE: feasible). */
+struct gp_eval {
+	double tbt_ms, ttft_ms, util;
+	enum gov_why_limit limit;
+};
+
+static void gp_eval_at(const struct gp_model *m, const struct gp_query *q, double fr,
+		       struct gp_eval *ev)
 {
 	int mode = q->mode ? 1 : 0;
-	double x[5];
-	bool power_known = m->fseen_hi_mhz - m->fseen_lo_mhz >= q->power_spread_mhz &&
-			   m->power.n > 100;
-	double a = tbt_exponent(m, mode);
+	double x[3];
 	double sd_tbt = sqrt(fmax(m->tbt[mode].resid_var, 0));
 	double sd_ttft = sqrt(fmax(m->ttft[mode].resid_var, 0));
 	double u_now = isfinite(q->util) ? q->util : 0;
+	lat_x(x, fr, m->fmax_mhz, q->running);
+	ev->tbt_ms = exp(gp_rls_predict(&m->tbt[mode], x) + q->sigmas * sd_tbt);
+	lat_x(x, fr, m->fmax_mhz, q->running + q->queue);
+	ev->ttft_ms = exp(gp_rls_predict(&m->ttft[mode], x) + q->sigmas * sd_ttft);
+	ev->util = u_now * pow(q->clk_now_mhz / fr, tbt_exponent(m, mode));
+	ev->limit = q->tbt_target_ms > 0 && ev->tbt_ms > q->tbt_target_ms * q->margin ? GOV_WHY_L_TBT
+		    : q->ttft_target_ms > 0 && ev->ttft_ms > q->ttft_target_ms * q->margin
+			? GOV_WHY_L_TTFT
+		    : ev->util > q->util_max ? GOV_WHY_L_UTIL
+					     : GOV_WHY_L_NONE;
+}
+
+void gp_choose(const struct gp_model *m, const struct gp_query *q, struct gp_choice *c)
+{
+	double x[5];
+	bool power_known = m->fseen_hi_mhz - m->fseen_lo_mhz >= q->power_spread_mhz &&
+			   m->power.n > 100;
 	double lo = fmax(q->floor_mhz, m->fmin_mhz);
 	memset(c, 0, sizeof(*c));
 	c->clk_mhz = m->fmax_mhz;
@@ -145,22 +167,16 @@ void gp_choose(const struct gp_model *m, const struct gp_query *q, struct gp_cho
 	 * TTFT model is not monotone in load, the TBT one is in f). */
 	for (double f = m->fmax_mhz; f >= lo - 1e-9; f -= step) {
 		double fr = fmax(f, lo);
-		lat_x(x, fr, m->fmax_mhz, q->running);
-		double tbt = exp(gp_rls_predict(&m->tbt[mode], x) + q->sigmas * sd_tbt);
-		lat_x(x, fr, m->fmax_mhz, q->running + q->queue);
-		double ttft = exp(gp_rls_predict(&m->ttft[mode], x) + q->sigmas * sd_ttft);
-		double u = u_now * pow(q->clk_now_mhz / fr, a);
-		bool ok = u <= q->util_max &&
-			  (!(q->tbt_target_ms > 0) || tbt <= q->tbt_target_ms * q->margin) &&
-			  (!(q->ttft_target_ms > 0) || ttft <= q->ttft_target_ms * q->margin);
-		if (ok) {
-			pow_x(x, fr, m->fmax_mhz, fmin(u, 1));
+		struct gp_eval ev;
+		gp_eval_at(m, q, fr, &ev);
+		if (ev.limit == GOV_WHY_L_NONE) {
+			pow_x(x, fr, m->fmax_mhz, fmin(ev.util, 1));
 			double p = power_known ? gp_rls_predict(&m->power, x) : fr;
 			if (p < best_p) {
 				best_p = p;
 				c->clk_mhz = fr;
-				c->tbt_pred_ms = tbt;
-				c->ttft_pred_ms = ttft;
+				c->tbt_pred_ms = ev.tbt_ms;
+				c->ttft_pred_ms = ev.ttft_ms;
 				c->power_pred_w = power_known ? p : NAN;
 				c->feasible = true;
 				c->by_power = power_known;
@@ -169,4 +185,25 @@ void gp_choose(const struct gp_model *m, const struct gp_query *q, struct gp_cho
 		if (fr <= lo)
 			break;
 	}
+	if (!c->feasible) {
+		/* At fmax by default: what the model predicts there. */
+		struct gp_eval ev;
+		gp_eval_at(m, q, c->clk_mhz, &ev);
+		c->tbt_pred_ms = ev.tbt_ms;
+		c->ttft_pred_ms = ev.ttft_ms;
+		c->power_pred_w = NAN;
+	}
+	/* The explanation: the next lower candidate and why it lost. */
+	double fl = c->clk_mhz - step;
+	if (c->clk_mhz <= lo + 1e-9) {
+		c->lower_mhz = c->tbt_lower_ms = c->ttft_lower_ms = NAN;
+		c->lower_limit = GOV_WHY_L_FLOOR;
+		return;
+	}
+	struct gp_eval ev;
+	c->lower_mhz = fmax(fl, lo);
+	gp_eval_at(m, q, c->lower_mhz, &ev);
+	c->tbt_lower_ms = ev.tbt_ms;
+	c->ttft_lower_ms = ev.ttft_ms;
+	c->lower_limit = ev.limit != GOV_WHY_L_NONE ? ev.limit : GOV_WHY_L_POWER;
 }

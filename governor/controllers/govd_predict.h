@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "governor/policy/opoint.h"
+
 #define GP_MAX_K 5
 
 struct gp_rls {
@@ -72,6 +74,10 @@ struct gp_choice {
 	double tbt_pred_ms, ttft_pred_ms, power_pred_w;
 	bool feasible;       /* some candidate met the query; else clk_mhz = fmax */
 	bool by_power;       /* the power model chose among the feasible ones */
+	/* The next lower candidate (clk_mhz - step): what was predicted there and
+	 * why it was not taken (lower_mhz NaN, limit FLOOR: none above the floor). */
+	double lower_mhz, tbt_lower_ms, ttft_lower_ms;
+	enum gov_why_limit lower_limit;
 };
 void gp_choose(const struct gp_model *m, const struct gp_query *q, struct gp_choice *c);
 

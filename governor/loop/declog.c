@@ -135,6 +135,27 @@ static json_t *op_json(const struct gov_opoint *op)
 	return o;
 }
 
+/* The controller's explanation of its clock (docs/decision-log.md, "why"). */
+static json_t *why_json(const struct gov_why *w)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "bound", json_string(gov_why_bound_name(w->bound)));
+	json_object_set_new(o, "clk_mhz", jsonx_real(w->clk_mhz));
+	json_object_set_new(o, "model_mhz", jsonx_real(w->model_mhz));
+	json_object_set_new(o, "tbt_pred_ms", jsonx_real(w->tbt_pred_ms));
+	json_object_set_new(o, "ttft_pred_ms", jsonx_real(w->ttft_pred_ms));
+	json_object_set_new(o, "lower_mhz", jsonx_real(w->lower_mhz));
+	json_object_set_new(o, "tbt_lower_ms", jsonx_real(w->tbt_lower_ms));
+	json_object_set_new(o, "ttft_lower_ms", jsonx_real(w->ttft_lower_ms));
+	json_object_set_new(o, "lower_limit", json_string(gov_why_limit_name(w->lower_limit)));
+	json_object_set_new(o, "margin", jsonx_real(w->margin));
+	json_object_set_new(o, "sigmas", jsonx_real(w->sigmas));
+	json_object_set_new(o, "floor_mhz", jsonx_real(w->floor_mhz));
+	json_object_set_new(o, "floor", json_string(w->floor_load ? "load" : "policy"));
+	json_object_set_new(o, "tail_ratio", jsonx_real(w->tail_ratio));
+	return o;
+}
+
 static const char *str_or_empty(const char *s)
 {
 	return s ? s : "";
@@ -294,6 +315,8 @@ int declog_decision(struct declog *d, const struct declog_record *r)
 			json_array_append_new(reasons, json_string(gov_reason_name(1u << i)));
 	json_object_set_new(o, "reasons", reasons);
 	json_object_set_new(o, "binding", json_string(gov_binding_name(r->binding)));
+	if (r->why && r->why->valid)
+		json_object_set_new(o, "why", why_json(r->why));
 	json_t *armed = json_array();
 	for (int i = 0; i < GOV_T_COUNT; i++)
 		if (r->armed & (1u << i))

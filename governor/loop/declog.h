@@ -63,6 +63,7 @@ struct declog_record {
 	bool power_budget_on;         /* an external budget is in force (0 W is one) */
 	uint32_t power_budget_mw;     /* that budget */
 	const char *emergency;        /* non-NULL: an emergency record (governor_emergency) */
+	const struct gov_why *why;    /* the controller's explanation; NULL or !valid: none */
 };
 
 /* What a compact log compares: a decision record is skipped while all of

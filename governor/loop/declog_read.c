@@ -126,6 +126,33 @@ static void read_header(struct declog_head *r, json_t *h, size_t line)
 	r->line = line;
 }
 
+/* The controller's explanation (absent before the key existed, or from a
+ * controller that gives none); an unknown term name leaves it not valid. */
+static void read_why(json_t *w, struct gov_why *out)
+{
+	memset(out, 0, sizeof(*out));
+	int b = gov_why_bound_parse(json_string_value(json_object_get(w, "bound")));
+	int l = gov_why_limit_parse(json_string_value(json_object_get(w, "lower_limit")));
+	if (!json_is_object(w) || b < 0 || l < 0)
+		return;
+	out->valid = true;
+	out->bound = (enum gov_why_bound)b;
+	out->lower_limit = (enum gov_why_limit)l;
+	out->clk_mhz = jsonx_num(w, "clk_mhz");
+	out->model_mhz = jsonx_num(w, "model_mhz");
+	out->tbt_pred_ms = jsonx_num(w, "tbt_pred_ms");
+	out->ttft_pred_ms = jsonx_num(w, "ttft_pred_ms");
+	out->lower_mhz = jsonx_num(w, "lower_mhz");
+	out->tbt_lower_ms = jsonx_num(w, "tbt_lower_ms");
+	out->ttft_lower_ms = jsonx_num(w, "ttft_lower_ms");
+	out->margin = jsonx_num(w, "margin");
+	out->sigmas = jsonx_num(w, "sigmas");
+	out->floor_mhz = jsonx_num(w, "floor_mhz");
+	const char *fl = json_string_value(json_object_get(w, "floor"));
+	out->floor_load = fl && !strcmp(fl, "load");
+	out->tail_ratio = jsonx_num(w, "tail_ratio");
+}
+
 static void read_decision(const struct declog_head *h, json_t *d, struct declog_period *p)
 {
 	memset(p, 0, sizeof(*p));
@@ -164,6 +191,7 @@ static void read_decision(const struct declog_head *h, json_t *d, struct declog_
 		if (json_is_true(json_object_get(qs, "gate_open")))
 			p->gate_open |= 1u << i;
 	}
+	read_why(json_object_get(d, "why"), &p->why);
 }
 
 struct reader {

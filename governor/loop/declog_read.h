@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "common/sla.h"
+#include "governor/policy/opoint.h"
 #include "hal/hal.h"
 
 /* The header record (strings cut at a UTF-8 boundary to fit). */
@@ -49,6 +50,7 @@ struct declog_period {
 	bool clk_locked;
 	double int8_before[HAL_MAX_SLICES], int8_after[HAL_MAX_SLICES];
 	double q_drop_upper[HAL_MAX_SLICES], q_samples[HAL_MAX_SLICES];
+	struct gov_why why;       /* the record's "why"; why.valid false when absent or unknown */
 };
 
 struct declog_read_cb {

@@ -421,6 +421,7 @@ int governor_tick(struct governor *g)
 	reasons |= apply_point(g, &after, &before);
 	struct declog_record rec;
 	record_init(g, now, est, &before, &after, reasons, binding, &rec);
+	rec.why = &out.why;
 	rec.serving_faults = sv_faults;
 	rec.serving_fault_msg = sv_faults ? g->serving.fault_msg : NULL;
 	rec.quality_faults = q_faults;

@@ -38,6 +38,38 @@ const char *gov_binding_name(enum gov_binding b)
 	return (unsigned)b < GOV_B_N ? binding_names[b] : "?";
 }
 
+const char *gov_why_bound_name(enum gov_why_bound b)
+{
+	static const char *const names[GOV_WHY_N] = {
+		"model", "observed_tail", "load_floor", "policy_floor", "queue_surge",
+		"idle", "infeasible", "latency_loop", "objective",
+	};
+	return (unsigned)b < GOV_WHY_N ? names[b] : "?";
+}
+
+const char *gov_why_limit_name(enum gov_why_limit l)
+{
+	static const char *const names[GOV_WHY_L_N] = { "none", "tbt", "ttft", "util", "power",
+							 "floor" };
+	return (unsigned)l < GOV_WHY_L_N ? names[l] : "?";
+}
+
+int gov_why_bound_parse(const char *name)
+{
+	for (int i = 0; name && i < GOV_WHY_N; i++)
+		if (!strcmp(name, gov_why_bound_name((enum gov_why_bound)i)))
+			return i;
+	return -1;
+}
+
+int gov_why_limit_parse(const char *name)
+{
+	for (int i = 0; name && i < GOV_WHY_L_N; i++)
+		if (!strcmp(name, gov_why_limit_name((enum gov_why_limit)i)))
+			return i;
+	return -1;
+}
+
 const char *gov_trigger_name(uint32_t bit)
 {
 	for (int i = 0; i < GOV_T_COUNT; i++)

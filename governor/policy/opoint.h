@@ -96,8 +96,52 @@ static inline uint32_t gov_w_to_mw(double w)
 	return w > 0 ? (uint32_t)llround(w * 1000.0) : 0;
 }
 
+/* Why a controller chose its clock (decision-log key "why",
+ * docs/decision-log.md): what it saw and weighed. The term that set it: */
+enum gov_why_bound {
+	GOV_WHY_MODEL,        /* the online model's least-power clock meeting the tails */
+	GOV_WHY_OBSERVED,     /* the observed tail over slack_high raised it above that */
+	GOV_WHY_LOAD_FLOOR,   /* the load floor (remembered TBT peak) held it up */
+	GOV_WHY_POLICY_FLOOR, /* the policy's / floor_mhz lowest clock held it up */
+	GOV_WHY_SURGE,        /* the queue surge rule sent it to the max */
+	GOV_WHY_IDLE,         /* nothing running: the idle clock or hold */
+	GOV_WHY_INFEASIBLE,   /* no clock predicted to meet the tails: the max */
+	GOV_WHY_LOOP,         /* the latency loop (predict: 0), no model */
+	GOV_WHY_OBJECTIVE,    /* objective max_throughput: the top of the range */
+	GOV_WHY_N
+};
+/* Why the next lower candidate clock was not taken. */
+enum gov_why_limit {
+	GOV_WHY_L_NONE,  /* not asked */
+	GOV_WHY_L_TBT,   /* its predicted TBT p99 (with the risk term) over target x margin */
+	GOV_WHY_L_TTFT,  /* its predicted TTFT p99 over target x margin */
+	GOV_WHY_L_UTIL,  /* the busy share it would cause over util_max */
+	GOV_WHY_L_POWER, /* it met the tails but the model predicts more power there */
+	GOV_WHY_L_FLOOR, /* under the floor: not a candidate */
+	GOV_WHY_L_N
+};
+struct gov_why {
+	bool valid;                    /* false: the controller explains nothing */
+	enum gov_why_bound bound;
+	double clk_mhz;                /* the clock the controller asked for (before the guard) */
+	double model_mhz;              /* the model's pick (NaN: not asked) */
+	double tbt_pred_ms, ttft_pred_ms;   /* predicted p99 at the model's pick, risk term in */
+	double lower_mhz;              /* the next lower candidate (NaN: none) */
+	double tbt_lower_ms, ttft_lower_ms; /* predicted there */
+	enum gov_why_limit lower_limit;
+	double margin, sigmas;         /* predicted tail <= target x margin after sigmas sd */
+	double floor_mhz;              /* the floor in force; floor_load: it is the load floor */
+	bool floor_load;
+	double tail_ratio;             /* the observed tail / target the raise rule saw */
+};
+
 const char *gov_reason_name(uint32_t bit); /* one bit; NULL if unknown */
 const char *gov_binding_name(enum gov_binding b);
+const char *gov_why_bound_name(enum gov_why_bound b);
+const char *gov_why_limit_name(enum gov_why_limit l);
+/* Names back to values (decision-log readers); -1 when unknown. */
+int gov_why_bound_parse(const char *name);
+int gov_why_limit_parse(const char *name);
 const char *gov_trigger_name(uint32_t bit); /* one bit; NULL if unknown */
 const char *gov_triggers_join(uint32_t triggers, char *buf, size_t len);
 /* "a|b|c" into buf (empty string for 0). */

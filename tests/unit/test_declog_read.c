@@ -98,9 +98,19 @@ static void write_log(size_t n, bool same, uint32_t heartbeat_ms)
 		e.queue_len = 3;
 		for (size_t r = 0; r < SLA_N_ROWS; r++)
 			e.quantile_ms[r] = 100.0 * (double)(r + 1);
+		/* Every other period explains its clock (the model, one step
+		 * lower lost on TBT); the others carry no "why". */
+		struct gov_why why = { .valid = i % 2 == 0, .bound = GOV_WHY_LOAD_FLOOR,
+				       .clk_mhz = e.clk_mhz, .model_mhz = e.clk_mhz,
+				       .tbt_pred_ms = 70 + (double)i, .ttft_pred_ms = 600,
+				       .lower_mhz = e.clk_mhz - 15, .tbt_lower_ms = 82,
+				       .ttft_lower_ms = NAN, .lower_limit = GOV_WHY_L_TBT,
+				       .margin = 0.8, .sigmas = 1.5, .floor_mhz = 1200,
+				       .floor_load = true, .tail_ratio = 0.6 };
 		struct declog_record rec = { .t_ms = 500 * (i + 1), .seq = i + 1, .est = &e,
 					     .faults = faults, .before = &op, .after = &op,
-					     .policy_name = "p", .policy_hash = "fnv1a64:1", .seed = 7 };
+					     .policy_name = "p", .policy_hash = "fnv1a64:1", .seed = 7,
+					     .why = &why };
 		assert_int_equal(declog_decision(&d, &rec), 0);
 	}
 	assert_int_equal(declog_restore(&d, 500 * (n + 1), &op, 0), 0);
@@ -137,6 +147,18 @@ static void test_round_trip(void **state)
 		assert_true(g.p[i].win_requests == 12);
 		assert_true(g.p[i].q_ms[SLA_INDEX(SLA_E2E, SLA_P99)] == 600);
 		assert_true(g.p[i].int8_after[1] == 0.5);
+		/* "why" back as written; absent where none was given. */
+		const struct gov_why *w = &g.p[i].why;
+		assert_true(w->valid == (i % 2 == 0));
+		if (!w->valid)
+			continue;
+		assert_int_equal(w->bound, GOV_WHY_LOAD_FLOOR);
+		assert_int_equal(w->lower_limit, GOV_WHY_L_TBT);
+		assert_true(w->clk_mhz == g.p[i].clk_mhz && w->lower_mhz == w->clk_mhz - 15);
+		assert_true(w->tbt_pred_ms == 70 + (double)i && w->tbt_lower_ms == 82);
+		assert_true(isnan(w->ttft_lower_ms)); /* null in JSON */
+		assert_true(w->margin == 0.8 && w->sigmas == 1.5 && w->floor_mhz == 1200);
+		assert_true(w->floor_load && w->tail_ratio == 0.6);
 	}
 }
 

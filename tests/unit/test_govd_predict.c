@@ -86,6 +86,12 @@ static void test_choose(void **st)
 	printf("chose %.0f MHz, want %.0f; theta %.3f %.3f %.3f\n", c.clk_mhz, want, m.tbt[0].theta[0], m.tbt[0].theta[1], m.tbt[0].theta[2]);
 	assert_true(c.feasible && !c.by_power);
 	assert_true(c.clk_mhz >= want - 1 && c.clk_mhz <= want + 30);
+	/* The explanation: one step lower the predicted TBT is over 80 ms, so
+	 * the TBT term is what stopped the clock, and the chosen one is under. */
+	assert_true(fabs(c.lower_mhz - (c.clk_mhz - 15)) < 1e-9);
+	assert_int_equal(c.lower_limit, GOV_WHY_L_TBT);
+	assert_true(c.tbt_lower_ms > 80 && c.tbt_pred_ms <= 80);
+	assert_true(c.tbt_lower_ms > c.tbt_pred_ms);
 	/* A light load earns a lower clock, and the busy-share ceiling binds. */
 	q.running = 1;
 	gp_choose(&m, &q, &c);
@@ -101,11 +107,22 @@ static void test_choose(void **st)
 	assert_true(c.by_power);
 	assert_true(c.clk_mhz > lowest);
 	assert_true(fabs(c.clk_mhz / 1980 - 0.6) < 0.15);
+	/* There the lower clock meets the tails and loses on power. */
+	assert_int_equal(c.lower_limit, GOV_WHY_L_POWER);
+	/* A floor at the choice: nothing lower was a candidate. */
+	double at = c.clk_mhz;
+	q.floor_mhz = at;
+	gp_choose(&m, &q, &c);
+	assert_true(c.clk_mhz == at);
+	assert_int_equal(c.lower_limit, GOV_WHY_L_FLOOR);
+	assert_true(isnan(c.lower_mhz));
+	q.floor_mhz = 345;
 	/* Nothing meets an impossible target: the max clock, said so. */
 	q.tbt_target_ms = 1;
 	gp_choose(&m, &q, &c);
 	assert_false(c.feasible);
 	assert_true(c.clk_mhz == 1980);
+	assert_true(c.tbt_pred_ms > 1); /* what it predicts at the max, to say why */
 }
 
 int main(void)

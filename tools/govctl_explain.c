@@ -1,0 +1,267 @@
+/* govctl explain: why the clock sat where it did, from a decision log's
+ * "why" records (docs/decision-log.md): per stretch of a run, the clock the
+ * controller asked for, how often it changed, which term set it (the model,
+ * the observed tail, a floor, a surge, idle, infeasible), what the model
+ * predicted at that clock and at the next lower one and why that one lost.
+ * Reads the log with its own reader (governor/loop/declog_read.c). */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/hist.h"
+#include "governor/loop/declog_read.h"
+#include "tools/govctl.h"
+
+#define EXPLAIN_LOG_MAX_BYTES (4ull << 30)
+#define EXPLAIN_MAX_EVERY_S 86400.0
+
+static void ex_usage(FILE *f)
+{
+	fprintf(f, "usage: govctl explain RUN [--from S] [--to S] [--every S]\n"
+		   "  RUN: a govctl sim run directory (its decisions.jsonl) or a decision log.\n"
+		   "  One row per --every seconds (default 60; 0: one row for the whole\n"
+		   "  stretch) between --from and --to (seconds into the run): the mean\n"
+		   "  clock asked for, clock changes per minute, the share of busy periods\n"
+		   "  each term set the clock, the median predicted TBT / TTFT p99 at the\n"
+		   "  chosen clock and at the next lower one, and why that one lost\n");
+}
+
+/* One stretch's tallies. */
+struct ex_acc {
+	double t0, t1;
+	unsigned n, busy, changes;
+	double clk_sum, clk_min, clk_max, last_clk;
+	unsigned bound[GOV_WHY_N], limit[GOV_WHY_L_N];
+	struct hist tbt, ttft, tbt_lo; /* predictions, for their medians (2 % buckets) */
+};
+
+struct ex_ctx {
+	double from, to, every;
+	struct ex_acc a, total;
+	struct declog_head head;
+	unsigned rows, with_why, periods;
+	bool header_done;
+	FILE *out; /* the table, printed only when the log explains something */
+};
+
+static void acc_reset(struct ex_acc *a, double t0)
+{
+	memset(a, 0, sizeof(*a));
+	hist_reset(&a->tbt);
+	hist_reset(&a->ttft);
+	hist_reset(&a->tbt_lo);
+	a->t0 = a->t1 = t0;
+	a->clk_min = INFINITY;
+	a->clk_max = -INFINITY;
+	a->last_clk = NAN;
+}
+
+static double median(const struct hist *h)
+{
+	return h->n ? hist_quantile(h, 0.5) : NAN;
+}
+
+static void acc_add(struct ex_acc *a, const struct declog_period *p, double period_s)
+{
+	const struct gov_why *w = &p->why;
+	a->t1 = p->t_s + period_s;
+	a->n++;
+	if (!w->valid || w->bound == GOV_WHY_IDLE)
+		return;
+	a->busy++;
+	a->bound[w->bound]++;
+	a->limit[w->lower_limit]++;
+	double f = w->clk_mhz;
+	if (isfinite(f)) {
+		if (isfinite(a->last_clk) && fabs(f - a->last_clk) > 0.5)
+			a->changes++;
+		a->last_clk = f;
+		a->clk_sum += f;
+		a->clk_min = fmin(a->clk_min, f);
+		a->clk_max = fmax(a->clk_max, f);
+	}
+	if (isfinite(w->tbt_pred_ms))
+		hist_add(&a->tbt, w->tbt_pred_ms, 1);
+	if (isfinite(w->ttft_pred_ms))
+		hist_add(&a->ttft, w->ttft_pred_ms, 1);
+	if (isfinite(w->tbt_lower_ms))
+		hist_add(&a->tbt_lo, w->tbt_lower_ms, 1);
+}
+
+/* "%8.1f", or "-" when unknown. */
+static const char *num(char *buf, size_t len, double v)
+{
+	if (isfinite(v))
+		snprintf(buf, len, "%8.1f", v);
+	else
+		snprintf(buf, len, "%8s", "-");
+	return buf;
+}
+
+static void acc_print(FILE *out, struct ex_acc *a, const char *label)
+{
+	char b1[16], b2[16], b3[16];
+	char terms[160] = "", *q = terms;
+	/* The terms that set the clock, largest share first. */
+	bool used[GOV_WHY_N] = { false };
+	for (int k = 0; k < 3; k++) {
+		int best = -1;
+		for (int b = 0; b < GOV_WHY_N; b++)
+			if (!used[b] && a->bound[b] && (best < 0 || a->bound[b] > a->bound[best]))
+				best = b;
+		if (best < 0)
+			break;
+		used[best] = true;
+		q += snprintf(q, sizeof(terms) - (size_t)(q - terms), "%s%s %.0f%%", k ? ", " : "",
+			      gov_why_bound_name((enum gov_why_bound)best),
+			      100.0 * a->bound[best] / a->busy);
+	}
+	int lim = -1;
+	for (int l = 1; l < GOV_WHY_L_N; l++)
+		if (a->limit[l] && (lim < 0 || a->limit[l] > a->limit[lim]))
+			lim = l;
+	double mins = (a->t1 - a->t0) / 60.0;
+	if (!a->busy) {
+		fprintf(out, "%-13s %6u %5u %s\n", label, a->n, 0u, "idle");
+		return;
+	}
+	fprintf(out, "%-13s %6u %5u %6.0f %5.0f-%-5.0f %6.1f %s %s %s  %-8s %s\n", label, a->n,
+	       a->busy, a->clk_sum / a->busy, a->clk_min, a->clk_max,
+	       mins > 0 ? a->changes / mins : 0.0, num(b1, sizeof(b1), median(&a->tbt)),
+	       num(b2, sizeof(b2), median(&a->ttft)), num(b3, sizeof(b3), median(&a->tbt_lo)),
+	       lim < 0 ? "-" : gov_why_limit_name((enum gov_why_limit)lim), terms);
+}
+
+static void row_label(char *buf, size_t len, double t0, double t1)
+{
+	snprintf(buf, len, "%.0f-%.0f", t0, t1);
+}
+
+static int on_header(void *ctx, const struct declog_head *h)
+{
+	struct ex_ctx *x = ctx;
+	if (x->header_done)
+		return 0; /* a reload's new header: same run */
+	x->head = *h;
+	x->header_done = true;
+	fprintf(x->out, "%s: policy %s, controller %s, period %.0f ms%s\n",
+	       h->scenario[0] ? h->scenario : h->dev_name, h->policy, h->controller, h->period_ms,
+	       h->compact_gap ? " (compact log: left-out periods repeat the record before)" : "");
+	fprintf(x->out, "%-13s %6s %5s %6s %11s %6s %8s %8s %8s  %-8s %s\n", "seconds", "periods", "busy",
+	       "clock", "min-max", "chg/min", "TBT pred", "TTFT prd", "TBT lowr", "lower", "set by");
+	return 0;
+}
+
+static int on_period(void *ctx, const struct declog_period *p, bool copied)
+{
+	(void)copied;
+	struct ex_ctx *x = ctx;
+	double ps = x->head.period_ms / 1000.0;
+	if (p->t_s < x->from - 1e-9 || (x->to > 0 && p->t_s >= x->to - 1e-9))
+		return 0;
+	x->periods++;
+	x->with_why += p->why.valid;
+	if (x->a.n == 0)
+		acc_reset(&x->a, p->t_s);
+	if (x->total.n == 0)
+		acc_reset(&x->total, p->t_s);
+	if (x->every > 0 && p->t_s >= x->a.t0 + x->every - 1e-9) {
+		char l[48];
+		row_label(l, sizeof(l), x->a.t0, x->a.t1);
+		acc_print(x->out, &x->a, l);
+		x->rows++;
+		acc_reset(&x->a, p->t_s);
+	}
+	acc_add(&x->a, p, ps);
+	acc_add(&x->total, p, ps);
+	return 0;
+}
+
+int govctl_explain(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "from", required_argument, NULL, 'f' }, { "to", required_argument, NULL, 't' },
+		{ "every", required_argument, NULL, 'e' }, { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ex_ctx x;
+	memset(&x, 0, sizeof(x));
+	x.every = 60;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		double *dst = c == 'f' ? &x.from : c == 't' ? &x.to : c == 'e' ? &x.every : NULL;
+		if (dst) {
+			if (!govctl_parse_double(optarg, dst) || *dst < 0 ||
+			    (c == 'e' && *dst > EXPLAIN_MAX_EVERY_S)) {
+				fprintf(stderr, "govctl explain: --%s wants seconds >= 0%s, got '%s'\n",
+					c == 'f' ? "from" : c == 't' ? "to" : "every",
+					c == 'e' ? " (at most 86400)" : "", optarg);
+				return GOVCTL_EXIT_USAGE;
+			}
+			continue;
+		}
+		if (c == 'h') {
+			ex_usage(stdout);
+			return GOVCTL_EXIT_OK;
+		}
+		ex_usage(stderr);
+		return GOVCTL_EXIT_USAGE;
+	}
+	if (optind + 1 != argc) {
+		fprintf(stderr, optind < argc ? "govctl explain: one RUN, got more\n"
+					      : "govctl explain: RUN is required\n");
+		ex_usage(stderr);
+		return GOVCTL_EXIT_USAGE;
+	}
+	if (x.to > 0 && x.to <= x.from) {
+		fprintf(stderr, "govctl explain: --to must be after --from\n");
+		return GOVCTL_EXIT_USAGE;
+	}
+	const char *run = argv[optind];
+	char path[4200];
+	struct stat st;
+	if (stat(run, &st) == 0 && S_ISDIR(st.st_mode))
+		snprintf(path, sizeof(path), "%s/decisions.jsonl", run);
+	else
+		snprintf(path, sizeof(path), "%s", run);
+	struct declog_read_cb cb = { .header = on_header, .period = on_period };
+	char err[512], *text = NULL;
+	size_t text_len = 0;
+	x.out = open_memstream(&text, &text_len);
+	if (!x.out)
+		return GOVCTL_EXIT_FAIL;
+	int rc = declog_read(path, EXPLAIN_LOG_MAX_BYTES, &cb, &x, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "govctl explain: %s\n", err);
+	else if (!x.periods)
+		fprintf(stderr, "govctl explain: %s: no period between %.0f and %.0f s\n", path,
+			x.from, x.to);
+	else if (!x.with_why)
+		fprintf(stderr, "govctl explain: %s: no period carries an explanation (\"why\"): "
+				"controller %s gives none, or the log predates the key\n",
+			path, x.head.controller);
+	if (rc || !x.periods || !x.with_why) {
+		fclose(x.out);
+		free(text);
+		return GOVCTL_EXIT_FAIL;
+	}
+	if (x.a.n && x.every > 0) {
+		char l[48];
+		row_label(l, sizeof(l), x.a.t0, x.a.t1);
+		acc_print(x.out, &x.a, l);
+	}
+	acc_print(x.out, &x.total, "all");
+	fclose(x.out);
+	fputs(text, stdout);
+	free(text);
+	printf("busy: periods with work; clock: the clock asked for (MHz); TBT/TTFT pred: the "
+	       "model's median predicted p99 (ms) at it, risk term included; TBT lowr: at the next "
+	       "lower candidate; lower: why that one lost, most often; set by: the term that set "
+	       "the clock, share of busy periods (docs/decision-log.md, \"why\")\n");
+	return GOVCTL_EXIT_OK;
+}
