@@ -58,6 +58,13 @@ static const struct ctl_param govd_params[] = {
 	{ "power_spread_mhz", 0, 2000, 300,
 	  "clocks seen over this span before the power model chooses (else the lowest feasible)" },
 	{ "predict_floor", 0, 1, 1, "1: never under the load floor (remembered TBT peak)" },
+	{ "search", 0, 1, 0,
+	  "1: a base clock searched window by window on the judged SLA window's tail "
+	  "(lowered while it is under search_low, raised over search_high), instead of the model" },
+	{ "search_low", 0.1, 1.0, 0.8, "window tail / target under which the base clock steps down" },
+	{ "search_high", 0.1, 1.0, 0.93, "window tail / target over which the base clock steps up" },
+	{ "search_down_mhz", 0, 1000, 45, "step down per quiet window" },
+	{ "search_up_mhz", 0, 1000, 90, "step up per window over search_high" },
 	{ "int8_max_detect_s", 0, 1e7, NAN,
 	  "INT8 on a slice only while the time its detectors need to catch a drift to 3x "
 	  "max_drop (samples / its measured shadow-sample rate) is under this (default: no limit)" },
@@ -83,6 +90,13 @@ struct govd_state {
 	bool was_bf16_hold;
 	bool gate_was_open[HAL_MAX_SLICES];
 	bool predict, predict_floor;
+	/* Window search (param search): the base clock and the window it judges. */
+	bool search;
+	double search_low, search_high, search_down_khz, search_up_khz;
+	double base_khz;
+	long win_idx;
+	double win_ratio; /* worst judged-window tail / target seen in this window */
+	bool win_busy;
 	double predict_margin, predict_sigmas, util_max, power_spread_mhz;
 	double int8_max_detect_s; /* NAN: no limit */
 	struct gp_model model;
@@ -136,6 +150,12 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 		s->util_max = ctl_param_value(pol, c, "util_max");
 		s->power_spread_mhz = ctl_param_value(pol, c, "power_spread_mhz");
 		s->predict_floor = ctl_param_value(pol, c, "predict_floor") >= 0.5;
+		s->search = ctl_param_value(pol, c, "search") >= 0.5;
+		s->search_low = ctl_param_value(pol, c, "search_low");
+		s->search_high = ctl_param_value(pol, c, "search_high");
+		s->search_down_khz = ctl_param_value(pol, c, "search_down_mhz") * 1000.0;
+		s->search_up_khz = ctl_param_value(pol, c, "search_up_mhz") * 1000.0;
+		s->win_idx = -1;
 		s->int8_max_detect_s = ctl_param_value(pol, c, "int8_max_detect_s"); /* NaN: no limit */
 	}
 	if (t->slack_low >= t->slack_high) {
@@ -454,6 +474,64 @@ static uint32_t predict_step(struct govd_state *s, const struct gov_estimates *e
 	return f > prev * 1.001 ? GOV_R_SLA_RAISE : f < prev * 0.999 ? GOV_R_SLA_LOWER : GOV_R_SLA_KEEP;
 }
 
+/* The window search (param search): one base clock, moved only when an SLA
+ * window closes, on that window's judged tail (the quantiles over
+ * sla.window_s against the p99 targets): down a step while it stays under
+ * search_low, up while it is over search_high, and up at once inside a window
+ * when the short window's tail passes the target. What a fixed lock chosen
+ * with hindsight does, found online. Queue surges still send the clock to max
+ * for the period; idle periods take idle_mhz. */
+static uint32_t search_step(struct govd_state *s, const struct gov_estimates *e,
+			    const struct policy *pol, bool busy, struct gov_why *why)
+{
+	double w = pol->sla.window_s > 0 ? pol->sla.window_s : 60;
+	long k = (long)floor(e->t_s / w + 1e-9);
+	double r = 0;
+	for (size_t i = 0; i < SLA_N_ROWS; i++) {
+		double target = pol->sla.latency_ms[i], v = e->quantile_ms[i];
+		if (target > 0 && isfinite(v) && v / target > r)
+			r = v / target;
+	}
+	double prev = s->f_khz;
+	if (s->win_idx < 0) {
+		s->win_idx = k;
+		s->base_khz = s->fmax_khz;
+	}
+	if (k != s->win_idx) {
+		if (s->win_busy && r > s->search_high)
+			s->base_khz += s->search_up_khz;
+		else if (s->win_busy && r > 0 && r < s->search_low)
+			s->base_khz -= s->search_down_khz;
+		s->win_idx = k;
+		s->win_busy = false;
+	}
+	s->win_busy |= busy;
+	double short_r = govd_sla_ratio(e, pol, -1);
+	if (busy && short_r > 1.0 && s->base_khz < s->fmax_khz)
+		s->base_khz += s->search_up_khz;
+	if (s->base_khz > s->fmax_khz)
+		s->base_khz = s->fmax_khz;
+	if (s->base_khz < s->floor_khz)
+		s->base_khz = s->floor_khz;
+	why->bound = GOV_WHY_SEARCH;
+	why->tail_ratio = r;
+	uint32_t reason;
+	if ((double)e->queue_len >= s->tun.surge_queue) {
+		s->f_khz = s->fmax_khz;
+		why->bound = GOV_WHY_SURGE;
+		reason = GOV_R_QUEUE_SURGE;
+	} else if (!busy) {
+		s->f_khz = s->idle_khz ? s->idle_khz : s->base_khz;
+		why->bound = GOV_WHY_IDLE;
+		reason = GOV_R_SLA_KEEP;
+	} else {
+		s->f_khz = s->base_khz;
+		reason = s->f_khz > prev * 1.001 ? GOV_R_SLA_RAISE
+			 : s->f_khz < prev * 0.999 ? GOV_R_SLA_LOWER : GOV_R_SLA_KEEP;
+	}
+	return reason;
+}
+
 static void common_step(void *state, const struct ctl_input *in, struct ctl_output *out)
 {
 	struct govd_state *s = state;
@@ -508,7 +586,9 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 		.floor_load = use_floor_khz > s->floor_khz,
 		.tail_ratio = ratio,
 	};
-	if (s->predict)
+	if (s->search)
+		reasons |= search_step(s, e, pol, busy, why);
+	else if (s->predict)
 		reasons |= predict_step(s, e, pol, ratio, busy, use_floor_khz, why);
 	else {
 		reasons |= govd_latency_step(t, &s->f_khz, ratio, busy, e->queue_len, in->period_s,

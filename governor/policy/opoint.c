@@ -42,7 +42,7 @@ const char *gov_why_bound_name(enum gov_why_bound b)
 {
 	static const char *const names[GOV_WHY_N] = {
 		"model", "observed_tail", "load_floor", "policy_floor", "queue_surge",
-		"idle", "infeasible", "latency_loop", "objective",
+		"idle", "infeasible", "latency_loop", "objective", "window_search",
 	};
 	return (unsigned)b < GOV_WHY_N ? names[b] : "?";
 }

@@ -108,6 +108,7 @@ enum gov_why_bound {
 	GOV_WHY_INFEASIBLE,   /* no clock predicted to meet the tails: the max */
 	GOV_WHY_LOOP,         /* the latency loop (predict: 0), no model */
 	GOV_WHY_OBJECTIVE,    /* objective max_throughput: the top of the range */
+	GOV_WHY_SEARCH,       /* the window search's base clock (param search) */
 	GOV_WHY_N
 };
 /* Why the next lower candidate clock was not taken. */

@@ -346,6 +346,96 @@ static void test_normal_quantile(void **state)
 	assert_true(fabs(wilson_upper_conf(3, 1000, 0.975) - wilson_upper(3, 1000)) < 1e-6);
 }
 
+/* The window search (param search, issue 32): one base clock, moved only
+ * when an SLA window closes, on that window's judged tail; up at once on a
+ * short-window tail over the target; a surge takes the max for the period;
+ * idle holds the base. Driven through the controller's own step. */
+struct search_rig {
+	struct policy *pol;
+	struct hal_limits lim;
+	void *st;
+	struct gov_opoint cur;
+};
+
+static uint32_t search_at(struct search_rig *r, double t_s, double win_tbt_ms, double short_tbt_ms,
+			  uint64_t running, uint64_t queue, enum gov_why_bound *bound)
+{
+	struct gov_estimates e;
+	memset(&e, 0, sizeof(e));
+	e.t_s = t_s;
+	e.clk_mhz = r->cur.clk_max_khz / 1000.0;
+	e.util = running ? 0.8 : 0;
+	e.running = running;
+	e.queue_len = queue;
+	e.period_requests = running ? 4 : 0;
+	e.short_requests = running ? 40 : 0;
+	for (size_t i = 0; i < SLA_N_ROWS; i++)
+		e.quantile_ms[i] = e.short_quantile_ms[i] = e.period_p99_ms[i % SLA_N_METRICS] = NAN;
+	e.quantile_ms[SLA_INDEX(SLA_TBT, SLA_P99)] = win_tbt_ms;
+	e.short_quantile_ms[SLA_INDEX(SLA_TBT, SLA_P99)] = short_tbt_ms;
+	for (int k = 0; k < HAL_TEMP_N; k++)
+		e.temp_c[k] = 40;
+	struct ctl_input in = { .est = &e, .pol = r->pol, .lim = &r->lim, .cur = &r->cur,
+				.period_s = 0.5 };
+	struct ctl_output out;
+	memset(&out, 0, sizeof(out));
+	ctl_govd.step(r->st, &in, &out);
+	assert_true(out.why.valid);
+	*bound = out.why.bound;
+	r->cur = out.op;
+	return out.op.clk_max_khz / 1000;
+}
+
+static void test_window_search(void **state)
+{
+	(void)state;
+	static const char text[] =
+		"name: s\n"
+		"control: {controller: govd, period_ms: 500, params: {search: 1, search_low: 0.85, "
+		"search_down_mhz: 90}}\n"
+		"precision: {modes: [bf16]}\n"
+		"sla: {window_s: 60, ttft_p99_ms: 2000, tbt_p99_ms: 100}\n"
+		"thermal: {ceiling_c: 83}\n";
+	struct search_rig r;
+	memset(&r, 0, sizeof(r));
+	struct diag_list d = { 0 };
+	assert_int_equal(policy_load_string("s.yaml", text, strlen(text), &r.pol, &d), 0);
+	diag_clear(&d);
+	r.lim = (struct hal_limits){ .clk_min_khz = 345000, .clk_max_khz = 1980000,
+				     .clk_step_khz = 15000, .clk_default_max_khz = 1980000,
+				     .power_limit_min_mw = 200000, .power_limit_max_mw = 700000,
+				     .power_limit_default_mw = 700000 };
+	assert_int_equal(ctl_govd.init(&r.st, r.pol, &r.lim), 0);
+	enum gov_why_bound b;
+	/* It starts at the max, and a window's tail under 0.85 of the target
+	 * steps it down 90 MHz when that window closes, not before. */
+	assert_int_equal(search_at(&r, 1, 50, 50, 8, 0, &b), 1980);
+	assert_int_equal(b, GOV_WHY_SEARCH);
+	assert_int_equal(search_at(&r, 59.5, 50, 50, 8, 0, &b), 1980);
+	assert_int_equal(search_at(&r, 60, 50, 50, 8, 0, &b), 1890);
+	assert_int_equal(search_at(&r, 90, 50, 50, 8, 0, &b), 1890);
+	assert_int_equal(search_at(&r, 120, 50, 50, 8, 0, &b), 1800);
+	/* Between search_low and search_high (0.93): kept. */
+	assert_int_equal(search_at(&r, 180, 90, 90, 8, 0, &b), 1800);
+	/* Over search_high: up 90 MHz. */
+	assert_int_equal(search_at(&r, 240, 95, 95, 8, 0, &b), 1890);
+	/* Inside a window, a short-window tail over the target raises at once. */
+	assert_int_equal(search_at(&r, 250, 80, 110, 8, 0, &b), 1980);
+	assert_int_equal(search_at(&r, 300, 50, 50, 8, 0, &b), 1890);
+	/* A queue surge: the max for the period, the base kept. */
+	assert_int_equal(search_at(&r, 310, 50, 50, 8, 20, &b), 1980);
+	assert_int_equal(b, GOV_WHY_SURGE);
+	assert_int_equal(search_at(&r, 310.5, 50, 50, 8, 0, &b), 1890);
+	/* Idle: the base is held (no idle_mhz); the busy window 300-360 closed
+	 * quiet (down to 1800), an idle window moves nothing. */
+	assert_int_equal(search_at(&r, 360.5, 50, 50, 0, 0, &b), 1800);
+	assert_int_equal(b, GOV_WHY_IDLE);
+	assert_int_equal(search_at(&r, 420.5, NAN, NAN, 0, 0, &b), 1800);
+	assert_int_equal(search_at(&r, 480.5, NAN, NAN, 8, 0, &b), 1800);
+	ctl_govd.fini(r.st);
+	policy_free(r.pol);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -358,6 +448,7 @@ int main(void)
 		cmocka_unit_test(test_quality_prior_consistency),
 		cmocka_unit_test(test_quality_detect_samples),
 		cmocka_unit_test(test_normal_quantile),
+		cmocka_unit_test(test_window_search),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
