@@ -43,7 +43,7 @@ struct ex_ctx {
 	double from, to, every;
 	struct ex_acc a, total;
 	struct declog_head head;
-	unsigned rows, with_why, periods;
+	unsigned with_why, periods;
 	bool header_done;
 	FILE *out; /* the table, printed only when the log explains something */
 };
@@ -173,7 +173,6 @@ static int on_period(void *ctx, const struct declog_period *p, bool copied)
 		char l[48];
 		row_label(l, sizeof(l), x->a.t0, x->a.t1);
 		acc_print(x->out, &x->a, l);
-		x->rows++;
 		acc_reset(&x->a, p->t_s);
 	}
 	acc_add(&x->a, p, ps);

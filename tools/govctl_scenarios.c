@@ -182,43 +182,45 @@ static void headroom_head(FILE *f)
 		"lowest clock meeting the SLA");
 }
 
-/* Measures each path of the comma-separated list; 0 or a govctl exit code. */
-static int headroom_list(const char *list, const char *policy, const uint64_t *seed,
-			 double dur, FILE *table, FILE *csv)
+/* One scenario's headroom as a row of the table (and of csv); 0 or a govctl
+ * exit code. */
+static int headroom_one(const char *path, const char *policy, const uint64_t *seed, double dur,
+			FILE *table, FILE *csv)
 {
-	char *buf = strdup(list);
-	if (!buf)
+	char sbuf[4096], pbuf[4096];
+	struct headroom_opts o = {
+		.scenario_path = govctl_data_file(path, sbuf, sizeof(sbuf)),
+		.policy_path = govctl_data_file(policy, pbuf, sizeof(pbuf)),
+		.seed = seed ? *seed : 0,
+		.have_seed = seed != NULL,
+		.duration_s = dur,
+	};
+	struct headroom h;
+	struct diag_list d = { 0 };
+	int rc = headroom_measure(&o, &h, &d);
+	govctl_print_diags(&d);
+	diag_clear(&d);
+	if (rc) {
+		fprintf(stderr, "govctl scenarios: headroom of %s failed\n", path);
 		return GOVCTL_EXIT_FAIL;
-	int ret = GOVCTL_EXIT_OK;
-	headroom_head(table);
-	if (csv)
-		fputs(HEADROOM_CSV_HEADER, csv);
-	char *save = NULL;
-	for (char *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
-		char sbuf[4096], pbuf[4096];
-		struct headroom_opts o = {
-			.scenario_path = govctl_data_file(p, sbuf, sizeof(sbuf)),
-			.policy_path = govctl_data_file(policy, pbuf, sizeof(pbuf)),
-			.seed = seed ? *seed : 0,
-			.have_seed = seed != NULL,
-			.duration_s = dur,
-		};
-		struct headroom h;
-		struct diag_list d = { 0 };
-		int rc = headroom_measure(&o, &h, &d);
-		govctl_print_diags(&d);
-		diag_clear(&d);
-		if (rc) {
-			fprintf(stderr, "govctl scenarios: headroom of %s failed\n", p);
-			ret = GOVCTL_EXIT_FAIL;
-			break;
-		}
-		headroom_row(table, &h, false);
-		if (csv)
-			headroom_row(csv, &h, true);
 	}
-	free(buf);
-	return ret;
+	headroom_row(table, &h, false);
+	if (csv)
+		headroom_row(csv, &h, true);
+	return GOVCTL_EXIT_OK;
+}
+
+/* Each path of the comma-separated list (--headroom --scenario), on stdout. */
+static int headroom_list(char *list, const char *policy, const uint64_t *seed, double dur)
+{
+	headroom_head(stdout);
+	char *save = NULL;
+	for (char *p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+		int rc = headroom_one(p, policy, seed, dur, stdout, NULL);
+		if (rc)
+			return rc;
+	}
+	return GOVCTL_EXIT_OK;
 }
 
 static bool parse_range(const char *s, uint64_t *a, uint64_t *b)
@@ -247,7 +249,8 @@ int govctl_scenarios(int argc, char **argv)
 	};
 	uint64_t a = 0, b = 0;
 	bool have = false;
-	const char *out = NULL, *policy = "policies/balanced.yaml", *list = NULL;
+	const char *out = NULL, *policy = "policies/balanced.yaml";
+	char *list = NULL;
 	bool headroom = false, have_dur = false, have_seed = false;
 	uint64_t seed = 0;
 	double dur = 1800;
@@ -301,8 +304,7 @@ int govctl_scenarios(int argc, char **argv)
 		}
 	}
 	if (optind == argc && headroom && list && !have && !out)
-		return headroom_list(list, policy, have_seed ? &seed : NULL, have_dur ? dur : 0,
-				     stdout, NULL);
+		return headroom_list(list, policy, have_seed ? &seed : NULL, have_dur ? dur : 0);
 	if (optind < argc || !have || !out || list || have_seed) {
 		if (optind < argc)
 			fprintf(stderr, "govctl scenarios: unexpected argument '%s'\n", argv[optind]);
@@ -317,10 +319,6 @@ int govctl_scenarios(int argc, char **argv)
 		fprintf(stderr, "govctl scenarios: cannot create %s: %s\n", out, strerror(-rc));
 		return GOVCTL_EXIT_FAIL;
 	}
-	size_t paths_len = (size_t)(b - a + 1) * 4202;
-	char *paths = headroom ? calloc(1, paths_len) : NULL;
-	if (headroom && !paths)
-		return GOVCTL_EXIT_FAIL;
 	for (uint64_t s = a;; s++) {
 		char path[4200];
 		snprintf(path, sizeof(path), "%s/fam-%llu.yaml", out, (unsigned long long)s);
@@ -335,26 +333,32 @@ int govctl_scenarios(int argc, char **argv)
 			return GOVCTL_EXIT_FAIL;
 		}
 		printf("%s%s", s == a ? "" : ",", path);
-		if (paths)
-			snprintf(paths + strlen(paths), paths_len - strlen(paths), "%s%s",
-				 s == a ? "" : ",", path);
 		if (s == b)
 			break;
 	}
 	printf("\n");
-	if (!paths)
+	if (!headroom)
 		return GOVCTL_EXIT_OK;
+	/* Each member's headroom: the table on stderr (stdout is the list). */
 	char csv_path[4200];
 	snprintf(csv_path, sizeof(csv_path), "%s/headroom.csv", out);
-	FILE *csv = fopen(csv_path, "w");
+	struct fsafe_err fe;
+	FILE *csv = fsafe_fcreate(csv_path, 0644, true, &fe);
 	if (!csv) {
-		fprintf(stderr, "govctl scenarios: cannot write %s: %s\n", csv_path, strerror(errno));
-		free(paths);
+		fprintf(stderr, "govctl scenarios: %s: %s\n", csv_path, fe.msg);
 		return GOVCTL_EXIT_FAIL;
 	}
 	fflush(stdout);
-	rc = headroom_list(paths, policy, NULL, 0, stderr, csv);
-	free(paths);
+	fputs(HEADROOM_CSV_HEADER, csv);
+	headroom_head(stderr);
+	rc = GOVCTL_EXIT_OK;
+	for (uint64_t s = a; rc == GOVCTL_EXIT_OK; s++) {
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/fam-%llu.yaml", out, (unsigned long long)s);
+		rc = headroom_one(path, policy, NULL, 0, stderr, csv);
+		if (s == b)
+			break;
+	}
 	if (fclose(csv) && rc == GOVCTL_EXIT_OK) {
 		fprintf(stderr, "govctl scenarios: cannot write %s\n", csv_path);
 		return GOVCTL_EXIT_FAIL;

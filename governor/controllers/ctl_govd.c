@@ -95,7 +95,6 @@ struct govd_state {
 	double search_low, search_high, search_down_khz, search_up_khz;
 	double base_khz;
 	long win_idx;
-	double win_ratio; /* worst judged-window tail / target seen in this window */
 	bool win_busy;
 	double predict_margin, predict_sigmas, util_max, power_spread_mhz;
 	double int8_max_detect_s; /* NAN: no limit */
@@ -200,7 +199,9 @@ static void govd_fini(void *state)
 	free(state);
 }
 
-double govd_sla_ratio(const struct gov_estimates *e, const struct policy *pol, int only_metric)
+/* Worst quantile over its target among q_ms[SLA_N_ROWS] (one metric, or -1:
+ * all); 0 when none has data. */
+static double tail_ratio(const double *q_ms, const struct policy *pol, int only_metric)
 {
 	double r = 0;
 	for (size_t i = 0; i < SLA_N_ROWS; i++) {
@@ -209,11 +210,16 @@ double govd_sla_ratio(const struct gov_estimates *e, const struct policy *pol, i
 		double target = pol->sla.latency_ms[i];
 		if (!(target > 0))
 			continue;
-		double v = e->short_quantile_ms[i];
+		double v = q_ms[i];
 		if (isfinite(v) && v > 0 && v / target > r)
 			r = v / target;
 	}
 	return r;
+}
+
+double govd_sla_ratio(const struct gov_estimates *e, const struct policy *pol, int only_metric)
+{
+	return tail_ratio(e->short_quantile_ms, pol, only_metric);
 }
 
 /* The p99 targets of TTFT and TBT against this period's own p99 alone. */
@@ -486,12 +492,7 @@ static uint32_t search_step(struct govd_state *s, const struct gov_estimates *e,
 {
 	double w = pol->sla.window_s > 0 ? pol->sla.window_s : 60;
 	long k = (long)floor(e->t_s / w + 1e-9);
-	double r = 0;
-	for (size_t i = 0; i < SLA_N_ROWS; i++) {
-		double target = pol->sla.latency_ms[i], v = e->quantile_ms[i];
-		if (target > 0 && isfinite(v) && v / target > r)
-			r = v / target;
-	}
+	double r = tail_ratio(e->quantile_ms, pol, -1); /* the judged window's */
 	double prev = s->f_khz;
 	if (s->win_idx < 0) {
 		s->win_idx = k;

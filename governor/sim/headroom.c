@@ -107,9 +107,11 @@ int headroom_measure(const struct headroom_opts *o, struct headroom *out,
 		else
 			lo = mid + 1;
 	}
-	out->lowest_mhz = (lim.clk_min_khz + hi * step) / 1000;
+	/* The top index may sit under the max when the range is not whole steps. */
+	uint32_t low_khz = lim.clk_min_khz + hi * step;
 	if (hi == (lim.clk_max_khz - lim.clk_min_khz) / step)
-		out->lowest_mhz = out->max_mhz;
+		low_khz = lim.clk_max_khz;
+	out->lowest_mhz = low_khz / 1000;
 	goto free_inputs;
 
 run_failed:

@@ -117,12 +117,14 @@ static void test_ttft_is_sum_of_chunks_and_flops_conserved(void **state)
 			 lone_ttft_ms(false, 2048, 2000, NULL)) < 1e-9);
 }
 
-/* Eight sequences decode; a 7437-token prompt arrives. Whole prefill stalls
- * their next token for the whole prompt; chunked, for at most one chunk. */
-static double max_tbt_with_long_arrival(bool chunked, double *long_ttft_ms)
+/* Eight sequences decode for 0.5 s; then one prompt of ctx tokens arrives
+ * and the server runs to until_s. The largest TBT seen (ms); *decode_ms: the
+ * largest before the arrival; *ttft_ms: the arrival's TTFT. */
+static double max_tbt_with_arrival(bool chunked, uint32_t budget, uint32_t ctx, double until_s,
+				   double *decode_ms, double *ttft_ms)
 {
 	struct plant_preset p = dev_h100();
-	struct server_cfg c = cfg(chunked, chunked ? 2048 : 8192);
+	struct server_cfg c = cfg(chunked, budget);
 	struct llm_server *s = mk(&c, &p);
 	for (int i = 0; i < 8; i++) {
 		struct request r = req(0, 100, 400);
@@ -130,23 +132,28 @@ static double max_tbt_with_long_arrival(bool chunked, double *long_ttft_ms)
 	}
 	run_until(s, 0, 0.5, 0.01);
 	struct server_stats before = *llm_server_stats(s);
-	struct request r = req(0.5, 7437, 1);
+	struct request r = req(0.5, ctx, 1);
 	llm_server_submit(s, &r);
-	run_until(s, 0.5, 6.0, 0.01);
+	run_until(s, 0.5, until_s, 0.01);
 	const struct server_stats *st = llm_server_stats(s);
-	assert_int_equal(st->completed, 9);
-	*long_ttft_ms = st->ttft.sum_ms - before.ttft.sum_ms;
+	assert_int_equal(st->ttft.n, before.ttft.n + 1);
+	if (decode_ms)
+		*decode_ms = before.tbt.max_ms;
+	if (ttft_ms)
+		*ttft_ms = st->ttft.sum_ms - before.ttft.sum_ms;
 	double v = st->tbt.max_ms;
 	llm_server_destroy(s);
 	return v;
 }
 
+/* A 7437-token prompt: whole prefill stalls the decodes' next token for the
+ * whole prompt; chunked, for at most one chunk. */
 static void test_long_prompt_does_not_stall_decode(void **state)
 {
 	(void)state;
 	double ttft_w, ttft_c;
-	double whole = max_tbt_with_long_arrival(false, &ttft_w);
-	double chunked = max_tbt_with_long_arrival(true, &ttft_c);
+	double whole = max_tbt_with_arrival(false, 8192, 7437, 6.0, NULL, &ttft_w);
+	double chunked = max_tbt_with_arrival(true, 2048, 7437, 6.0, NULL, &ttft_c);
 	double chunk_ms = lone_ttft_ms(true, 2048, 2048, NULL);
 	double prompt_ms = lone_ttft_ms(false, 8192, 7437, NULL);
 	print_message("max TBT: whole %.2f ms, chunked %.2f ms (one 2048 chunk %.2f ms, "
@@ -161,38 +168,17 @@ static void test_long_prompt_does_not_stall_decode(void **state)
 	assert_true(ttft_c > ttft_w);
 }
 
-/* Eight sequences decode; a one-token prompt arrives. Chunked (vLLM V1) it
- * joins the running decodes' step: the weights are read once, so the step
- * that carries it is at most a decode step plus the prompt's host and
- * compute (< 1 ms here). With separate phases it costs a whole iteration of
- * its own (host time plus another weight read, >= 6.9 ms on an H100). */
-static double max_tbt_with_tiny_arrival(bool chunked, double *decode_ms)
-{
-	struct plant_preset p = dev_h100();
-	struct server_cfg c = cfg(chunked, 2048);
-	struct llm_server *s = mk(&c, &p);
-	for (int i = 0; i < 8; i++) {
-		struct request r = req(0, 100, 400);
-		llm_server_submit(s, &r);
-	}
-	run_until(s, 0, 0.5, 0.01);
-	*decode_ms = llm_server_stats(s)->tbt.max_ms;
-	struct request r = req(0.5, 1, 2);
-	llm_server_submit(s, &r);
-	run_until(s, 0.5, 1.0, 0.01);
-	const struct server_stats *st = llm_server_stats(s);
-	assert_int_equal(st->arrived, 9);
-	double v = st->tbt.max_ms;
-	llm_server_destroy(s);
-	return v;
-}
-
+/* A one-token prompt into eight decodes. Chunked (vLLM V1) it joins the
+ * running decodes' step: the weights are read once, so the step that carries
+ * it is at most a decode step plus the prompt's host and compute (< 1 ms
+ * here). With separate phases it costs a whole iteration of its own (host
+ * time plus another weight read, >= 6.9 ms on an H100). */
 static void test_prompt_chunk_shares_the_decode_step(void **state)
 {
 	(void)state;
 	double dec_m, dec_s;
-	double mixed = max_tbt_with_tiny_arrival(true, &dec_m);
-	double separate = max_tbt_with_tiny_arrival(false, &dec_s);
+	double mixed = max_tbt_with_arrival(true, 2048, 1, 1.0, &dec_m, NULL);
+	double separate = max_tbt_with_arrival(false, 2048, 1, 1.0, &dec_s, NULL);
 	print_message("1-token prompt into 8 decodes: max TBT mixed %.3f ms, separate phases %.3f "
 		      "ms (decode alone %.3f ms)\n", mixed, separate, dec_m);
 	assert_true(mixed < dec_m + 1.0);
