@@ -180,6 +180,8 @@ struct nvml {
 	nvml_dev dev;
 	unsigned index;
 	bool initialised, use_instant, read_only;
+	/* Option read_only or a dry run: not even close() or a restore writes. */
+	bool never_write;
 	uint32_t unsupported;
 	uint32_t clk_min_mhz, clk_max_mhz; /* supported graphics clocks table */
 	/* energy check, clamp edges */
@@ -694,6 +696,8 @@ static int nvml_restore(struct hal_dev *dev)
 {
 	struct nvml *n = nvml_of(dev);
 	int rc = 0, r;
+	if (n->never_write)
+		return 0; /* nothing was written, and nothing may be */
 	if (n->wrote_clocks && n->fn.reset_locked_clocks) {
 		r = write_result(n, n->fn.reset_locked_clocks(n->dev), "nvmlDeviceResetGpuLockedClocks");
 		if (r)
@@ -796,7 +800,7 @@ static int nvml_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct 
 	int rc = -EINVAL;
 	n->index = index;
 	n->use_instant = power_mode == 1;
-	n->read_only = read_only;
+	n->read_only = n->never_write = read_only || cfg->read_only;
 
 	const char *libname = bopts_str(&o, "library", "libnvidia-ml.so.1");
 	n->lib = dlopen(libname, RTLD_NOW | RTLD_LOCAL);

@@ -526,6 +526,11 @@ static json_t *jdev(const struct pdev *p)
 				  (json_int_t)l->power_limit_max_mw, "power_limit_default_mw",
 				  (json_int_t)l->power_limit_default_mw, "slowdown_mc",
 				  (json_int_t)l->slowdown_mc, "shutdown_mc", (json_int_t)l->shutdown_mc));
+		json_t *lj = json_object_get(o, "limits");
+		json_object_set_new(lj, "uuid", json_string(l->uuid));
+		json_object_set_new(lj, "pci_bus_id", json_string(l->pci_bus_id));
+		json_object_set_new(lj, "index", l->have_index ? json_integer((json_int_t)l->index)
+							       : json_null());
 	}
 	if (p->opened) {
 		json_t *c = json_object();
@@ -635,6 +640,14 @@ static void print_dev(FILE *f, const struct pdev *p)
 		fprintf(f, "  model     %s\n  driver    %s\n  firmware  %s\n",
 			l->model[0] ? l->model : "-", l->driver_version[0] ? l->driver_version : "-",
 			l->firmware_version[0] ? l->firmware_version : "-");
+		if (l->uuid[0] || l->pci_bus_id[0] || l->have_index) {
+			fprintf(f, "  identity  uuid %s, pci %s, index ", l->uuid[0] ? l->uuid : "-",
+				l->pci_bus_id[0] ? l->pci_bus_id : "-");
+			if (l->have_index)
+				fprintf(f, "%u\n", l->index);
+			else
+				fprintf(f, "-\n");
+		}
 		fprintf(f, "  clock     %s..%s MHz, step %s MHz, default max %s MHz\n", a, b, c, d);
 		fprintf(f, "  power cap %g..%g W, default %g W\n", l->power_limit_min_mw / 1000.0,
 			l->power_limit_max_mw / 1000.0, l->power_limit_default_mw / 1000.0);

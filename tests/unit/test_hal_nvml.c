@@ -26,6 +26,7 @@ struct fx {
 	struct hal_dev dev;
 	struct diag_list diags;
 	bool open;
+	bool dry; /* open as a dry run does (hal_dev_cfg.read_only) */
 };
 
 static uint64_t fx_now(void *ctx)
@@ -100,7 +101,7 @@ static int fx_open(struct fx *f, ...)
 	}
 	va_end(ap);
 	struct hal_dev_cfg cfg = { .name = "gpu0", .backend = "nvml", .n_opts = n, .keys = keys,
-				   .values = vals, .clock = &f->clock };
+				   .values = vals, .clock = &f->clock, .read_only = f->dry };
 	memset(&f->dev, 0, sizeof(f->dev));
 	f->dev.ops = &hal_nvml_ops;
 	int rc = hal_nvml_ops.open(&f->dev, &cfg, &f->diags);
@@ -413,6 +414,31 @@ static void test_read_only_option(void **state)
 	assert_null(strstr(read_log(f), "Set"));
 }
 
+/* A dry run (cfg.read_only) writes nothing on any path: not a set, and not
+ * the restore at close, even with a crashed run's record adopted (which a
+ * normal open restores at close). */
+static void test_dry_run_never_writes(void **state)
+{
+	struct fx *f = *state;
+	f->dry = true;
+	assert_int_equal(fx_open(f, NULL), 0);
+	assert_int_equal(f->dev.ops->adopt_original(&f->dev,
+		"{\"backend\": \"nvml\", \"index\": 0, \"power_limit_mw\": 500000}"), 0);
+	assert_int_equal(f->dev.ops->set_clock_range(&f->dev, 1000000, 1500000), -EPERM);
+	assert_int_equal(f->dev.ops->restore(&f->dev), 0);
+	fx_close(f);
+	assert_null(strstr(read_log(f), "Set"));
+	assert_null(strstr(read_log(f), "Reset"));
+	/* The same record adopted outside a dry run is restored at close: the
+	 * check above could fail. */
+	f->dry = false;
+	assert_int_equal(fx_open(f, NULL), 0);
+	assert_int_equal(f->dev.ops->adopt_original(&f->dev,
+		"{\"backend\": \"nvml\", \"index\": 0, \"power_limit_mw\": 500000}"), 0);
+	fx_close(f);
+	assert_non_null(strstr(read_log(f), "nvmlDeviceSetPowerManagementLimit 0 500000"));
+}
+
 static void test_absurd_and_lost(void **state)
 {
 	struct fx *f = *state;
@@ -457,6 +483,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_restore_op, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_permission_read_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_only_option, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dry_run_never_writes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_absurd_and_lost, setup, teardown),
 	};
 	if (!getenv("FAKE_NVML_DIR")) {
