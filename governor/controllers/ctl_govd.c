@@ -65,6 +65,14 @@ static const struct ctl_param govd_params[] = {
 	{ "search_high", 0.1, 1.0, 0.93, "window tail / target over which the base clock steps up" },
 	{ "search_down_mhz", 0, 1000, 45, "step down per quiet window" },
 	{ "search_up_mhz", 0, 1000, 90, "step up per window over search_high" },
+	{ "search_short_s", 0, 600, 0,
+	  "seconds between two raises on the short window's tail inside a window (0: every period)" },
+	{ "search_memory", 0, 100, 0,
+	  "windows a clock that failed stays barred from the descent (0: none)" },
+	{ "search_overload", 0, 100, 0,
+	  "> 0: a tail over this share of its target made while the queue surged raises no "
+	  "base (overload no clock meets; the surge rule answers it); 0: every tail raises" },
+	{ "search_start_mhz", 0, 5000, 0, "the base clock at start (0: the max clock)" },
 	{ "int8_max_detect_s", 0, 1e7, NAN,
 	  "INT8 on a slice only while the time its detectors need to catch a drift to 3x "
 	  "max_drop (samples / its measured shadow-sample rate) is under this (default: no limit)" },
@@ -93,9 +101,16 @@ struct govd_state {
 	/* Window search (param search): the base clock and the window it judges. */
 	bool search;
 	double search_low, search_high, search_down_khz, search_up_khz;
+	double search_short_s, search_memory, search_start_khz;
 	double base_khz;
 	long win_idx;
 	bool win_busy;
+	double last_short_raise_s; /* when the short window last raised the base */
+	double overload;
+	bool win_surge;
+	double last_surge_s;
+	double bad_khz;            /* the highest clock that failed lately (0: none) */
+	long bad_left;             /* windows it stays barred */
 	double predict_margin, predict_sigmas, util_max, power_spread_mhz;
 	double int8_max_detect_s; /* NAN: no limit */
 	struct gp_model model;
@@ -154,6 +169,12 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 		s->search_high = ctl_param_value(pol, c, "search_high");
 		s->search_down_khz = ctl_param_value(pol, c, "search_down_mhz") * 1000.0;
 		s->search_up_khz = ctl_param_value(pol, c, "search_up_mhz") * 1000.0;
+		s->search_short_s = ctl_param_value(pol, c, "search_short_s");
+		s->search_memory = ctl_param_value(pol, c, "search_memory");
+		s->search_start_khz = ctl_param_value(pol, c, "search_start_mhz") * 1000.0;
+		s->overload = ctl_param_value(pol, c, "search_overload");
+		s->last_surge_s = -INFINITY;
+		s->last_short_raise_s = -INFINITY;
 		s->win_idx = -1;
 		s->int8_max_detect_s = ctl_param_value(pol, c, "int8_max_detect_s"); /* NaN: no limit */
 	}
@@ -487,6 +508,17 @@ static uint32_t predict_step(struct govd_state *s, const struct gov_estimates *e
  * when the short window's tail passes the target. What a fixed lock chosen
  * with hindsight does, found online. Queue surges still send the clock to max
  * for the period; idle periods take idle_mhz. */
+/* A clock whose window or short window failed: barred from the descent for
+ * search_memory windows (param 0: never barred). */
+static void remember_bad(struct govd_state *s, double khz)
+{
+	if (s->search_memory < 1)
+		return;
+	if (s->bad_left <= 0 || khz > s->bad_khz)
+		s->bad_khz = khz;
+	s->bad_left = (long)s->search_memory;
+}
+
 static uint32_t search_step(struct govd_state *s, const struct gov_estimates *e,
 			    const struct policy *pol, bool busy, struct gov_why *why)
 {
@@ -496,20 +528,41 @@ static uint32_t search_step(struct govd_state *s, const struct gov_estimates *e,
 	double prev = s->f_khz;
 	if (s->win_idx < 0) {
 		s->win_idx = k;
-		s->base_khz = s->fmax_khz;
+		s->base_khz = s->search_start_khz > 0 ? s->search_start_khz : s->fmax_khz;
 	}
 	if (k != s->win_idx) {
-		if (s->win_busy && r > s->search_high)
+		if (s->win_busy && r > s->search_high &&
+		    !(s->overload > 0 && s->win_surge && r > s->overload)) {
+			remember_bad(s, s->base_khz);
 			s->base_khz += s->search_up_khz;
-		else if (s->win_busy && r > 0 && r < s->search_low)
+		} else if (s->win_busy && r > 0 && r < s->search_low) {
 			s->base_khz -= s->search_down_khz;
+			/* never back onto a clock that failed lately */
+			if (s->bad_left > 0 && s->base_khz <= s->bad_khz)
+				s->base_khz = s->bad_khz + s->search_up_khz;
+		}
+		if (s->bad_left > 0 && --s->bad_left == 0)
+			s->bad_khz = 0;
 		s->win_idx = k;
 		s->win_busy = false;
+		s->win_surge = false;
 	}
 	s->win_busy |= busy;
+	bool surge = (double)e->queue_len >= s->tun.surge_queue;
+	if (surge) {
+		s->win_surge = true;
+		s->last_surge_s = e->t_s;
+	}
 	double short_r = govd_sla_ratio(e, pol, -1);
-	if (busy && short_r > 1.0 && s->base_khz < s->fmax_khz)
+	bool short_surged = s->overload > 0 && short_r > s->overload &&
+			    e->t_s - s->last_surge_s <
+				    (e->short_window_s > 0 ? e->short_window_s : ESTIMATE_SHORT_WINDOW_S);
+	if (busy && short_r > 1.0 && s->base_khz < s->fmax_khz && !short_surged &&
+	    e->t_s - s->last_short_raise_s >= s->search_short_s) {
+		remember_bad(s, s->base_khz);
 		s->base_khz += s->search_up_khz;
+		s->last_short_raise_s = e->t_s;
+	}
 	if (s->base_khz > s->fmax_khz)
 		s->base_khz = s->fmax_khz;
 	if (s->base_khz < s->floor_khz)

@@ -21,7 +21,7 @@
 #include "common/sla.h"
 #include "hal/hal.h"
 
-#define POLICY_MAX_PARAMS 32
+#define POLICY_MAX_PARAMS 48
 #define POLICY_MAX_SLICES HAL_MAX_SLICES
 #define POLICY_NAME_LEN 64
 #define POLICY_TEXT_LEN 128    /* metadata strings */

@@ -357,6 +357,20 @@ struct search_rig {
 	struct gov_opoint cur;
 };
 
+/* The policy text loaded, an H200's limits, the govd controller started. */
+static void search_rig_init(struct search_rig *r, const char *text)
+{
+	memset(r, 0, sizeof(*r));
+	struct diag_list d = { 0 };
+	assert_int_equal(policy_load_string("s.yaml", text, strlen(text), &r->pol, &d), 0);
+	diag_clear(&d);
+	r->lim = (struct hal_limits){ .clk_min_khz = 345000, .clk_max_khz = 1980000,
+				      .clk_step_khz = 15000, .clk_default_max_khz = 1980000,
+				      .power_limit_min_mw = 200000, .power_limit_max_mw = 700000,
+				      .power_limit_default_mw = 700000 };
+	assert_int_equal(ctl_govd.init(&r->st, r->pol, &r->lim), 0);
+}
+
 static uint32_t search_at(struct search_rig *r, double t_s, double win_tbt_ms, double short_tbt_ms,
 			  uint64_t running, uint64_t queue, enum gov_why_bound *bound)
 {
@@ -397,15 +411,7 @@ static void test_window_search(void **state)
 		"sla: {window_s: 60, ttft_p99_ms: 2000, tbt_p99_ms: 100}\n"
 		"thermal: {ceiling_c: 83}\n";
 	struct search_rig r;
-	memset(&r, 0, sizeof(r));
-	struct diag_list d = { 0 };
-	assert_int_equal(policy_load_string("s.yaml", text, strlen(text), &r.pol, &d), 0);
-	diag_clear(&d);
-	r.lim = (struct hal_limits){ .clk_min_khz = 345000, .clk_max_khz = 1980000,
-				     .clk_step_khz = 15000, .clk_default_max_khz = 1980000,
-				     .power_limit_min_mw = 200000, .power_limit_max_mw = 700000,
-				     .power_limit_default_mw = 700000 };
-	assert_int_equal(ctl_govd.init(&r.st, r.pol, &r.lim), 0);
+	search_rig_init(&r, text);
 	enum gov_why_bound b;
 	/* It starts at the max, and a window's tail under 0.85 of the target
 	 * steps it down 90 MHz when that window closes, not before. */
@@ -436,6 +442,66 @@ static void test_window_search(void **state)
 	policy_free(r.pol);
 }
 
+/* The search's guards (issue 32): a start clock, one short-window raise per
+ * search_short_s, a failed clock barred from the descent for search_memory
+ * windows, and an overload tail made while the queue surged raising no base. */
+static void test_window_search_guards(void **state)
+{
+	(void)state;
+	static const char text[] =
+		"name: s\n"
+		"control: {controller: govd, period_ms: 500, params: {search: 1, search_low: 0.85, "
+		"search_down_mhz: 90, search_start_mhz: 1560, search_short_s: 10, search_memory: 3, "
+		"search_overload: 1.2}}\n"
+		"precision: {modes: [bf16]}\n"
+		"sla: {window_s: 60, ttft_p99_ms: 2000, tbt_p99_ms: 100}\n"
+		"thermal: {ceiling_c: 83}\n";
+	struct search_rig r;
+	search_rig_init(&r, text);
+	/* t s, window TBT p99 ms, short-window TBT p99 ms, running, queue:
+	 * the clock (MHz) and the term that set it. */
+	static const struct {
+		double t_s, win_ms, short_ms;
+		unsigned running, queue, want_mhz;
+		enum gov_why_bound bound;
+	} step[] = {
+		/* It starts at search_start_mhz, not the max. */
+		{ 1, 50, 50, 8, 0, 1560, GOV_WHY_SEARCH },
+		/* A short-window tail over the target: one raise, then none for 10 s
+		 * however long the short window stays over it. */
+		{ 20, 80, 110, 8, 0, 1650, GOV_WHY_SEARCH },
+		{ 20.5, 80, 110, 8, 0, 1650, GOV_WHY_SEARCH },
+		{ 29.5, 80, 110, 8, 0, 1650, GOV_WHY_SEARCH },
+		{ 30, 80, 110, 8, 0, 1740, GOV_WHY_SEARCH },
+		/* Quiet windows step down, but not onto 1650, the clock that failed
+		 * at t=30 s, at the next 3 window closes: 1740 is as low as they go. */
+		{ 60, 50, 50, 8, 0, 1740, GOV_WHY_SEARCH },
+		{ 120, 50, 50, 8, 0, 1740, GOV_WHY_SEARCH },
+		{ 180, 50, 50, 8, 0, 1740, GOV_WHY_SEARCH },
+		/* The bar lifted: down again. */
+		{ 240, 50, 50, 8, 0, 1650, GOV_WHY_SEARCH },
+		{ 300, 50, 50, 8, 0, 1560, GOV_WHY_SEARCH },
+		/* Overload: the window's tail is 3x its target while the queue surged.
+		 * The surge takes the max for its periods; the base is not raised when
+		 * that window closes, nor by the short window during the surge. */
+		{ 310, 300, 300, 8, 20, 1980, GOV_WHY_SURGE },
+		{ 315, 300, 300, 8, 0, 1560, GOV_WHY_SEARCH },
+		{ 360, 300, 50, 8, 0, 1560, GOV_WHY_SEARCH },
+		/* The same tail with no surge in the window is a clock too low: up. */
+		{ 420, 300, 50, 8, 0, 1650, GOV_WHY_SEARCH },
+	};
+	for (size_t i = 0; i < sizeof(step) / sizeof(step[0]); i++) {
+		enum gov_why_bound b;
+		uint32_t mhz = search_at(&r, step[i].t_s, step[i].win_ms, step[i].short_ms,
+					 step[i].running, step[i].queue, &b);
+		if (mhz != step[i].want_mhz || b != step[i].bound)
+			fail_msg("step %zu (t=%.1f s): %u MHz bound %d, want %u MHz bound %d", i,
+				 step[i].t_s, mhz, (int)b, step[i].want_mhz, (int)step[i].bound);
+	}
+	ctl_govd.fini(r.st);
+	policy_free(r.pol);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -449,6 +515,7 @@ int main(void)
 		cmocka_unit_test(test_quality_detect_samples),
 		cmocka_unit_test(test_normal_quantile),
 		cmocka_unit_test(test_window_search),
+		cmocka_unit_test(test_window_search_guards),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
