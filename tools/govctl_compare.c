@@ -72,6 +72,7 @@ static bool split(char *s, struct list *l, bool files)
 
 struct row {
 	double tpj, att, ttft, tbt, e2e, clamps, breach, breach_late, int8;
+	double clk_changes, clk_mean; /* per minute; MHz (NAN when a run did not record it) */
 	size_t n;
 	bool failed;
 };
@@ -87,6 +88,8 @@ static void row_add(struct row *r, const struct sim_summary *s)
 	r->breach += s->breach_requests;
 	r->breach_late += s->breach_requests_beyond_delay;
 	r->int8 += s->int8_token_fraction;
+	r->clk_changes += s->clock_changes_per_min;
+	r->clk_mean += s->mean_locked_mhz;
 	r->failed |= s->failed;
 	r->n++;
 }
@@ -103,6 +106,8 @@ static void row_mean(struct row *r)
 	r->breach /= n;
 	r->breach_late /= n;
 	r->int8 /= n;
+	r->clk_changes /= n;
+	r->clk_mean /= n;
 }
 
 /* The oracle of one scenario, averaged over the seeds like the policy rows;
@@ -751,6 +756,8 @@ int govctl_compare(int argc, char **argv)
 			json_object_set_new(o, "quality_breaches", jsonx_real(r->breach));
 			json_object_set_new(o, "quality_breaches_beyond_delay", jsonx_real(r->breach_late));
 			json_object_set_new(o, "int8_token_fraction", jsonx_real(r->int8));
+			json_object_set_new(o, "clock_changes_per_min", jsonx_real(r->clk_changes));
+			json_object_set_new(o, "mean_locked_mhz", jsonx_real(r->clk_mean));
 			json_object_set_new(o, "failed", json_boolean(r->failed));
 			if (oracle) {
 				json_object_set_new(o, "pct_of_oracle", jsonx_real(pct));

@@ -142,6 +142,11 @@ struct acc {
 	double above_ceiling_s;
 	uint64_t fault_periods;
 	uint64_t periods;
+	/* The locked clock ceiling as applied: its changes between periods (the
+	 * churn a real device sees) and its mean. */
+	uint32_t prev_lock_mhz;
+	uint64_t clock_changes;
+	double lock_mhz_sum;
 	struct sla_win *win;
 	uint64_t windows, windows_met, windows_idle;
 	sim_window_cb on_window;
@@ -303,6 +308,10 @@ static void account_period(struct acc *a, uint64_t t_ms, unsigned n_faults)
 {
 	struct plant *pl = a->plant;
 
+	if (a->periods && pl->dev.lock_max_mhz != a->prev_lock_mhz)
+		a->clock_changes++;
+	a->prev_lock_mhz = pl->dev.lock_max_mhz;
+	a->lock_mhz_sum += pl->dev.lock_max_mhz;
 	a->periods++;
 	if (pl->dev.tj_c > a->max_tj_c)
 		a->max_tj_c = pl->dev.tj_c;
@@ -426,6 +435,14 @@ static json_t *summary_json(const struct acc *a, const struct scenario *sc, cons
 	if (a->per_window)
 		json_object_set_new(sla, "per_window", json_incref(a->per_window));
 	json_object_set_new(o, "sla", sla);
+
+	json_t *ck = json_object();
+	json_object_set_new(ck, "changes", json_integer((json_int_t)a->clock_changes));
+	json_object_set_new(ck, "changes_per_min",
+			    jsonx_real(sim_s > 0 ? (double)a->clock_changes * 60.0 / sim_s : 0));
+	json_object_set_new(ck, "mean_locked_mhz",
+			    jsonx_real(a->periods ? a->lock_mhz_sum / (double)a->periods : 0));
+	json_object_set_new(o, "clock", ck);
 
 	json_t *th = json_object();
 	json_object_set_new(th, "ceiling_c", jsonx_real(pol->thermal.ceiling_c));

@@ -155,6 +155,8 @@ int sim_summary_load(const char *path, size_t max_bytes, struct sim_summary *s, 
 	s->breach_requests = jsonx_num2(doc, "quality", "breach_requests");
 	s->breach_requests_beyond_delay = jsonx_num2(doc, "quality", "breach_requests_beyond_delay");
 	s->rollbacks = jsonx_num(doc, "rollbacks");
+	s->clock_changes_per_min = jsonx_num2(doc, "clock", "changes_per_min");
+	s->mean_locked_mhz = jsonx_num2(doc, "clock", "mean_locked_mhz");
 	s->telemetry_faults = jsonx_num(doc, "telemetry_faults");
 	s->failed = json_is_true(json_object_get(doc, "failed"));
 	jsonx_str(doc, "fail_reason", s->fail_reason, sizeof(s->fail_reason));

@@ -39,6 +39,7 @@ struct sim_summary {
 	double ceiling_c, max_junction_c, clamp_events, clamp_time_s, time_above_ceiling_s;
 	double int8_token_fraction, breach_requests, breach_requests_beyond_delay;
 	double rollbacks, telemetry_faults;
+	double clock_changes_per_min, mean_locked_mhz; /* clock.*; NAN: not recorded */
 	bool failed;
 	char fail_reason[256];
 	size_t n_slices;

@@ -122,6 +122,13 @@ static void test_baselines(void **state)
 	check_common(st, dur);
 	assert_true(num(st, "energy_j", "accel") < num(fw, "energy_j", "accel"));
 	assert_true(num(st, "mean_power_w", "accel") < num(fw, "mean_power_w", "accel"));
+	/* clock churn: the firmware never locks (the max throughout), the static
+	 * lock is set once */
+	assert_true(num(fw, "clock", "changes") == 0);
+	assert_true(num(fw, "clock", "mean_locked_mhz") == 1980);
+	assert_true(num(st, "clock", "changes") <= 1);
+	assert_true(num(st, "clock", "changes_per_min") <= 60.0 / dur);
+	assert_true(fabs(num(st, "clock", "mean_locked_mhz") - 1410) < 2);
 
 	json_decref(fw);
 	json_decref(i8);
