@@ -73,6 +73,9 @@ static const struct ctl_param govd_params[] = {
 	  "> 0: a tail over this share of its target made while the queue surged raises no "
 	  "base (overload no clock meets; the surge rule answers it); 0: every tail raises" },
 	{ "search_start_mhz", 0, 5000, 0, "the base clock at start (0: the max clock)" },
+	{ "search_thermal", 0, 1, 0,
+	  "1: a window in which the thermal loop held the power limit closes a step down and "
+	  "raises nothing (under a thermal limit a lower clock does more work per joule of heat)" },
 	{ "int8_max_detect_s", 0, 1e7, NAN,
 	  "INT8 on a slice only while the time its detectors need to catch a drift to 3x "
 	  "max_drop (samples / its measured shadow-sample rate) is under this (default: no limit)" },
@@ -108,6 +111,7 @@ struct govd_state {
 	double last_short_raise_s; /* when the short window last raised the base */
 	double overload;
 	bool win_surge;
+	bool search_thermal, th_bound, win_thermal;
 	double last_surge_s;
 	double bad_khz;            /* the highest clock that failed lately (0: none) */
 	long bad_left;             /* windows it stays barred */
@@ -173,6 +177,7 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 		s->search_memory = ctl_param_value(pol, c, "search_memory");
 		s->search_start_khz = ctl_param_value(pol, c, "search_start_mhz") * 1000.0;
 		s->overload = ctl_param_value(pol, c, "search_overload");
+		s->search_thermal = ctl_param_value(pol, c, "search_thermal") >= 0.5;
 		s->last_surge_s = -INFINITY;
 		s->last_short_raise_s = -INFINITY;
 		s->win_idx = -1;
@@ -531,7 +536,9 @@ static uint32_t search_step(struct govd_state *s, const struct gov_estimates *e,
 		s->base_khz = s->search_start_khz > 0 ? s->search_start_khz : s->fmax_khz;
 	}
 	if (k != s->win_idx) {
-		if (s->win_busy && r > s->search_high &&
+		if (s->win_thermal) {
+			s->base_khz -= s->search_down_khz;
+		} else if (s->win_busy && r > s->search_high &&
 		    !(s->overload > 0 && s->win_surge && r > s->overload)) {
 			remember_bad(s, s->base_khz);
 			s->base_khz += s->search_up_khz;
@@ -546,7 +553,10 @@ static uint32_t search_step(struct govd_state *s, const struct gov_estimates *e,
 		s->win_idx = k;
 		s->win_busy = false;
 		s->win_surge = false;
+		s->win_thermal = false;
 	}
+	bool hot = s->search_thermal && s->th_bound;
+	s->win_thermal |= hot;
 	s->win_busy |= busy;
 	bool surge = (double)e->queue_len >= s->tun.surge_queue;
 	if (surge) {
@@ -557,7 +567,7 @@ static uint32_t search_step(struct govd_state *s, const struct gov_estimates *e,
 	bool short_surged = s->overload > 0 && short_r > s->overload &&
 			    e->t_s - s->last_surge_s <
 				    (e->short_window_s > 0 ? e->short_window_s : ESTIMATE_SHORT_WINDOW_S);
-	if (busy && short_r > 1.0 && s->base_khz < s->fmax_khz && !short_surged &&
+	if (busy && short_r > 1.0 && s->base_khz < s->fmax_khz && !short_surged && !hot &&
 	    e->t_s - s->last_short_raise_s >= s->search_short_s) {
 		remember_bad(s, s->base_khz);
 		s->base_khz += s->search_up_khz;
@@ -673,6 +683,7 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 				reasons |= r;
 			}
 		}
+		s->th_bound = binding == GOV_B_CEILING; /* for the next period's search */
 
 		/* Precision: the gate per slice, then whether mixing pays. */
 		size_t n_open = 0;

@@ -371,8 +371,20 @@ static void search_rig_init(struct search_rig *r, const char *text)
 	assert_int_equal(ctl_govd.init(&r->st, r->pol, &r->lim), 0);
 }
 
+/* One period at junction temp_c drawing power_w (40 C and 0 W in search_at). */
+static uint32_t search_hot_at(struct search_rig *r, double t_s, double win_tbt_ms,
+			      double short_tbt_ms, uint64_t running, uint64_t queue, double temp_c,
+			      double power_w, enum gov_why_bound *bound);
+
 static uint32_t search_at(struct search_rig *r, double t_s, double win_tbt_ms, double short_tbt_ms,
 			  uint64_t running, uint64_t queue, enum gov_why_bound *bound)
+{
+	return search_hot_at(r, t_s, win_tbt_ms, short_tbt_ms, running, queue, 40, 0, bound);
+}
+
+static uint32_t search_hot_at(struct search_rig *r, double t_s, double win_tbt_ms,
+			      double short_tbt_ms, uint64_t running, uint64_t queue, double temp_c,
+			      double power_w, enum gov_why_bound *bound)
 {
 	struct gov_estimates e;
 	memset(&e, 0, sizeof(e));
@@ -388,7 +400,8 @@ static uint32_t search_at(struct search_rig *r, double t_s, double win_tbt_ms, d
 	e.quantile_ms[SLA_INDEX(SLA_TBT, SLA_P99)] = win_tbt_ms;
 	e.short_quantile_ms[SLA_INDEX(SLA_TBT, SLA_P99)] = short_tbt_ms;
 	for (int k = 0; k < HAL_TEMP_N; k++)
-		e.temp_c[k] = 40;
+		e.temp_c[k] = temp_c;
+	e.power_w[HAL_RAIL_ACCEL] = power_w;
 	struct ctl_input in = { .est = &e, .pol = r->pol, .lim = &r->lim, .cur = &r->cur,
 				.period_s = 0.5 };
 	struct ctl_output out;
@@ -502,6 +515,45 @@ static void test_window_search_guards(void **state)
 	policy_free(r.pol);
 }
 
+/* search_thermal: a window in which the thermal loop held the power limit
+ * closes a step down, and its tails raise nothing. */
+static void test_window_search_thermal(void **state)
+{
+	(void)state;
+	static const char text[] =
+		"name: s\n"
+		"control: {controller: govd, period_ms: 500, params: {search: 1, search_low: 0.85, "
+		"search_down_mhz: 90, search_start_mhz: 1560, search_short_s: 10, "
+		"search_thermal: 1}}\n"
+		"precision: {modes: [bf16]}\n"
+		"sla: {window_s: 60, ttft_p99_ms: 2000, tbt_p99_ms: 100}\n"
+		"thermal: {ceiling_c: 83}\n";
+	struct search_rig r;
+	search_rig_init(&r, text);
+	enum gov_why_bound b;
+	assert_int_equal(search_at(&r, 1, 90, 90, 8, 0, &b), 1560);
+	/* Hot: the junction over the ceiling at 690 W. The thermal loop cuts the
+	 * limit (the search sees that from the next period on); the short
+	 * window's tail over the target then raises nothing. */
+	assert_int_equal(search_hot_at(&r, 1.5, 90, 90, 8, 0, 86, 690, &b), 1560);
+	for (double t = 2; t < 60; t += 0.5) {
+		search_hot_at(&r, t, 120, 120, 8, 0, 86, 690, &b);
+		assert_true(r.cur.power_limit_mw < 690000);
+	}
+	assert_int_equal(search_hot_at(&r, 59.5, 120, 120, 8, 0, 86, 690, &b), 1560);
+	/* The window closes over its target, yet a step down. */
+	assert_int_equal(search_at(&r, 60, 120, 90, 8, 0, &b), 1470);
+	/* Cool again. The window from 60 s began in the hot state (the search
+	 * sees the thermal loop one period late): it too closes a step down.
+	 * The next one, cool throughout, raises on the same tail as usual. */
+	assert_int_equal(search_at(&r, 61, 120, 90, 8, 0, &b), 1470);
+	assert_int_equal(search_at(&r, 120, 120, 90, 8, 0, &b), 1380);
+	assert_int_equal(search_at(&r, 121, 120, 90, 8, 0, &b), 1380);
+	assert_int_equal(search_at(&r, 180, 120, 90, 8, 0, &b), 1470);
+	ctl_govd.fini(r.st);
+	policy_free(r.pol);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -516,6 +568,7 @@ int main(void)
 		cmocka_unit_test(test_normal_quantile),
 		cmocka_unit_test(test_window_search),
 		cmocka_unit_test(test_window_search_guards),
+		cmocka_unit_test(test_window_search_thermal),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
