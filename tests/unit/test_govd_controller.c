@@ -357,6 +357,16 @@ struct search_rig {
 	struct gov_opoint cur;
 };
 
+/* A BF16 policy running the window search (low 0.85, 90 MHz down) with
+ * more params appended (", key: value, ..."). */
+#define SEARCH_POLICY(more)                                                                  \
+	"name: s\n"                                                                          \
+	"control: {controller: govd, period_ms: 500, params: {search: 1, search_low: 0.85, " \
+	"search_down_mhz: 90" more "}}\n"                                                   \
+	"precision: {modes: [bf16]}\n"                                                       \
+	"sla: {window_s: 60, ttft_p99_ms: 2000, tbt_p99_ms: 100}\n"                          \
+	"thermal: {ceiling_c: 83}\n"
+
 /* The policy text loaded, an H200's limits, the govd controller started. */
 static void search_rig_init(struct search_rig *r, const char *text)
 {
@@ -416,15 +426,8 @@ static uint32_t search_hot_at(struct search_rig *r, double t_s, double win_tbt_m
 static void test_window_search(void **state)
 {
 	(void)state;
-	static const char text[] =
-		"name: s\n"
-		"control: {controller: govd, period_ms: 500, params: {search: 1, search_low: 0.85, "
-		"search_down_mhz: 90}}\n"
-		"precision: {modes: [bf16]}\n"
-		"sla: {window_s: 60, ttft_p99_ms: 2000, tbt_p99_ms: 100}\n"
-		"thermal: {ceiling_c: 83}\n";
 	struct search_rig r;
-	search_rig_init(&r, text);
+	search_rig_init(&r, SEARCH_POLICY(""));
 	enum gov_why_bound b;
 	/* It starts at the max, and a window's tail under 0.85 of the target
 	 * steps it down 90 MHz when that window closes, not before. */
@@ -461,16 +464,9 @@ static void test_window_search(void **state)
 static void test_window_search_guards(void **state)
 {
 	(void)state;
-	static const char text[] =
-		"name: s\n"
-		"control: {controller: govd, period_ms: 500, params: {search: 1, search_low: 0.85, "
-		"search_down_mhz: 90, search_start_mhz: 1560, search_short_s: 10, search_memory: 3, "
-		"search_overload: 1.2}}\n"
-		"precision: {modes: [bf16]}\n"
-		"sla: {window_s: 60, ttft_p99_ms: 2000, tbt_p99_ms: 100}\n"
-		"thermal: {ceiling_c: 83}\n";
 	struct search_rig r;
-	search_rig_init(&r, text);
+	search_rig_init(&r, SEARCH_POLICY(", search_start_mhz: 1560, search_short_s: 10, "
+					  "search_memory: 3, search_overload: 1.2"));
 	/* t s, window TBT p99 ms, short-window TBT p99 ms, running, queue:
 	 * the clock (MHz) and the term that set it. */
 	static const struct {
@@ -520,16 +516,9 @@ static void test_window_search_guards(void **state)
 static void test_window_search_thermal(void **state)
 {
 	(void)state;
-	static const char text[] =
-		"name: s\n"
-		"control: {controller: govd, period_ms: 500, params: {search: 1, search_low: 0.85, "
-		"search_down_mhz: 90, search_start_mhz: 1560, search_short_s: 10, "
-		"search_thermal: 1}}\n"
-		"precision: {modes: [bf16]}\n"
-		"sla: {window_s: 60, ttft_p99_ms: 2000, tbt_p99_ms: 100}\n"
-		"thermal: {ceiling_c: 83}\n";
 	struct search_rig r;
-	search_rig_init(&r, text);
+	search_rig_init(&r, SEARCH_POLICY(", search_start_mhz: 1560, search_short_s: 10, "
+					  "search_thermal: 1"));
 	enum gov_why_bound b;
 	assert_int_equal(search_at(&r, 1, 90, 90, 8, 0, &b), 1560);
 	/* Hot: the junction over the ceiling at 690 W. The thermal loop cuts the
