@@ -27,7 +27,8 @@ static void ex_usage(FILE *f)
 		   "  stretch) between --from and --to (seconds into the run): the mean\n"
 		   "  clock asked for, clock changes per minute, the share of busy periods\n"
 		   "  each term set the clock, the median predicted TBT / TTFT p99 at the\n"
-		   "  chosen clock and at the next lower one, and why that one lost\n");
+		   "  chosen clock and at the next lower one, and why that one lost; for\n"
+		   "  the window search its base clock at the stretch's end and its moves\n");
 }
 
 /* One stretch's tallies. */
@@ -36,6 +37,11 @@ struct ex_acc {
 	unsigned n, busy, changes;
 	double clk_sum, clk_min, clk_max, last_clk;
 	unsigned bound[GOV_WHY_N], limit[GOV_WHY_L_N];
+	/* The window search: its base at the stretch's end, and its moves (a
+	 * move is counted where the base or the last move changed). */
+	unsigned moves[GOV_WHY_M_N];
+	double base, prev_base;
+	int prev_move;
 	struct hist tbt, ttft, tbt_lo; /* predictions, for their medians (2 % buckets) */
 };
 
@@ -58,6 +64,8 @@ static void acc_reset(struct ex_acc *a, double t0)
 	a->clk_min = INFINITY;
 	a->clk_max = -INFINITY;
 	a->last_clk = NAN;
+	a->base = a->prev_base = NAN;
+	a->prev_move = -1;
 }
 
 static double median(const struct hist *h)
@@ -70,6 +78,14 @@ static void acc_add(struct ex_acc *a, const struct declog_period *p, double peri
 	const struct gov_why *w = &p->why;
 	a->t1 = p->t_s + period_s;
 	a->n++;
+	if (w->valid && isfinite(w->base_mhz)) {
+		bool moved = isfinite(a->prev_base) && (fabs(w->base_mhz - a->prev_base) > 0.5 ||
+							(int)w->move != a->prev_move);
+		if (moved && w->move != GOV_WHY_M_NONE)
+			a->moves[w->move]++;
+		a->prev_base = a->base = w->base_mhz;
+		a->prev_move = (int)w->move;
+	}
 	if (!w->valid || w->bound == GOV_WHY_IDLE)
 		return;
 	a->busy++;
@@ -129,11 +145,20 @@ static void acc_print(FILE *out, struct ex_acc *a, const char *label)
 		fprintf(out, "%-13s %6u %5u %s\n", label, a->n, 0u, "idle");
 		return;
 	}
-	fprintf(out, "%-13s %6u %5u %6.0f %5.0f-%-5.0f %6.1f %s %s %s  %-8s %s\n", label, a->n,
+	char search[160] = "";
+	if (isfinite(a->base)) {
+		char *sq = search;
+		sq += snprintf(sq, sizeof(search), "; search base %.0f", a->base);
+		for (int m = 1; m < GOV_WHY_M_N; m++)
+			if (a->moves[m])
+				sq += snprintf(sq, sizeof(search) - (size_t)(sq - search), ", %s %u",
+					       gov_why_move_name((enum gov_why_move)m), a->moves[m]);
+	}
+	fprintf(out, "%-13s %6u %5u %6.0f %5.0f-%-5.0f %6.1f %s %s %s  %-8s %s%s\n", label, a->n,
 	       a->busy, a->clk_sum / a->busy, a->clk_min, a->clk_max,
 	       mins > 0 ? a->changes / mins : 0.0, num(b1, sizeof(b1), median(&a->tbt)),
 	       num(b2, sizeof(b2), median(&a->ttft)), num(b3, sizeof(b3), median(&a->tbt_lo)),
-	       lim < 0 ? "-" : gov_why_limit_name((enum gov_why_limit)lim), terms);
+	       lim < 0 ? "-" : gov_why_limit_name((enum gov_why_limit)lim), terms, search);
 }
 
 static void row_label(char *buf, size_t len, double t0, double t1)

@@ -109,6 +109,7 @@ struct govd_state {
 	long win_idx;
 	bool win_busy;
 	double last_short_raise_s; /* when the short window last raised the base */
+	enum gov_why_move last_move; /* for the decision log's why */
 	double overload;
 	bool win_surge;
 	bool search_thermal, th_bound, win_thermal;
@@ -538,15 +539,22 @@ static uint32_t search_step(struct govd_state *s, const struct gov_estimates *e,
 	if (k != s->win_idx) {
 		if (s->win_thermal) {
 			s->base_khz -= s->search_down_khz;
-		} else if (s->win_busy && r > s->search_high &&
-		    !(s->overload > 0 && s->win_surge && r > s->overload)) {
+			s->last_move = GOV_WHY_M_THERMAL;
+		} else if (s->win_busy && r > s->search_high && s->overload > 0 && s->win_surge &&
+			   r > s->overload) {
+			s->last_move = GOV_WHY_M_OVERLOAD;
+		} else if (s->win_busy && r > s->search_high) {
 			remember_bad(s, s->base_khz);
 			s->base_khz += s->search_up_khz;
+			s->last_move = GOV_WHY_M_UP;
 		} else if (s->win_busy && r > 0 && r < s->search_low) {
 			s->base_khz -= s->search_down_khz;
+			s->last_move = GOV_WHY_M_DOWN;
 			/* never back onto a clock that failed lately */
-			if (s->bad_left > 0 && s->base_khz <= s->bad_khz)
+			if (s->bad_left > 0 && s->base_khz <= s->bad_khz) {
 				s->base_khz = s->bad_khz + s->search_up_khz;
+				s->last_move = GOV_WHY_M_BARRED;
+			}
 		}
 		if (s->bad_left > 0 && --s->bad_left == 0)
 			s->bad_khz = 0;
@@ -572,6 +580,7 @@ static uint32_t search_step(struct govd_state *s, const struct gov_estimates *e,
 		remember_bad(s, s->base_khz);
 		s->base_khz += s->search_up_khz;
 		s->last_short_raise_s = e->t_s;
+		s->last_move = GOV_WHY_M_SHORT;
 	}
 	if (s->base_khz > s->fmax_khz)
 		s->base_khz = s->fmax_khz;
@@ -579,6 +588,9 @@ static uint32_t search_step(struct govd_state *s, const struct gov_estimates *e,
 		s->base_khz = s->floor_khz;
 	why->bound = GOV_WHY_SEARCH;
 	why->tail_ratio = r;
+	why->base_mhz = s->base_khz / 1000.0;
+	why->bar_mhz = s->bad_left > 0 ? s->bad_khz / 1000.0 : NAN;
+	why->move = s->last_move;
 	uint32_t reason;
 	if ((double)e->queue_len >= s->tun.surge_queue) {
 		s->f_khz = s->fmax_khz;
@@ -649,6 +661,7 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 		.floor_mhz = use_floor_khz / 1000.0,
 		.floor_load = use_floor_khz > s->floor_khz,
 		.tail_ratio = ratio,
+		.base_mhz = NAN, .bar_mhz = NAN,
 	};
 	if (s->search)
 		reasons |= search_step(s, e, pol, busy, why);

@@ -153,6 +153,9 @@ static json_t *why_json(const struct gov_why *w)
 	json_object_set_new(o, "floor_mhz", jsonx_real(w->floor_mhz));
 	json_object_set_new(o, "floor", json_string(w->floor_load ? "load" : "policy"));
 	json_object_set_new(o, "tail_ratio", jsonx_real(w->tail_ratio));
+	json_object_set_new(o, "base_mhz", jsonx_real(w->base_mhz));
+	json_object_set_new(o, "bar_mhz", jsonx_real(w->bar_mhz));
+	json_object_set_new(o, "move", json_string(gov_why_move_name(w->move)));
 	return o;
 }
 

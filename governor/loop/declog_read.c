@@ -151,6 +151,11 @@ static void read_why(json_t *w, struct gov_why *out)
 	const char *fl = json_string_value(json_object_get(w, "floor"));
 	out->floor_load = fl && !strcmp(fl, "load");
 	out->tail_ratio = jsonx_num(w, "tail_ratio");
+	/* Added with the search's guards; absent in older logs: none. */
+	out->base_mhz = jsonx_num(w, "base_mhz");
+	out->bar_mhz = jsonx_num(w, "bar_mhz");
+	int m = gov_why_move_parse(json_string_value(json_object_get(w, "move")));
+	out->move = m < 0 ? GOV_WHY_M_NONE : (enum gov_why_move)m;
 }
 
 static void read_decision(const struct declog_head *h, json_t *d, struct declog_period *p)

@@ -62,6 +62,22 @@ int gov_why_bound_parse(const char *name)
 	return -1;
 }
 
+const char *gov_why_move_name(enum gov_why_move m)
+{
+	static const char *const names[GOV_WHY_M_N] = { "none",	    "down",	"up",
+							"short_up", "barred",	"overload",
+							"thermal" };
+	return (unsigned)m < GOV_WHY_M_N ? names[m] : "?";
+}
+
+int gov_why_move_parse(const char *name)
+{
+	for (int i = 0; name && i < GOV_WHY_M_N; i++)
+		if (!strcmp(name, gov_why_move_name((enum gov_why_move)i)))
+			return i;
+	return -1;
+}
+
 int gov_why_limit_parse(const char *name)
 {
 	for (int i = 0; name && i < GOV_WHY_L_N; i++)

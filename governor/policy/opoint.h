@@ -121,6 +121,17 @@ enum gov_why_limit {
 	GOV_WHY_L_FLOOR, /* under the floor: not a candidate */
 	GOV_WHY_L_N
 };
+/* What the window search (param search) last did to its base clock. */
+enum gov_why_move {
+	GOV_WHY_M_NONE,     /* not the search, or the base has not moved yet */
+	GOV_WHY_M_DOWN,     /* a window closed under search_low: a step down */
+	GOV_WHY_M_UP,       /* a window closed over search_high: a step up */
+	GOV_WHY_M_SHORT,    /* the short window's tail passed the target: a step up */
+	GOV_WHY_M_BARRED,   /* a step down stopped above a clock that failed lately */
+	GOV_WHY_M_OVERLOAD, /* a window over search_high was overload (queue surge): kept */
+	GOV_WHY_M_THERMAL,  /* the thermal limit held in the window: a step down */
+	GOV_WHY_M_N
+};
 struct gov_why {
 	bool valid;                    /* false: the controller explains nothing */
 	enum gov_why_bound bound;
@@ -134,15 +145,21 @@ struct gov_why {
 	double floor_mhz;              /* the floor in force; floor_load: it is the load floor */
 	bool floor_load;
 	double tail_ratio;             /* the observed tail / target the raise rule saw */
+	/* The window search (NaN / none otherwise): its base clock, the clock
+	 * barred from its descent, and its last move. */
+	double base_mhz, bar_mhz;
+	enum gov_why_move move;
 };
 
 const char *gov_reason_name(uint32_t bit); /* one bit; NULL if unknown */
 const char *gov_binding_name(enum gov_binding b);
 const char *gov_why_bound_name(enum gov_why_bound b);
 const char *gov_why_limit_name(enum gov_why_limit l);
+const char *gov_why_move_name(enum gov_why_move m);
 /* Names back to values (decision-log readers); -1 when unknown. */
 int gov_why_bound_parse(const char *name);
 int gov_why_limit_parse(const char *name);
+int gov_why_move_parse(const char *name);
 const char *gov_trigger_name(uint32_t bit); /* one bit; NULL if unknown */
 const char *gov_triggers_join(uint32_t triggers, char *buf, size_t len);
 /* "a|b|c" into buf (empty string for 0). */

@@ -355,6 +355,7 @@ struct search_rig {
 	struct hal_limits lim;
 	void *st;
 	struct gov_opoint cur;
+	struct gov_why why; /* the last period's */
 };
 
 /* A BF16 policy running the window search (low 0.85, 90 MHz down) with
@@ -418,6 +419,7 @@ static uint32_t search_hot_at(struct search_rig *r, double t_s, double win_tbt_m
 	memset(&out, 0, sizeof(out));
 	ctl_govd.step(r->st, &in, &out);
 	assert_true(out.why.valid);
+	r->why = out.why;
 	*bound = out.why.bound;
 	r->cur = out.op;
 	return out.op.clk_max_khz / 1000;
@@ -468,44 +470,49 @@ static void test_window_search_guards(void **state)
 	search_rig_init(&r, SEARCH_POLICY(", search_start_mhz: 1560, search_short_s: 10, "
 					  "search_memory: 3, search_overload: 1.2"));
 	/* t s, window TBT p99 ms, short-window TBT p99 ms, running, queue:
-	 * the clock (MHz) and the term that set it. */
+	 * the clock (MHz), the term that set it and the search's last move. */
 	static const struct {
 		double t_s, win_ms, short_ms;
 		unsigned running, queue, want_mhz;
 		enum gov_why_bound bound;
+		enum gov_why_move move; /* the search's last move, in the record's why */
 	} step[] = {
 		/* It starts at search_start_mhz, not the max. */
-		{ 1, 50, 50, 8, 0, 1560, GOV_WHY_SEARCH },
+		{ 1, 50, 50, 8, 0, 1560, GOV_WHY_SEARCH, GOV_WHY_M_NONE },
 		/* A short-window tail over the target: one raise, then none for 10 s
 		 * however long the short window stays over it. */
-		{ 20, 80, 110, 8, 0, 1650, GOV_WHY_SEARCH },
-		{ 20.5, 80, 110, 8, 0, 1650, GOV_WHY_SEARCH },
-		{ 29.5, 80, 110, 8, 0, 1650, GOV_WHY_SEARCH },
-		{ 30, 80, 110, 8, 0, 1740, GOV_WHY_SEARCH },
+		{ 20, 80, 110, 8, 0, 1650, GOV_WHY_SEARCH, GOV_WHY_M_SHORT },
+		{ 20.5, 80, 110, 8, 0, 1650, GOV_WHY_SEARCH, GOV_WHY_M_SHORT },
+		{ 29.5, 80, 110, 8, 0, 1650, GOV_WHY_SEARCH, GOV_WHY_M_SHORT },
+		{ 30, 80, 110, 8, 0, 1740, GOV_WHY_SEARCH, GOV_WHY_M_SHORT },
 		/* Quiet windows step down, but not onto 1650, the clock that failed
 		 * at t=30 s, at the next 3 window closes: 1740 is as low as they go. */
-		{ 60, 50, 50, 8, 0, 1740, GOV_WHY_SEARCH },
-		{ 120, 50, 50, 8, 0, 1740, GOV_WHY_SEARCH },
-		{ 180, 50, 50, 8, 0, 1740, GOV_WHY_SEARCH },
+		{ 60, 50, 50, 8, 0, 1740, GOV_WHY_SEARCH, GOV_WHY_M_BARRED },
+		{ 120, 50, 50, 8, 0, 1740, GOV_WHY_SEARCH, GOV_WHY_M_BARRED },
+		{ 180, 50, 50, 8, 0, 1740, GOV_WHY_SEARCH, GOV_WHY_M_BARRED },
 		/* The bar lifted: down again. */
-		{ 240, 50, 50, 8, 0, 1650, GOV_WHY_SEARCH },
-		{ 300, 50, 50, 8, 0, 1560, GOV_WHY_SEARCH },
+		{ 240, 50, 50, 8, 0, 1650, GOV_WHY_SEARCH, GOV_WHY_M_DOWN },
+		{ 300, 50, 50, 8, 0, 1560, GOV_WHY_SEARCH, GOV_WHY_M_DOWN },
 		/* Overload: the window's tail is 3x its target while the queue surged.
 		 * The surge takes the max for its periods; the base is not raised when
 		 * that window closes, nor by the short window during the surge. */
-		{ 310, 300, 300, 8, 20, 1980, GOV_WHY_SURGE },
-		{ 315, 300, 300, 8, 0, 1560, GOV_WHY_SEARCH },
-		{ 360, 300, 50, 8, 0, 1560, GOV_WHY_SEARCH },
+		{ 310, 300, 300, 8, 20, 1980, GOV_WHY_SURGE, GOV_WHY_M_DOWN },
+		{ 315, 300, 300, 8, 0, 1560, GOV_WHY_SEARCH, GOV_WHY_M_DOWN },
+		{ 360, 300, 50, 8, 0, 1560, GOV_WHY_SEARCH, GOV_WHY_M_OVERLOAD },
 		/* The same tail with no surge in the window is a clock too low: up. */
-		{ 420, 300, 50, 8, 0, 1650, GOV_WHY_SEARCH },
+		{ 420, 300, 50, 8, 0, 1650, GOV_WHY_SEARCH, GOV_WHY_M_UP },
 	};
 	for (size_t i = 0; i < sizeof(step) / sizeof(step[0]); i++) {
 		enum gov_why_bound b;
 		uint32_t mhz = search_at(&r, step[i].t_s, step[i].win_ms, step[i].short_ms,
 					 step[i].running, step[i].queue, &b);
-		if (mhz != step[i].want_mhz || b != step[i].bound)
-			fail_msg("step %zu (t=%.1f s): %u MHz bound %d, want %u MHz bound %d", i,
-				 step[i].t_s, mhz, (int)b, step[i].want_mhz, (int)step[i].bound);
+		if (mhz != step[i].want_mhz || b != step[i].bound || r.why.move != step[i].move)
+			fail_msg("step %zu (t=%.1f s): %u MHz bound %d move %s, want %u MHz bound %d "
+				 "move %s", i, step[i].t_s, mhz, (int)b, gov_why_move_name(r.why.move),
+				 step[i].want_mhz, (int)step[i].bound, gov_why_move_name(step[i].move));
+		/* the base is what the clock is while busy and not surging */
+		if (b == GOV_WHY_SEARCH)
+			assert_true(fabs(r.why.base_mhz - mhz) < 1);
 	}
 	ctl_govd.fini(r.st);
 	policy_free(r.pol);
