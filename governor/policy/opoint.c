@@ -38,52 +38,53 @@ const char *gov_binding_name(enum gov_binding b)
 	return (unsigned)b < GOV_B_N ? binding_names[b] : "?";
 }
 
+/* The why names as tables: names and parsers share them. */
+static const char *const why_bound_names[GOV_WHY_N] = {
+	"model", "observed_tail", "load_floor", "policy_floor", "queue_surge",
+	"idle", "infeasible", "latency_loop", "objective", "window_search",
+};
+static const char *const why_limit_names[GOV_WHY_L_N] = { "none", "tbt",   "ttft",
+							  "util", "power", "floor" };
+static const char *const why_move_names[GOV_WHY_M_N] = { "none",   "down",     "up",
+							 "short_up", "barred", "overload",
+							 "thermal" };
+
+static int name_index(const char *const *names, int n, const char *name)
+{
+	for (int i = 0; name && i < n; i++)
+		if (!strcmp(name, names[i]))
+			return i;
+	return -1;
+}
+
 const char *gov_why_bound_name(enum gov_why_bound b)
 {
-	static const char *const names[GOV_WHY_N] = {
-		"model", "observed_tail", "load_floor", "policy_floor", "queue_surge",
-		"idle", "infeasible", "latency_loop", "objective", "window_search",
-	};
-	return (unsigned)b < GOV_WHY_N ? names[b] : "?";
+	return (unsigned)b < GOV_WHY_N ? why_bound_names[b] : "?";
 }
 
 const char *gov_why_limit_name(enum gov_why_limit l)
 {
-	static const char *const names[GOV_WHY_L_N] = { "none", "tbt", "ttft", "util", "power",
-							 "floor" };
-	return (unsigned)l < GOV_WHY_L_N ? names[l] : "?";
-}
-
-int gov_why_bound_parse(const char *name)
-{
-	for (int i = 0; name && i < GOV_WHY_N; i++)
-		if (!strcmp(name, gov_why_bound_name((enum gov_why_bound)i)))
-			return i;
-	return -1;
+	return (unsigned)l < GOV_WHY_L_N ? why_limit_names[l] : "?";
 }
 
 const char *gov_why_move_name(enum gov_why_move m)
 {
-	static const char *const names[GOV_WHY_M_N] = { "none",	    "down",	"up",
-							"short_up", "barred",	"overload",
-							"thermal" };
-	return (unsigned)m < GOV_WHY_M_N ? names[m] : "?";
+	return (unsigned)m < GOV_WHY_M_N ? why_move_names[m] : "?";
 }
 
-int gov_why_move_parse(const char *name)
+int gov_why_bound_parse(const char *name)
 {
-	for (int i = 0; name && i < GOV_WHY_M_N; i++)
-		if (!strcmp(name, gov_why_move_name((enum gov_why_move)i)))
-			return i;
-	return -1;
+	return name_index(why_bound_names, GOV_WHY_N, name);
 }
 
 int gov_why_limit_parse(const char *name)
 {
-	for (int i = 0; name && i < GOV_WHY_L_N; i++)
-		if (!strcmp(name, gov_why_limit_name((enum gov_why_limit)i)))
-			return i;
-	return -1;
+	return name_index(why_limit_names, GOV_WHY_L_N, name);
+}
+
+int gov_why_move_parse(const char *name)
+{
+	return name_index(why_move_names, GOV_WHY_M_N, name);
 }
 
 const char *gov_trigger_name(uint32_t bit)
