@@ -507,13 +507,6 @@ static uint32_t predict_step(struct govd_state *s, const struct gov_estimates *e
 	return f > prev * 1.001 ? GOV_R_SLA_RAISE : f < prev * 0.999 ? GOV_R_SLA_LOWER : GOV_R_SLA_KEEP;
 }
 
-/* The window search (param search): one base clock, moved only when an SLA
- * window closes, on that window's judged tail (the quantiles over
- * sla.window_s against the p99 targets): down a step while it stays under
- * search_low, up while it is over search_high, and up at once inside a window
- * when the short window's tail passes the target. What a fixed lock chosen
- * with hindsight does, found online. Queue surges still send the clock to max
- * for the period; idle periods take idle_mhz. */
 /* A clock whose window or short window failed: barred from the descent for
  * search_memory windows (param 0: never barred). */
 static void remember_bad(struct govd_state *s, double khz)
@@ -525,6 +518,17 @@ static void remember_bad(struct govd_state *s, double khz)
 	s->bad_left = (long)s->search_memory;
 }
 
+/* The window search (param search): one base clock, moved only when an SLA
+ * window closes, on that window's judged tail (the quantiles over
+ * sla.window_s against the p99 targets): down a step while it stays under
+ * search_low, up while it is over search_high, and up at once inside a window
+ * when the short window's tail passes the target. What a fixed lock chosen
+ * with hindsight does, found online. Queue surges still send the clock to max
+ * for the period; idle periods take idle_mhz. Guards (each a param, 0: off):
+ * a start clock, one short-window raise per search_short_s, a failed clock
+ * barred from the descent for search_memory window closes, an overload tail
+ * made in a surge raising nothing (search_overload), and a window under the
+ * thermal limit closing a step down (search_thermal). */
 static uint32_t search_step(struct govd_state *s, const struct gov_estimates *e,
 			    const struct policy *pol, bool busy, struct gov_why *why)
 {
