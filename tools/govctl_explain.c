@@ -40,7 +40,7 @@ struct ex_acc {
 	/* The window search: its base at the stretch's end, and its moves (a
 	 * move is counted where the base or the last move changed). */
 	unsigned moves[GOV_WHY_M_N];
-	double base, prev_base;
+	double base; /* the last record's (NaN: none yet) */
 	int prev_move;
 	struct hist tbt, ttft, tbt_lo; /* predictions, for their medians (2 % buckets) */
 };
@@ -64,7 +64,7 @@ static void acc_reset(struct ex_acc *a, double t0)
 	a->clk_min = INFINITY;
 	a->clk_max = -INFINITY;
 	a->last_clk = NAN;
-	a->base = a->prev_base = NAN;
+	a->base = NAN;
 	a->prev_move = -1;
 }
 
@@ -79,11 +79,11 @@ static void acc_add(struct ex_acc *a, const struct declog_period *p, double peri
 	a->t1 = p->t_s + period_s;
 	a->n++;
 	if (w->valid && isfinite(w->base_mhz)) {
-		bool moved = isfinite(a->prev_base) && (fabs(w->base_mhz - a->prev_base) > 0.5 ||
-							(int)w->move != a->prev_move);
+		bool moved = isfinite(a->base) && (fabs(w->base_mhz - a->base) > 0.5 ||
+						   (int)w->move != a->prev_move);
 		if (moved && w->move != GOV_WHY_M_NONE)
 			a->moves[w->move]++;
-		a->prev_base = a->base = w->base_mhz;
+		a->base = w->base_mhz;
 		a->prev_move = (int)w->move;
 	}
 	if (!w->valid || w->bound == GOV_WHY_IDLE)

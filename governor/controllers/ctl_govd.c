@@ -596,7 +596,7 @@ static uint32_t search_step(struct govd_state *s, const struct gov_estimates *e,
 	why->bar_mhz = s->bad_left > 0 ? s->bad_khz / 1000.0 : NAN;
 	why->move = s->last_move;
 	uint32_t reason;
-	if ((double)e->queue_len >= s->tun.surge_queue) {
+	if (surge) {
 		s->f_khz = s->fmax_khz;
 		why->bound = GOV_WHY_SURGE;
 		reason = GOV_R_QUEUE_SURGE;
