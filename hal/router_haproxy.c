@@ -287,7 +287,10 @@ static int hcmd(struct hap *h, const char *cmd, char **a, size_t *n)
 		if (h->deadline_ms - now < t)
 			t = (uint32_t)(h->deadline_ms - now);
 	}
-	int rc = hap_command(h->path, cmd, t, a, n);
+	/* To the socket the link led to at open, never through the link again:
+	 * a link swapped between same_router()'s look and the connect would
+	 * hand this command to another HAProxy. */
+	int rc = hap_command(h->real, cmd, t, a, n);
 	return rc ? cmd_err(h, cmd, rc) : 0;
 }
 
