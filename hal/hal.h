@@ -225,6 +225,10 @@ struct hal_ops {
 	int (*read_quality)(struct hal_dev *dev, struct hal_quality *out);
 	/* INT8 share per slice in [0,1]; slices in read_serving order. */
 	int (*set_precision)(struct hal_dev *dev, const double *int8_frac, size_t n_slices);
+	/* Shadow-evaluation rate per slice asked of the serving side, in [0,1]
+	 * (share of the slice's completed requests re-run in the other
+	 * precision); 0: the server's own rate. Slices as set_precision. */
+	int (*set_shadow_rate)(struct hal_dev *dev, const double *rate, size_t n_slices);
 	/* The settings the backend found before its first write (taken now if no
 	 * write happened yet), as one JSON object for the daemon's crash-safety
 	 * state file; close() restores them. 0, or -ENOSPC when len is short. */
@@ -289,6 +293,7 @@ static inline bool hal_can_set_power_limit(const struct hal_dev *d) { return d->
 static inline bool hal_can_read_serving(const struct hal_dev *d) { return d->ops->read_serving != NULL; }
 static inline bool hal_can_read_quality(const struct hal_dev *d) { return d->ops->read_quality != NULL; }
 static inline bool hal_can_set_precision(const struct hal_dev *d) { return d->ops->set_precision != NULL; }
+static inline bool hal_can_set_shadow_rate(const struct hal_dev *d) { return d->ops->set_shadow_rate != NULL; }
 static inline bool hal_can_alert(const struct hal_dev *d) { return d->ops->alert_fd != NULL && d->ops->alert_read != NULL; }
 static inline bool hal_can_brake(const struct hal_dev *d) { return d->ops->set_brake != NULL; }
 static inline bool hal_can_adopt_original(const struct hal_dev *d) { return d->ops->adopt_original != NULL; }

@@ -241,6 +241,9 @@ struct sv {
 	 * timestamps are moved onto that clock. */
 	bool has_inner, inner_sim, fwd_precision;
 	bool prec_written; /* the actuator (file/http/exec) was written since the last restore */
+	/* What the last document carried: each write carries both, so a
+	 * shadow-rate request keeps the INT8 shares and the reverse. */
+	double int8_sent[HAL_MAX_SLICES], shadow_sent[HAL_MAX_SLICES];
 	struct hal_dev inner;
 	struct hal_ops ops;
 	struct govd_clock pclk;
@@ -1669,6 +1672,8 @@ static int sv_read_quality(struct hal_dev *dev, struct hal_quality *out)
 
 /* ---- precision ---- */
 
+static int sv_write_doc(struct sv *s, const double *int8_frac, const double *shadow);
+
 static int sv_set_precision(struct hal_dev *dev, const double *int8_frac, size_t n_slices)
 {
 	struct sv *s = dev->priv;
@@ -1687,17 +1692,41 @@ static int sv_set_precision(struct hal_dev *dev, const double *int8_frac, size_t
 			snprintf(s->fault_msg, sizeof(s->fault_msg), "%.300s", s->hap->err);
 		return hrc;
 	}
+	return sv_write_doc(s, int8_frac, s->shadow_sent);
+}
+
+/* One precision document (file/http/exec) with both halves. */
+static int sv_write_doc(struct sv *s, const double *int8_frac, const double *shadow)
+{
 	const char *names[HAL_MAX_SLICES];
-	for (size_t i = 0; i < n_slices; i++)
+	for (size_t i = 0; i < s->n_slices; i++)
 		names[i] = s->slice_name[i];
-	int rc = pact_apply(&s->act, names, int8_frac, n_slices, wall_ms());
+	int rc = pact_apply(&s->act, names, int8_frac, shadow, s->n_slices, wall_ms());
 	s->gen_set = s->act.generation;
 	s->t_set_ms = govd_clock_now_or_mono_ms(s->clock);
-	if (rc)
+	if (rc) {
 		snprintf(s->fault_msg, sizeof(s->fault_msg), "%s", s->act.err);
-	else
-		s->prec_written = true;
-	return rc;
+		return rc;
+	}
+	s->prec_written = true;
+	memmove(s->int8_sent, int8_frac, s->n_slices * sizeof(double));
+	memmove(s->shadow_sent, shadow, s->n_slices * sizeof(double));
+	return 0;
+}
+
+static int sv_set_shadow_rate(struct hal_dev *dev, const double *rate, size_t n_slices)
+{
+	struct sv *s = dev->priv;
+	if (!s || (!rate && n_slices))
+		return -EINVAL;
+	if (!s->act_on || s->hap)
+		return -ENOTSUP; /* HAProxy's weights carry no shadow rate */
+	if (n_slices != s->n_slices)
+		return -EINVAL;
+	for (size_t i = 0; i < n_slices; i++)
+		if (!(rate[i] >= 0.0 && rate[i] <= 1.0))
+			return -EINVAL;
+	return sv_write_doc(s, s->int8_sent, rate);
 }
 
 /* The server as govd may assume it ran before it: BF16 on every slice
@@ -1717,7 +1746,7 @@ static int sv_restore(struct hal_dev *dev)
 	if (!s->prec_written)
 		return 0;
 	const double zero[HAL_MAX_SLICES] = { 0 };
-	int rc = sv_set_precision(dev, zero, s->n_slices);
+	int rc = sv_write_doc(s, zero, zero);
 	if (!rc)
 		s->prec_written = false;
 	return rc;
@@ -1744,9 +1773,10 @@ static size_t sv_writer_ids(struct hal_dev *dev, char (*ids)[HAL_ID_LEN], size_t
 	return n;
 }
 
-#define SV_OPS(prec, qual)                     \
+#define SV_OPS(prec, shadow, qual)             \
 	{                                      \
 		.name = "serving",             \
+		.set_shadow_rate = shadow,     \
 		.open = sv_open,               \
 		.check_options = sv_check_options, \
 		.close = sv_close,             \
@@ -1759,12 +1789,13 @@ static size_t sv_writer_ids(struct hal_dev *dev, char (*ids)[HAL_ID_LEN], size_t
 		.writer_ids = sv_writer_ids,   \
 	}
 
-const struct hal_ops hal_serving_ops = SV_OPS(sv_set_precision, sv_read_quality);
+const struct hal_ops hal_serving_ops = SV_OPS(sv_set_precision, sv_set_shadow_rate, sv_read_quality);
 /* Capabilities follow the options: without an actuator or a quality source
  * the device offers no set_precision / read_quality (hal_can_*() false). */
 static const struct hal_ops sv_ops_variant[2][2] = {
-	{ SV_OPS(NULL, NULL), SV_OPS(NULL, sv_read_quality) },
-	{ SV_OPS(sv_set_precision, NULL), SV_OPS(sv_set_precision, sv_read_quality) },
+	{ SV_OPS(NULL, NULL, NULL), SV_OPS(NULL, NULL, sv_read_quality) },
+	{ SV_OPS(sv_set_precision, sv_set_shadow_rate, NULL),
+	  SV_OPS(sv_set_precision, sv_set_shadow_rate, sv_read_quality) },
 };
 
 /* ---- the power side (power_backend) ---- */
@@ -1884,6 +1915,15 @@ static int pw_set_precision(struct hal_dev *dev, const double *int8_frac, size_t
 	return rc;
 }
 
+static int pw_set_shadow_rate(struct hal_dev *dev, const double *rate, size_t n_slices)
+{
+	struct sv *s = dev->priv;
+	int rc = sv_set_shadow_rate(dev, rate, n_slices);
+	if (!rc && s->fwd_precision && s->inner.ops->set_shadow_rate)
+		s->inner.ops->set_shadow_rate(&s->inner, rate, n_slices);
+	return rc;
+}
+
 /* haproxy: the weights found at open, for the state file, in the generic
  * record's shape (the restore reopens the device and sets BF16) plus the
  * router's servers, which close() then puts back. */
@@ -1927,6 +1967,7 @@ static void sv_pick_ops(struct hal_dev *dev, struct sv *s)
 		s->ops.get_original = hap_get_original;
 		s->ops.adopt_original = hap_adopt;
 		s->ops.last_error = hap_last_error;
+		s->ops.set_shadow_rate = NULL; /* weights carry no shadow rate */
 		dev->ops = &s->ops;
 		return;
 	}
@@ -1948,6 +1989,8 @@ static void sv_pick_ops(struct hal_dev *dev, struct sv *s)
 	w->ops.set_brake = io->set_brake ? pw_set_brake : NULL;
 	if (w->ops.set_precision)
 		w->ops.set_precision = pw_set_precision;
+	if (w->ops.set_shadow_rate)
+		w->ops.set_shadow_rate = s->hap ? NULL : pw_set_shadow_rate;
 	w->ops.restore = pw_restore;
 	if (s->hap && !io->get_original && !io->adopt_original) {
 		/* a power side without its own record (the sim): the router's */

@@ -252,14 +252,30 @@ static int sim_set_precision(struct hal_dev *dev, const double *int8_frac, size_
 	return 0;
 }
 
-/* The plant as open found it: firmware clocks, its power limit, BF16. */
+static int sim_set_shadow_rate(struct hal_dev *dev, const double *rate, size_t n_slices)
+{
+	struct plant *p = sim_of(dev)->plant;
+	if (n_slices != p->sc->n_slices)
+		return -EINVAL;
+	for (size_t i = 0; i < n_slices; i++)
+		if (!(rate[i] >= 0.0 && rate[i] <= 1.0))
+			return -EINVAL;
+	for (size_t i = 0; i < n_slices; i++)
+		plant_set_shadow_rate(p, (uint32_t)i, rate[i]);
+	return 0;
+}
+
+/* The plant as open found it: firmware clocks, its power limit, BF16, the
+ * server's own shadow rates. */
 static int sim_restore(struct hal_dev *dev)
 {
 	struct sim *s = sim_of(dev);
 	device_reset_clocks(&s->plant->dev);
 	int rc = device_set_power_limit(&s->plant->dev, s->orig_limit_w);
-	for (size_t i = 0; i < s->plant->sc->n_slices; i++)
+	for (size_t i = 0; i < s->plant->sc->n_slices; i++) {
 		plant_set_int8_fraction(s->plant, (uint32_t)i, 0.0);
+		plant_set_shadow_rate(s->plant, (uint32_t)i, 0.0);
+	}
 	return rc;
 }
 
@@ -275,6 +291,7 @@ const struct hal_ops hal_sim_ops = {
 	.read_serving = sim_read_serving,
 	.read_quality = sim_read_quality,
 	.set_precision = sim_set_precision,
+	.set_shadow_rate = sim_set_shadow_rate,
 	.restore = sim_restore,
 };
 

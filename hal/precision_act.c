@@ -35,13 +35,17 @@ int pact_kind_parse(const char *s, enum pact_kind *out)
 	return -EINVAL;
 }
 
-char *pact_document(uint64_t gen, const char *const *names, const double *frac, size_t n,
-		    uint64_t updated_ms)
+char *pact_document(uint64_t gen, const char *const *names, const double *frac,
+		    const double *shadow, size_t n, uint64_t updated_ms)
 {
-	json_t *root = json_object(), *sl = json_object();
+	json_t *root = json_object(), *sl = json_object(), *sh = json_object();
 	char *out = NULL;
-	if (!root || !sl)
+	if (!root || !sl || !sh)
 		goto out_free;
+	for (size_t i = 0; shadow && i < n; i++)
+		if (shadow[i] > 0 && json_object_set_new(sh, names[i],
+							  json_real(shadow[i] > 1 ? 1 : shadow[i])))
+			goto out_free;
 	for (size_t i = 0; i < n; i++) {
 		double f = frac[i];
 		if (!(f >= 0))
@@ -53,10 +57,12 @@ char *pact_document(uint64_t gen, const char *const *names, const double *frac, 
 	}
 	if (json_object_set_new(root, "generation", json_integer((json_int_t)gen)) ||
 	    json_object_set(root, "slices", sl) ||
-	    json_object_set_new(root, "updated_ms", json_integer((json_int_t)updated_ms)))
+	    json_object_set_new(root, "updated_ms", json_integer((json_int_t)updated_ms)) ||
+	    (json_object_size(sh) && json_object_set(root, "shadow_rate", sh)))
 		goto out_free;
 	out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
 out_free:
+	json_decref(sh);
 	json_decref(sl);
 	json_decref(root);
 	return out;
@@ -388,8 +394,8 @@ static int apply_exec(struct pact *a, const char *doc)
 	return -EIO;
 }
 
-int pact_apply(struct pact *a, const char *const *names, const double *frac, size_t n,
-	       uint64_t updated_ms)
+int pact_apply(struct pact *a, const char *const *names, const double *frac,
+	       const double *shadow, size_t n, uint64_t updated_ms)
 {
 	a->err[0] = '\0';
 	if (a->kind == PACT_NONE) {
@@ -397,7 +403,7 @@ int pact_apply(struct pact *a, const char *const *names, const double *frac, siz
 		return -ENOTSUP;
 	}
 	uint64_t gen = a->generation + 1;
-	char *doc = pact_document(gen, names, frac, n, updated_ms);
+	char *doc = pact_document(gen, names, frac, shadow, n, updated_ms);
 	if (!doc)
 		return -ENOMEM;
 	int rc;

@@ -169,10 +169,16 @@ static const struct request *queue_at(const struct dynbatch *b, size_t i)
 
 void dynbatch_submit(struct dynbatch *b, const struct request *r)
 {
-	b->st.arrived++;
+	if (r->shadow)
+		b->st.shadow_arrived++;
+	else
+		b->st.arrived++;
 	if (b->q_len >= b->cfg.max_queue ||
 	    (b->q_len == b->q_cap && queue_grow(b) != 0)) {
-		b->st.rejected++;
+		if (r->shadow)
+			b->st.shadow_rejected++;
+		else
+			b->st.rejected++;
 		return;
 	}
 	assert(b->q_len == 0 || r->arrival_s >= queue_at(b, b->q_len - 1)->arrival_s);
@@ -247,17 +253,22 @@ static void finish_batch(struct dynbatch *b, double t_done,
 	uint32_t i = 0;
 	while (i < b->n_batch) {
 		/* Requests with the same arrival share one histogram update. */
-		uint32_t j = i + 1;
+		uint32_t j = i + 1, served = !b->batch[i].shadow;
 		while (j < b->n_batch && b->batch[j].arrival_s == b->batch[i].arrival_s)
-			j++;
+			served += !b->batch[j++].shadow;
 		double e2e_ms = (t_done - b->batch[i].arrival_s) * 1e3;
-		hist_add(&st->ttft, e2e_ms, j - i);
-		hist_add(&st->e2e, e2e_ms, j - i);
+		hist_add(&st->ttft, e2e_ms, served);
+		hist_add(&st->e2e, e2e_ms, served);
 		i = j;
 	}
 	for (i = 0; i < b->n_batch; i++) {
 		const struct request *r = &b->batch[i];
 		uint64_t tok = r->gen_tokens ? r->gen_tokens : 1;
+		if (r->shadow) {
+			st->shadow_completed++;
+			st->shadow_tokens += tok;
+			continue;
+		}
 		st->completed++;
 		st->tokens_generated += tok;
 		uint32_t s = r->slice < PLANT_MAX_SLICES ? r->slice : PLANT_MAX_SLICES - 1;

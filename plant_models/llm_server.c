@@ -264,17 +264,29 @@ void llm_server_submit(struct llm_server *s, const struct request *r)
 	struct request q = *r;
 	if (q.gen_tokens == 0)
 		q.gen_tokens = 1;
-	s->st.arrived++;
+	if (q.shadow)
+		s->st.shadow_arrived++;
+	else
+		s->st.arrived++;
 	uint64_t kvb = s->eng[q.int8 ? ENG_INT8 : ENG_BF16].kvb;
 	if (s->n_queued >= s->cfg.max_queue || (!q.int8 && !s->bf16_loaded) ||
 	    ((uint64_t)q.ctx_tokens + q.gen_tokens) * kvb > s->kv_cap_b) {
-		s->st.rejected++;
+		if (q.shadow)
+			s->st.shadow_rejected++;
+		else
+			s->st.rejected++;
 		return;
 	}
 	ring_push(&s->eng[q.int8 ? ENG_INT8 : ENG_BF16].wait, &q);
 	s->n_queued++;
 	s->st.queue_len = s->n_queued;
 }
+
+/* A shadow re-run is background work: in chunked mode it prefills at most
+ * this many tokens per step, so the decodes that share its cycle wait for a
+ * short step, not for a whole prompt + answer (docs/serving-model.md,
+ * "Shadow evaluation's cost"). */
+#define SHADOW_CHUNK_TOKENS 256
 
 /* Prompt tokens a prefill processes (an empty prompt still runs one). */
 static uint32_t prompt_tokens(const struct request *r)
@@ -298,6 +310,8 @@ static uint32_t fill_prefill(struct llm_server *s, int ei, double t, uint64_t bu
 		if (q->pf_left == 0)
 			continue;
 		q->chunk = (uint32_t)(q->pf_left < budget - tokens ? q->pf_left : budget - tokens);
+		if (q->r.shadow && chunked && q->chunk > SHADOW_CHUNK_TOKENS)
+			q->chunk = SHADOW_CHUNK_TOKENS;
 		tokens += q->chunk;
 	}
 	uint32_t n = 0;
@@ -317,6 +331,8 @@ static uint32_t fill_prefill(struct llm_server *s, int ei, double t, uint64_t bu
 		q->t_last_s = t;
 		q->pf_left = p;
 		q->chunk = chunked && p > budget - tokens ? (uint32_t)(budget - tokens) : p;
+		if (h->shadow && chunked && q->chunk > SHADOW_CHUNK_TOKENS)
+			q->chunk = SHADOW_CHUNK_TOKENS;
 		e->n_pf++;
 		s->kv_reserved_b += need;
 		tokens += q->chunk;
@@ -408,6 +424,10 @@ static bool start_phase(struct llm_server *s, double t)
 
 static void emit_token(struct llm_server *s, const struct seq *q)
 {
+	if (q->r.shadow) {
+		s->st.shadow_tokens++;
+		return;
+	}
 	s->st.tokens_generated++;
 	if (q->r.int8) {
 		s->st.tokens_int8++;
@@ -420,11 +440,15 @@ static void complete(struct llm_server *s, struct engine *e, uint32_t i, double 
 		     void (*on_done)(void *, const struct request *, double), void *ctx)
 {
 	struct seq q = e->run[i];
-	s->st.completed++;
-	s->st.slice_completed[q.r.slice]++;
-	if (q.r.int8)
-		s->st.slice_int8_completed[q.r.slice]++;
-	hist_add(&s->st.e2e, (t_s - q.r.arrival_s) * 1e3, 1);
+	if (q.r.shadow) {
+		s->st.shadow_completed++;
+	} else {
+		s->st.completed++;
+		s->st.slice_completed[q.r.slice]++;
+		if (q.r.int8)
+			s->st.slice_int8_completed[q.r.slice]++;
+		hist_add(&s->st.e2e, (t_s - q.r.arrival_s) * 1e3, 1);
+	}
 	s->kv_reserved_b -= ((uint64_t)q.r.ctx_tokens + q.r.gen_tokens) * e->kvb;
 	e->kv_read_tokens -= q.ctx_now;
 	s->n_running--;
@@ -457,7 +481,8 @@ static void finish_phase(struct llm_server *s, double t,
 			q->done = 1;
 			q->t_last_s = t;
 			e->kv_read_tokens += q->ctx_now;
-			hist_add(&s->st.ttft, (t - q->r.arrival_s) * 1e3, 1);
+			if (!q->r.shadow)
+				hist_add(&s->st.ttft, (t - q->r.arrival_s) * 1e3, 1);
 			emit_token(s, q);
 			if (q->done >= q->r.gen_tokens)
 				complete(s, e, i, t, on_done, ctx);

@@ -155,10 +155,42 @@ static void on_done(void *ctx, const struct request *r, double t_done_s)
 {
 	(void)t_done_s;
 	struct plant *p = ctx;
-	/* Shadow evaluation re-runs a sampled request in both precisions, so it
-	 * samples every completed request whatever it was served in: the monitor
-	 * keeps seeing a slice's drop while the governor serves it in BF16. */
-	quality_on_complete(&p->q, r->slice);
+	if (r->shadow)
+		return;
+	/* Shadow evaluation compares a sampled request's answer in both
+	 * precisions, so it samples every completed request whatever it was
+	 * served in: the monitor keeps seeing a slice's drop while the governor
+	 * serves it in BF16. The server's own evaluator is outside the run
+	 * (the same for every policy); what a governor asks for beyond it is
+	 * re-run on this device. */
+	if (quality_on_complete(&p->q, r->slice) != QUALITY_SAMPLED_ASKED)
+		return;
+	if (p->n_shadow == PLANT_SHADOW_Q) {
+		p->shadow_lost++;
+		return;
+	}
+	/* Its cost: the served answer scored in the other precision, teacher
+	 * forced (docs/serving-model.md, "Shadow evaluation's cost"): an LLM
+	 * prefills prompt + answer and stops at one token; a fixed-cost model
+	 * runs the request again. */
+	struct request sh = *r;
+	sh.int8 = !r->int8;
+	sh.shadow = true;
+	if (p->srv_kind == SERVER_LLM) {
+		uint64_t n = (uint64_t)r->ctx_tokens + r->gen_tokens;
+		sh.ctx_tokens = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+		sh.gen_tokens = 1;
+	}
+	p->shadow_q[p->n_shadow++] = sh;
+}
+
+static void submit_shadows(struct plant *p)
+{
+	for (uint32_t i = 0; i < p->n_shadow; i++) {
+		p->shadow_q[i].arrival_s = p->t_s;
+		server_submit(p->srv, &p->shadow_q[i]);
+	}
+	p->n_shadow = 0;
 }
 
 static void submit_due(struct plant *p, double t_end_s)
@@ -178,6 +210,7 @@ static void tick(struct plant *p)
 {
 	const double dt = PLANT_TICK_S;
 	apply_due(p);
+	submit_shadows(p);
 	submit_due(p, p->t_s + dt);
 	struct device_load load = { 0 };
 	server_advance(p->srv, p->t_s, dt, p->dev.clk_mhz, &load, on_done, p);
@@ -256,6 +289,7 @@ int plant_create(const struct scenario *sc, uint64_t seed, struct plant **out,
 		p->dev.cooling_factor = sc->cooling_factor;
 
 	rc = server_create(&scfg, preset, &p->srv);
+	p->srv_kind = scfg.model->kind;
 	if (rc) {
 		diag_add(diags, DIAG_ERROR, file, 0, 0, "server", "server-create",
 			 "cannot create the %s server: %s", scfg.model->name, strerror(-rc));
@@ -353,6 +387,12 @@ void plant_set_int8_fraction(struct plant *p, uint32_t slice, double frac)
 	assert(slice < p->q.n_slices);
 	assert(frac >= 0.0 && frac <= 1.0);
 	p->int8_frac[slice] = frac;
+}
+
+void plant_set_shadow_rate(struct plant *p, uint32_t slice, double rate)
+{
+	assert(slice < p->q.n_slices);
+	quality_set_rate(&p->q, slice, rate);
 }
 
 double plant_true_drop(const struct plant *p, uint32_t slice)

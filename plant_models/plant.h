@@ -14,6 +14,7 @@
 #include "plant_models/workload.h"
 
 #define PLANT_TICK_S 0.01 /* physics / firmware / serving integration step */
+#define PLANT_SHADOW_Q 256
 
 /* What sensors report, after scenario sensor faults are applied. */
 struct plant_readings {
@@ -34,6 +35,7 @@ struct plant {
 	const struct scenario *sc;  /* not owned */
 	struct device dev;
 	struct server *srv;
+	enum server_kind srv_kind;
 	struct workload *wl;
 	struct trace *trace;
 	struct quality_model q;
@@ -43,6 +45,12 @@ struct plant {
 	uint64_t tick;              /* t_s == tick * PLANT_TICK_S (no float drift) */
 	struct request pending;     /* next arrival not yet due */
 	bool have_pending;
+	/* Shadow re-runs of this tick's sampled completions, submitted at the
+	 * next tick's start (arrivals stay in time order); beyond the ring a
+	 * re-run is not made and the sample still counts (shadow_lost). */
+	struct request shadow_q[PLANT_SHADOW_Q];
+	uint32_t n_shadow;
+	uint64_t shadow_lost;
 	size_t next_event;
 	/* active faults and their end times per sensor */
 	bool fault_active[SENSOR_N];
@@ -67,6 +75,8 @@ void plant_destroy(struct plant *p);
 void plant_advance_to(struct plant *p, double t_s);
 void plant_read(const struct plant *p, struct plant_readings *out);
 void plant_set_int8_fraction(struct plant *p, uint32_t slice, double frac);
+/* The shadow rate a governor asked for on a slice (<= 0: the scenario's). */
+void plant_set_shadow_rate(struct plant *p, uint32_t slice, double rate);
 /* True INT8 drop per slice right now (for breach accounting in summaries). */
 double plant_true_drop(const struct plant *p, uint32_t slice);
 

@@ -18,6 +18,7 @@ void quality_init(struct quality_model *q, uint32_t n_slices, const double *true
 	for (uint32_t i = 0; i < n_slices; i++) {
 		q->true_drop[i] = true_drop ? clamp01(true_drop[i]) : 0.0;
 		q->shadow_rate[i] = shadow_rate ? clamp01(shadow_rate[i]) : 0.0;
+		q->default_rate[i] = q->shadow_rate[i];
 	}
 	q->rng = *stream;
 }
@@ -28,18 +29,28 @@ void quality_set_drop(struct quality_model *q, uint32_t slice, double true_drop)
 		q->true_drop[slice] = clamp01(true_drop);
 }
 
-void quality_on_complete(struct quality_model *q, uint32_t slice)
+void quality_set_rate(struct quality_model *q, uint32_t slice, double rate)
+{
+	if (slice < q->n_slices)
+		q->shadow_rate[slice] = rate > q->default_rate[slice] ? clamp01(rate)
+								     : q->default_rate[slice];
+}
+
+enum quality_sample quality_on_complete(struct quality_model *q, uint32_t slice)
 {
 	if (slice >= q->n_slices || q->shadow_rate[slice] <= 0)
-		return;
+		return QUALITY_NOT_SAMPLED;
 	/* Two draws per completion whatever the outcome, so the stream position
 	 * (and thus later samples) does not depend on the drop being tracked. */
 	double u_sample = rng_uniform(&q->rng), u_match = rng_uniform(&q->rng);
 	if (u_sample >= q->shadow_rate[slice])
-		return;
+		return QUALITY_NOT_SAMPLED;
 	q->samples[slice]++;
 	if (u_match < q->true_drop[slice])
 		q->mismatches[slice]++;
+	/* The same draw decides whether the server's own rate would have
+	 * sampled it: only what a governor added beyond that is "asked". */
+	return u_sample < q->default_rate[slice] ? QUALITY_SAMPLED_OWN : QUALITY_SAMPLED_ASKED;
 }
 
 double quality_observed_drop(const struct quality_model *q, uint32_t slice)

@@ -5,6 +5,7 @@
  * Scenario events change the true drop (quality drift). Pure model. */
 #ifndef GOVD_PLANT_QUALITY_H
 #define GOVD_PLANT_QUALITY_H
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/rng.h"
@@ -13,7 +14,8 @@
 struct quality_model {
 	uint32_t n_slices;
 	double true_drop[PLANT_MAX_SLICES];   /* 0..1 */
-	double shadow_rate[PLANT_MAX_SLICES]; /* share of completed requests evaluated */
+	double shadow_rate[PLANT_MAX_SLICES]; /* share of completed requests evaluated now */
+	double default_rate[PLANT_MAX_SLICES]; /* the server's own (the scenario's) */
 	uint64_t samples[PLANT_MAX_SLICES];
 	uint64_t mismatches[PLANT_MAX_SLICES];
 	struct rng rng;
@@ -24,8 +26,15 @@ struct quality_model {
 void quality_init(struct quality_model *q, uint32_t n_slices, const double *true_drop,
 		  const double *shadow_rate, const struct rng *stream);
 void quality_set_drop(struct quality_model *q, uint32_t slice, double true_drop);
-/* Called for every completed request; samples it for shadow evaluation. */
-void quality_on_complete(struct quality_model *q, uint32_t slice);
+/* The rate a governor asked for (docs/serving-integration.md, "shadow_rate"):
+ * a floor, the server keeps its own rate where that is higher; rate <= 0 or
+ * NaN: the server's own. */
+void quality_set_rate(struct quality_model *q, uint32_t slice, double rate);
+/* Called for every completed request; samples it for shadow evaluation:
+ * not at all, at the server's own rate, or only because a governor asked
+ * for more (the re-runs the plant charges to the run). */
+enum quality_sample { QUALITY_NOT_SAMPLED, QUALITY_SAMPLED_OWN, QUALITY_SAMPLED_ASKED };
+enum quality_sample quality_on_complete(struct quality_model *q, uint32_t slice);
 /* Cumulative observed mismatch share of a slice (mismatches / samples); 0 before any sample. */
 double quality_observed_drop(const struct quality_model *q, uint32_t slice);
 /* An offline qualification run of one slice: n held-out prompts served in

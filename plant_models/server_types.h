@@ -69,6 +69,10 @@ struct request {
 	uint32_t gen_tokens;  /* tokens to generate (>= 1) */
 	uint8_t slice;
 	bool int8;            /* precision the router chose at admission */
+	/* Shadow evaluation's re-run of a served request in the other
+	 * precision: it loads the device like any request but is nobody's
+	 * answer, so no served statistic counts it (shadow_* do). */
+	bool shadow;
 };
 
 struct server_cfg {
@@ -95,6 +99,9 @@ struct server_stats {
 	uint64_t slice_tokens_int8[PLANT_MAX_SLICES];
 	uint64_t queue_len, running;
 	struct hist ttft, tbt, e2e;  /* cumulative, ms */
+	/* Shadow re-runs (struct request.shadow): admitted, refused, done, and
+	 * the tokens they put through the device. Not in the counts above. */
+	uint64_t shadow_arrived, shadow_rejected, shadow_completed, shadow_tokens;
 };
 
 /* One step in steady state, as the servers above compute it: a decode

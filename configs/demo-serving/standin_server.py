@@ -124,6 +124,7 @@ class Server:
         self.sl_int8_req = {s: 0 for s in self.slices}
         self.sl_int8_tok = {s: 0 for s in self.slices}
         self.int8 = {s: 0.0 for s in self.slices}
+        self.shadow_ask = {s: 0.0 for s in self.slices}  # govd's floor (document "shadow_rate")
         self.gen_applied = 0
         self.applied_docs = 0
         self.clock_frac = 1.0  # f / fmax
@@ -231,6 +232,14 @@ class Server:
                 return 400, "unknown slice %r" % k
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= 1:
                 return 400, "slice %r: INT8 share must be in [0, 1]" % k
+        ask = doc.get("shadow_rate", {})
+        if not isinstance(ask, dict):
+            return 400, "shadow_rate must be an object"
+        for k, v in ask.items():
+            if k not in self.int8:
+                return 400, "shadow_rate: unknown slice %r" % k
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= 1:
+                return 400, "shadow_rate %r must be in [0, 1]" % k
         if self.a.apply_delay_ms:
             time.sleep(self.a.apply_delay_ms / 1000.0)  # engines switching
         with self.lock:
@@ -238,10 +247,14 @@ class Server:
                 return 409, "generation %d is older than the applied %d" % (g, self.gen_applied)
             for k, v in sl.items():
                 self.int8[k] = float(v)
+            # a document without a slice's rate asks nothing there
+            self.shadow_ask = {k: float(ask.get(k, 0.0)) for k in self.int8}
             self.gen_applied = g
             self.applied_docs += 1
             rec = {"t_s": round(time.monotonic() - self.t0, 3), "via": src, "generation": g,
                    "slices": dict(self.int8)}
+            if ask:
+                rec["shadow_rate"] = dict(ask)
         if self.a.applied_log:
             with open(self.a.applied_log, "a") as f:
                 f.write(json.dumps(rec, sort_keys=True) + "\n")
@@ -312,9 +325,18 @@ class Server:
     def evaluator(self):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         every = 0.5
+        seen = dict(self.sl_req)
         while not self.stop.wait(every):
+            with self.lock:
+                done = {sl: self.sl_req[sl] - seen[sl] for sl in self.slices}
+                seen = dict(self.sl_req)
+                ask = dict(self.shadow_ask)
             for sl in self.slices:
                 n = poisson(self.rng_eval, self.a.shadow_per_s * every)
+                # govd's ask is a floor on the share of this slice's requests
+                asked = sum(1 for _ in range(done[sl]) if self.rng_eval.random() < ask[sl]) \
+                    if ask[sl] > 0 else 0
+                n = max(n, asked)
                 if n == 0:
                     continue
                 k = sum(1 for _ in range(n) if self.rng_eval.random() < self.a.int8_drop.get(sl, 0))

@@ -30,6 +30,10 @@ struct ctl_output {
 	uint32_t reasons;
 	enum gov_binding binding;
 	struct gov_why why; /* why the clock; zeroed (not valid) by the loop */
+	/* Why each op.shadow_rate was asked; budget: the asks were scaled
+	 * down to quality.shadow_budget. */
+	enum gov_evidence evidence[HAL_MAX_SLICES];
+	bool evidence_budget;
 };
 
 struct controller_ops {

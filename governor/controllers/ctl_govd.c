@@ -423,6 +423,72 @@ static bool govd_detect_ok(const struct govd_state *s, const struct gov_estimate
 	return rate > 0 && n / rate <= s->int8_max_detect_s;
 }
 
+void govd_evidence(const struct ctl_input *in, const double *int8_served, struct ctl_output *out)
+{
+	const struct gov_estimates *e = in->est;
+	const struct policy *pol = in->pol;
+	double rate[HAL_MAX_SLICES] = { 0 }, total = 0, extra = 0;
+	size_t n = in->n_slices < HAL_MAX_SLICES ? in->n_slices : HAL_MAX_SLICES;
+
+	for (size_t i = 0; i < n; i++)
+		total += (double)e->slice_requests[i];
+	for (size_t i = 0; i < n; i++) {
+		/* A server that reports no slices: an even split. */
+		rate[i] = e->window_s > 0 ? (total > 0 ? (double)e->slice_requests[i]
+						     : (double)e->window_requests / (double)n) /
+						    e->window_s
+					  : 0;
+		out->op.shadow_rate[i] = 0;
+		out->evidence[i] = GOV_EV_NONE;
+	}
+	out->evidence_budget = false;
+	if (!in->rule)
+		return;
+	double all = 0;
+	for (size_t i = 0; i < n; i++)
+		all += rate[i];
+	for (size_t i = 0; i < n; i++) {
+		const struct policy_slice_rule *r = &in->rule[i];
+		if (!r->int8_allowed || !(r->max_drop > 0))
+			continue;
+		double own = r->shadow_rate, ask = 0;
+		enum gov_evidence why = GOV_EV_NONE;
+		bool bad = e->q_drop_lower[i] > r->max_drop;
+		if (!e->q_gate_open[i] && !bad) {
+			ask = pol->quality.probation_rate;
+			why = GOV_EV_PROBATION;
+		} else if (e->q_gate_open[i] && int8_served[i] > 0 && pol->quality.max_detect_s > 0 &&
+			   rate[i] > 0) {
+			double need = estimate_detect_samples(ESTIMATE_CUSUM_P1_RATIO * r->max_drop,
+							      r->offline_samples,
+							      r->offline_mismatches, r->max_drop);
+			ask = fmin(1.0, need / (pol->quality.max_detect_s * rate[i]));
+			why = GOV_EV_DETECT;
+		}
+		if (!(ask > own))
+			continue;
+		out->op.shadow_rate[i] = ask;
+		out->evidence[i] = why;
+		if (all > 0)
+			extra += (ask - own) * rate[i] / all;
+	}
+	double budget = pol->quality.shadow_budget;
+	if (extra <= budget || !(extra > 0))
+		return;
+	/* Over budget: every ask keeps the same share of its extra. */
+	double k = budget / extra;
+	out->evidence_budget = true;
+	for (size_t i = 0; i < n; i++) {
+		if (out->evidence[i] == GOV_EV_NONE)
+			continue;
+		double own = in->rule[i].shadow_rate;
+		double ask = own + (out->op.shadow_rate[i] - own) * k;
+		out->op.shadow_rate[i] = ask > own ? ask : 0;
+		if (!(ask > own))
+			out->evidence[i] = GOV_EV_NONE;
+	}
+}
+
 static uint32_t snap(const struct hal_limits *lim, double khz)
 {
 	if (khz <= lim->clk_min_khz)
@@ -734,6 +800,7 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 			if (in->rule && in->rule[i].int8_allowed && !open && binding == GOV_B_SLA)
 				binding = GOV_B_QUALITY;
 		}
+		govd_evidence(in, out->op.int8_frac, out);
 	}
 	uint32_t fk = snap(in->lim, f);
 	if (fk > s->fmax_khz)

@@ -48,6 +48,17 @@ double govd_sla_ratio(const struct gov_estimates *e, const struct policy *pol, i
 /* Same for this period's own TTFT/TBT p99 against the p99 targets. */
 double govd_period_ratio(const struct gov_estimates *e, const struct policy *pol);
 /* Lowest clock the remembered TBT peak (scaled to the max clock) allows. */
+/* Evidence on demand (docs/govd-controller.md, "Evidence on demand"): the
+ * shadow rate to ask per slice. A slice INT8 may serve whose gate is
+ * undecided (closed, its drop's lower bound not over max_drop) gets the
+ * policy's probation_rate; one INT8 serves gets the rate at which its
+ * detectors catch a drift to 3 x max_drop within max_detect_s, at its
+ * measured request rate. Nothing is asked at or under the rate the policy
+ * says the server runs (rule shadow_rate). The asks' extra re-runs
+ * together stay within shadow_budget of all requests (scaled down
+ * evenly). int8_served: the INT8 share the controller serves per slice.
+ * Pure. */
+void govd_evidence(const struct ctl_input *in, const double *int8_served, struct ctl_output *out);
 uint32_t govd_load_floor_khz(const struct govd_tuning *t, double tbt_peak_at_max,
 			     uint32_t floor_khz, uint32_t fmax_khz);
 /* Latency loop: updates *f_khz; returns the reason bit. */

@@ -180,6 +180,10 @@ static int dry_precision(struct hal_dev *dev, const double *f, size_t n)
 {
 	return 0;
 }
+static int dry_shadow_rate(struct hal_dev *dev, const double *r, size_t n)
+{
+	return 0;
+}
 static int dry_brake(struct hal_dev *dev, bool on)
 {
 	return 0;
@@ -203,6 +207,8 @@ static void make_dry(struct daemon_dev *dd)
 		dd->dry_ops.set_power_limit = dry_power_limit;
 	if (dd->dry_ops.set_precision)
 		dd->dry_ops.set_precision = dry_precision;
+	if (dd->dry_ops.set_shadow_rate)
+		dd->dry_ops.set_shadow_rate = dry_shadow_rate;
 	if (dd->dry_ops.set_brake)
 		dd->dry_ops.set_brake = dry_brake;
 	if (dd->dry_ops.restore)

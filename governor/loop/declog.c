@@ -129,9 +129,19 @@ static json_t *op_json(const struct gov_opoint *op)
 	json_object_set_new(o, "clk_min_khz", json_integer(op->clk_min_khz));
 	json_object_set_new(o, "clk_max_khz", json_integer(op->clk_max_khz));
 	json_object_set_new(o, "power_limit_mw", json_integer(op->power_limit_mw));
-	for (size_t s = 0; s < op->n_slices; s++)
+	bool asked = false;
+	for (size_t s = 0; s < op->n_slices; s++) {
 		json_array_append_new(fr, jsonx_real(op->int8_frac[s]));
+		asked |= op->shadow_rate[s] > 0;
+	}
 	json_object_set_new(o, "int8_frac", fr);
+	/* Only while govd asks for evidence somewhere: 0 is the server's own. */
+	if (asked) {
+		json_t *sr = json_array();
+		for (size_t s = 0; s < op->n_slices; s++)
+			json_array_append_new(sr, jsonx_real(op->shadow_rate[s]));
+		json_object_set_new(o, "shadow_rate", sr);
+	}
 	return o;
 }
 
@@ -291,6 +301,13 @@ int declog_decision(struct declog *d, const struct declog_record *r)
 		json_object_set_new(qs, "cusum", jsonx_real(e->q_cusum[s]));
 		json_object_set_new(qs, "alarm", json_boolean(e->q_alarm[s]));
 		json_object_set_new(qs, "gate_open", json_boolean(e->q_gate_open[s]));
+		/* Evidence asked for this slice, and why (docs/decision-log.md). */
+		if (r->evidence && s < r->after->n_slices && r->after->shadow_rate[s] > 0) {
+			json_object_set_new(qs, "ask", json_string(gov_evidence_name(r->evidence[s])));
+			json_object_set_new(qs, "ask_rate", jsonx_real(r->after->shadow_rate[s]));
+			if (r->evidence_budget)
+				json_object_set_new(qs, "ask_budget", json_true());
+		}
 		json_array_append_new(q, qs);
 	}
 	json_object_set_new(in, "quality", q);

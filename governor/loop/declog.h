@@ -64,6 +64,10 @@ struct declog_record {
 	uint32_t power_budget_mw;     /* that budget */
 	const char *emergency;        /* non-NULL: an emergency record (governor_emergency) */
 	const struct gov_why *why;    /* the controller's explanation; NULL or !valid: none */
+	/* Why each slice's shadow rate in after was asked (NULL: none was);
+	 * evidence_budget: the asks were scaled to quality.shadow_budget. */
+	const enum gov_evidence *evidence;
+	bool evidence_budget;
 };
 
 /* What a compact log compares: a decision record is skipped while all of

@@ -247,9 +247,39 @@ static uint32_t actuate(struct governor *g, struct gov_opoint *want)
 			reasons |= GOV_R_ACTUATE_ERROR;
 		}
 	}
+	bool shadow = false;
+	for (size_t s = 0; s < want->n_slices; s++)
+		shadow |= want->shadow_rate[s] != g->cur.shadow_rate[s];
+	if (shadow) {
+		rc = ops->set_shadow_rate ? ops->set_shadow_rate(dev, want->shadow_rate, want->n_slices)
+					  : -EOPNOTSUPP;
+		g->wrote |= rc != -EOPNOTSUPP;
+		if (rc) {
+			memcpy(want->shadow_rate, g->cur.shadow_rate, sizeof(want->shadow_rate));
+			reasons |= GOV_R_ACTUATE_ERROR;
+		}
+	}
 	if (reasons)
 		g->actuate_errors++;
 	return reasons;
+}
+
+/* The controller's shadow-rate asks on the guarded point: none in the
+ * safe point or where the backend cannot take them; an operator hold keeps
+ * what is in force. Outside the rollback: evidence is what a rolled-back
+ * slice needs most. */
+static void apply_asks(const struct governor *g, const struct ctl_output *out,
+		       struct gov_opoint *after, enum gov_evidence *why)
+{
+	for (size_t s = 0; s < HAL_MAX_SLICES; s++) {
+		bool ask = s < after->n_slices && !g->safety && hal_can_set_shadow_rate(g->cfg.dev);
+		after->shadow_rate[s] = ask ? out->op.shadow_rate[s] : 0;
+		why[s] = ask ? out->evidence[s] : GOV_EV_NONE;
+		if (g->operator_hold && s < after->n_slices) {
+			after->shadow_rate[s] = g->cur.shadow_rate[s];
+			why[s] = GOV_EV_NONE;
+		}
+	}
 }
 
 /* The envelope this period: device limits and the inlet (last good
@@ -417,11 +447,15 @@ int governor_tick(struct governor *g)
 	guard_policy_budget(&g->guard, est->power_w, g->period_s);
 	guard_apply(&g->guard, &g->cur, &out.op, est->critical_fault, &after, &reasons, &binding);
 	g->safety = (reasons & (GOV_R_SAFE_POINT | GOV_R_SAFE_HOLD | GOV_R_ENVELOPE)) != 0;
+	enum gov_evidence ev[HAL_MAX_SLICES];
+	apply_asks(g, &out, &after, ev);
 	struct gov_opoint before;
 	reasons |= apply_point(g, &after, &before);
 	struct declog_record rec;
 	record_init(g, now, est, &before, &after, reasons, binding, &rec);
 	rec.why = &out.why;
+	rec.evidence = ev;
+	rec.evidence_budget = out.evidence_budget;
 	rec.serving_faults = sv_faults;
 	rec.serving_fault_msg = sv_faults ? g->serving.fault_msg : NULL;
 	rec.quality_faults = q_faults;

@@ -72,6 +72,12 @@ const char *gov_why_move_name(enum gov_why_move m)
 	return (unsigned)m < GOV_WHY_M_N ? why_move_names[m] : "?";
 }
 
+const char *gov_evidence_name(enum gov_evidence e)
+{
+	static const char *const names[GOV_EV_N] = { "none", "probation", "detect" };
+	return (unsigned)e < GOV_EV_N ? names[e] : "?";
+}
+
 int gov_why_bound_parse(const char *name)
 {
 	return name_index(why_bound_names, GOV_WHY_N, name);

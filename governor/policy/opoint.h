@@ -17,7 +17,21 @@ struct gov_opoint {
 	uint32_t power_limit_mw;
 	size_t n_slices;
 	double int8_frac[HAL_MAX_SLICES];
+	/* Shadow-evaluation rate asked of the serving side per slice; 0: none
+	 * asked (the server's own). Set by the controller only, outside the
+	 * rollback and the guard (evidence, not an operating point: the loop
+	 * drops the asks in the safe point). */
+	double shadow_rate[HAL_MAX_SLICES];
 };
+
+/* Why a shadow rate was asked for a slice (decision-log quality "ask"). */
+enum gov_evidence {
+	GOV_EV_NONE,      /* nothing asked: the server's own rate */
+	GOV_EV_PROBATION, /* the gate is undecided: evidence to decide it */
+	GOV_EV_DETECT,    /* INT8 serves the slice: the rate that keeps the detection delay */
+	GOV_EV_N
+};
+const char *gov_evidence_name(enum gov_evidence e);
 
 enum gov_reason {
 	GOV_R_INIT = 1u << 0,             /* first period: device state adopted */

@@ -50,6 +50,7 @@ static const char *const pslice_keys[] = { "int8_fraction", "int8_min_fraction",
 					   "int8_max_fraction", NULL };
 static const char *const quality_keys[] = { "default_max_drop", "confidence", "min_samples",
 					    "shadow_rate",	"slices",     "confirm_samples",
+					    "probation_rate",	"max_detect_s", "shadow_budget",
 					    NULL };
 static const char *const qslice_keys[] = { "max_drop", "confidence", "min_samples", "shadow_rate",
 					    "offline_samples", "offline_mismatches",
@@ -734,6 +735,9 @@ static void read_precision_quality(struct ctx *c)
 		uint_key(c, n, "quality", "min_samples", 1, 1000000000, &p->quality.min_samples);
 		uint_key(c, n, "quality", "confirm_samples", 0, 1000000000,
 			 &p->quality.confirm_samples);
+		num(c, n, "quality", "probation_rate", 0, 1, &p->quality.probation_rate);
+		num(c, n, "quality", "max_detect_s", 0, 86400, &p->quality.max_detect_s);
+		num(c, n, "quality", "shadow_budget", 0, 1, &p->quality.shadow_budget);
 		if ((sl = ycfg_get(c->y, n, "slices")))
 			each_slice(c, sl, "quality.slices", qual_slice);
 	}

@@ -149,6 +149,14 @@ struct policy {
 		 * counts (the prior describes the qualification set, not this
 		 * deployment, until online evidence agrees); 0: at once. */
 		uint32_t confirm_samples;
+		/* Evidence on demand (docs/govd-controller.md, "Evidence on
+		 * demand"): the shadow rate govd asks the serving side for on a
+		 * slice whose gate is undecided; the detection delay (seconds,
+		 * a drift to 3 x max_drop) it keeps on a slice INT8 serves; the
+		 * share of all requests those asks may add to the re-runs. */
+		double probation_rate;
+		double max_detect_s;
+		double shadow_budget;
 	} quality;
 	size_t n_slices; /* union of slices named in precision.slices and quality.slices */
 	struct policy_slice slices[POLICY_MAX_SLICES];

@@ -29,6 +29,11 @@ void policy_defaults(struct policy *p)
 	p->quality.confidence = 0.95;
 	p->quality.min_samples = 200;
 	p->quality.shadow_rate = 0.02;
+	/* Evidence on demand is opt-in: on the scenario family it opens INT8
+	 * sooner where the mix does not pay yet (docs/govd-controller.md). */
+	p->quality.probation_rate = 0;
+	p->quality.max_detect_s = 0;
+	p->quality.shadow_budget = 0.1;
 	p->safe_point.hold_periods = 5;
 	p->envelope.inlet_min_c = -INFINITY;
 	p->envelope.inlet_max_c = INFINITY;

@@ -484,6 +484,18 @@ static json_t *summary_json(const struct acc *a, const struct scenario *sc, cons
 	json_object_set_new(q, "breach_requests", json_integer((json_int_t)breach));
 	json_object_set_new(q, "breach_requests_beyond_delay", json_integer((json_int_t)breach_late));
 	json_object_set_new(q, "per_slice", qs);
+	/* Only where govd asked for evidence: the re-runs the plant charged. */
+	if (st->shadow_arrived) {
+		json_t *ar = json_object();
+		json_object_set_new(ar, "requests", json_integer((json_int_t)st->shadow_arrived));
+		json_object_set_new(ar, "rejected", json_integer((json_int_t)st->shadow_rejected));
+		json_object_set_new(ar, "tokens", json_integer((json_int_t)st->shadow_tokens));
+		json_object_set_new(ar, "share_of_requests",
+				    jsonx_real(st->completed ? (double)st->shadow_arrived /
+								 (double)st->completed
+							     : 0));
+		json_object_set_new(q, "asked_reruns", ar);
+	}
 	json_object_set_new(o, "quality", q);
 	json_object_set_new(o, "rollbacks", json_integer((json_int_t)g->rb.rollbacks));
 	json_object_set_new(o, "telemetry_faults", json_integer((json_int_t)g->val.onsets));

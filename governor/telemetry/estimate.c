@@ -62,15 +62,24 @@ double wilson_upper_conf(double k, double n, double confidence)
 	return wilson_upper_z(k, n, normal_quantile(confidence));
 }
 
-double wilson_upper_z(double k, double n, double z)
+/* The Wilson score interval's bound, side +1 upper, -1 lower (n > 0). */
+static double wilson_bound(double k, double n, double z, double side)
 {
-	if (!(n > 0))
-		return 1.0;
 	double p = k / n;
 	double den = 1 + z * z / n;
 	double c = p + z * z / (2 * n);
 	double r = z * sqrt(fmax(0, p * (1 - p)) / n + z * z / (4 * n * n));
-	return fmin(1.0, (c + r) / den);
+	return (c + side * r) / den;
+}
+
+double wilson_upper_z(double k, double n, double z)
+{
+	return n > 0 ? fmin(1.0, wilson_bound(k, n, z, +1)) : 1.0;
+}
+
+double wilson_lower_z(double k, double n, double z)
+{
+	return n > 0 ? fmax(0.0, wilson_bound(k, n, z, -1)) : 0.0;
 }
 
 int estimate_init(struct estimator *e, const struct estimate_cfg *cfg)
@@ -213,6 +222,7 @@ static void ring_pop(struct estimator *e)
 	e->win_tokens_int8 -= p->tokens_int8;
 	for (int s = 0; s < HAL_MAX_SLICES; s++) {
 		e->win_q_samples[s] -= p->q_samples[s];
+		e->win_slice_requests[s] -= p->slice_requests[s];
 		e->win_q_mismatches[s] -= p->q_mismatches[s];
 	}
 	e->ring_n--;
@@ -259,6 +269,7 @@ static int window_update(struct estimator *e, uint64_t now_ms, const struct hal_
 	p->requests = p->tokens = p->tokens_int8 = 0;
 	memset(p->q_samples, 0, sizeof(p->q_samples));
 	memset(p->q_mismatches, 0, sizeof(p->q_mismatches));
+	memset(p->slice_requests, 0, sizeof(p->slice_requests));
 	for (int h = 0; h < SLA_N_METRICS; h++)
 		sparse_clear(p->h[h]);
 
@@ -277,6 +288,11 @@ static int window_update(struct estimator *e, uint64_t now_ms, const struct hal_
 				p->tokens_int8 = counter_delta(sv->tokens_int8, e->prev_tokens_int8);
 				if (p->tokens_int8 > p->tokens)
 					p->tokens_int8 = p->tokens;
+				for (size_t i = 0; i < sv->n_slices && i < HAL_MAX_SLICES; i++) {
+					uint64_t d = counter_delta(sv->slice_completed[i],
+								   e->prev_slice_requests[i]);
+					p->slice_requests[i] = d < p->requests ? d : p->requests;
+				}
 			}
 		}
 		/* On failure keep the old snapshot: the next period's delta then
@@ -287,6 +303,8 @@ static int window_update(struct estimator *e, uint64_t now_ms, const struct hal_
 			e->prev_requests = sv->requests_completed;
 			e->prev_tokens = sv->tokens_generated;
 			e->prev_tokens_int8 = sv->tokens_int8;
+			for (size_t i = 0; i < sv->n_slices && i < HAL_MAX_SLICES; i++)
+				e->prev_slice_requests[i] = sv->slice_completed[i];
 			e->have_prev = true;
 		}
 	}
@@ -328,6 +346,7 @@ static int window_update(struct estimator *e, uint64_t now_ms, const struct hal_
 	e->win_tokens += p->tokens;
 	e->win_tokens_int8 += p->tokens_int8;
 	for (int s = 0; s < HAL_MAX_SLICES; s++) {
+		e->win_slice_requests[s] += p->slice_requests[s];
 		e->win_q_samples[s] += p->q_samples[s];
 		e->win_q_mismatches[s] += p->q_mismatches[s];
 	}
@@ -407,6 +426,7 @@ static void quality_gate(struct estimator *e, size_t s, uint64_t dn, uint64_t dk
 	if (s >= e->cfg.n_q) {
 		o->q_evidence_n[s] = o->q_total_samples[s];
 		o->q_drop_upper[s] = 1.0;
+		o->q_drop_lower[s] = 0.0;
 		o->q_gate_open[s] = false;
 		return;
 	}
@@ -453,6 +473,7 @@ static void quality_gate(struct estimator *e, size_t s, uint64_t dn, uint64_t dk
 	}
 	o->q_evidence_n[s] = n < 1.8e19 ? (uint64_t)n : UINT64_MAX; /* no out-of-range conversion */
 	o->q_drop_upper[s] = wilson_upper_z(k, n, e->q_z[s]);
+	o->q_drop_lower[s] = wilson_lower_z(k, n, e->q_z[s]);
 	o->q_gate_open[s] = n >= qc->min_samples && o->q_drop_upper[s] <= qc->max_drop;
 }
 
@@ -554,6 +575,7 @@ const struct gov_estimates *estimate_step(struct estimator *e, uint64_t now_ms,
 	for (size_t s = 0; s < HAL_MAX_SLICES; s++) {
 		o->q_samples[s] = e->win_q_samples[s];
 		o->q_mismatches[s] = e->win_q_mismatches[s];
+		o->slice_requests[s] = e->win_slice_requests[s];
 		o->q_drop_est[s] = o->q_samples[s] ? (double)o->q_mismatches[s] / (double)o->q_samples[s]
 						   : NAN;
 	}

@@ -38,6 +38,9 @@ struct gov_estimates {
 	size_t n_slices;
 	uint64_t q_samples[HAL_MAX_SLICES], q_mismatches[HAL_MAX_SLICES];
 	double q_drop_est[HAL_MAX_SLICES];   /* window mismatches / samples, NaN if none */
+	/* Requests of each slice completed in the window (0 where the server
+	 * does not report slices): with q_samples, the shadow rate in force. */
+	uint64_t slice_requests[HAL_MAX_SLICES];
 	/* The quality gate's evidence per slice: the policy's offline prior plus
 	 * every online shadow sample since start; once the regression detector
 	 * fires, only the online samples after its last alarm. q_drop_upper:
@@ -48,6 +51,7 @@ struct gov_estimates {
 	uint64_t q_total_samples[HAL_MAX_SLICES], q_total_mismatches[HAL_MAX_SLICES]; /* online */
 	uint64_t q_evidence_n[HAL_MAX_SLICES];
 	double q_drop_upper[HAL_MAX_SLICES];
+	double q_drop_lower[HAL_MAX_SLICES]; /* its lower twin (0 without evidence) */
 	double q_cusum[HAL_MAX_SLICES];      /* regression CUSUM statistic (log-likelihood ratio) */
 	bool q_alarm[HAL_MAX_SLICES];        /* the detector fired this run: the prior is dropped */
 	bool q_gate_open[HAL_MAX_SLICES];
@@ -133,6 +137,7 @@ struct est_period {
 	uint64_t t_ms;
 	uint64_t requests, tokens, tokens_int8;
 	uint64_t q_samples[HAL_MAX_SLICES], q_mismatches[HAL_MAX_SLICES];
+	uint64_t slice_requests[HAL_MAX_SLICES];
 	struct est_sparse *h[SLA_N_METRICS];
 };
 
@@ -155,10 +160,12 @@ struct estimator {
 	double q_z[HAL_MAX_SLICES]; /* normal quantile of each slice's confidence */
 	uint64_t q_base_samples[HAL_MAX_SLICES], q_base_mismatches[HAL_MAX_SLICES]; /* at the last alarm */
 	uint64_t win_q_samples[HAL_MAX_SLICES], win_q_mismatches[HAL_MAX_SLICES];
+	uint64_t win_slice_requests[HAL_MAX_SLICES];
 	/* Previous cumulative snapshot. */
 	bool have_prev;
 	struct hist prev[SLA_N_METRICS];
 	uint64_t prev_requests, prev_tokens, prev_tokens_int8;
+	uint64_t prev_slice_requests[HAL_MAX_SLICES];
 	bool have_prev_q;
 	uint64_t prev_q_samples[HAL_MAX_SLICES], prev_q_mismatches[HAL_MAX_SLICES];
 };
@@ -180,6 +187,8 @@ double wilson_upper(uint64_t k, uint64_t n);
 double wilson_upper_conf(double k, double n, double confidence);
 /* Same with the normal quantile z of the confidence already taken. */
 double wilson_upper_z(double k, double n, double z);
+/* The lower bound at the same z (0 without evidence). */
+double wilson_lower_z(double k, double n, double z);
 /* Standard normal quantile (Acklam's rational approximation, |err| < 1.2e-9). */
 double normal_quantile(double p);
 

@@ -550,6 +550,83 @@ static void test_window_search_thermal(void **state)
 	policy_free(r.pol);
 }
 
+/* Evidence on demand (govd_evidence): probation on an undecided slice, none
+ * on a decided one, the detection-delay rate on a slice INT8 serves, the
+ * budget scaling every ask by one factor, and nothing at or under the rate
+ * the policy says the server runs. */
+static void test_evidence_on_demand(void **state)
+{
+	(void)state;
+	static const char text[] =
+		"name: e\n"
+		"control: {controller: govd, period_ms: 500}\n"
+		"precision: {modes: [bf16, int8]}\n"
+		"sla: {window_s: 60, ttft_p99_ms: 2000, tbt_p99_ms: 100}\n"
+		"quality: {shadow_rate: 0.02, probation_rate: 0.5, max_detect_s: 600, "
+		"shadow_budget: 0.1, slices: {a: {offline_samples: 5000, offline_mismatches: 33}}}\n";
+	struct policy *pol = NULL;
+	struct diag_list d = { 0 };
+	assert_int_equal(policy_load_string("e.yaml", text, strlen(text), &pol, &d), 0);
+	diag_clear(&d);
+	static const char *const names[] = { "a", "b", "c" };
+	struct policy_slice_rule rule[3];
+	for (int i = 0; i < 3; i++)
+		policy_slice_rule(pol, names[i], &rule[i]);
+	struct gov_estimates e;
+	memset(&e, 0, sizeof(e));
+	e.window_s = 60;
+	/* a, b, c: 60, 30, 30 requests in the window (1, 0.5, 0.5 per s) */
+	e.slice_requests[0] = 60;
+	e.slice_requests[1] = e.slice_requests[2] = 30;
+	e.window_requests = 120;
+	e.q_drop_upper[0] = e.q_drop_upper[1] = e.q_drop_upper[2] = 1;
+	struct ctl_input in = { .est = &e, .pol = pol, .n_slices = 3, .rule = rule };
+	struct ctl_output out;
+	double served[3] = { 0 };
+
+	/* Three undecided slices: 0.5 each, 0.48 extra on all requests -> scaled
+	 * to the 0.1 budget: 0.02 + 0.48 * 0.1 / 0.48 = 0.12. */
+	memset(&out, 0, sizeof(out));
+	govd_evidence(&in, served, &out);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(out.evidence[i], GOV_EV_PROBATION);
+		assert_true(fabs(out.op.shadow_rate[i] - 0.12) < 1e-9);
+	}
+	assert_true(out.evidence_budget);
+
+	/* c decided bad (lower bound over max_drop): nothing asked there; b's
+	 * gate open and INT8 serves it: the detection-delay rate; a undecided. */
+	e.q_drop_lower[2] = 0.02;
+	e.q_gate_open[1] = true;
+	served[1] = 1;
+	memset(&out, 0, sizeof(out));
+	govd_evidence(&in, served, &out);
+	assert_int_equal(out.evidence[2], GOV_EV_NONE);
+	assert_true(out.op.shadow_rate[2] == 0);
+	assert_int_equal(out.evidence[1], GOV_EV_DETECT);
+	double need = estimate_detect_samples(ESTIMATE_CUSUM_P1_RATIO * 0.01, 0, 0, 0.01) /
+		      (600 * 0.5);
+	assert_int_equal(out.evidence[0], GOV_EV_PROBATION);
+	/* both within budget? a: 0.48 x 0.5, b: (need - 0.02) x 0.25 */
+	double extra = 0.48 * 0.5 + (fmin(1, need) - 0.02) * 0.25;
+	double k = extra > 0.1 ? 0.1 / extra : 1;
+	assert_true(fabs(out.op.shadow_rate[0] - (0.02 + 0.48 * k)) < 1e-9);
+	assert_true(fabs(out.op.shadow_rate[1] - (0.02 + (fmin(1, need) - 0.02) * k)) < 1e-9);
+
+	/* A slice INT8 may not serve asks nothing; nor does a decided-open
+	 * slice INT8 does not serve. */
+	rule[0].int8_allowed = false;
+	served[1] = 0;
+	memset(&out, 0, sizeof(out));
+	govd_evidence(&in, served, &out);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(out.evidence[i], GOV_EV_NONE);
+		assert_true(out.op.shadow_rate[i] == 0);
+	}
+	assert_false(out.evidence_budget);
+	policy_free(pol);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -565,6 +642,7 @@ int main(void)
 		cmocka_unit_test(test_window_search),
 		cmocka_unit_test(test_window_search_guards),
 		cmocka_unit_test(test_window_search_thermal),
+		cmocka_unit_test(test_evidence_on_demand),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -129,6 +129,50 @@ static void test_capabilities(void **state)
 	close_dev(&h);
 }
 
+/* Evidence on demand through the document: a shadow-rate ask keeps the INT8
+ * shares in force and the reverse; the restore document carries no ask. */
+static void test_shadow_rate_document(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/govd-sv-shadow-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char path[128], rd[512];
+	snprintf(path, sizeof(path), "%s/precision.json", dir);
+	const char *const kv[] = { "url", "%s/metrics", "slices", "code,chat", "precision", "file",
+				   "precision_target", path, NULL };
+	struct devh h;
+	assert_int_equal(open_kv(&h, kv), 0);
+	assert_true(hal_can_set_shadow_rate(&h.dev));
+	double f[2] = { 0.5, 0 }, ask[2] = { 0, 0.25 }, bad[2] = { 0, 1.5 };
+	assert_int_equal(h.dev.ops->set_shadow_rate(&h.dev, bad, 2), -EINVAL);
+	assert_int_equal(h.dev.ops->set_shadow_rate(&h.dev, ask, 1), -EINVAL);
+	assert_int_equal(h.dev.ops->set_precision(&h.dev, f, 2), 0);
+	assert_int_equal(h.dev.ops->set_shadow_rate(&h.dev, ask, 2), 0);
+	FILE *fp = fopen(path, "r");
+	assert_non_null(fp);
+	size_t n = fread(rd, 1, sizeof(rd) - 1, fp);
+	fclose(fp);
+	rd[n] = '\0';
+	assert_non_null(strstr(rd, "\"slices\":{\"code\":0.5,\"chat\":0"));
+	assert_non_null(strstr(rd, "\"shadow_rate\":{\"chat\":0.25}"));
+	f[0] = 1;
+	assert_int_equal(h.dev.ops->set_precision(&h.dev, f, 2), 0);
+	fp = fopen(path, "r");
+	n = fread(rd, 1, sizeof(rd) - 1, fp);
+	fclose(fp);
+	rd[n] = '\0';
+	assert_non_null(strstr(rd, "\"shadow_rate\":{\"chat\":0.25}")); /* the ask stays */
+	assert_int_equal(h.dev.ops->restore(&h.dev), 0);
+	fp = fopen(path, "r");
+	n = fread(rd, 1, sizeof(rd) - 1, fp);
+	fclose(fp);
+	rd[n] = '\0';
+	assert_null(strstr(rd, "shadow_rate"));
+	close_dev(&h);
+	unlink(path);
+	rmdir(dir);
+}
+
 static void test_connection_refused(void **state)
 {
 	(void)state;
@@ -653,6 +697,7 @@ int main(void)
 	const struct CMUnitTest local[] = {
 		cmocka_unit_test(test_option_errors),
 		cmocka_unit_test(test_capabilities),
+		cmocka_unit_test(test_shadow_rate_document),
 		cmocka_unit_test(test_connection_refused),
 		cmocka_unit_test(test_clock),
 		cmocka_unit_test(test_confirm_file_large),

@@ -139,6 +139,33 @@ static double single_ttft_ms(uint32_t ctx)
 	return v;
 }
 
+/* A shadow re-run loads the device but is nobody's answer: no served count,
+ * token or latency sample, only the shadow_* counts; chunked, it prefills
+ * in small chunks, so a decode sharing its cycle waits for short steps. */
+static void test_shadow_rerun_is_charged_not_served(void **state)
+{
+	(void)state;
+	struct plant_preset p = dev_h100();
+	struct server_cfg c = cfg_default();
+	c.chunked_prefill = true;
+	struct llm_server *s = mk(&c, &p);
+	struct request sh = req(0.0, 3000, 1, true);
+	sh.shadow = true;
+	llm_server_submit(s, &sh);
+	double t = 0;
+	double busy = run(s, &t, 1.0, 0.01, 1980);
+	const struct server_stats *st = llm_server_stats(s);
+	assert_true(busy > 0);
+	assert_int_equal(st->arrived, 0);
+	assert_int_equal(st->completed, 0);
+	assert_int_equal(st->tokens_generated, 0);
+	assert_int_equal(st->ttft.n + st->tbt.n + st->e2e.n, 0);
+	assert_int_equal(st->shadow_arrived, 1);
+	assert_int_equal(st->shadow_completed, 1);
+	assert_int_equal(st->shadow_tokens, 1);
+	llm_server_destroy(s);
+}
+
 static void test_ttft_grows_with_context(void **state)
 {
 	(void)state;
@@ -482,6 +509,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_create_rejects_bad_input),
 		cmocka_unit_test(test_int8_only_when_bf16_does_not_fit),
+		cmocka_unit_test(test_shadow_rerun_is_charged_not_served),
 		cmocka_unit_test(test_ttft_grows_with_context),
 		cmocka_unit_test(test_ttft_grows_with_queueing),
 		cmocka_unit_test(test_decode_memory_bound_flat_vs_clock),

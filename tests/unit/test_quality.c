@@ -97,6 +97,38 @@ static void test_drift_visible(void **state)
 	quality_on_complete(&q, 7);
 }
 
+/* A governor's ask is a floor on the server's own rate; the samples it adds
+ * (and only those) are "asked", which the plant charges to the run; the
+ * same draws decide both, so an ask never moves the server's own samples. */
+static void test_asked_rate_is_a_floor(void **state)
+{
+	(void)state;
+	struct quality_model q, own;
+	init2(&q, 0.01, 0.01, 0.1, 0.5, 5);
+	init2(&own, 0.01, 0.01, 0.1, 0.5, 5);
+	quality_set_rate(&q, 0, 0.4);
+	quality_set_rate(&q, 1, 0.2); /* under the server's 0.5: no change */
+	assert_true(q.shadow_rate[0] == 0.4 && q.shadow_rate[1] == 0.5);
+	uint64_t asked = 0, own_n = 0;
+	for (int i = 0; i < 20000; i++) {
+		enum quality_sample a = quality_on_complete(&q, 0);
+		enum quality_sample b = quality_on_complete(&own, 0);
+		asked += a == QUALITY_SAMPLED_ASKED;
+		own_n += a == QUALITY_SAMPLED_OWN;
+		assert_true((a == QUALITY_SAMPLED_OWN) == (b == QUALITY_SAMPLED_OWN));
+		assert_int_equal(quality_on_complete(&q, 1), quality_on_complete(&own, 1));
+	}
+	/* 0.1 own + 0.3 asked of 20000, within 5 standard errors */
+	assert_true(fabs((double)own_n - 2000) < 5 * sqrt(2000 * 0.9));
+	assert_true(fabs((double)asked - 6000) < 5 * sqrt(20000 * 0.3 * 0.7));
+	/* 0 or NaN: back to the server's own */
+	quality_set_rate(&q, 0, 0);
+	assert_true(q.shadow_rate[0] == 0.1);
+	quality_set_rate(&q, 0, NAN);
+	assert_true(q.shadow_rate[0] == 0.1);
+	quality_set_rate(&q, 9, 0.5); /* unknown slice: ignored */
+}
+
 static void test_deterministic_and_own_stream(void **state)
 {
 	(void)state;
@@ -152,6 +184,7 @@ int main(void)
 		cmocka_unit_test(test_estimate_noise_is_binomial),
 		cmocka_unit_test(test_drift_visible),
 		cmocka_unit_test(test_deterministic_and_own_stream),
+		cmocka_unit_test(test_asked_rate_is_a_floor),
 		cmocka_unit_test(test_zero_rate_and_empty),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
