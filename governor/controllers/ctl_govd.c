@@ -73,9 +73,19 @@ static const struct ctl_param govd_params[] = {
 	  "> 0: a tail over this share of its target made while the queue surged raises no "
 	  "base (overload no clock meets; the surge rule answers it); 0: every tail raises" },
 	{ "search_start_mhz", 0, 5000, 0, "the base clock at start (0: the max clock)" },
+	{ "search_per_mode", 0, 1, 0,
+	  "1: one base clock per precision mode (BF16, low precision on some slice): a mode "
+	  "runs at its own searched clock, and a window in which the mode changed moves none" },
 	{ "search_thermal", 0, 1, 0,
 	  "1: a window in which the thermal loop held the power limit closes a step down and "
 	  "raises nothing (under a thermal limit a lower clock does more work per joule of heat)" },
+	{ "benefit", 0, 1, 0,
+	  "1: low precision only where its learned energy per token beats BF16's at the running "
+	  "batch (per batch range; docs/govd-controller.md, \"The benefit learned\")" },
+	{ "benefit_margin", 0, 0.5, 0.02, "J/token low precision must save over BF16 to be served" },
+	{ "benefit_tau_s", 5, 3600, 60, "time constant of the learned energy and tokens" },
+	{ "benefit_min_s", 1, 3600, 60, "busy seconds of a mode in a batch range before it is judged" },
+	{ "benefit_hold_s", 10, 3600, 300, "BF16 hold after low precision did not pay (doubles on repeat)" },
 	{ "int8_max_detect_s", 0, 1e7, NAN,
 	  "INT8 on a slice only while the time its detectors need to catch a drift to 3x "
 	  "max_drop (samples / its measured shadow-sample rate) is under this (default: no limit)" },
@@ -106,6 +116,10 @@ struct govd_state {
 	double search_low, search_high, search_down_khz, search_up_khz;
 	double search_short_s, search_memory, search_start_khz;
 	double base_khz;
+	bool per_mode;             /* search_per_mode */
+	double mode_base_khz[2];   /* the other mode's base while this one runs (0: none yet) */
+	int base_mode;             /* the mode base_khz belongs to */
+	bool win_mode_changed;
 	long win_idx;
 	bool win_busy;
 	double last_short_raise_s; /* when the short window last raised the base */
@@ -119,6 +133,9 @@ struct govd_state {
 	double predict_margin, predict_sigmas, util_max, power_spread_mhz;
 	double int8_max_detect_s; /* NAN: no limit */
 	struct gp_model model;
+	bool benefit_on;
+	struct govd_benefit_cfg benefit_cfg;
+	struct govd_benefit benefit;
 };
 
 /* For the parameters whose table default is NaN: a value derived here. */
@@ -179,10 +196,20 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 		s->search_start_khz = ctl_param_value(pol, c, "search_start_mhz") * 1000.0;
 		s->overload = ctl_param_value(pol, c, "search_overload");
 		s->search_thermal = ctl_param_value(pol, c, "search_thermal") >= 0.5;
+		s->per_mode = ctl_param_value(pol, c, "search_per_mode") >= 0.5;
 		s->last_surge_s = -INFINITY;
 		s->last_short_raise_s = -INFINITY;
 		s->win_idx = -1;
 		s->int8_max_detect_s = ctl_param_value(pol, c, "int8_max_detect_s"); /* NaN: no limit */
+		s->benefit_on = ctl_param_value(pol, c, "benefit") >= 0.5;
+		s->benefit_cfg = (struct govd_benefit_cfg){
+			.tau_s = ctl_param_value(pol, c, "benefit_tau_s"),
+			.settle_s = ESTIMATE_SHORT_WINDOW_S * 2,
+			.min_s = ctl_param_value(pol, c, "benefit_min_s"),
+			.margin = ctl_param_value(pol, c, "benefit_margin"),
+			.hold_s = ctl_param_value(pol, c, "benefit_hold_s"),
+		};
+		govd_benefit_init(&s->benefit, &s->benefit_cfg);
 	}
 	if (t->slack_low >= t->slack_high) {
 		free(s);
@@ -405,6 +432,64 @@ double govd_mix_decide(const struct govd_tuning *t, struct govd_mix *m, double n
 	return bf16_until_s;
 }
 
+void govd_benefit_init(struct govd_benefit *b, const struct govd_benefit_cfg *c)
+{
+	(void)c;
+	memset(b, 0, sizeof(*b));
+	b->mode = -1;
+	b->mode_since_s = -INFINITY;
+	for (int k = 0; k < GOVD_BENEFIT_BUCKETS; k++)
+		b->until_s[k] = -INFINITY;
+}
+
+int govd_benefit_bucket(uint64_t running)
+{
+	return running < 8 ? 0 : running < 32 ? 1 : running < 96 ? 2 : 3;
+}
+
+double govd_benefit_j_per_token(const struct govd_benefit *b, const struct govd_benefit_cfg *c,
+				int mode, int bucket)
+{
+	if (b->seen_s[mode][bucket] < c->min_s || !(b->tok[mode][bucket] > 0))
+		return NAN;
+	return b->e_j[mode][bucket] / b->tok[mode][bucket];
+}
+
+bool govd_benefit_step(struct govd_benefit *b, const struct govd_benefit_cfg *c, double now_s,
+		       double period_s, int mode, uint64_t running, double tokens, double energy_j)
+{
+	int k = govd_benefit_bucket(running);
+	if (mode != b->mode) {
+		b->mode = mode;
+		b->mode_since_s = now_s;
+	}
+	/* The power filter and the clock settle after a switch; idle periods
+	 * say nothing about a precision's cost per token. */
+	if (now_s - b->mode_since_s >= c->settle_s && tokens > 0 && energy_j > 0 &&
+	    (mode == 0 || mode == 1)) {
+		double a = 1.0 - exp(-period_s / c->tau_s);
+		b->e_j[mode][k] += a * (energy_j - b->e_j[mode][k]);
+		b->tok[mode][k] += a * (tokens - b->tok[mode][k]);
+		b->seen_s[mode][k] += period_s;
+	}
+	if (now_s < b->until_s[k])
+		return true;
+	double lo = govd_benefit_j_per_token(b, c, 1, k), hi = govd_benefit_j_per_token(b, c, 0, k);
+	if (isnan(lo) || isnan(hi))
+		return false; /* not known here yet: low precision is tried */
+	if (lo < (1.0 - c->margin) * hi) {
+		b->hold_s[k] = fmax(c->hold_s, 0.5 * b->hold_s[k]);
+		return false;
+	}
+	/* Low precision does not pay in this bucket: BF16, then try again
+	 * (its estimate starts over so the retry measures it afresh). */
+	b->hold_s[k] = b->hold_s[k] > 0 ? fmin(2 * b->hold_s[k], 3600) : c->hold_s;
+	b->until_s[k] = now_s + b->hold_s[k];
+	b->seen_s[1][k] = 0;
+	b->e_j[1][k] = b->tok[1][k] = 0;
+	return true;
+}
+
 /* Expected value of INT8 on one slice: a drift is served past the
  * threshold until the detectors catch it, and every window with one breach
  * request earns nothing, so the expected loss per drift grows with the
@@ -606,10 +691,23 @@ static uint32_t search_step(struct govd_state *s, const struct gov_estimates *e,
 		s->win_idx = k;
 		s->base_khz = s->search_start_khz > 0 ? s->search_start_khz : s->fmax_khz;
 	}
+	/* Per mode: the mode in force over the period just gone runs at its
+	 * own base; a new mode starts from the base in force. */
+	if (s->per_mode && s->cur_mode != s->base_mode) {
+		s->mode_base_khz[s->base_mode] = s->base_khz;
+		if (s->mode_base_khz[s->cur_mode] > 0)
+			s->base_khz = s->mode_base_khz[s->cur_mode];
+		s->base_mode = s->cur_mode;
+		s->win_mode_changed = true;
+	}
 	if (k != s->win_idx) {
+		bool judge = !s->win_mode_changed;
+		s->win_mode_changed = false;
 		if (s->win_thermal) {
 			s->base_khz -= s->search_down_khz;
 			s->last_move = GOV_WHY_M_THERMAL;
+		} else if (!judge) {
+			/* the window's tail is two modes': it judges neither base */
 		} else if (s->win_busy && r > s->search_high && s->overload > 0 && s->win_surge &&
 			   r > s->overload) {
 			s->last_move = GOV_WHY_M_OVERLOAD;
@@ -784,7 +882,19 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 			s->bf16_until_s = govd_mix_decide(t, &s->mix, e->t_s, s->bf16_until_s,
 							  tbt_ratio, s->f_khz / s->fmax_khz);
 		bool bf16 = e->t_s < s->bf16_until_s;
-		if (bf16) {
+		if (s->benefit_on) {
+			double pw = 0;
+			for (int rail = 0; rail < HAL_RAIL_N; rail++)
+				if (isfinite(e->power_w[rail]))
+					pw += e->power_w[rail];
+			bool no_gain = govd_benefit_step(&s->benefit, &s->benefit_cfg, e->t_s,
+							 in->period_s, s->cur_mode, e->running,
+							 (double)e->period_tokens, pw * in->period_s);
+			if (no_gain && n_open > 0 && !bf16)
+				reasons |= GOV_R_PREC_NO_GAIN;
+			bf16 = bf16 || no_gain;
+		}
+		if (e->t_s < s->bf16_until_s) {
 			reasons |= GOV_R_PREC_SATURATED;
 			/* BF16 needs the higher clock the mix was saving. */
 			if (!s->was_bf16_hold)

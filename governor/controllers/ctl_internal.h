@@ -42,6 +42,37 @@ struct govd_mix {
 /* Precision mode under load: the new end of the BF16 hold (see ctl_govd.c). */
 double govd_mix_decide(const struct govd_tuning *t, struct govd_mix *m, double now_s,
 		       double bf16_until_s, double tbt_ratio, double f_frac);
+/* The precision benefit learned per batch range (docs/govd-controller.md,
+ * "The benefit learned"): energy per generated token, as a ratio of two
+ * EWMAs (energy, tokens; time constant tau_s), per mode (0 BF16, 1 low
+ * precision on some slice) and bucket of the running batch, from the
+ * periods a mode has been in force settle_s or longer. Low precision pays
+ * in a bucket until both modes have min_s behind them there and low's
+ * J/token is not under (1 - margin) x BF16's; then BF16 for a hold that
+ * doubles on each repeat (to an hour) and halves back when low pays again. */
+#define GOVD_BENEFIT_BUCKETS 4
+struct govd_benefit_cfg {
+	double tau_s, settle_s, min_s, margin, hold_s;
+};
+struct govd_benefit {
+	double e_j[2][GOVD_BENEFIT_BUCKETS], tok[2][GOVD_BENEFIT_BUCKETS];
+	double seen_s[2][GOVD_BENEFIT_BUCKETS];
+	int mode;
+	double mode_since_s;
+	double until_s[GOVD_BENEFIT_BUCKETS]; /* BF16 in this bucket until */
+	double hold_s[GOVD_BENEFIT_BUCKETS];
+};
+void govd_benefit_init(struct govd_benefit *b, const struct govd_benefit_cfg *c);
+/* The bucket of a running batch: [0, 8), [8, 32), [32, 96), [96, inf). */
+int govd_benefit_bucket(uint64_t running);
+/* One period: learns from what mode (in force over the period just gone)
+ * delivered, then returns true when low precision does not pay at this
+ * load (serve BF16). */
+bool govd_benefit_step(struct govd_benefit *b, const struct govd_benefit_cfg *c, double now_s,
+		       double period_s, int mode, uint64_t running, double tokens, double energy_j);
+/* The learned J/token of mode in bucket (NaN: not seen min_s yet). */
+double govd_benefit_j_per_token(const struct govd_benefit *b, const struct govd_benefit_cfg *c,
+				int mode, int bucket);
 /* Worst short-window quantile over its SLA target, across the policy's
  * targets of one metric (enum sla_metric) or all (-1); 0 when none has data. */
 double govd_sla_ratio(const struct gov_estimates *e, const struct policy *pol, int only_metric);

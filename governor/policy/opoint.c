@@ -14,7 +14,7 @@ static const char *const reason_names[GOV_R_COUNT] = {
 	"sla_raise",     "sla_lower",        "sla_keep",     "queue_surge",
 	"thermal_predict", "int8_gate_open", "int8_gate_closed", "prec_saturated",
 	"rollback",      "rollback_hold",    "rollback_recover", "envelope",
-	"canary",
+	"canary",        "prec_no_gain",
 };
 
 static const char *const trigger_names[GOV_T_COUNT] = { "sla", "quality", "thermal", "telemetry" };

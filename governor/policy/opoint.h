@@ -67,8 +67,9 @@ enum gov_reason {
 	GOV_R_ROLLBACK_RECOVER = 1u << 28,/* hold over: controller resumes */
 	GOV_R_ENVELOPE = 1u << 29,        /* outside the policy's envelope: safe point */
 	GOV_R_CANARY = 1u << 30,          /* a change is being watched */
+	GOV_R_PREC_NO_GAIN = 1u << 31,    /* low precision measured no better than BF16 at this batch: BF16 */
 };
-#define GOV_R_COUNT 31
+#define GOV_R_COUNT 32
 
 /* Rollback triggers (bits), armed while a canary window watches a change;
  * the decision log lists the armed ones and the one that fired. */

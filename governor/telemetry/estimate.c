@@ -567,6 +567,7 @@ const struct gov_estimates *estimate_step(struct estimator *e, uint64_t now_ms,
 	{
 		const struct est_period *last = &e->ring[(e->ring_head + e->ring_len - 1) % e->ring_len];
 		o->period_requests = last->requests;
+		o->period_tokens = last->tokens;
 		for (int m = 0; m < SLA_N_METRICS; m++)
 			o->period_p99_ms[m] = sparse_quantile(last->h[m], sla_quantile_q[SLA_P99]);
 		for (size_t s = 0; s < HAL_MAX_SLICES; s++)

@@ -64,6 +64,7 @@ struct gov_estimates {
 	uint64_t short_requests;
 	double short_quantile_ms[SLA_N_ROWS];
 	uint64_t period_requests; /* this period's delta */
+	uint64_t period_tokens;   /* ... and its generated tokens */
 	double period_p99_ms[SLA_N_METRICS]; /* this period's alone, NAN if none */
 	/* Validation result of this period. */
 	unsigned n_faults;

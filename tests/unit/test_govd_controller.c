@@ -627,6 +627,57 @@ static void test_evidence_on_demand(void **state)
 	policy_free(pol);
 }
 
+/* The precision benefit learned per batch range: low precision is tried
+ * until both modes have min_s behind them in a bucket, kept while it saves
+ * more than the margin, held off (doubling) where it does not, and each
+ * bucket is judged on its own. */
+static void test_benefit_learned(void **state)
+{
+	(void)state;
+	struct govd_benefit_cfg c = { .tau_s = 20, .settle_s = 5, .min_s = 30, .margin = 0.02,
+				      .hold_s = 100 };
+	struct govd_benefit b;
+	govd_benefit_init(&b, &c);
+	assert_int_equal(govd_benefit_bucket(4), 0);
+	assert_int_equal(govd_benefit_bucket(8), 1);
+	assert_int_equal(govd_benefit_bucket(95), 2);
+	assert_int_equal(govd_benefit_bucket(500), 3);
+	double t = 0;
+	/* BF16 at batch 16: 1 J per token. */
+	for (; t < 60; t += 0.5)
+		assert_false(govd_benefit_step(&b, &c, t, 0.5, 0, 16, 100, 100));
+	assert_true(fabs(govd_benefit_j_per_token(&b, &c, 0, 1) - 1.0) < 1e-9);
+	assert_true(isnan(govd_benefit_j_per_token(&b, &c, 1, 1)));
+	/* Low precision at 0.99 J/token: not 2 % better -> BF16 once it is known
+	 * (settle 5 s + 30 s seen). */
+	bool held = false;
+	double t_held = 0;
+	for (; t < 120 && !held; t += 0.5) {
+		held = govd_benefit_step(&b, &c, t, 0.5, 1, 16, 100, 99);
+		t_held = t;
+	}
+	assert_true(held);
+	assert_true(t_held >= 60 + 35 - 1 && t_held <= 60 + 36);
+	/* held for hold_s, in that bucket only; another bucket still tries */
+	assert_true(govd_benefit_step(&b, &c, t_held + 50, 0.5, 0, 16, 100, 100));
+	assert_false(govd_benefit_step(&b, &c, t_held + 50, 0.5, 0, 200, 100, 100));
+	/* after the hold: tried again, estimate afresh; a second miss doubles it */
+	t = t_held + 101;
+	held = false;
+	for (; t < t_held + 300 && !held; t += 0.5)
+		held = govd_benefit_step(&b, &c, t, 0.5, 1, 16, 100, 99);
+	assert_true(held);
+	assert_true(govd_benefit_step(&b, &c, t + 150, 0.5, 0, 16, 100, 100)); /* 200 s now */
+	/* where it saves 20 %, low precision stays */
+	struct govd_benefit g;
+	govd_benefit_init(&g, &c);
+	for (t = 0; t < 60; t += 0.5)
+		govd_benefit_step(&g, &c, t, 0.5, 0, 40, 100, 100);
+	for (; t < 400; t += 0.5)
+		assert_false(govd_benefit_step(&g, &c, t, 0.5, 1, 40, 100, 80));
+	assert_true(fabs(govd_benefit_j_per_token(&g, &c, 1, 2) - 0.8) < 1e-6);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -643,6 +694,7 @@ int main(void)
 		cmocka_unit_test(test_window_search_guards),
 		cmocka_unit_test(test_window_search_thermal),
 		cmocka_unit_test(test_evidence_on_demand),
+		cmocka_unit_test(test_benefit_learned),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
