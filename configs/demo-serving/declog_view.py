@@ -101,6 +101,17 @@ def main():
               "drop upper bound %s; changes: %s" % (
                   s, 100 * on // n, dec[-1]["after"]["int8_frac"][k], q.get("samples"),
                   q.get("mismatches"), fmt(q.get("drop_upper"), "%.4f"), "; ".join(ev) or "none"))
+        # evidence on demand: when the shadow-rate ask rose, changed reason or fell
+        asks, prev = [], None
+        for r in dec:
+            qq = r["inputs"]["quality"][k] if k < len(r["inputs"]["quality"]) else {}
+            cur = (qq.get("ask"), round(qq.get("ask_rate", 0), 2)) if qq.get("ask") else None
+            if cur != prev and (cur is None) != (prev is None) or (cur and prev and cur[0] != prev[0]):
+                asks.append("%.1f s %s" % (r["t_ms"] / 1000.0 - T0,
+                                           "%s %.2f" % cur if cur else "none (the server's own rate)"))
+            prev = cur
+        if asks:
+            print("        shadow-rate asks: %s" % "; ".join(asks))
     clk = [r["after"]["clk_max_khz"] / 1000 for r in dec if r["after"].get("clk_locked")]
     pw = [r["inputs"]["power_w"]["accel"] for r in dec if r["inputs"]["power_w"]["accel"] is not None]
     if clk:

@@ -133,6 +133,7 @@ struct govd_state {
 	double predict_margin, predict_sigmas, util_max, power_spread_mhz;
 	double int8_max_detect_s; /* NAN: no limit */
 	struct gp_model model;
+	bool ev_bad[HAL_MAX_SLICES]; /* govd_evidence's decided-bad latch */
 	bool benefit_on;
 	struct govd_benefit_cfg benefit_cfg;
 	struct govd_benefit benefit;
@@ -508,7 +509,8 @@ static bool govd_detect_ok(const struct govd_state *s, const struct gov_estimate
 	return rate > 0 && n / rate <= s->int8_max_detect_s;
 }
 
-void govd_evidence(const struct ctl_input *in, const double *int8_served, struct ctl_output *out)
+void govd_evidence(const struct ctl_input *in, const double *int8_served, bool *decided_bad,
+		   struct ctl_output *out)
 {
 	const struct gov_estimates *e = in->est;
 	const struct policy *pol = in->pol;
@@ -538,8 +540,11 @@ void govd_evidence(const struct ctl_input *in, const double *int8_served, struct
 			continue;
 		double own = r->shadow_rate, ask = 0;
 		enum gov_evidence why = GOV_EV_NONE;
-		bool bad = e->q_drop_lower[i] > r->max_drop;
-		if (!e->q_gate_open[i] && !bad) {
+		if (e->q_drop_lower[i] > r->max_drop)
+			decided_bad[i] = true;
+		else if (e->q_drop_lower[i] < 0.8 * r->max_drop || e->q_gate_open[i])
+			decided_bad[i] = false;
+		if (!e->q_gate_open[i] && !decided_bad[i]) {
 			ask = pol->quality.probation_rate;
 			why = GOV_EV_PROBATION;
 		} else if (e->q_gate_open[i] && int8_served[i] > 0 && pol->quality.max_detect_s > 0 &&
@@ -910,7 +915,7 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 			if (in->rule && in->rule[i].int8_allowed && !open && binding == GOV_B_SLA)
 				binding = GOV_B_QUALITY;
 		}
-		govd_evidence(in, out->op.int8_frac, out);
+		govd_evidence(in, out->op.int8_frac, s->ev_bad, out);
 	}
 	uint32_t fk = snap(in->lim, f);
 	if (fk > s->fmax_khz)

@@ -88,8 +88,12 @@ double govd_period_ratio(const struct gov_estimates *e, const struct policy *pol
  * says the server runs (rule shadow_rate). The asks' extra re-runs
  * together stay within shadow_budget of all requests (scaled down
  * evenly). int8_served: the INT8 share the controller serves per slice.
- * Pure. */
-void govd_evidence(const struct ctl_input *in, const double *int8_served, struct ctl_output *out);
+ * decided_bad (per slice, the caller's state): set when the lower bound
+ * passes max_drop, cleared only when it falls under 0.8 x max_drop or the
+ * gate opens, so a bound near the threshold does not toggle the ask every
+ * period. Pure but for that state. */
+void govd_evidence(const struct ctl_input *in, const double *int8_served, bool *decided_bad,
+		   struct ctl_output *out);
 uint32_t govd_load_floor_khz(const struct govd_tuning *t, double tbt_peak_at_max,
 			     uint32_t floor_khz, uint32_t fmax_khz);
 /* Latency loop: updates *f_khz; returns the reason bit. */

@@ -59,6 +59,17 @@ def check(ok, what):
 
 check(hdr["type"] == "header" and hdr["slices"] == ["code", "chat", "math"], "header with the 3 slices")
 check(hdr["controller"] == "govd" and hdr["policy"] == "balanced", "balanced policy, govd controller")
+# evidence on demand (the demo's policy is balanced + the asks): every slice
+# starts in probation, the stand-in gets the ask in the document, and the asks
+# on chat (prior rejected, 8 %) and math (over the threshold) fall once their
+# gates have decided
+def asks(r):
+    return [q.get("ask") for q in r["inputs"]["quality"]]
+check(asks(dec[1]) == ["probation"] * 3, "every slice on probation at the start: %s" % asks(dec[1]))
+check(any("shadow_rate" in d and d["shadow_rate"].get("chat", 0) > 0 for d in applied),
+      "a document asked the stand-in for shadow evaluation on chat")
+check(asks(dec[-1])[1] is None and asks(dec[-1])[2] is None,
+      "the asks on chat and math fell once decided: %s" % asks(dec[-1]))
 check(len(dec) >= 20, "at least 20 periods (%d)" % len(dec))
 # scraped: serving inputs present
 served = [r for r in dec if r["inputs"]["sla"]["requests"] > 0 and r["inputs"]["sla"]["tbt_p99_ms"] is not None
@@ -81,11 +92,16 @@ check(all(d["via"] == "http" for d in applied), "documents came by HTTP POST")
 # the quality gate
 ci = hdr["slices"].index("chat")
 # balanced confirms a prior with 50 online samples first (quality.confirm_samples):
-# chat's 8 % is seen by then, the prior-consistency test rejects it, and chat
-# never serves INT8 (before issue 14 it started in INT8 and was closed later).
+# chat's 8 % is usually seen by then and the prior-consistency test rejects it
+# before the gate opens; with 3 or fewer mismatches in those 50 (P ~ 0.4 at
+# 8 %) the gate opens on the prior and the next samples close it. Either way
+# the wrong prior is caught within a few periods (before issue 14 chat
+# started in INT8 and was closed later).
 al = [r for r in dec if r["inputs"]["quality"][ci]["alarm"]]
 check(bool(al), "chat's prior rejected on the shadow samples (quality alarm)")
-check(all(r["after"]["int8_frac"][ci] == 0 for r in dec), "chat never INT8 (prior not confirmed)")
+on = [r["seq"] for r in dec if r["after"]["int8_frac"][ci] > 0]
+check(len(on) <= 2 and all(s <= al[0]["seq"] for s in on) if al else False,
+      "chat INT8 in at most 2 periods, none after the alarm: %s" % on)
 check(dec[-1]["after"]["int8_frac"][ci] == 0, "chat ends in BF16")
 if al:
     q = al[0]["inputs"]["quality"][ci]

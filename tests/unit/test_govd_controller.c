@@ -583,11 +583,12 @@ static void test_evidence_on_demand(void **state)
 	struct ctl_input in = { .est = &e, .pol = pol, .n_slices = 3, .rule = rule };
 	struct ctl_output out;
 	double served[3] = { 0 };
+	bool bad[3] = { false, false, false };
 
 	/* Three undecided slices: 0.5 each, 0.48 extra on all requests -> scaled
 	 * to the 0.1 budget: 0.02 + 0.48 * 0.1 / 0.48 = 0.12. */
 	memset(&out, 0, sizeof(out));
-	govd_evidence(&in, served, &out);
+	govd_evidence(&in, served, bad, &out);
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(out.evidence[i], GOV_EV_PROBATION);
 		assert_true(fabs(out.op.shadow_rate[i] - 0.12) < 1e-9);
@@ -600,7 +601,7 @@ static void test_evidence_on_demand(void **state)
 	e.q_gate_open[1] = true;
 	served[1] = 1;
 	memset(&out, 0, sizeof(out));
-	govd_evidence(&in, served, &out);
+	govd_evidence(&in, served, bad, &out);
 	assert_int_equal(out.evidence[2], GOV_EV_NONE);
 	assert_true(out.op.shadow_rate[2] == 0);
 	assert_int_equal(out.evidence[1], GOV_EV_DETECT);
@@ -613,12 +614,24 @@ static void test_evidence_on_demand(void **state)
 	assert_true(fabs(out.op.shadow_rate[0] - (0.02 + 0.48 * k)) < 1e-9);
 	assert_true(fabs(out.op.shadow_rate[1] - (0.02 + (fmin(1, need) - 0.02) * k)) < 1e-9);
 
+	/* the latch: c's lower bound back at 0.9 % (over 0.8 x max_drop) stays
+	 * decided; under 0.8 % it is undecided again */
+	e.q_drop_lower[2] = 0.009;
+	memset(&out, 0, sizeof(out));
+	govd_evidence(&in, served, bad, &out);
+	assert_int_equal(out.evidence[2], GOV_EV_NONE);
+	e.q_drop_lower[2] = 0.007;
+	memset(&out, 0, sizeof(out));
+	govd_evidence(&in, served, bad, &out);
+	assert_int_equal(out.evidence[2], GOV_EV_PROBATION);
+	e.q_drop_lower[2] = 0.02;
+
 	/* A slice INT8 may not serve asks nothing; nor does a decided-open
 	 * slice INT8 does not serve. */
 	rule[0].int8_allowed = false;
 	served[1] = 0;
 	memset(&out, 0, sizeof(out));
-	govd_evidence(&in, served, &out);
+	govd_evidence(&in, served, bad, &out);
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(out.evidence[i], GOV_EV_NONE);
 		assert_true(out.op.shadow_rate[i] == 0);
