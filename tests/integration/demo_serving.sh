@@ -62,14 +62,15 @@ check(hdr["controller"] == "govd" and hdr["policy"] == "balanced", "balanced pol
 # evidence on demand (the demo's policy is balanced + the asks): every slice
 # starts in probation, the stand-in gets the ask in the document, and the asks
 # on chat (prior rejected, 8 %) and math (over the threshold) fall once their
-# gates have decided
+# gates have decided (chat's evidence starts over after each alarm, so a fresh
+# probation may be running at the end; math stays decided)
 def asks(r):
     return [q.get("ask") for q in r["inputs"]["quality"]]
 check(asks(dec[1]) == ["probation"] * 3, "every slice on probation at the start: %s" % asks(dec[1]))
 check(any("shadow_rate" in d and d["shadow_rate"].get("chat", 0) > 0 for d in applied),
       "a document asked the stand-in for shadow evaluation on chat")
-check(asks(dec[-1])[1] is None and asks(dec[-1])[2] is None,
-      "the asks on chat and math fell once decided: %s" % asks(dec[-1]))
+check(any(asks(r)[1] is None for r in dec[2:]), "the ask on chat fell once decided")
+check(asks(dec[-1])[2] is None, "the ask on math fell and stayed down: %s" % asks(dec[-1]))
 check(len(dec) >= 20, "at least 20 periods (%d)" % len(dec))
 # scraped: serving inputs present
 served = [r for r in dec if r["inputs"]["sla"]["requests"] > 0 and r["inputs"]["sla"]["tbt_p99_ms"] is not None
