@@ -767,7 +767,16 @@ static int open_by_uuid(struct nvml *n, const char *uuid, unsigned count, const 
 	return 0;
 }
 
-static int nvml_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct diag_list *diags)
+/* The options, as open and check_options judge them. */
+struct nvml_opts {
+	uint32_t index;
+	int power_mode; /* 0 average, 1 instant */
+	bool read_only;
+	const char *uuid, *libname;
+};
+
+static int nvml_parse_opts(const struct hal_dev_cfg *cfg, struct diag_list *diags,
+			   struct nvml_opts *out)
 {
 	static const char *const keys[] = { "index", "uuid", "library", "power", "read_only", NULL };
 	/* instant: NVML_FI_DEV_POWER_INSTANT, falling back to the 1 s average;
@@ -776,23 +785,72 @@ static int nvml_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct 
 	struct bopts o;
 	bopts_init(&o, cfg, diags, "nvml");
 	bopts_check_keys(&o, keys);
-	uint32_t index = 0;
-	int power_mode = 1;
-	bool read_only = false;
-	bopts_u32(&o, "index", 0, 1024, 0, &index);
-	bopts_enum(&o, "power", power_modes, 1, &power_mode);
-	bopts_bool(&o, "read_only", false, &read_only);
+	*out = (struct nvml_opts){ .power_mode = 1 };
+	bopts_u32(&o, "index", 0, 1024, 0, &out->index);
+	bopts_enum(&o, "power", power_modes, 1, &out->power_mode);
+	bopts_bool(&o, "read_only", false, &out->read_only);
 	/* A UUID names the GPU itself; an index can change with the PCI
 	 * enumeration order (a GPU added or removed, a firmware setting). */
-	const char *uuid = bopts_str(&o, "uuid", NULL);
-	if (uuid && bopts_has(&o, "index"))
+	out->uuid = bopts_str(&o, "uuid", NULL);
+	if (out->uuid && bopts_has(&o, "index"))
 		bopts_error(&o, "uuid", "nvml-index-and-uuid",
 			    "give options.index or options.uuid, not both");
-	else if (uuid && strncmp(uuid, "GPU-", 4) && strncmp(uuid, "MIG-", 4))
+	else if (out->uuid && strncmp(out->uuid, "GPU-", 4) && strncmp(out->uuid, "MIG-", 4))
 		bopts_error(&o, "uuid", "nvml-bad-uuid",
-			    "'%.60s': an NVML UUID starts with GPU- (nvidia-smi -L lists them)", uuid);
-	if (o.errors)
+			    "'%.60s': an NVML UUID starts with GPU- (nvidia-smi -L lists them)",
+			    out->uuid);
+	out->libname = bopts_str(&o, "library", "libnvidia-ml.so.1");
+	return o.errors ? -EINVAL : 0;
+}
+
+/* The library loads and has every required symbol (0), else a diag and
+ * -ENOENT / -ENOSYS; *lib_out (may be NULL) gets the handle, else it is
+ * closed. */
+static int nvml_load(const char *libname, struct diag_list *diags, void **lib_out)
+{
+	void *lib = dlopen(libname, RTLD_NOW | RTLD_LOCAL);
+	if (!lib) {
+		diag_add(diags, DIAG_ERROR, "nvml", 0, 0, "options.library", "nvml-not-found",
+			 "nvml: %s not found (dlopen: %s)", libname, dlerror());
+		return -ENOENT;
+	}
+	for (size_t i = 0; i < N_SYMBOLS; i++)
+		if (symbols[i].required && !dlsym(lib, symbols[i].name)) {
+			diag_add(diags, DIAG_ERROR, "nvml", 0, 0, "options.library",
+				 "nvml-symbol-missing", "nvml: %s has no symbol %s (driver too old?)",
+				 libname, symbols[i].name);
+			dlclose(lib);
+			return -ENOSYS;
+		}
+	if (lib_out)
+		*lib_out = lib;
+	else
+		dlclose(lib);
+	return 0;
+}
+
+/* govd --check: the options, and that the NVIDIA driver's library loads
+ * with what govd needs (no GPU is touched: nvmlInit is not called). */
+static int nvml_check_options(const struct hal_dev_cfg *cfg, struct diag_list *diags)
+{
+	struct nvml_opts no;
+	int rc = nvml_parse_opts(cfg, diags, &no);
+	if (rc)
+		return rc;
+	return nvml_load(no.libname, diags, NULL);
+}
+
+static int nvml_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct diag_list *diags)
+{
+	struct nvml_opts no;
+	if (nvml_parse_opts(cfg, diags, &no))
 		return -EINVAL;
+	/* where diags point: the device's name, else the backend's */
+	const char *src = cfg && cfg->name && cfg->name[0] ? cfg->name : "nvml";
+	uint32_t index = no.index;
+	int power_mode = no.power_mode;
+	bool read_only = no.read_only;
+	const char *uuid = no.uuid;
 	struct nvml *n = calloc(1, sizeof(*n));
 	if (!n)
 		return -ENOMEM;
@@ -802,23 +860,11 @@ static int nvml_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct 
 	n->use_instant = power_mode == 1;
 	n->read_only = n->never_write = read_only || cfg->read_only;
 
-	const char *libname = bopts_str(&o, "library", "libnvidia-ml.so.1");
-	n->lib = dlopen(libname, RTLD_NOW | RTLD_LOCAL);
-	if (!n->lib) {
-		diag_add(diags, DIAG_ERROR, "nvml", 0, 0, "options.library", "nvml-not-found",
-			 "nvml: %s not found (dlopen: %s)", libname, dlerror());
-		rc = -ENOENT;
+	rc = nvml_load(no.libname, diags, &n->lib);
+	if (rc)
 		goto err_free;
-	}
 	for (size_t i = 0; i < N_SYMBOLS; i++) {
 		void *sym = dlsym(n->lib, symbols[i].name);
-		if (!sym && symbols[i].required) {
-			diag_add(diags, DIAG_ERROR, "nvml", 0, 0, "options.library", "nvml-symbol-missing",
-				 "nvml: %s has no symbol %s (driver too old?)", libname,
-				 symbols[i].name);
-			rc = -ENOSYS;
-			goto err_release;
-		}
 		/* POSIX dlsym: an object pointer that holds a function address. */
 		memcpy((char *)&n->fn + symbols[i].off, &sym, sizeof(sym));
 	}
@@ -833,17 +879,17 @@ static int nvml_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct 
 	unsigned count = 0;
 	r = n->fn.get_count(&count);
 	if (r != NVML_SUCCESS || (!uuid && n->index >= count)) {
-		diag_add(diags, DIAG_ERROR, o.src, 0, 0, "options.index", "nvml-no-gpu",
+		diag_add(diags, DIAG_ERROR, src, 0, 0, "options.index", "nvml-no-gpu",
 			 "nvml: GPU index %u not present (%u GPUs%s%s)", n->index, count,
 			 r ? ": " : "", r ? estr(n, r) : "");
 		rc = -ENODEV;
 		goto err_release;
 	}
 	if (uuid) {
-		if ((rc = open_by_uuid(n, uuid, count, o.src, diags)))
+		if ((rc = open_by_uuid(n, uuid, count, src, diags)))
 			goto err_release;
 	} else if ((r = n->fn.get_handle(n->index, &n->dev)) != NVML_SUCCESS) {
-		diag_add(diags, DIAG_ERROR, o.src, 0, 0, "options.index", "nvml-handle",
+		diag_add(diags, DIAG_ERROR, src, 0, 0, "options.index", "nvml-handle",
 			 "nvml: nvmlDeviceGetHandleByIndex_v2(%u): %s", n->index, estr(n, r));
 		rc = to_errno(r);
 		goto err_release;
@@ -898,6 +944,7 @@ static size_t nvml_writer_ids(struct hal_dev *dev, char (*ids)[HAL_ID_LEN], size
 const struct hal_ops hal_nvml_ops = {
 	.name = "nvml",
 	.open = nvml_open,
+	.check_options = nvml_check_options,
 	.close = nvml_close,
 	.get_limits = nvml_get_limits,
 	.sample = nvml_sample,

@@ -62,8 +62,23 @@ done
 export GOVD_DATA_PATH=$D$datadir
 "$D$prefix/bin/govd" --version | grep -q "^govd [0-9]" || fail "govd --version"
 "$D$prefix/bin/govctl" --version | grep -q "^govctl [0-9]" || fail "govctl --version"
+# An NVML config passes only where the driver's library loads: here the
+# fake stands in for it (LD_LIBRARY_PATH); without any, the check must fail
+# and say so.
+nvml_env=
+if [ -n "${FAKE_NVML_DIR:-}" ] && [ -f "$FAKE_NVML_DIR/full/libnvidia-ml.so.1" ]; then
+	nvml_env=LD_LIBRARY_PATH=$FAKE_NVML_DIR/full
+fi
 for f in "$D$etc/govd/examples/"*.yaml; do
-	out=$("$D$prefix/bin/govd" --check --config "$f" 2>&1) || { echo "$out"; fail "installed govd --check $f"; }
+	if grep -q '^[^#]*backend: nvml' "$f" && ! ldconfig -p 2>/dev/null | grep -q 'libnvidia-ml.so.1 '; then
+		if out=$("$D$prefix/bin/govd" --check --config "$f" 2>&1); then
+			fail "--check $f passes without libnvidia-ml.so.1"
+		fi
+		echo "$out" | grep -q 'libnvidia-ml.so.1 not found' || fail "--check $f: $out"
+		[ -n "$nvml_env" ] || continue
+	fi
+	out=$(env $nvml_env "$D$prefix/bin/govd" --check --config "$f" 2>&1) ||
+		{ echo "$out"; fail "installed govd --check $f"; }
 	echo "$out" | grep -q ': ok:' || fail "--check $f: $out"
 done
 # The policy really came from the data folder: a policy dropped next to the

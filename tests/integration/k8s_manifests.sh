@@ -112,8 +112,21 @@ $py - "$tmp/etc/govd.yaml" <<'PY' || fail "the ConfigMap's govd.yaml fails confi
 import json, sys, jsonschema, yaml
 jsonschema.validate(yaml.safe_load(open(sys.argv[1])), json.load(open("configs/schema/govd-config.schema.json")))
 PY
+# Its devices are NVML GPUs: the check loads the driver's library (the fake
+# stands in for it here) and fails where none is installed.
 if [ -x "$build/govd" ]; then
-	"$build/govd" --check --config "$tmp/etc/govd.yaml" || fail "the ConfigMap's govd.yaml fails govd --check"
+	if ! ldconfig -p 2>/dev/null | grep -q 'libnvidia-ml.so.1 '; then
+		if "$build/govd" --check --config "$tmp/etc/govd.yaml" >"$tmp/chk" 2>&1; then
+			fail "the ConfigMap's govd.yaml passes govd --check without libnvidia-ml.so.1"
+		fi
+		grep -q 'libnvidia-ml.so.1 not found' "$tmp/chk" || fail "govd --check: $(cat "$tmp/chk")"
+	fi
+	if [ -n "${FAKE_NVML_DIR:-}" ] && [ -f "$FAKE_NVML_DIR/full/libnvidia-ml.so.1" ]; then
+		LD_LIBRARY_PATH=$FAKE_NVML_DIR/full "$build/govd" --check --config "$tmp/etc/govd.yaml" ||
+			fail "the ConfigMap's govd.yaml fails govd --check"
+	elif ldconfig -p 2>/dev/null | grep -q 'libnvidia-ml.so.1 '; then
+		"$build/govd" --check --config "$tmp/etc/govd.yaml" || fail "the ConfigMap's govd.yaml fails govd --check"
+	fi
 fi
 tail -n +2 "$tmp/etc/balanced.yaml" | cmp -s - policies/balanced.yaml ||
 	fail "configs/k8s/govd-configmap.yaml: balanced.yaml differs from policies/balanced.yaml"

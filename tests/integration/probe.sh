@@ -112,6 +112,20 @@ if [ -n "${FAKE_NVML_DIR:-}" ] && [ -f "$FAKE_NVML_DIR/full/libnvidia-ml.so.1" ]
 		fail "nvml envelope: reason"
 	grep -q "inlet temperature unknown" "$tmp/out" || fail "nvml envelope: inlet"
 	echo "ok nvml outside envelope: exit 1 with the reasons"
+	# govd --check loads the driver's library without touching a GPU: a
+	# config naming a library that is not there (a machine without the
+	# NVIDIA driver) fails the check, the fake passes it.
+	: >"$FAKE_NVML_LOG"
+	"$build/govd" --config "$tmp/nvml.yaml" --check >"$tmp/chk" 2>&1 || fail "nvml --check rejects the fake: $(cat "$tmp/chk")"
+	if grep -q nvmlInit "$FAKE_NVML_LOG"; then fail "nvml --check initialised NVML"; fi
+	sed -e "s#library: .*#library: $tmp/no-such/libnvidia-ml.so.1#" "$tmp/nvml.yaml" >"$tmp/nvml-nolib.yaml"
+	if "$build/govd" --config "$tmp/nvml-nolib.yaml" --check >"$tmp/chk" 2>&1; then
+		fail "nvml --check passes without the library"
+	fi
+	grep -q "devices\[0\].options.library.*nvml-not-found\|devices\[0\].options.library" "$tmp/chk" ||
+		fail "nvml --check: the library not named at the device: $(cat "$tmp/chk")"
+	grep -q "no-such/libnvidia-ml.so.1 not found" "$tmp/chk" || fail "nvml --check: message: $(cat "$tmp/chk")"
+	echo "ok nvml --check: the fake loads, a missing library fails ($(grep -m1 'not found' "$tmp/chk" | cut -c1-100))"
 	unset FAKE_NVML_LOG
 else
 	echo "SKIP nvml: FAKE_NVML_DIR not set or fake not built (run through ctest)"
