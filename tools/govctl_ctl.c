@@ -201,6 +201,14 @@ static void print_status_table(FILE *f, json_t *st)
 			fmt_mw(grant, sizeof(grant), d, "budget_grant_mw"), (long long)per,
 			(long long)ae);
 	}
+	/* Loud: outside its policy's envelope a device runs the safe point, not
+	 * the policy (a real driver a sim-only policy does not admit, say). */
+	json_array_foreach(devs, i, d) {
+		const char *why = json_string_value(json_object_get(d, "envelope"));
+		if (why)
+			fprintf(f, "\n%s: OUTSIDE THE POLICY'S ENVELOPE, holding the safe point: %s\n",
+				str_or(d, "name", "-"), why);
+	}
 }
 
 int govctl_status(int argc, char **argv)

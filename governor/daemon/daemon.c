@@ -408,6 +408,10 @@ static int ctl_status(void *ctx, json_t *out)
 					(json_int_t)g->cur.power_limit_mw, "budget_grant_mw",
 					(json_int_t)dd->grant_mw, "periods", (json_int_t)g->seq,
 					"actuate_errors", (json_int_t)g->actuate_errors));
+		/* Outside the policy's envelope the governor holds the safe point:
+		 * why, or null (docs/daemon.md, "Outside the envelope"). */
+		json_object_set_new(json_array_get(devs, json_array_size(devs) - 1), "envelope",
+				    g->outside_envelope ? json_string(g->envelope_why) : json_null());
 	}
 	json_object_set_new(out, "node", json_string(c->node));
 	json_object_set_new(out, "config", json_string(c->path));

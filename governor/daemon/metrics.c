@@ -233,6 +233,7 @@ void metrics_device_update_from(struct metrics_device *d, const struct hal_limit
 	for (size_t s = 0; s < d->n_slices; s++)
 		d->int8_share[s] = op->int8_frac[s];
 	d->binding = p->binding;
+	d->outside_envelope = p->envelope != NULL;
 
 	d->clk_hz = e->clk_mhz * 1e6;
 	for (int r = 0; r < HAL_RAIL_N; r++)
@@ -640,6 +641,10 @@ int metrics_render(const struct metrics_snapshot *s, FILE *f)
 		      SF_GATE_OPEN);
 	render_slices(f, s, lab, "govd_quality_gate_closures_total", "counter",
 		      "Times the slice's INT8 quality gate closed (open -> closed).", SF_GATE_CLOSURES);
+	DEV_GAUGE("govd_outside_envelope",
+		  "1 while the device is outside its policy's envelope (driver, firmware, inlet, limits): "
+		  "the governor holds the safe point, not the policy.",
+		  outside_envelope);
 	family(f, "govd_binding", "gauge",
 	       "Constraint that set this period's operating point (1 for the binding one).");
 	for (size_t i = 0; i < n; i++)

@@ -84,6 +84,7 @@ struct metrics_device {
 	char slice_name[HAL_MAX_SLICES][HAL_NAME_LEN];
 	double int8_share[HAL_MAX_SLICES]; /* INT8 request share set per slice */
 	enum gov_binding binding;
+	bool outside_envelope; /* the policy's envelope excludes the device: safe point */
 	/* Measurements and estimates. */
 	double clk_hz;
 	double power_w[HAL_RAIL_N];        /* filtered */
