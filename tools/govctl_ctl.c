@@ -209,6 +209,22 @@ static void print_status_table(FILE *f, json_t *st)
 			fprintf(f, "\n%s: OUTSIDE THE POLICY'S ENVELOPE, holding the safe point: %s\n",
 				str_or(d, "name", "-"), why);
 	}
+	/* A dry run: the table shows what the device runs; this, what govd
+	 * would set and did not. */
+	json_array_foreach(devs, i, d) {
+		json_t *w = json_object_get(d, "would_set");
+		if (!w)
+			continue;
+		char clk[32], lim[32];
+		fmt_khz(clk, sizeof(clk), w, "clk_max_khz");
+		fmt_mw(lim, sizeof(lim), w, "power_limit_mw");
+		if (json_is_true(json_object_get(w, "clk_locked")))
+			fprintf(f, "%s: dry run, would set: clock locked at %s MHz, power limit %s W\n",
+				str_or(d, "name", "-"), clk, lim);
+		else
+			fprintf(f, "%s: dry run, would set: firmware clocks, power limit %s W\n",
+				str_or(d, "name", "-"), lim);
+	}
 }
 
 int govctl_status(int argc, char **argv)

@@ -246,6 +246,7 @@ static int on_period(void *ctx, const struct gov_period *p)
 	struct daemon *d = dd->d;
 	log_health(dd);
 	if (d->snap && dd->metrics_idx >= 0) {
+		d->snap->dev[dd->metrics_idx].dry = d->dry_run;
 		metrics_device_update(&d->snap->dev[dd->metrics_idx], dd->g, p, 0);
 		if (dd->log)
 			d->snap->dev[dd->metrics_idx].log_write_errors = logrot_errors(dd->log);
@@ -408,10 +409,29 @@ static int ctl_status(void *ctx, json_t *out)
 					(json_int_t)g->cur.power_limit_mw, "budget_grant_mw",
 					(json_int_t)dd->grant_mw, "periods", (json_int_t)g->seq,
 					"actuate_errors", (json_int_t)g->actuate_errors));
+		json_t *dj = json_array_get(devs, json_array_size(devs) - 1);
 		/* Outside the policy's envelope the governor holds the safe point:
-		 * why, or null (docs/daemon.md, "Outside the envelope"). */
-		json_object_set_new(json_array_get(devs, json_array_size(devs) - 1), "envelope",
+		 * why, or null (docs/metrics.md, govd_outside_envelope). */
+		json_object_set_new(dj, "envelope",
 				    g->outside_envelope ? json_string(g->envelope_why) : json_null());
+		if (d->dry_run) {
+			/* Nothing was written: in force is the device's own (firmware
+			 * clocks, the limit it reports); the decision is would_set. */
+			json_object_set_new(dj, "would_set",
+					    json_pack("{s:b, s:I, s:I}", "clk_locked", g->cur.clk_locked,
+						      "clk_max_khz", (json_int_t)g->cur.clk_max_khz,
+						      "power_limit_mw",
+						      (json_int_t)g->cur.power_limit_mw));
+			json_object_set_new(dj, "clk_locked", json_false());
+			json_object_set_new(dj, "clk_max_khz",
+					    json_integer((json_int_t)(g->lim.clk_default_max_khz
+									      ? g->lim.clk_default_max_khz
+									      : g->lim.clk_max_khz)));
+			const struct hal_value *pl = &g->sample.power_limit_mw;
+			json_object_set_new(dj, "power_limit_mw",
+					    pl->valid && pl->v > 0 ? json_integer((json_int_t)pl->v)
+								  : json_null());
+		}
 	}
 	json_object_set_new(out, "node", json_string(c->node));
 	json_object_set_new(out, "config", json_string(c->path));

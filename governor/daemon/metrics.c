@@ -229,6 +229,20 @@ void metrics_device_update_from(struct metrics_device *d, const struct hal_limit
 		d->clk_min_hz = d->clk_max_hz = NAN;
 	}
 	d->power_limit_w = op->power_limit_mw / 1000.0;
+	if (d->dry) {
+		/* Nothing was written: what is in force is the device's own
+		 * (firmware clocks, the limit it reports); the decision goes to
+		 * the would-set gauges. */
+		d->would_clk_locked = op->clk_locked;
+		d->would_clk_max_hz = d->clk_max_hz;
+		d->would_power_limit_w = d->power_limit_w;
+		d->clk_locked = false;
+		d->clk_min_hz = lim ? khz_to_hz(lim->clk_min_khz) : NAN;
+		d->clk_max_hz = lim ? khz_to_hz(lim->clk_default_max_khz ? lim->clk_default_max_khz
+									 : lim->clk_max_khz)
+				    : NAN;
+		d->power_limit_w = e->power_limit_w > 0 ? e->power_limit_w : NAN;
+	}
 	d->n_slices = op->n_slices < HAL_MAX_SLICES ? op->n_slices : HAL_MAX_SLICES;
 	for (size_t s = 0; s < d->n_slices; s++)
 		d->int8_share[s] = op->int8_frac[s];
@@ -641,6 +655,15 @@ int metrics_render(const struct metrics_snapshot *s, FILE *f)
 		      SF_GATE_OPEN);
 	render_slices(f, s, lab, "govd_quality_gate_closures_total", "counter",
 		      "Times the slice's INT8 quality gate closed (open -> closed).", SF_GATE_CLOSURES);
+	if (s->dry_run) {
+		DEV_GAUGE("govd_dry_run_would_clock_locked",
+			  "Dry run: 1 where govd would lock the clock (govd_clock_locked is what is in force).",
+			  would_clk_locked);
+		DEV_GAUGE("govd_dry_run_would_clock_max_hertz",
+			  "Dry run: the top of the clock range govd would set.", would_clk_max_hz);
+		DEV_GAUGE("govd_dry_run_would_power_limit_watts",
+			  "Dry run: the power limit govd would set.", would_power_limit_w);
+	}
 	DEV_GAUGE("govd_outside_envelope",
 		  "1 while the device is outside its policy's envelope (driver, firmware, inlet, limits): "
 		  "the governor holds the safe point, not the policy.",

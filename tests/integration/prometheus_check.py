@@ -42,6 +42,7 @@ ALERT_LABELS = {
     "GovdQualityGateClosed": RECORD_LABELS["govd:quality_gate_closures:increase1h"],
     "GovdTokensPerJouleRegression": RECORD_LABELS["govd:tokens_per_joule:ratio_rate1h"],
     "GovdLoopOverruns": RECORD_LABELS["govd:loop_overruns:rate5m"],
+    "GovdOutsideEnvelope": {"job", "instance", "device"},
 }
 # The threshold comparison of an alert: the last top-level one.
 CMP = re.compile(r"\s(==|!=|<=|>=|<|>)\s")

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Outside the policy's envelope is loud (issue 34): govd on the sim backend
-# with a policy validated only on another driver ("550.*") holds the safe
-# point, and says so in three places: the metric govd_outside_envelope 1,
-# `govctl status` (a line naming the device and why) and its JSON's
-# per-device "envelope"; a device inside its envelope shows 0 and null.
+# What an operator reads is what the devices run (issue 34), in a dry run of
+# two sim devices:
+# - outside the policy's envelope is loud: gpu0's policy is validated only
+#   on another driver ("550.*"), so it holds the safe point and says so in
+#   the metric govd_outside_envelope 1, a `govctl status` line naming why,
+#   and its JSON's per-device "envelope"; gpu1 (inside) shows 0 and null;
+# - a dry run shows what is in force, not what govd would set: gpu1's
+#   balanced policy locks clocks, yet govd_clock_locked is 0 and the status
+#   table says LOCKED no; govd_dry_run_would_clock_locked 1, the status
+#   line "would set" and the JSON's would_set carry the decision.
 # $1: the build directory. Exit 77 (skip) when govd was not built.
 set -euo pipefail
 build=${1:?usage: envelope_loud.sh BUILD_DIR}
@@ -52,7 +57,21 @@ d = {x["name"]: x for x in json.load(open(sys.argv[1]))["devices"]}
 assert "driver version" in d["gpu0"]["envelope"], d["gpu0"]
 assert d["gpu1"]["envelope"] is None, d["gpu1"]
 PY
+# the dry run: in force vs would set
+grep -q '^govd_clock_locked{device="gpu1"} 0$' "$tmp/m" || fail "dry run: clock shown locked: $(grep clock_locked "$tmp/m")"
+grep -q '^govd_dry_run_would_clock_locked{device="gpu1"} 1$' "$tmp/m" ||
+	fail "dry run: no would-set gauge: $(grep would "$tmp/m")"
+grep -q '^govd_dry_run_would_power_limit_watts{device="gpu1"} [1-9]' "$tmp/m" || fail "dry run: would-set limit"
+grep -q '^gpu1 .* no  ' "$tmp/st" || fail "dry run: status table says locked: $(cat "$tmp/st")"
+grep -q '^gpu1: dry run, would set: clock locked at [0-9]* MHz, power limit [0-9.]* W$' "$tmp/st" ||
+	fail "dry run: no would-set line: $(cat "$tmp/st")"
+/usr/bin/python3 - "$tmp/sj" <<'PY' || fail "dry run, status JSON: $(cat "$tmp/sj")"
+import json, sys
+d = {x["name"]: x for x in json.load(open(sys.argv[1]))["devices"]}["gpu1"]
+assert d["clk_locked"] is False and d["would_set"]["clk_locked"] is True, d
+assert d["clk_max_khz"] == 1980000, d
+PY
 kill -TERM "$pid"
 wait "$pid" || fail "govd exit status $?"
 pid=
-echo "ok: gpu0 outside (metric 1, status line, JSON reason), gpu1 inside (0, null)"
+echo "ok: gpu0 outside (metric 1, status line, JSON reason), gpu1 inside (0, null); dry run: in force unlocked, would-set locked in the gauges, the status line and the JSON"
