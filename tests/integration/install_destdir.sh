@@ -39,9 +39,16 @@ for f in "$datadir/policies/default.yaml" "$datadir/policies/balanced.yaml" \
 	"$prefix/share/man/man8/govd.8" "$prefix/share/man/man1/govctl.1" \
 	"$prefix/share/man/man5/govd.yaml.5" "$prefix/share/man/man5/govd-policy.5" \
 	"$prefix/share/bash-completion/completions/govctl" "$prefix/share/bash-completion/completions/govd" \
-	"$prefix/share/doc/govd/README.md" "$prefix/share/doc/govd/NOTICE" "$prefix/share/doc/govd/daemon.md"; do
+	"$prefix/share/doc/govd/README.md" "$prefix/share/doc/govd/NOTICE" "$prefix/share/doc/govd/daemon.md" \
+	"$prefix/share/doc/govd/runbook.md" "$datadir/monitoring/govd-rules.yml" \
+	"$datadir/monitoring/govd-rules.test.yml" "$datadir/monitoring/grafana-govd.json"; do
 	[ -f "$D$f" ] || fail "$f not installed"
 done
+# The installed rules pass their installed unit tests (promtool, when there).
+if command -v promtool >/dev/null; then
+	(cd "$D$datadir/monitoring" && promtool test rules govd-rules.test.yml >/dev/null) ||
+		fail "promtool test rules on the installed monitoring kit"
+fi
 # Every shipped example is installed, and none keeps a path into the source tree.
 for f in configs/examples/*.yaml; do
 	[ -f "$D$etc/govd/examples/$(basename "$f")" ] || fail "$f not installed in $etc/govd/examples"
