@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/fsafe.h"
 #include "governor/controllers/controller.h"
 #include "governor/sim/honest.h"
@@ -295,6 +296,11 @@ static int run_worker(const struct job *jobs, size_t njobs, size_t w, size_t nw,
  * them; "[k/N] scenario/policy/seed" on stderr while it is a terminal. */
 struct progress {
 	bool tty;
+	/* Not a terminal (a CI log): a plain "k/N runs done" line at most every
+	 * this many seconds (GOVCTL_PROGRESS_S, default 10), so a long compare
+	 * is not silent; 0: after every run. */
+	double every_s;
+	double last_s;
 	size_t done, total, repeats;
 	size_t n_seen, cap_seen;
 	char **seen;
@@ -327,9 +333,17 @@ static void progress_step(struct progress *pg, const struct job *j, const char (
 			  const char (*pname)[64])
 {
 	pg->done++;
-	if (pg->tty)
+	if (pg->tty) {
 		fprintf(stderr, "\r\033[K[%zu/%zu] %s/%s/%llu", pg->done, pg->total, sname[j->si],
 			pname[j->pi], (unsigned long long)j->seed);
+		return;
+	}
+	double now = govd_mono_ms() / 1000.0;
+	if (pg->done < pg->total && now - pg->last_s >= pg->every_s) {
+		fprintf(stderr, "govctl compare: %zu/%zu runs done (last %s/%s/%llu)\n", pg->done,
+			pg->total, sname[j->si], pname[j->pi], (unsigned long long)j->seed);
+		pg->last_s = now;
+	}
 }
 
 static void progress_free(struct progress *pg)
@@ -489,7 +503,12 @@ int govctl_compare(int argc, char **argv)
 	/* Load every file once up front: bad files fail before any run starts,
 	 * with all their diagnostics, and the names label the runs. */
 	struct diag_list d = { 0 };
-	struct progress pg = { .tty = isatty(STDERR_FILENO) == 1 };
+	struct progress pg = { .tty = isatty(STDERR_FILENO) == 1, .every_s = 10 };
+	const char *every = getenv("GOVCTL_PROGRESS_S");
+	double ev;
+	if (every && govctl_parse_double(every, &ev) && ev >= 0)
+		pg.every_s = ev;
+	pg.last_s = govd_mono_ms() / 1000.0;
 	char sname[MAX_ITEMS][64], pname[MAX_ITEMS][64];
 	uint64_t sdefault_seed[MAX_ITEMS];
 	int bad = 0;
