@@ -414,6 +414,7 @@ static int ctl_status(void *ctx, json_t *out)
 		 * why, or null (docs/metrics.md, govd_outside_envelope). */
 		json_object_set_new(dj, "envelope",
 				    g->outside_envelope ? json_string(g->envelope_why) : json_null());
+		json_object_set_new(dj, "out_of_band_changes", json_integer((json_int_t)g->oob_changes));
 		if (d->dry_run) {
 			/* Nothing was written: in force is the device's own (firmware
 			 * clocks, the limit it reports); the decision is would_set. */

@@ -351,6 +351,7 @@ void metrics_device_update(struct metrics_device *d, const struct governor *g,
 	for (size_t s = 0; s < g->n_slices && s < HAL_MAX_SLICES; s++)
 		snprintf(d->slice_name[s], sizeof(d->slice_name[s]), "%s", g->slice_name[s]);
 	metrics_device_update_from(d, &g->lim, g->cfg.pol, p, fired_triggers);
+	d->oob_changes = g->oob_changes;
 }
 
 /* ---- text exposition ---------------------------------------------------- */
@@ -759,6 +760,10 @@ int metrics_render(const struct metrics_snapshot *s, FILE *f)
 		}
 	DEV_COUNTER("govd_actuation_errors_total", "Periods in which a device write failed.",
 		    actuate_errors);
+	DEV_COUNTER("govd_out_of_band_changes_total",
+		    "Power-limit changes by another writer (nvidia-smi -pl, a BMC cap): govd applies its own "
+		    "decision again.",
+		    oob_changes);
 	DEV_COUNTER("govd_decision_log_write_errors_total",
 		    "Decision-log writes that failed (the record is dropped whole).", log_write_errors);
 	fflush(f);

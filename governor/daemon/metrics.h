@@ -114,6 +114,7 @@ struct metrics_device {
 	uint64_t decisions[GOV_R_COUNT];   /* periods carrying each reason bit */
 	uint64_t telemetry_faults[GOV_SIG_N]; /* fault onsets (none -> fault) */
 	uint64_t actuate_errors;
+	uint64_t oob_changes; /* another writer changed the power limit (governor.c) */
 	/* INT8 quality gate per slice: open now, and open -> closed transitions. */
 	bool gate_open[HAL_MAX_SLICES];
 	uint64_t gate_closures[HAL_MAX_SLICES];

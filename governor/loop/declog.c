@@ -328,6 +328,11 @@ int declog_decision(struct declog *d, const struct declog_record *r)
 	if (r->quality_faults)
 		json_object_set_new(o, "quality_faults",
 				    backend_faults_json(r->quality_faults, r->quality_fault_msg));
+	if (r->oob_found_mw)
+		json_object_set_new(o, "out_of_band",
+				    json_pack("{s:s, s:I, s:I}", "setting", "power_limit", "found_mw",
+					      (json_int_t)r->oob_found_mw, "expected_mw",
+					      (json_int_t)r->oob_expected_mw));
 	json_object_set_new(o, "before", op_json(r->before));
 	json_object_set_new(o, "after", op_json(r->after));
 	for (int i = 0; i < GOV_R_COUNT; i++)

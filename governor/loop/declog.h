@@ -68,6 +68,9 @@ struct declog_record {
 	 * evidence_budget: the asks were scaled to quality.shadow_budget. */
 	const enum gov_evidence *evidence;
 	bool evidence_budget;
+	/* Non-zero found: another writer set the power limit (governor.c,
+	 * check_out_of_band): what the device reported and what govd had set. */
+	uint32_t oob_found_mw, oob_expected_mw;
 };
 
 /* What a compact log compares: a decision record is skipped while all of

@@ -282,6 +282,36 @@ static void apply_asks(const struct governor *g, const struct ctl_output *out,
 	}
 }
 
+/* Another writer changed the power limit: the limit the device reports
+ * differs from the one govd set (more than 1 W and 1 %) on two periods in a
+ * row (one period lets a write settle). govd owns the device: its in-force
+ * view takes the device's value, so this period's actuation writes its own
+ * decision again, and the change is counted and logged (docs/daemon.md,
+ * "Out-of-band changes"). Not in a dry run (govd set nothing), not before
+ * govd's first write. True on the period it is found. */
+static bool check_out_of_band(struct governor *g)
+{
+	const struct hal_value *pl = &g->sample.power_limit_mw;
+	if (g->cfg.dry_run || !g->wrote || !pl->valid || pl->nan || pl->v <= 0 ||
+	    pl->v > HAL_POWER_MAX_MW || !hal_can_set_power_limit(g->cfg.dev)) {
+		g->oob_streak = 0;
+		return false;
+	}
+	int64_t want = g->cur.power_limit_mw, d = pl->v - want;
+	if (llabs(d) <= 1000 || llabs(d) * 100 <= want) {
+		g->oob_streak = 0;
+		return false;
+	}
+	if (++g->oob_streak < 2)
+		return false;
+	g->oob_streak = 0;
+	g->oob_changes++;
+	g->oob_found_mw = (uint32_t)pl->v;
+	g->oob_expected_mw = g->cur.power_limit_mw;
+	g->cur.power_limit_mw = (uint32_t)pl->v;
+	return true;
+}
+
 /* The envelope this period: device limits and the inlet (last good
  * reading), with hysteresis on the way back in. */
 static void check_envelope(struct governor *g, double inlet_c)
@@ -410,6 +440,7 @@ int governor_tick(struct governor *g)
 		g->started = true;
 		reasons |= GOV_R_INIT;
 	}
+	bool oob = check_out_of_band(g);
 	struct ctl_input in = {
 		.est = est,
 		.pol = g->cfg.pol,
@@ -456,6 +487,10 @@ int governor_tick(struct governor *g)
 	rec.why = &out.why;
 	rec.evidence = ev;
 	rec.evidence_budget = out.evidence_budget;
+	if (oob) {
+		rec.oob_found_mw = g->oob_found_mw;
+		rec.oob_expected_mw = g->oob_expected_mw;
+	}
 	rec.serving_faults = sv_faults;
 	rec.serving_fault_msg = sv_faults ? g->serving.fault_msg : NULL;
 	rec.quality_faults = q_faults;

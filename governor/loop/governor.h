@@ -90,6 +90,12 @@ struct governor {
 	uint32_t orig_power_limit_mw;
 	uint64_t seq;
 	uint64_t actuate_errors;
+	/* Out-of-band power-limit changes: the device reported a limit govd did
+	 * not set on two periods in a row (nvidia-smi -pl, a BMC cap); counted,
+	 * logged, and govd's own decision is applied again. */
+	uint64_t oob_changes;
+	unsigned oob_streak;
+	uint32_t oob_found_mw, oob_expected_mw; /* the last one, for the log */
 	uint64_t emergencies;
 	bool safety;             /* the last applied point was forced by safety (not canaried) */
 	bool operator_hold;      /* governor_hold */

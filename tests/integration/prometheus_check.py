@@ -45,6 +45,7 @@ ALERT_LABELS = {
     "GovdOutsideEnvelope": {"job", "instance", "device"},
     "GovdActuationErrors": {"job", "instance", "device"},
     "GovdServingTelemetryDown": {"job", "instance", "device"},
+    "GovdOutOfBandChanges": {"job", "instance", "device"},
     "GovdHeldLong": {"job", "instance"},
     "GovdDryRunLong": {"job", "instance"},
     "GovdFleetSafeMode": {"job", "instance", "mode"},

@@ -284,6 +284,72 @@ static void rig_free(struct rig *r)
 	free(r);
 }
 
+/* Another writer sets the power limit (nvidia-smi -pl, a BMC cap): seen on
+ * the second period it persists, counted, logged with what was found and
+ * expected, and govd's own limit written again; a dry run (govd set
+ * nothing) and a change that settles within a period are not counted. */
+static void test_out_of_band_power_limit(void **state)
+{
+	(void)state;
+	struct rig *r = rig_new("static");
+	rig_start(r);
+	assert_int_equal(governor_run(&r->g, 1000), 0);
+	assert_int_equal(r->f.power_limit_mw, 700000); /* static's default, written */
+	int writes = r->f.n_set_power;
+	/* one period only: a write settling, not counted */
+	r->f.power_limit_mw = 400000;
+	assert_int_equal(governor_tick(&r->g), 0);
+	r->f.power_limit_mw = 700000;
+	assert_int_equal(governor_tick(&r->g), 0);
+	assert_int_equal(r->g.oob_changes, 0);
+	/* persistent: the second period finds it and writes 700 W again */
+	r->f.power_limit_mw = 400000;
+	assert_int_equal(governor_tick(&r->g), 0);
+	assert_int_equal(r->g.oob_changes, 0);
+	assert_int_equal(governor_tick(&r->g), 0);
+	assert_int_equal(r->g.oob_changes, 1);
+	assert_int_equal(r->f.power_limit_mw, 700000);
+	assert_int_equal(r->f.n_set_power, writes + 1);
+	/* 1 W off is the device's rounding, not another writer */
+	r->f.power_limit_mw = 700800;
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(governor_tick(&r->g), 0);
+	assert_int_equal(r->g.oob_changes, 1);
+	fflush(r->log);
+	size_t n;
+	json_t **v = lines(r, &n);
+	int logged = 0;
+	for (size_t i = 0; i < n; i++) {
+		json_t *o = json_object_get(v[i], "out_of_band");
+		if (!o)
+			continue;
+		logged++;
+		assert_int_equal(json_integer_value(json_object_get(o, "found_mw")), 400000);
+		assert_int_equal(json_integer_value(json_object_get(o, "expected_mw")), 700000);
+		assert_int_equal(op_int(v[i], "before", "power_limit_mw"), 400000);
+		assert_int_equal(op_int(v[i], "after", "power_limit_mw"), 700000);
+	}
+	assert_int_equal(logged, 1);
+	lines_free(v, n);
+	governor_fini(&r->g);
+	fclose(r->log);
+	rig_free(r);
+
+	/* dry run: nothing was set, nothing is out of band */
+	r = rig_new("static");
+	struct diag_list d = { 0 };
+	rig_start_ex(r, true, &d);
+	diag_clear(&d);
+	assert_int_equal(governor_run(&r->g, 1000), 0);
+	r->f.power_limit_mw = 400000;
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(governor_tick(&r->g), 0);
+	assert_int_equal(r->g.oob_changes, 0);
+	governor_fini(&r->g);
+	fclose(r->log);
+	rig_free(r);
+}
+
 /* A restore whose write fails is not marked done: the next call (the
  * daemon's shutdown, governor_fini) tries again and brings the original back. */
 static void test_failed_restore_is_retried(void **state)
@@ -822,6 +888,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_static_actuates_once_and_restores),
 		cmocka_unit_test(test_failed_restore_is_retried),
+		cmocka_unit_test(test_out_of_band_power_limit),
 		cmocka_unit_test(test_fault_goes_to_safe_point),
 		cmocka_unit_test(test_serving_faults_logged),
 		cmocka_unit_test(test_backend_owns_restore),
