@@ -105,6 +105,10 @@ def checks(rules_path, dash_path, doc_path):
             expr = t["expr"].replace("$instance", ".+").replace("$device", ".+")
             labels = set(re.findall(r"\{\{\s*(\w+)\s*\}\}", t.get("legendFormat", "")))
             rows.append((f"panel '{p['title']}' {t['refId']}", expr, labels, True))
+    for a in dash.get("annotations", {}).get("list", []):
+        expr = a["expr"].replace("$instance", ".+").replace("$device", ".+")
+        # an annotation marks events: the live server may have none (no data)
+        rows.append((f"annotation '{a['name']}'", expr, set(), False))
     text = open(doc_path).read()
     blocks = re.findall(r"```promql\n(.*?)```", text, re.S)
     if not blocks:

@@ -22,8 +22,21 @@ for p in d["panels"]:
     assert p["datasource"]["type"] == "prometheus", p["title"]
     for t in p["targets"]:
         assert t["expr"].strip() and t["refId"], p["title"]
+# Every panel follows the node and device pickers (a panel over every
+# node hid a node's own trouble behind the fleet's).
+for p in d["panels"]:
+    for t in p["targets"]:
+        assert "$instance" in t["expr"], p["title"] + ": ignores $instance"
+# Annotations mark what changes the picture: rollbacks, gate closures,
+# another writer, the envelope, a hold; each a Prometheus query on the
+# pickers.
+anns = d["annotations"]["list"]
+assert {a["name"] for a in anns} >= {"Rollbacks", "Quality gate closed", "Out-of-band power limit",
+                                      "Outside the envelope", "Held"}, anns
+for a in anns:
+    assert a["datasource"]["type"] == "prometheus" and "$instance" in a["expr"], a["name"]
 names = {v["name"] for v in d["templating"]["list"]}
 assert {"datasource", "instance", "device"} <= names, names
-print(f"{len(ids)} panels, {sum(len(p['targets']) for p in d['panels'])} targets")
+print(f"{len(ids)} panels, {sum(len(p['targets']) for p in d['panels'])} targets, {len(anns)} annotations")
 PY
 echo PASS
