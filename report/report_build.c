@@ -867,7 +867,8 @@ static json_t *decision_json(const struct rp_decision *d)
 	return o;
 }
 
-static json_t *mitigation(struct rp_run **runs, size_t n, size_t bi, const struct runinfo *ri)
+static json_t *mitigation(struct rp_run **runs, size_t n, size_t bi, const struct runinfo *ri,
+			  const struct rp_thresholds *th)
 {
 	json_t *o = json_object(), *iv = json_array(), *rej = json_array();
 	const struct rp_run *b = runs[bi], *c = runs[0];
@@ -903,8 +904,11 @@ static json_t *mitigation(struct rp_run **runs, size_t n, size_t bi, const struc
 			}
 		}
 		/* An alternative that lost (blocked, no gain over the baseline, or
-		 * less than the candidate's) is a rejected alternative, with why. */
-		bool lost_to_cand = i != 0 && !(r->tpj >= c->tpj);
+		 * not better than the candidate's by more than the noise margin,
+		 * thresholds min_gain:
+		 * 0.07 % ahead ranked "switch to slo-dvfs" over the candidate the
+		 * report recommends) is a rejected alternative, with why. */
+		bool lost_to_cand = i != 0 && !(r->tpj > c->tpj * (1 + th->min_gain));
 		if (ri[i].dec.verdict == RP_NOGO || !(r->tpj > b->tpj) || lost_to_cand) {
 			char why[2048] = "";
 			size_t l;
@@ -917,9 +921,12 @@ static json_t *mitigation(struct rp_run **runs, size_t n, size_t bi, const struc
 			l = strlen(why);
 			if (lost_to_cand)
 				snprintf(why + l, sizeof(why) - l,
-					 "%stokens/J %.4f against the candidate's %.4f (%+.1f%%)%s", l ? "; " : "",
+					 "%stokens/J %.4f against the candidate's %.4f (%+.2f%%)%s", l ? "; " : "",
 					 r->tpj, c->tpj, 100 * (r->tpj / c->tpj - 1),
-					 ri[i].dec.verdict == RP_NOGO ? "" : ": a smaller gain for the same demand");
+					 ri[i].dec.verdict == RP_NOGO ? ""
+					 : r->tpj >= c->tpj	      ? ": within the noise margin of the candidate, "
+									"no measured advantage"
+								      : ": a smaller gain for the same demand");
 			else if (!(r->tpj > b->tpj) && !strstr(why, "below the baseline"))
 				snprintf(why + l, sizeof(why) - l, "%sno perf-per-watt gain over the baseline "
 								   "(tokens/J %.4f vs %.4f)",
@@ -1020,6 +1027,7 @@ static json_t *mitigation(struct rp_run **runs, size_t n, size_t bi, const struc
 	}
 	json_object_set_new(o, "interventions", iv);
 	json_object_set_new(o, "rejected", rej);
+	json_object_set_new(o, "alternatives_tried", json_integer((json_int_t)(m > 0 ? m - 1 : 0)));
 	return o;
 }
 
@@ -1289,7 +1297,7 @@ static int build(struct rp_run **runs, size_t n, size_t bi, size_t n_cmdline,
 	json_object_set_new(bo, "thresholds", thresholds_json(th));
 	json_object_set_new(bo, "runs", bott);
 	json_object_set_new(rep, "bottlenecks", bo);
-	json_object_set_new(rep, "mitigation", mitigation(runs, n, bi, ri));
+	json_object_set_new(rep, "mitigation", mitigation(runs, n, bi, ri, th));
 	json_t *vmo = json_object();
 	json_object_set_new(vmo, "rows", vm);
 	json_t *verdicts = json_array();

@@ -256,11 +256,11 @@ static void sec_recommendation(struct doc *d, json_t *rep)
 	para(d, "Candidate %s against baseline %s: %s. Run class: %s.", s_(rec, "candidate"),
 	     s_(rec, "baseline"), s_(rec, "summary"), s_(rec, "run_class"));
 	json_t *sd = g(rep, "seeds");
-	char a[B], b_[B], c[B];
+	char a[B], b_[B], c[B], e[B];
 	if (json_integer_value(g(sd, "paired_seeds")) >= 2)
 		para(d, "Over %s paired seeds: gain min %s, median %s, max %s (%s).",
 		     n_(sd, "paired_seeds", 0, a, B), pct(g(sd, "gain"), "min", b_, B),
-		     pct(g(sd, "gain"), "median", c, B), pct(g(sd, "gain"), "max", a, B), s_(sd, "rule"));
+		     pct(g(sd, "gain"), "median", c, B), pct(g(sd, "gain"), "max", e, B), s_(sd, "rule"));
 	else
 		para(d, "One paired seed: no spread to judge the gain against (%s).", s_(sd, "rule"));
 	json_t *rs = g(rec, "reasons");
@@ -277,6 +277,19 @@ static void sec_recommendation(struct doc *d, json_t *rep)
 	} else {
 		para(d, "No blocker and no condition: every check passes, every check is guarded by a "
 			"rollback trigger and the gain is above the noise threshold.");
+	}
+	/* A monitor's alert on the candidate belongs in the headline, not only
+	 * in its section at the end. */
+	size_t i;
+	json_t *x;
+	json_array_foreach(g(g(rep, "monitors"), "perf_per_watt_trend"), i, x)
+	{
+		if (!json_is_true(g(x, "alert")) || strcmp(s_(x, "run"), s_(rep, "candidate")))
+			continue;
+		para(d, "Perf-per-watt trend alert: %s of %s busy windows below the baseline's tokens/J, "
+			"%s in a row at the longest (rule: %s; section mon-trend).",
+		     n_(x, "windows_below_baseline", 0, a, B), n_(x, "windows_compared", 0, b_, B),
+		     n_(x, "longest_run_below_baseline", 0, c, B), s_(x, "alert_rule"));
 	}
 }
 
@@ -569,7 +582,9 @@ static void sec_mitigation(struct doc *d, json_t *rep, const struct rp_plots *pl
 	tend(d);
 	plot(d, pl, "fig-points");
 	h(d, 3, "Rejected alternatives", "rejected");
-	if (!json_array_size(g(m, "rejected")))
+	if (!json_array_size(g(m, "rejected")) && json_integer_value(g(m, "alternatives_tried")) > 0)
+		para(d, "None rejected: every alternative tried is ranked above.");
+	else if (!json_array_size(g(m, "rejected")))
 		para(d, "No alternative was tried: pass the other runs (govctl report --alternatives RUN "
 			"or a govctl compare output directory) to have each one's reason here.");
 	const char *rc[] = { "alternative", "run", "label", "tokens/J", "gain vs baseline",

@@ -133,6 +133,31 @@ shot "$only svg{display:none !important}" nosvg
 n_rej=$(q "$j" "sum(1 for x in r['mitigation']['rejected'] if 'slo-dvfs' in x['alternative'] and x['why'])")
 [ "$n_rej" -ge 1 ] || fail "slo-dvfs not among the rejected alternatives"
 grep -A4 'id="rejected"' "$out/r/report.html" | grep -q 'slo-dvfs' || fail "rejected alternatives table empty"
+# Given alternatives, the report never says none was tried; an alternative
+# ranks over the candidate only ahead of it by more than the noise margin
+# (min_gain); a trend alert on the candidate is in the headline.
+if grep -q 'No alternative was tried' "$out/r/report.md"; then fail "'no alternative was tried' with --alternatives"; fi
+grep -qE '^Over 3 paired seeds: gain min [-+][0-9.]+%, median [-+][0-9.]+%, max [-+][0-9.]+% ' "$out/r/report.md" ||
+	fail "the seeds line: $(grep '^Over .* paired seeds' "$out/r/report.md")"
+python3 - "$j" "$out/r/report.md" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+md = open(sys.argv[2]).read()
+m = r["mitigation"]
+assert m["alternatives_tried"] >= 1, m["alternatives_tried"]
+margin = r["thresholds"]["min_gain"] if "thresholds" in r else 0.02
+pol = r["candidate"].split("/")[1]
+sw = [x for x in m["interventions"] if x["intervention"].startswith("switch to policy ")]
+cand = [x for x in sw if x["intervention"].startswith("switch to policy %s " % pol)]
+assert cand, [x["intervention"] for x in sw]
+for x in sw:
+    if x["rank"] < cand[0]["rank"]:
+        assert x["after"]["tokens_per_joule"] > cand[0]["after"]["tokens_per_joule"] * (1 + margin), x
+head = md.split("## Release recommendation", 1)[1].split("\n## ", 1)[0]
+for t in r["monitors"]["perf_per_watt_trend"]:
+    if t["alert"] and t["run"] == r["candidate"]:
+        assert "Perf-per-watt trend alert" in head, head[:800]
+EOF
 
 # Ranking by energy share; the majority class has a cost; rows collapse.
 python3 - "$j" <<'EOF'
