@@ -27,6 +27,8 @@ sed -e 's/^  driver_versions: .*/  driver_versions: ["550.*"]   # not the sim: o
 grep -q '"550\.\*"' "$tmp/real.yaml" || fail "could not narrow balanced.yaml's envelope"
 cp policies/balanced.yaml "$tmp/sim.yaml"
 cat >"$tmp/c.yaml" <<YAML
+state_file: state.json
+decision_log: {dir: log}
 metrics: {listen: "127.0.0.1:0"}
 control:
   socket: ctl.sock
