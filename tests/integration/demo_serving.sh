@@ -72,6 +72,9 @@ check(any("shadow_rate" in d and d["shadow_rate"].get("chat", 0) > 0 for d in ap
 check(any(asks(r)[1] is None for r in dec[2:]), "the ask on chat fell once decided")
 check(asks(dec[-1])[2] is None, "the ask on math fell and stayed down: %s" % asks(dec[-1]))
 check(len(dec) >= 20, "at least 20 periods (%d)" % len(dec))
+# DVFS shows: at the stand-in's default 3 requests/s the clock leaves the max
+low = [r for r in dec if r["after"]["clk_locked"] and r["after"]["clk_max_khz"] < 1900000]
+check(len(low) >= 5, "the clock under 1900 MHz in at least 5 periods (%d)" % len(low))
 # scraped: serving inputs present
 served = [r for r in dec if r["inputs"]["sla"]["requests"] > 0 and r["inputs"]["sla"]["tbt_p99_ms"] is not None
           and r["inputs"]["sla"]["ttft_p99_ms"] is not None and (r["inputs"]["tokens_per_s"] or 0) > 0]
