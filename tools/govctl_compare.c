@@ -712,9 +712,10 @@ int govctl_compare(int argc, char **argv)
 		fprintf(stderr, "govctl compare: %s: %s\n", path, mfe.msg);
 		failed = 1;
 	}
-	printf("%-16s %-20s %9s %8s %8s %10s %9s %10s %7s %9s %6s%s\n", "scenario", "policy",
-	       "tokens/J", "ratio", "SLA att", "TTFT p99", "TBT p99", "e2e p99", "clamps", "breaches",
-	       "INT8", oracle ? " % oracle  att feas  % BF16 or" : "");
+	/* units in the header: latencies in ms, INT8 as the share of tokens */
+	printf("%-16s %-20s %9s %8s %8s %11s %10s %10s %7s %9s %10s%s\n", "scenario", "policy",
+	       "tokens/J", "ratio", "SLA att", "TTFT p99 ms", "TBT p99 ms", "e2e p99 ms", "clamps",
+	       "breaches", "INT8 share", oracle ? " % oracle  att feas  % BF16 or" : "");
 	if (md) {
 		fprintf(md, "# govctl compare\n\nBaseline: `%s`; means over %zu seed(s).", pname[base],
 			nseeds);
@@ -749,7 +750,7 @@ int govctl_compare(int argc, char **argv)
 			char pcts[64] = "";
 			if (oracle)
 				snprintf(pcts, sizeof(pcts), " %8.1f %9.3f %11.1f", pct, hatt, pct16);
-			printf("%-16s %-20s %9.4f %8.3f %8.3f %10.1f %9.2f %10.1f %7.1f %9.1f %6.3f%s%s\n",
+			printf("%-16s %-20s %9.4f %8.3f %8.3f %11.1f %10.2f %10.1f %7.1f %9.1f %10.3f%s%s\n",
 			       sname[si], pname[pi], r->tpj, ratio, r->att, r->ttft, r->tbt, r->e2e,
 			       r->clamps, r->breach, r->int8, pcts, r->failed ? "  FAILED" : "");
 			if (md) {
@@ -799,7 +800,7 @@ int govctl_compare(int argc, char **argv)
 				const struct row *orw = &orows[b * scen.n + si];
 				const char *oname = b ? "oracle-bf16" : "oracle";
 				double oratio = orw->tpj / rows[si * pols.n + base].tpj;
-				printf("%-16s %-20s %9.4f %8.3f %8.3f %10s %9s %10s %7.1f %9.1f %6s %8s "
+				printf("%-16s %-20s %9.4f %8.3f %8.3f %11s %10s %10s %7.1f %9.1f %10s %8s "
 				       "%9.3f %11s\n",
 				       sname[si], oname, orw->tpj, oratio, orw->att, "-", "-", "-",
 				       orw->clamps, orw->breach, "-", b ? "-" : "100.0", 1.0,
