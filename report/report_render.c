@@ -46,6 +46,33 @@ static void put_esc(struct doc *d, const char *s)
 	}
 }
 
+/* The report's sections, in order: one table for their headings and the
+ * table of contents. */
+enum rp_sec {
+	SEC_RECOMMENDATION, SEC_TIMESERIES, SEC_HANDOFF, SEC_PRIMARY, SEC_BOTTLENECKS,
+	SEC_MITIGATION, SEC_VALIDATION, SEC_MONITORS, SEC_SIGNOFF, SEC_N
+};
+static const struct {
+	const char *id, *title;
+} sections[SEC_N] = {
+	[SEC_RECOMMENDATION] = { "recommendation", "Release recommendation" },
+	[SEC_TIMESERIES] = { "timeseries", "What the governor did over time" },
+	[SEC_HANDOFF] = { "handoff", "Handoff packet" },
+	[SEC_PRIMARY] = { "primary", "Primary metric: tokens per joule under the SLA" },
+	[SEC_BOTTLENECKS] = { "bottlenecks", "Bottleneck classification" },
+	[SEC_MITIGATION] = { "mitigation", "Mitigation proposal" },
+	[SEC_VALIDATION] = { "validation", "Validation matrix" },
+	[SEC_MONITORS] = { "monitors", "Monitors" },
+	[SEC_SIGNOFF] = { "signoff", "Sign-off" },
+};
+
+static void h(struct doc *d, int lvl, const char *text, const char *id);
+
+static void sec_h(struct doc *d, enum rp_sec s)
+{
+	h(d, 2, sections[s].title, sections[s].id);
+}
+
 static void h(struct doc *d, int lvl, const char *text, const char *id)
 {
 	if (d->html) {
@@ -244,7 +271,7 @@ static void sec_recommendation(struct doc *d, json_t *rep)
 {
 	json_t *rec = g(rep, "recommendation");
 	const char *v = s_(rec, "verdict");
-	h(d, 2, "Release recommendation", "recommendation");
+	sec_h(d, SEC_RECOMMENDATION);
 	if (d->html) {
 		const char *cls = !strcmp(v, "GO") ? "go" : !strcmp(v, "NO-GO") ? "nogo" : "cond";
 		fprintf(d->f, "<p class=\"verdict %s\">", cls);
@@ -295,7 +322,7 @@ static void sec_recommendation(struct doc *d, json_t *rep)
 
 static void sec_timeseries(struct doc *d, json_t *rep, const struct rp_plots *pl)
 {
-	h(d, 2, "What the governor did over time", "timeseries");
+	sec_h(d, SEC_TIMESERIES);
 	para(d, "Candidate %s (solid, blue) against baseline %s (dashed, red), on shared axes; marks on "
 		"every panel: hardware clamps, rollbacks, safe points and quality-gate changes (the "
 		"legend counts them). Long runs are thinned to buckets (mean; junction: the bucket's "
@@ -310,7 +337,7 @@ static void sec_timeseries(struct doc *d, json_t *rep, const struct rp_plots *pl
 static void sec_handoff(struct doc *d, json_t *rep)
 {
 	json_t *ho = g(rep, "handoff");
-	h(d, 2, "Handoff packet", "handoff");
+	sec_h(d, SEC_HANDOFF);
 	static const char *const keys[][2] = {
 		{ "role", "role" },
 		{ "source", "source" },
@@ -367,7 +394,7 @@ static void sec_handoff(struct doc *d, json_t *rep)
 static void sec_primary(struct doc *d, json_t *rep, const struct rp_plots *pl)
 {
 	json_t *pm = g(rep, "primary_metric");
-	h(d, 2, "Primary metric: tokens per joule under the SLA", "primary");
+	sec_h(d, SEC_PRIMARY);
 	para(d, "%s.", s_(pm, "definition"));
 	const char *cols[] = { "run", "role", "tokens/J", "vs baseline", "tokens/J under SLA",
 			       "vs baseline", "SLA attainment", "energy J (accel/mem/host)", "source" };
@@ -440,7 +467,7 @@ static void sec_primary(struct doc *d, json_t *rep, const struct rp_plots *pl)
 static void sec_bottlenecks(struct doc *d, json_t *rep, const struct rp_plots *pl)
 {
 	json_t *bo = g(rep, "bottlenecks");
-	h(d, 2, "Bottleneck classification", "bottlenecks");
+	sec_h(d, SEC_BOTTLENECKS);
 	json_t *th = g(bo, "thresholds");
 	char a[B], b_[B], c[B], e[B], f[B], x[B], cs[B];
 	para(d, "Rules, first match per SLA window (docs/report.md): idle (utilisation < %s, nothing "
@@ -562,7 +589,7 @@ static void point_text(json_t *p, char *buf, size_t len)
 static void sec_mitigation(struct doc *d, json_t *rep, const struct rp_plots *pl)
 {
 	json_t *m = g(rep, "mitigation");
-	h(d, 2, "Mitigation proposal", "mitigation");
+	sec_h(d, SEC_MITIGATION);
 	para(d, "Measured interventions are other runs of the baseline's demand (ranked by tokens/J); "
 		"predicted ones recover a bottleneck class's cost in the candidate. Each is labelled.");
 	const char *cols[] = { "rank", "intervention", "addresses", "owner", "label", "before", "after",
@@ -604,7 +631,7 @@ static void sec_mitigation(struct doc *d, json_t *rep, const struct rp_plots *pl
 static void sec_validation(struct doc *d, json_t *rep, const struct rp_plots *pl)
 {
 	json_t *vm = g(rep, "validation_matrix");
-	h(d, 2, "Validation matrix", "validation");
+	sec_h(d, SEC_VALIDATION);
 	const char *cols[] = { "run", "slice", "check", "threshold", "value", "result",
 			       "rollback trigger" };
 	thead(d, cols, 7);
@@ -632,7 +659,7 @@ static void sec_validation(struct doc *d, json_t *rep, const struct rp_plots *pl
 static void sec_monitors(struct doc *d, json_t *rep, const struct rp_plots *pl)
 {
 	json_t *m = g(rep, "monitors");
-	h(d, 2, "Monitors", "monitors");
+	sec_h(d, SEC_MONITORS);
 	size_t i;
 	json_t *x;
 	char a[B], b_[B], c[B], e[B], f[B], y[B];
@@ -786,7 +813,7 @@ static void sec_monitors(struct doc *d, json_t *rep, const struct rp_plots *pl)
  * from the entries appended beside the report (checked by the caller). */
 static void sec_signoff(struct doc *d, json_t *rep, json_t *signoffs)
 {
-	h(d, 2, "Sign-off", "signoff");
+	sec_h(d, SEC_SIGNOFF);
 	para(d, "Each owner signs their decision with their own key: govctl signoff REPORT_DIR/report.json "
 		"--role ROLE --decision GO|GO-WITH-CONDITIONS|NO-GO --key KEYFILE appends a signed entry "
 		"to report.json.signoffs; govctl verify REPORT_DIR/report.json --signers FILE lists who "
@@ -844,7 +871,32 @@ static const char css[] =
 	".nogo{background:#c22;color:#fff}figure{margin:1em 0}figcaption{font-style:italic}"
 	"svg{max-width:100%;height:auto}.missing{color:#a00}"
 	".evidence{border:3px solid #e90;background:#fff6e6;padding:0.5em 1em;font-size:1.1em}"
-	".meta{color:#555;font-size:0.9em}";
+	".meta{color:#555;font-size:0.9em}.toc{border:1px solid #ccd;padding:0.3em 1em;"
+	"display:inline-block}.toc ol{margin:0.2em 0}"
+	/* On paper: the page's full width, colours kept (the verdict and the
+	 * pass/fail rows say something), no table or figure split over pages,
+	 * each top-level section on a new page. */
+	"@media print{body{max-width:none;margin:0;padding:0;font-size:10pt}"
+	"*{-webkit-print-color-adjust:exact;print-color-adjust:exact}"
+	"table,figure,tr{break-inside:avoid}h2:not(#recommendation){break-before:page}"
+	"h2,h3{break-after:avoid}"
+	"a{color:inherit;text-decoration:none}svg{width:100%}}";
+
+static void toc(struct doc *d)
+{
+	if (d->html) {
+		fputs("<nav class=\"toc\" id=\"contents\"><b>Contents</b><ol>\n", d->f);
+		for (int i = 0; i < SEC_N; i++)
+			fprintf(d->f, "<li><a href=\"#%s\">%s</a></li>\n", sections[i].id,
+				sections[i].title);
+		fputs("</ol></nav>\n", d->f);
+		return;
+	}
+	fputs("Contents:\n\n", d->f);
+	for (int i = 0; i < SEC_N; i++)
+		fprintf(d->f, "%d. [%s](#%s)\n", i + 1, sections[i].title, sections[i].id);
+	fputs("\n", d->f);
+}
 
 int rp_render(json_t *rep, const struct rp_plots *plots, json_t *signoffs, FILE *f, bool html)
 {
@@ -879,6 +931,7 @@ int rp_render(json_t *rep, const struct rp_plots *plots, json_t *signoffs, FILE 
 	put_esc(&d, line);
 	fputs(html ? "</p>\n" : "\n\n", f);
 	para(&d, "Candidate: %s. Baseline: %s.", s_(rep, "candidate"), s_(rep, "baseline"));
+	toc(&d);
 	sec_recommendation(&d, rep);
 	sec_timeseries(&d, rep, plots);
 	sec_handoff(&d, rep);

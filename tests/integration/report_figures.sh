@@ -129,6 +129,24 @@ shot "$only svg{display:none !important}" nosvg
 ! python3 tests/integration/png_nonblank.py "$out/nosvg.png" --bands "$nfig" --color 1f77b4:40 >/dev/null ||
 	fail "the screenshot check passes without the figures"
 
+# A reviewer's way in: a table of contents linking every top-level section
+# (html and md), and a print stylesheet; chromium prints it to a PDF of
+# several pages (one per top-level section).
+python3 - "$out/r/report.html" "$out/r/report.md" <<'EOF'
+import re, sys
+html, md = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+ids = re.findall(r'<h2 id="([^"]+)"', html)
+toc = re.search(r'<nav class="toc".*?</nav>', html, re.S).group(0)
+assert ids and all(('href="#%s"' % i) in toc for i in ids), (ids, toc)
+assert all(("](#%s)" % i) in md for i in ids), "md contents"
+assert "@media print" in html, "no print stylesheet"
+EOF
+timeout 120 "$chromium" --headless "${sandbox[@]}" --disable-gpu --user-data-dir="$out/chromium" \
+	--no-pdf-header-footer --print-to-pdf="$out/report.pdf" "file://$out/r/report.html" >/dev/null 2>&1 || true
+[ -s "$out/report.pdf" ] || fail "chromium printed no PDF"
+pages=$(grep -ao '/Count [0-9]*' "$out/report.pdf" | awk '{ if ($2 > n) n = $2 } END { print n + 0 }')
+[ "$pages" -ge 5 ] || fail "the printed report has $pages page(s); want one per top-level section (>= 5)"
+
 # Rejected alternatives from --alternatives, each with why.
 n_rej=$(q "$j" "sum(1 for x in r['mitigation']['rejected'] if 'slo-dvfs' in x['alternative'] and x['why'])")
 [ "$n_rej" -ge 1 ] || fail "slo-dvfs not among the rejected alternatives"
