@@ -252,6 +252,13 @@ static void read_root(struct ctx *x, yaml_node_t *root)
 		return;
 	ycfg_check_keys(x->y, root, "", root_keys);
 	ycfg_string(x->y, root, "", "node", false, c->node, sizeof(c->node));
+	/* Unset: GOVD_NODE (the DaemonSet sets it to spec.nodeName, which
+	 * survives a rollout; a pod's hostname does not), else the hostname
+	 * (the fleet agent's default). */
+	const char *env_node = getenv("GOVD_NODE");
+	if (!c->node[0] && env_node && env_node[0] && strlen(env_node) < sizeof(c->node) &&
+	    !strchr(env_node, '/'))
+		snprintf(c->node, sizeof(c->node), "%s", env_node);
 	yaml_node_t *pn = ycfg_get(x->y, root, "policy");
 	if (pn && policy_key(x, root, "", c->policy_path, sizeof(c->policy_path)) == 0) {
 		x->have_node_policy = true;

@@ -59,7 +59,7 @@ JS
 node "$tmp/validate.cjs" "$models" "$tmp/docs.json" || fail "a manifest does not validate"
 n=$($py -c "import json,sys; print(len(json.load(open(sys.argv[1]))))" "$tmp/docs.json")
 [ "$n" -ge 3 ] || fail "expected a DaemonSet, a ConfigMap and a Service; found $n documents"
-for kind in DaemonSet ConfigMap Service; do
+for kind in Namespace DaemonSet ConfigMap Service; do
 	grep -q "\"kind\": \"$kind\"" <($py -m json.tool "$tmp/docs.json") || fail "no $kind"
 done
 
@@ -98,6 +98,16 @@ for k in ("hostPID", "hostIPC", "hostNetwork"):
     assert not pod.get(k), k
 paths = [v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v]
 assert all(not p.startswith("/dev") for p in paths), paths
+# the node identity survives a rollout; readiness is the metrics endpoint
+env = {e["name"]: e for e in pod["containers"][0]["env"]}
+assert env["GOVD_NODE"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName", env
+assert pod["containers"][0]["readinessProbe"]["httpGet"]["path"] == "/metrics"
+# the namespace's Pod Security level admits SYS_ADMIN, and reports others
+ns = [x["doc"] for x in json.load(open(sys.argv[1])) if x["doc"]["kind"] == "Namespace"][0]
+lab = ns["metadata"]["labels"]
+assert ns["metadata"]["name"] == ds["metadata"]["namespace"]
+assert lab["pod-security.kubernetes.io/enforce"] == "privileged", lab
+assert lab["pod-security.kubernetes.io/warn"] == "baseline", lab
 PY
 
 # the ConfigMap's config and policy: govd --check, and the policy verbatim

@@ -47,6 +47,37 @@ static const char good[] =
 	"    weight: 2.5\n"
 	"    options: {index: 1}\n";
 
+/* The node's name: the config's, else GOVD_NODE (the DaemonSet's
+ * spec.nodeName), never one with a '/' (an etcd key separator). */
+static void test_node_from_env(void **st)
+{
+	(void)st;
+	static const char text[] =
+		"devices:\n  - {name: gpu0, backend: sim, options: {scenario: s.yaml}}\n"
+		"policy: p.yaml\n";
+	struct diag_list d = { 0 };
+	struct config *c;
+	setenv("GOVD_NODE", "gpu-node-7", 1);
+	assert_int_equal(load(text, &c, &d), 0);
+	assert_string_equal(c->node, "gpu-node-7");
+	config_free(c);
+	diag_clear(&d);
+	assert_int_equal(load(good, &c, &d), 0);
+	assert_string_equal(c->node, "n1"); /* the config's wins */
+	config_free(c);
+	diag_clear(&d);
+	setenv("GOVD_NODE", "a/b", 1);
+	assert_int_equal(load(text, &c, &d), 0);
+	assert_string_equal(c->node, "");
+	config_free(c);
+	diag_clear(&d);
+	unsetenv("GOVD_NODE");
+	assert_int_equal(load(text, &c, &d), 0);
+	assert_string_equal(c->node, "");
+	config_free(c);
+	diag_clear(&d);
+}
+
 static void test_good(void **st)
 {
 	struct diag_list d = { 0 };
@@ -188,6 +219,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_good),
+		cmocka_unit_test(test_node_from_env),
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_errors_located),
 		cmocka_unit_test(test_no_devices_and_syntax),
