@@ -19,7 +19,8 @@ _Static_assert(CONFIG_MAX_DEVICES == METRICS_MAX_DEVICES, "every configured devi
 
 static const char *const root_keys[] = { "node",	 "policy",	 "budget_w", "dry_run",
 					 "log_level",	 "state_file",	 "decision_log",
-					 "metrics",	 "control",	 "devices",  "fleet", NULL };
+					 "metrics",	 "control",	 "devices",  "fleet",
+					 "reload_on_change", NULL };
 static const char *const declog_keys[] = { "dir", "max_bytes", "keep", "mode", "heartbeat_s",
 					   "compress", NULL };
 static const char *const declog_modes[] = { "full", "compact", NULL };
@@ -266,6 +267,7 @@ static void read_root(struct ctx *x, yaml_node_t *root)
 	}
 	ycfg_double(x->y, root, "", "budget_w", false, 0, BUDGET_MAX_W, &c->budget_w);
 	ycfg_bool(x->y, root, "", "dry_run", false, &c->dry_run);
+	ycfg_bool(x->y, root, "", "reload_on_change", false, &c->reload_on_change);
 	int lv = (int)c->log_level;
 	if (ycfg_enum(x->y, root, "", "log_level", false, log_names, &lv) == 0)
 		c->log_level = (enum log_level)lv;

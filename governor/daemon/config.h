@@ -43,6 +43,9 @@ struct config {
 	char policy_path[CONFIG_PATH_LEN]; /* resolved; "" when every device names its own */
 	double budget_w; /* node power budget over all devices' power limits; 0: none */
 	bool dry_run;
+	/* Reload when a file in the config's folder changes (a Kubernetes
+	 * ConfigMap's update swaps its ..data link there): as SIGHUP does. */
+	bool reload_on_change;
 	enum log_level log_level;
 	char state_file[CONFIG_PATH_LEN];
 	struct {

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -652,13 +653,15 @@ static void unlock_writers(struct daemon_dev *dd)
 		}
 }
 
+static int watch_config(struct daemon *d, struct diag_list *diags);
+
 int daemon_init(struct daemon *d, const char *config_path, bool dry_run,
 		const struct daemon_hooks *hooks, struct diag_list *diags)
 {
 	int rc;
 
 	memset(d, 0, sizeof(*d));
-	d->tfd = d->sfd = d->lock_fd = -1;
+	d->tfd = d->sfd = d->lock_fd = d->wfd = -1;
 	if (hooks)
 		d->hooks = *hooks;
 	d->clock.ops = &mono_ops;
@@ -774,6 +777,8 @@ int daemon_init(struct daemon *d, const char *config_path, bool dry_run,
 	d->start_ms = govd_mono_ms();
 	if ((rc = arm_timer(d)))
 		goto err_fds;
+	if ((rc = watch_config(d, diags)))
+		goto err_fds;
 	char budget[48] = "";
 	if (c->budget_w > 0)
 		snprintf(budget, sizeof(budget), ", node budget %.0f W", c->budget_w);
@@ -868,6 +873,9 @@ void daemon_fini(struct daemon *d)
 	if (d->sfd >= 0)
 		close(d->sfd);
 	d->tfd = d->sfd = -1;
+	if (d->wfd >= 0)
+		close(d->wfd);
+	d->wfd = -1;
 	statefile_unlock(d->lock_fd); /* after the restore: the devices are free */
 	d->lock_fd = -1;
 	daemon_plan_free(&d->plan);
@@ -1269,6 +1277,72 @@ static int reload_logged(struct daemon *d, char *first_err, size_t len)
 static void do_reload(struct daemon *d)
 {
 	reload_logged(d, NULL, 0);
+}
+
+/* reload_on_change: a burst of events in the config's folder (an editor's
+ * save, a ConfigMap's ..data swap) is one reload; the reload is the same
+ * transaction as SIGHUP's, so a half-written file is refused and the next
+ * event retries. */
+/* A name in the config's folder whose change is a config change: a YAML file
+ * (the config, a policy) or a ConfigMap's ..data link; not govd's own files
+ * there (a state file, its lock, a socket), which would reload in a loop. */
+static bool config_name(const char *name)
+{
+	size_t n = strlen(name);
+	return !strcmp(name, "..data") || (n > 5 && !strcmp(name + n - 5, ".yaml")) ||
+	       (n > 4 && !strcmp(name + n - 4, ".yml"));
+}
+
+static void on_config_change(void *ctx, int fd)
+{
+	struct daemon *d = ctx;
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	bool any = false;
+	ssize_t r;
+	while ((r = read(fd, buf, sizeof(buf))) > 0)
+		for (ssize_t off = 0; off + (ssize_t)sizeof(struct inotify_event) <= r;) {
+			const struct inotify_event *ev = (const void *)(buf + off);
+			if (ev->len && config_name(ev->name))
+				any = true;
+			off += (ssize_t)(sizeof(*ev) + ev->len);
+		}
+	if (!any)
+		return;
+	log_notice("config folder changed: reloading");
+	do_reload(d);
+}
+
+static int watch_config(struct daemon *d, struct diag_list *diags)
+{
+	const struct config *c = d->plan.cfg;
+	d->wfd = -1;
+	if (!c->reload_on_change)
+		return 0;
+	char dir[CONFIG_PATH_LEN];
+	snprintf(dir, sizeof(dir), "%s", c->path);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*(slash == dir ? slash + 1 : slash) = '\0';
+	else
+		snprintf(dir, sizeof(dir), ".");
+	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (fd < 0 || inotify_add_watch(fd, dir, IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE |
+							 IN_DELETE | IN_ATTRIB) < 0) {
+		int err = errno;
+		if (fd >= 0)
+			close(fd);
+		diag_add(diags, DIAG_ERROR, c->path, 0, 0, "reload_on_change", "watch",
+			 "cannot watch %s: %s", dir, strerror(err));
+		return -err;
+	}
+	int rc = daemon_add_fd(d, fd, on_config_change, d);
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	d->wfd = fd;
+	log_notice("reloading on changes in %s", dir);
+	return 0;
 }
 
 /* ---- the loop ---- */

@@ -99,6 +99,7 @@ struct daemon {
 	struct govd_clock clock;    /* CLOCK_MONOTONIC, ms */
 	uint64_t start_ms;
 	int tfd, sfd;
+	int wfd; /* inotify on the config's folder (reload_on_change), else -1 */
 	int lock_fd; /* the instance lock on the state file (statefile_lock) */
 	bool state_written;
 	bool stop;
