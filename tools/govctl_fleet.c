@@ -36,6 +36,7 @@ struct target {
 	double up, down;
 	char id[FLEET_NAME_LEN];
 	bool json;
+	char tls_ca[FLEET_PATH_LEN], tls_cert[FLEET_PATH_LEN], tls_key[FLEET_PATH_LEN];
 };
 
 enum { O_CONFIG = 256, O_ENDPOINTS, O_CLUSTER, O_GROUP, O_TIMEOUT, O_JSON, O_ID, O_PERIOD, O_TTL };
@@ -76,6 +77,9 @@ static int from_config(const char *path, struct target *t)
 	t->ttl_s = c->fleet.lease_ttl_s;
 	t->up = c->fleet.up_frac;
 	t->down = c->fleet.down_frac;
+	snprintf(t->tls_ca, sizeof(t->tls_ca), "%s", c->fleet.tls_ca);
+	snprintf(t->tls_cert, sizeof(t->tls_cert), "%s", c->fleet.tls_cert);
+	snprintf(t->tls_key, sizeof(t->tls_key), "%s", c->fleet.tls_key);
 	config_free(c);
 	return 0;
 }
@@ -200,6 +204,7 @@ static int open_etcd(const struct target *t, struct etcd *e, char *prefix, size_
 		fprintf(stderr, "govctl fleet: --endpoints: %s\n", e->err);
 		return GOVCTL_EXIT_USAGE;
 	}
+	etcd_set_tls(e, t->tls_ca, t->tls_cert, t->tls_key);
 	fleet_prefix(t->cluster, t->group, prefix, len);
 	return 0;
 }

@@ -1040,6 +1040,8 @@ int fleet_agent_start(struct fleet_agent **out, const struct fleet_config *c, co
 		}
 	fleet_prefix(c->cluster, c->group, a->prefix, sizeof(a->prefix));
 	rc = etcd_init(&a->e, c->endpoints, c->timeout_ms);
+	if (!rc)
+		etcd_set_tls(&a->e, c->tls_ca, c->tls_cert, c->tls_key);
 	if (rc) {
 		snprintf(err, len, "fleet: %s", a->e.err);
 		goto out_free;

@@ -2,13 +2,42 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const char *const fleet_keys[] = {
 	"endpoints",   "cluster",    "group",	     "priority",      "safe_budget_w",
 	"floor_w",     "max_w",	     "period_ms",    "lease_ttl_s",   "grant_ttl_ms",
-	"refresh_periods", "timeout_ms", "allocator", "hysteresis", NULL
+	"refresh_periods", "timeout_ms", "allocator", "hysteresis", "tls", NULL
 };
 static const char *const hyst_keys[] = { "up", "down", NULL };
+static const char *const tls_keys[] = { "ca_file", "cert_file", "key_file", NULL };
+
+/* fleet.tls: files govd reads at start (so --check judges them): readable
+ * regular files; a certificate and its key together. */
+static void read_tls(struct ycfg *y, yaml_node_t *m, struct fleet_config *f)
+{
+	yaml_node_t *t = ycfg_get(y, m, "tls");
+	if (!t || !ycfg_is_map(y, t, "fleet.tls"))
+		return;
+	ycfg_check_keys(y, t, "fleet.tls", tls_keys);
+	ycfg_string(y, t, "fleet.tls", "ca_file", false, f->tls_ca, sizeof(f->tls_ca));
+	ycfg_string(y, t, "fleet.tls", "cert_file", false, f->tls_cert, sizeof(f->tls_cert));
+	ycfg_string(y, t, "fleet.tls", "key_file", false, f->tls_key, sizeof(f->tls_key));
+	static const char *const keys[] = { "ca_file", "cert_file", "key_file" };
+	const char *vals[] = { f->tls_ca, f->tls_cert, f->tls_key };
+	for (int i = 0; i < 3; i++) {
+		struct stat st;
+		char kp[64];
+		snprintf(kp, sizeof(kp), "fleet.tls.%s", keys[i]);
+		if (vals[i][0] && (stat(vals[i], &st) || !S_ISREG(st.st_mode) || access(vals[i], R_OK)))
+			ycfg_error(y, ycfg_get(y, t, keys[i]), kp, "file",
+				   "'%s': not a readable file", vals[i]);
+	}
+	if (!f->tls_cert[0] != !f->tls_key[0])
+		ycfg_error(y, t, "fleet.tls", "missing-key",
+			   "cert_file and key_file go together (the client certificate and its key)");
+}
 
 void fleet_config_defaults(struct fleet_config *f)
 {
@@ -123,4 +152,5 @@ void fleet_config_read(struct ycfg *y, yaml_node_t *m, struct fleet_config *f)
 		ycfg_double(y, h, "fleet.hysteresis", "up", false, 0, 1, &f->up_frac);
 		ycfg_double(y, h, "fleet.hysteresis", "down", false, 0, 1, &f->down_frac);
 	}
+	read_tls(y, m, f);
 }

@@ -11,6 +11,8 @@
 #define FLEET_ENDPOINTS_LEN 1024
 #define FLEET_ID_LEN 64
 
+#define FLEET_PATH_LEN 256
+
 struct fleet_config {
 	bool enabled;                         /* the section is there */
 	char endpoints[FLEET_ENDPOINTS_LEN];  /* comma-joined http(s) URLs */
@@ -25,6 +27,11 @@ struct fleet_config {
 	uint32_t timeout_ms;                  /* one etcd request, per endpoint */
 	bool allocator;                       /* may be elected allocator */
 	double up_frac, down_frac;            /* allocator hysteresis */
+	/* TLS to etcd (https:// endpoints): the CA that signed etcd's server
+	 * certificate, and this node's client certificate and key where etcd
+	 * asks for one (--client-cert-auth). "": the system's CAs, no client
+	 * certificate. */
+	char tls_ca[FLEET_PATH_LEN], tls_cert[FLEET_PATH_LEN], tls_key[FLEET_PATH_LEN];
 };
 
 void fleet_config_defaults(struct fleet_config *f);

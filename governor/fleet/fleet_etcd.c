@@ -142,6 +142,14 @@ int etcd_init(struct etcd *e, const char *endpoints, long timeout_ms)
 	return 0;
 }
 
+void etcd_set_tls(struct etcd *e, const char *ca_file, const char *cert_file,
+		  const char *key_file)
+{
+	snprintf(e->tls_ca, sizeof(e->tls_ca), "%s", ca_file ? ca_file : "");
+	snprintf(e->tls_cert, sizeof(e->tls_cert), "%s", cert_file ? cert_file : "");
+	snprintf(e->tls_key, sizeof(e->tls_key), "%s", key_file ? key_file : "");
+}
+
 void etcd_fini(struct etcd *e)
 {
 	if (e->curl && hal_curl())
@@ -199,6 +207,12 @@ static json_t *call(struct etcd *e, const char *path, json_t *req)
 		long code = 0;
 		snprintf(url, sizeof(url), "%s%s", e->ep[i], path);
 		hal_curl_reset(e->curl, url, e->timeout_ms);
+		if (e->tls_ca[0])
+			cu->easy_setopt(e->curl, CURLOPT_CAINFO, e->tls_ca);
+		if (e->tls_cert[0]) {
+			cu->easy_setopt(e->curl, CURLOPT_SSLCERT, e->tls_cert);
+			cu->easy_setopt(e->curl, CURLOPT_SSLKEY, e->tls_key);
+		}
 		cu->easy_setopt(e->curl, CURLOPT_POSTFIELDS, body);
 		cu->easy_setopt(e->curl, CURLOPT_HTTPHEADER, hdr);
 		cu->easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_data);
@@ -208,8 +222,15 @@ static json_t *call(struct etcd *e, const char *path, json_t *req)
 		json_error_t je;
 		json_t *j = b.p ? json_loadb(b.p, b.n, 0, &je) : NULL;
 		if (cc != CURLE_OK) {
-			snprintf(e->err, sizeof(e->err), "%s: %s", e->ep[i],
-				 b.over ? "reply too large" : cu->easy_strerror(cc));
+			/* etcd with --client-cert-auth drops a handshake without a
+			 * client certificate: curl sees only a failed receive */
+			bool tls = !strncmp(e->ep[i], "https://", 8);
+			snprintf(e->err, sizeof(e->err), "%s: %s%s", e->ep[i],
+				 b.over ? "reply too large" : cu->easy_strerror(cc),
+				 tls && !e->tls_cert[0]
+					 ? " (TLS without a client certificate: does etcd ask for one? "
+					   "fleet.tls.cert_file)"
+					 : "");
 		} else if (code != 200 || !json_is_object(j)) {
 			const char *msg = json_string_value(json_object_get(j, "error"));
 			if (!msg)

@@ -21,6 +21,8 @@ struct etcd {
 	char ep[ETCD_MAX_ENDPOINTS][ETCD_URL_LEN];
 	size_t n_ep, cur;    /* cur: the endpoint that answered last */
 	long timeout_ms;
+	/* TLS (etcd_set_tls): CA file, client certificate and key; "": none */
+	char tls_ca[ETCD_URL_LEN], tls_cert[ETCD_URL_LEN], tls_key[ETCD_URL_LEN];
 	void *curl;          /* CURL *, made on first use */
 	char err[256];       /* why the last call failed */
 };
@@ -35,6 +37,11 @@ struct etcd_kv {
 /* endpoints: comma-separated http(s) URLs. 0 or -EINVAL (err says why). */
 int etcd_init(struct etcd *e, const char *endpoints, long timeout_ms);
 void etcd_fini(struct etcd *e);
+/* TLS for https:// endpoints: the CA that signed etcd's certificate, and a
+ * client certificate and key for etcd's --client-cert-auth (NULL or "": the
+ * system's CAs / none). After etcd_init. */
+void etcd_set_tls(struct etcd *e, const char *ca_file, const char *cert_file,
+		  const char *key_file);
 
 /* One key: 0 and *found; -EIO etc. (e->err). kv is filled when found;
  * free with etcd_kv_free. *rev: the store's revision (may be NULL). */

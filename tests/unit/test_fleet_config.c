@@ -131,6 +131,38 @@ static void test_errors(void **st)
 	diag_clear(&d);
 }
 
+/* fleet.tls: files must be there and readable; a certificate and its key go
+ * together. */
+static void test_tls(void **st)
+{
+	(void)st;
+	struct diag_list d = { 0 };
+	struct config *c;
+	/* line 4 is `fleet:` */
+	assert_int_equal(load("fleet:\n"
+			      "  endpoints: [\"https://127.0.0.1:2379\"]\n"
+			      "  group: g\n"
+			      "  safe_budget_w: 100\n"
+			      "  tls: {ca_file: /nonexistent/ca.pem, cert_file: /etc/passwd, colour: 1}\n",
+			      &c, &d),
+			 -EINVAL);
+	assert_true(has(&d, 8, "fleet.tls.ca_file"));
+	assert_true(has(&d, 8, "fleet.tls"));      /* cert without key */
+	assert_true(has(&d, 8, "fleet.tls.colour"));
+	diag_clear(&d);
+	assert_int_equal(load("fleet:\n"
+			      "  endpoints: [\"https://127.0.0.1:2379\"]\n"
+			      "  group: g\n"
+			      "  safe_budget_w: 100\n"
+			      "  tls: {ca_file: /etc/passwd, cert_file: /etc/passwd, key_file: /etc/passwd}\n",
+			      &c, &d),
+			 0);
+	assert_string_equal(c->fleet.tls_ca, "/etc/passwd");
+	assert_string_equal(c->fleet.tls_key, "/etc/passwd");
+	config_free(c);
+	diag_clear(&d);
+}
+
 static void test_reload_refused(void **st)
 {
 	(void)st;
@@ -157,6 +189,7 @@ int main(void)
 		cmocka_unit_test(test_full_and_defaults),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_reload_refused),
+		cmocka_unit_test(test_tls),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
