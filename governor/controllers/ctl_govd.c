@@ -210,7 +210,7 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 			.margin = ctl_param_value(pol, c, "benefit_margin"),
 			.hold_s = ctl_param_value(pol, c, "benefit_hold_s"),
 		};
-		govd_benefit_init(&s->benefit, &s->benefit_cfg);
+		govd_benefit_init(&s->benefit);
 	}
 	if (t->slack_low >= t->slack_high) {
 		free(s);
@@ -433,9 +433,8 @@ double govd_mix_decide(const struct govd_tuning *t, struct govd_mix *m, double n
 	return bf16_until_s;
 }
 
-void govd_benefit_init(struct govd_benefit *b, const struct govd_benefit_cfg *c)
+void govd_benefit_init(struct govd_benefit *b)
 {
-	(void)c;
 	memset(b, 0, sizeof(*b));
 	b->mode = -1;
 	b->mode_since_s = -INFINITY;
@@ -498,13 +497,20 @@ bool govd_benefit_step(struct govd_benefit *b, const struct govd_benefit_cfg *c,
  * CUSUMs need at 3 x max_drop (estimate_detect_samples) over the slice's
  * shadow-sample rate measured since start (at least 120 s of it, so a
  * slice that has not been seen yet counts as thinly sampled). */
+/* Shadow samples the detectors need to catch a drift of a slice to 3 x
+ * max_drop (estimate_detect_samples). */
+static double drift_detect_samples(const struct policy_slice_rule *r)
+{
+	return estimate_detect_samples(ESTIMATE_CUSUM_P1_RATIO * r->max_drop, r->offline_samples,
+				       r->offline_mismatches, r->max_drop);
+}
+
 static bool govd_detect_ok(const struct govd_state *s, const struct gov_estimates *e,
 			   const struct policy_slice_rule *r, size_t i)
 {
 	if (isnan(s->int8_max_detect_s))
 		return true;
-	double n = estimate_detect_samples(ESTIMATE_CUSUM_P1_RATIO * r->max_drop, r->offline_samples,
-					   r->offline_mismatches, r->max_drop);
+	double n = drift_detect_samples(r);
 	double rate = (double)e->q_total_samples[i] / fmax(e->t_s, 120.0);
 	return rate > 0 && n / rate <= s->int8_max_detect_s;
 }
@@ -549,10 +555,7 @@ void govd_evidence(const struct ctl_input *in, const double *int8_served, bool *
 			why = GOV_EV_PROBATION;
 		} else if (e->q_gate_open[i] && int8_served[i] > 0 && pol->quality.max_detect_s > 0 &&
 			   rate[i] > 0) {
-			double need = estimate_detect_samples(ESTIMATE_CUSUM_P1_RATIO * r->max_drop,
-							      r->offline_samples,
-							      r->offline_mismatches, r->max_drop);
-			ask = fmin(1.0, need / (pol->quality.max_detect_s * rate[i]));
+			ask = fmin(1.0, drift_detect_samples(r) / (pol->quality.max_detect_s * rate[i]));
 			why = GOV_EV_DETECT;
 		}
 		if (!(ask > own))
@@ -569,13 +572,9 @@ void govd_evidence(const struct ctl_input *in, const double *int8_served, bool *
 	double k = budget / extra;
 	out->evidence_budget = true;
 	for (size_t i = 0; i < n; i++) {
-		if (out->evidence[i] == GOV_EV_NONE)
-			continue;
 		double own = in->rule[i].shadow_rate;
-		double ask = own + (out->op.shadow_rate[i] - own) * k;
-		out->op.shadow_rate[i] = ask > own ? ask : 0;
-		if (!(ask > own))
-			out->evidence[i] = GOV_EV_NONE;
+		if (out->evidence[i] != GOV_EV_NONE) /* asked over own: stays over it */
+			out->op.shadow_rate[i] = own + (out->op.shadow_rate[i] - own) * k;
 	}
 }
 
@@ -888,13 +887,10 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 							  tbt_ratio, s->f_khz / s->fmax_khz);
 		bool bf16 = e->t_s < s->bf16_until_s;
 		if (s->benefit_on) {
-			double pw = 0;
-			for (int rail = 0; rail < HAL_RAIL_N; rail++)
-				if (isfinite(e->power_w[rail]))
-					pw += e->power_w[rail];
 			bool no_gain = govd_benefit_step(&s->benefit, &s->benefit_cfg, e->t_s,
 							 in->period_s, s->cur_mode, e->running,
-							 (double)e->period_tokens, pw * in->period_s);
+							 (double)e->period_tokens,
+							 e->power_total_w * in->period_s);
 			if (no_gain && n_open > 0 && !bf16)
 				reasons |= GOV_R_PREC_NO_GAIN;
 			bf16 = bf16 || no_gain;

@@ -62,7 +62,7 @@ struct govd_benefit {
 	double until_s[GOVD_BENEFIT_BUCKETS]; /* BF16 in this bucket until */
 	double hold_s[GOVD_BENEFIT_BUCKETS];
 };
-void govd_benefit_init(struct govd_benefit *b, const struct govd_benefit_cfg *c);
+void govd_benefit_init(struct govd_benefit *b);
 /* The bucket of a running batch: [0, 8), [8, 32), [32, 96), [96, inf). */
 int govd_benefit_bucket(uint64_t running);
 /* One period: learns from what mode (in force over the period just gone)

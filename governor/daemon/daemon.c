@@ -247,7 +247,6 @@ static int on_period(void *ctx, const struct gov_period *p)
 	struct daemon *d = dd->d;
 	log_health(dd);
 	if (d->snap && dd->metrics_idx >= 0) {
-		d->snap->dev[dd->metrics_idx].dry = d->dry_run;
 		metrics_device_update(&d->snap->dev[dd->metrics_idx], dd->g, p, 0);
 		if (dd->log)
 			d->snap->dev[dd->metrics_idx].log_write_errors = logrot_errors(dd->log);
@@ -416,23 +415,19 @@ static int ctl_status(void *ctx, json_t *out)
 		json_object_set_new(dj, "envelope",
 				    g->outside_envelope ? json_string(g->envelope_why) : json_null());
 		json_object_set_new(dj, "out_of_band_changes", json_integer((json_int_t)g->oob_changes));
-		if (d->dry_run) {
-			/* Nothing was written: in force is the device's own (firmware
-			 * clocks, the limit it reports); the decision is would_set. */
+		/* A dry run wrote nothing: in force is the device's own (firmware
+		 * clocks, the limit it reports); the decision is would_set. */
+		struct gov_opoint in_force;
+		if (governor_in_force(g, &in_force)) {
 			json_object_set_new(dj, "would_set",
 					    json_pack("{s:b, s:I, s:I}", "clk_locked", g->cur.clk_locked,
 						      "clk_max_khz", (json_int_t)g->cur.clk_max_khz,
 						      "power_limit_mw",
 						      (json_int_t)g->cur.power_limit_mw));
-			json_object_set_new(dj, "clk_locked", json_false());
-			json_object_set_new(dj, "clk_max_khz",
-					    json_integer((json_int_t)(g->lim.clk_default_max_khz
-									      ? g->lim.clk_default_max_khz
-									      : g->lim.clk_max_khz)));
-			const struct hal_value *pl = &g->sample.power_limit_mw;
+			json_object_set_new(dj, "clk_locked", json_boolean(in_force.clk_locked));
+			json_object_set_new(dj, "clk_max_khz", json_integer(in_force.clk_max_khz));
 			json_object_set_new(dj, "power_limit_mw",
-					    pl->valid && pl->v > 0 ? json_integer((json_int_t)pl->v)
-								  : json_null());
+					    json_integer(in_force.power_limit_mw));
 		}
 	}
 	json_object_set_new(out, "node", json_string(c->node));

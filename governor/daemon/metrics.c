@@ -206,17 +206,10 @@ static double khz_to_hz(uint32_t khz)
 	return (double)khz * 1000.0;
 }
 
-void metrics_device_update_from(struct metrics_device *d, const struct hal_limits *lim,
-				const struct policy *pol, const struct gov_period *p,
-				uint32_t fired_triggers)
+/* The clock and power-limit gauges of an operating point. */
+static void set_point(struct metrics_device *d, const struct hal_limits *lim,
+		      const struct gov_opoint *op)
 {
-	struct metrics_dev_acc *a = &d->acc;
-	const struct gov_opoint *op = p->after;
-	const struct gov_estimates *e = p->est;
-	double dt_s = a->started && p->t_ms > a->prev_t_ms ? (double)(p->t_ms - a->prev_t_ms) / 1000.0
-							    : 0;
-
-	d->periods++;
 	d->clk_locked = op->clk_locked;
 	if (op->clk_locked) {
 		d->clk_min_hz = khz_to_hz(op->clk_min_khz);
@@ -229,20 +222,20 @@ void metrics_device_update_from(struct metrics_device *d, const struct hal_limit
 		d->clk_min_hz = d->clk_max_hz = NAN;
 	}
 	d->power_limit_w = op->power_limit_mw / 1000.0;
-	if (d->dry) {
-		/* Nothing was written: what is in force is the device's own
-		 * (firmware clocks, the limit it reports); the decision goes to
-		 * the would-set gauges. */
-		d->would_clk_locked = op->clk_locked;
-		d->would_clk_max_hz = d->clk_max_hz;
-		d->would_power_limit_w = d->power_limit_w;
-		d->clk_locked = false;
-		d->clk_min_hz = lim ? khz_to_hz(lim->clk_min_khz) : NAN;
-		d->clk_max_hz = lim ? khz_to_hz(lim->clk_default_max_khz ? lim->clk_default_max_khz
-									 : lim->clk_max_khz)
-				    : NAN;
-		d->power_limit_w = e->power_limit_w > 0 ? e->power_limit_w : NAN;
-	}
+}
+
+void metrics_device_update_from(struct metrics_device *d, const struct hal_limits *lim,
+				const struct policy *pol, const struct gov_period *p,
+				uint32_t fired_triggers)
+{
+	struct metrics_dev_acc *a = &d->acc;
+	const struct gov_opoint *op = p->after;
+	const struct gov_estimates *e = p->est;
+	double dt_s = a->started && p->t_ms > a->prev_t_ms ? (double)(p->t_ms - a->prev_t_ms) / 1000.0
+							    : 0;
+
+	d->periods++;
+	set_point(d, lim, op);
 	d->n_slices = op->n_slices < HAL_MAX_SLICES ? op->n_slices : HAL_MAX_SLICES;
 	for (size_t s = 0; s < d->n_slices; s++)
 		d->int8_share[s] = op->int8_frac[s];
@@ -352,6 +345,15 @@ void metrics_device_update(struct metrics_device *d, const struct governor *g,
 		snprintf(d->slice_name[s], sizeof(d->slice_name[s]), "%s", g->slice_name[s]);
 	metrics_device_update_from(d, &g->lim, g->cfg.pol, p, fired_triggers);
 	d->oob_changes = g->oob_changes;
+	/* A dry run wrote nothing: the gauges show what the device runs, the
+	 * decision goes to the would-set ones. */
+	struct gov_opoint in_force;
+	if (governor_in_force(g, &in_force)) {
+		d->would_clk_locked = d->clk_locked;
+		d->would_clk_max_hz = d->clk_max_hz;
+		d->would_power_limit_w = d->power_limit_w;
+		set_point(d, &g->lim, &in_force);
+	}
 }
 
 /* ---- text exposition ---------------------------------------------------- */

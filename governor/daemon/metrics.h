@@ -84,9 +84,8 @@ struct metrics_device {
 	char slice_name[HAL_MAX_SLICES][HAL_NAME_LEN];
 	double int8_share[HAL_MAX_SLICES]; /* INT8 request share set per slice */
 	enum gov_binding binding;
-	/* A dry run (set by the caller): the fields above are what the device
-	 * runs (firmware clocks, its own limit) and these what govd would set. */
-	bool dry;
+	/* A dry run: the fields above are what the device runs (firmware
+	 * clocks, its own limit) and these what govd would set. */
 	bool would_clk_locked;
 	double would_clk_max_hz, would_power_limit_w;
 	bool outside_envelope; /* the policy's envelope excludes the device: safe point */

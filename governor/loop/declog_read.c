@@ -195,13 +195,6 @@ static void read_decision(const struct declog_head *h, json_t *d, struct declog_
 		p->q_samples[i] = jsonx_num(qs, "samples");
 		if (json_is_true(json_object_get(qs, "gate_open")))
 			p->gate_open |= 1u << i;
-		json_t *sr = json_array_get(json_object_get(after, "shadow_rate"), i);
-		p->shadow_ask[i] = json_is_number(sr) ? json_number_value(sr) : 0;
-		const char *aw = json_string_value(json_object_get(qs, "ask"));
-		p->ask_why[i] = GOV_EV_NONE;
-		for (int k = 0; aw && k < GOV_EV_N; k++)
-			if (!strcmp(aw, gov_evidence_name((enum gov_evidence)k)))
-				p->ask_why[i] = (enum gov_evidence)k;
 	}
 	read_why(json_object_get(d, "why"), &p->why);
 }

@@ -50,8 +50,6 @@ struct declog_period {
 	bool clk_locked;
 	double int8_before[HAL_MAX_SLICES], int8_after[HAL_MAX_SLICES];
 	double q_drop_upper[HAL_MAX_SLICES], q_samples[HAL_MAX_SLICES];
-	double shadow_ask[HAL_MAX_SLICES]; /* after's shadow_rate (0: none asked) */
-	enum gov_evidence ask_why[HAL_MAX_SLICES];
 	struct gov_why why;       /* the record's "why"; why.valid false when absent or unknown */
 };
 

@@ -183,17 +183,32 @@ err_validate:
 }
 
 /* What the device runs before the governor touched it. */
-static void adopt_device(struct governor *g)
+void governor_device_point(const struct governor *g, struct gov_opoint *op)
 {
-	memset(&g->cur, 0, sizeof(g->cur));
-	g->cur.clk_locked = false;
-	g->cur.clk_min_khz = g->lim.clk_min_khz;
-	g->cur.clk_max_khz = g->lim.clk_default_max_khz;
-	g->cur.power_limit_mw = g->lim.power_limit_default_mw;
+	memset(op, 0, sizeof(*op));
+	op->clk_locked = false;
+	op->clk_min_khz = g->lim.clk_min_khz;
+	op->clk_max_khz = g->lim.clk_default_max_khz;
+	op->power_limit_mw = g->lim.power_limit_default_mw;
 	if (g->sample.power_limit_mw.valid && g->sample.power_limit_mw.v > 0 &&
 	    g->sample.power_limit_mw.v <= (int64_t)g->lim.power_limit_max_mw)
-		g->cur.power_limit_mw = (uint32_t)g->sample.power_limit_mw.v;
-	g->cur.n_slices = g->n_slices;
+		op->power_limit_mw = (uint32_t)g->sample.power_limit_mw.v;
+	op->n_slices = g->n_slices;
+}
+
+bool governor_in_force(const struct governor *g, struct gov_opoint *op)
+{
+	bool dry = g->cfg.dry_run || g->cfg.dry_run_device;
+	if (dry)
+		governor_device_point(g, op);
+	else
+		*op = g->cur;
+	return dry;
+}
+
+static void adopt_device(struct governor *g)
+{
+	governor_device_point(g, &g->cur);
 	g->orig_power_limit_mw = g->cur.power_limit_mw;
 }
 
@@ -202,6 +217,25 @@ static bool clocks_differ(const struct gov_opoint *a, const struct gov_opoint *b
 	if (a->clk_locked != b->clk_locked)
 		return true;
 	return a->clk_locked && (a->clk_min_khz != b->clk_min_khz || a->clk_max_khz != b->clk_max_khz);
+}
+
+/* One per-slice setting (INT8 shares, shadow rates) written when it changed;
+ * a failed write keeps the values in force. */
+static uint32_t write_slices(struct governor *g,
+			     int (*set)(struct hal_dev *, const double *, size_t), double *want,
+			     const double *cur, size_t n)
+{
+	bool changed = false;
+	for (size_t s = 0; s < n; s++)
+		changed |= want[s] != cur[s];
+	if (!changed)
+		return 0;
+	int rc = set ? set(g->cfg.dev, want, n) : -EOPNOTSUPP;
+	g->wrote |= rc != -EOPNOTSUPP;
+	if (!rc)
+		return 0;
+	memcpy(want, cur, HAL_MAX_SLICES * sizeof(*want));
+	return GOV_R_ACTUATE_ERROR;
 }
 
 /* Writes only what changed; a failed write keeps that part as it was. */
@@ -235,30 +269,10 @@ static uint32_t actuate(struct governor *g, struct gov_opoint *want)
 			reasons |= GOV_R_ACTUATE_ERROR;
 		}
 	}
-	bool prec = false;
-	for (size_t s = 0; s < want->n_slices; s++)
-		prec |= want->int8_frac[s] != g->cur.int8_frac[s];
-	if (prec) {
-		rc = ops->set_precision ? ops->set_precision(dev, want->int8_frac, want->n_slices)
-					: -EOPNOTSUPP;
-		g->wrote |= rc != -EOPNOTSUPP;
-		if (rc) {
-			memcpy(want->int8_frac, g->cur.int8_frac, sizeof(want->int8_frac));
-			reasons |= GOV_R_ACTUATE_ERROR;
-		}
-	}
-	bool shadow = false;
-	for (size_t s = 0; s < want->n_slices; s++)
-		shadow |= want->shadow_rate[s] != g->cur.shadow_rate[s];
-	if (shadow) {
-		rc = ops->set_shadow_rate ? ops->set_shadow_rate(dev, want->shadow_rate, want->n_slices)
-					  : -EOPNOTSUPP;
-		g->wrote |= rc != -EOPNOTSUPP;
-		if (rc) {
-			memcpy(want->shadow_rate, g->cur.shadow_rate, sizeof(want->shadow_rate));
-			reasons |= GOV_R_ACTUATE_ERROR;
-		}
-	}
+	reasons |= write_slices(g, ops->set_precision, want->int8_frac, g->cur.int8_frac,
+				want->n_slices);
+	reasons |= write_slices(g, ops->set_shadow_rate, want->shadow_rate, g->cur.shadow_rate,
+				want->n_slices);
 	if (reasons)
 		g->actuate_errors++;
 	return reasons;

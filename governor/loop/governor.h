@@ -123,6 +123,13 @@ int governor_set_power_budget_mw(struct governor *g, uint32_t cap_mw);
 void governor_clear_power_budget(struct governor *g);
 /* hold: keep the op point in force; the controller still runs and logs, the
  * guard's safe point (faults, envelope) still applies. */
+/* What the device runs before govd sets anything: firmware clocks, the
+ * power limit it reports (else its default), BF16. */
+void governor_device_point(const struct governor *g, struct gov_opoint *op);
+/* The point in force on the device: what govd set, or in a dry run (nothing
+ * set) the device's own (governor_device_point). True in a dry run, where
+ * g->cur is only what govd would set. */
+bool governor_in_force(const struct governor *g, struct gov_opoint *op);
 void governor_hold(struct governor *g, bool hold);
 /* Apply the policy's safe point now, outside the period (GPIO thermal
  * alert), logged as a decision record with reason safe_point and the

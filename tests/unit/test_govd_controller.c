@@ -650,7 +650,7 @@ static void test_benefit_learned(void **state)
 	struct govd_benefit_cfg c = { .tau_s = 20, .settle_s = 5, .min_s = 30, .margin = 0.02,
 				      .hold_s = 100 };
 	struct govd_benefit b;
-	govd_benefit_init(&b, &c);
+	govd_benefit_init(&b);
 	assert_int_equal(govd_benefit_bucket(4), 0);
 	assert_int_equal(govd_benefit_bucket(8), 1);
 	assert_int_equal(govd_benefit_bucket(95), 2);
@@ -683,7 +683,7 @@ static void test_benefit_learned(void **state)
 	assert_true(govd_benefit_step(&b, &c, t + 150, 0.5, 0, 16, 100, 100)); /* 200 s now */
 	/* where it saves 20 %, low precision stays */
 	struct govd_benefit g;
-	govd_benefit_init(&g, &c);
+	govd_benefit_init(&g);
 	for (t = 0; t < 60; t += 0.5)
 		govd_benefit_step(&g, &c, t, 0.5, 0, 40, 100, 100);
 	for (; t < 400; t += 0.5)
