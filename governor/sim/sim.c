@@ -490,6 +490,8 @@ static json_t *summary_json(const struct acc *a, const struct scenario *sc, cons
 		json_object_set_new(ar, "requests", json_integer((json_int_t)st->shadow_arrived));
 		json_object_set_new(ar, "rejected", json_integer((json_int_t)st->shadow_rejected));
 		json_object_set_new(ar, "tokens", json_integer((json_int_t)st->shadow_tokens));
+		/* sampled, but more in one tick than the plant queues: not re-run */
+		json_object_set_new(ar, "lost", json_integer((json_int_t)pl->shadow_lost));
 		json_object_set_new(ar, "share_of_requests",
 				    jsonx_real(st->completed ? (double)st->shadow_arrived /
 								 (double)st->completed
