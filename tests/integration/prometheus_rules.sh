@@ -12,6 +12,19 @@ promtool=/usr/bin/promtool
 cd configs/monitoring
 "$promtool" check rules govd-rules.yml
 "$promtool" test rules govd-rules.test.yml govd-rules-baseline.test.yml
+# Every alert links its runbook section: the page the package installs
+# (uncompressed: debian/rules) and an anchor that is one of its headings.
+python3 - govd-rules.yml ../../docs/runbook.md <<'PY'
+import re, sys, yaml
+rules = [r for g in yaml.safe_load(open(sys.argv[1]))["groups"] for r in g["rules"] if "alert" in r]
+anchors = {re.sub(r"[^a-z0-9-]", "", h.strip().lower().replace(" ", "-"))
+           for h in re.findall(r"^## (.+)$", open(sys.argv[2]).read(), re.M)}
+for r in rules:
+    url = r["annotations"].get("runbook_url", "")
+    assert url.startswith("file:///usr/share/doc/govd/runbook.md#"), r["alert"] + ": runbook_url " + url
+    assert url.split("#", 1)[1] in anchors, r["alert"] + ": no section " + url + " in docs/runbook.md"
+print(f"{len(rules)} alerts, each with a runbook section")
+PY
 python3 - grafana-govd.json <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
