@@ -13,6 +13,10 @@ models=${GOVD_K8S_MODELS:-$HOME/.cache/govd-test/k8s}
 command -v node >/dev/null || { echo "skip: node not installed (tools/install-deps: nodejs)"; exit 77; }
 [ -d "$models/node_modules/kubernetes-models" ] ||
 	{ echo "skip: $models/node_modules/kubernetes-models missing (run tools/install-deps)"; exit 77; }
+# the Prometheus Operator's CRDs (ServiceMonitor, PrometheusRule), from the
+# same project's generated validators
+[ -d "$models/promop/node_modules/@kubernetes-models/prometheus-operator" ] ||
+	{ echo "skip: $models/promop: @kubernetes-models/prometheus-operator missing (run tools/install-deps)"; exit 77; }
 py=/usr/bin/python3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -39,8 +43,11 @@ for (const { file, doc } of docs) {
   const av = doc.apiVersion || "", kind = doc.kind || "";
   const group = av.includes("/") ? av : av; // "apps/v1" -> apps/v1, "v1" -> v1
   let Cls;
+  const lib = av.startsWith("monitoring.coreos.com/")
+    ? "promop/node_modules/@kubernetes-models/prometheus-operator"
+    : "node_modules/kubernetes-models";
   try {
-    Cls = require(path.join(models, "node_modules/kubernetes-models", group, kind))[kind];
+    Cls = require(path.join(models, lib, group, kind))[kind];
   } catch (e) {
     console.log(`${file}: ${av} ${kind}: no schema (${e.code || e.message})`);
     bad++;
@@ -59,7 +66,7 @@ JS
 node "$tmp/validate.cjs" "$models" "$tmp/docs.json" || fail "a manifest does not validate"
 n=$($py -c "import json,sys; print(len(json.load(open(sys.argv[1]))))" "$tmp/docs.json")
 [ "$n" -ge 3 ] || fail "expected a DaemonSet, a ConfigMap and a Service; found $n documents"
-for kind in Namespace DaemonSet ConfigMap Service; do
+for kind in Namespace DaemonSet ConfigMap Service ServiceMonitor PrometheusRule; do
 	grep -q "\"kind\": \"$kind\"" <($py -m json.tool "$tmp/docs.json") || fail "no $kind"
 done
 
@@ -82,6 +89,38 @@ PY
 	fi
 	echo "refused as it should be: $(grep -o 'INVALID.*' "$tmp/bad.out" | cut -c1-120)"
 done
+
+# a CRD's validator refuses too: an interval that is not a duration, a
+# rule without expr
+for mutation in \
+	'[x for x in docs if x["doc"]["kind"] == "ServiceMonitor"][0]["doc"]["spec"]["endpoints"][0]["interval"] = "fortnightly"' \
+	'[x for x in docs if x["doc"]["kind"] == "PrometheusRule"][0]["doc"]["spec"]["groups"][0]["rules"][0].pop("expr")'; do
+	$py - "$tmp/docs.json" "$mutation" >"$tmp/bad.json" <<'PY'
+import json, sys
+docs = json.load(open(sys.argv[1]))
+exec(sys.argv[2])
+json.dump(docs, sys.stdout)
+PY
+	if node "$tmp/validate.cjs" "$models" "$tmp/bad.json" >"$tmp/bad.out"; then
+		fail "a manifest with '$mutation' was accepted"
+	fi
+	echo "refused as it should be: $(grep -o 'INVALID.*' "$tmp/bad.out" | cut -c1-120)"
+done
+# the PrometheusRule is the rules file's copy; the ServiceMonitor finds the
+# Service and its port
+python3 tools/gen-k8s-rules --check || fail "configs/k8s/govd-prometheusrule.yaml is stale"
+$py - "$tmp/docs.json" <<'PY' || fail "the ServiceMonitor does not select the metrics Service"
+import json, sys
+docs = [x["doc"] for x in json.load(open(sys.argv[1]))]
+sm = [d for d in docs if d["kind"] == "ServiceMonitor"][0]
+svc = [d for d in docs if d["kind"] == "Service"][0]
+assert sm["metadata"]["namespace"] in sm["spec"]["namespaceSelector"]["matchNames"]
+assert svc["metadata"]["namespace"] in sm["spec"]["namespaceSelector"]["matchNames"]
+for k, v in sm["spec"]["selector"]["matchLabels"].items():
+    assert svc["metadata"]["labels"].get(k) == v, (k, v)
+ports = {p["name"] for p in svc["spec"]["ports"]}
+assert all(e["port"] in ports for e in sm["spec"]["endpoints"]), ports
+PY
 
 # the smallest privilege: not privileged, no escalation, every capability
 # dropped but SYS_ADMIN, no service-account token, no host namespaces
