@@ -37,6 +37,7 @@ struct target {
 	char id[FLEET_NAME_LEN];
 	bool json;
 	char tls_ca[FLEET_PATH_LEN], tls_cert[FLEET_PATH_LEN], tls_key[FLEET_PATH_LEN];
+	char auth_user[64], auth_password_file[FLEET_PATH_LEN];
 };
 
 enum { O_CONFIG = 256, O_ENDPOINTS, O_CLUSTER, O_GROUP, O_TIMEOUT, O_JSON, O_ID, O_PERIOD, O_TTL };
@@ -80,6 +81,9 @@ static int from_config(const char *path, struct target *t)
 	snprintf(t->tls_ca, sizeof(t->tls_ca), "%s", c->fleet.tls_ca);
 	snprintf(t->tls_cert, sizeof(t->tls_cert), "%s", c->fleet.tls_cert);
 	snprintf(t->tls_key, sizeof(t->tls_key), "%s", c->fleet.tls_key);
+	snprintf(t->auth_user, sizeof(t->auth_user), "%s", c->fleet.auth_user);
+	snprintf(t->auth_password_file, sizeof(t->auth_password_file), "%s",
+		 c->fleet.auth_password_file);
 	config_free(c);
 	return 0;
 }
@@ -205,6 +209,19 @@ static int open_etcd(const struct target *t, struct etcd *e, char *prefix, size_
 		return GOVCTL_EXIT_USAGE;
 	}
 	etcd_set_tls(e, t->tls_ca, t->tls_cert, t->tls_key);
+	if (t->auth_user[0]) {
+		char pw[256], why[FLEET_PATH_LEN + 64];
+		int rc = fleet_read_password(t->auth_password_file, pw, sizeof(pw), why, sizeof(why));
+		if (rc)
+			fprintf(stderr, "govctl fleet: fleet.auth.password_file: %s\n", why);
+		else if ((rc = etcd_set_auth(e, t->auth_user, pw)))
+			fprintf(stderr, "govctl fleet: %s\n", e->err);
+		explicit_bzero(pw, sizeof(pw));
+		if (rc) {
+			etcd_fini(e);
+			return GOVCTL_EXIT_USAGE;
+		}
+	}
 	fleet_prefix(t->cluster, t->group, prefix, len);
 	return 0;
 }

@@ -1,5 +1,6 @@
 #include "governor/fleet/fleet_cfg.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -8,8 +9,9 @@
 static const char *const fleet_keys[] = {
 	"endpoints",   "cluster",    "group",	     "priority",      "safe_budget_w",
 	"floor_w",     "max_w",	     "period_ms",    "lease_ttl_s",   "grant_ttl_ms",
-	"refresh_periods", "timeout_ms", "allocator", "hysteresis", "tls", NULL
+	"refresh_periods", "timeout_ms", "allocator", "hysteresis", "tls", "auth", NULL
 };
+static const char *const auth_keys[] = { "user", "password_file", NULL };
 static const char *const hyst_keys[] = { "up", "down", NULL };
 static const char *const tls_keys[] = { "ca_file", "cert_file", "key_file", NULL };
 
@@ -37,6 +39,66 @@ static void read_tls(struct ycfg *y, yaml_node_t *m, struct fleet_config *f)
 	if (!f->tls_cert[0] != !f->tls_key[0])
 		ycfg_error(y, t, "fleet.tls", "missing-key",
 			   "cert_file and key_file go together (the client certificate and its key)");
+}
+
+int fleet_read_password(const char *path, char *out, size_t len, char *err, size_t errlen)
+{
+	struct stat st;
+	out[0] = '\0';
+	/* a FIFO or a device would block or never end */
+	if (stat(path, &st) || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "'%s': not a regular file", path);
+		return -EINVAL;
+	}
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		snprintf(err, errlen, "'%s': %s", path, strerror(errno));
+		return -errno;
+	}
+	int rc = 0;
+	if (!fgets(out, (int)len, f)) {
+		snprintf(err, errlen, "'%s': empty", path);
+		rc = -EINVAL;
+		goto out_close;
+	}
+	size_t n = strcspn(out, "\r\n");
+	if (n == strlen(out) && !feof(f) && fgetc(f) != EOF) {
+		snprintf(err, errlen, "'%s': the password is longer than %zu characters", path, len - 1);
+		rc = -E2BIG;
+	} else if (n == 0) {
+		snprintf(err, errlen, "'%s': the first line (the password) is empty", path);
+		rc = -EINVAL;
+	}
+	out[n] = '\0';
+out_close:
+	fclose(f);
+	if (rc)
+		explicit_bzero(out, len);
+	return rc;
+}
+
+/* fleet.auth: a user and a readable, non-empty password file (read to judge
+ * it, not kept). Over http:// the password crosses the network in clear. */
+static void read_auth(struct ycfg *y, yaml_node_t *m, struct fleet_config *f)
+{
+	yaml_node_t *a = ycfg_get(y, m, "auth");
+	if (!a || !ycfg_is_map(y, a, "fleet.auth"))
+		return;
+	ycfg_check_keys(y, a, "fleet.auth", auth_keys);
+	ycfg_string(y, a, "fleet.auth", "user", true, f->auth_user, sizeof(f->auth_user));
+	ycfg_string(y, a, "fleet.auth", "password_file", true, f->auth_password_file,
+		    sizeof(f->auth_password_file));
+	if (f->auth_password_file[0]) {
+		char pw[256], why[FLEET_PATH_LEN + 64];
+		if (fleet_read_password(f->auth_password_file, pw, sizeof(pw), why, sizeof(why)))
+			ycfg_error(y, ycfg_get(y, a, "password_file"), "fleet.auth.password_file",
+				   "file", "%s", why);
+		explicit_bzero(pw, sizeof(pw));
+	}
+	if (f->auth_user[0] && strstr(f->endpoints, "http://"))
+		ycfg_warning(y, a, "fleet.auth", "cleartext",
+			     "an http:// endpoint: the password and token cross the network "
+			     "unencrypted (use https:// and fleet.tls)");
 }
 
 void fleet_config_defaults(struct fleet_config *f)
@@ -153,4 +215,5 @@ void fleet_config_read(struct ycfg *y, yaml_node_t *m, struct fleet_config *f)
 		ycfg_double(y, h, "fleet.hysteresis", "down", false, 0, 1, &f->down_frac);
 	}
 	read_tls(y, m, f);
+	read_auth(y, m, f);
 }

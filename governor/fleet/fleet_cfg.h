@@ -32,11 +32,19 @@ struct fleet_config {
 	 * asks for one (--client-cert-auth). "": the system's CAs, no client
 	 * certificate. */
 	char tls_ca[FLEET_PATH_LEN], tls_cert[FLEET_PATH_LEN], tls_key[FLEET_PATH_LEN];
+	/* etcd's user/password authentication: the user, and the file that
+	 * holds its password (a mounted Secret; read when the client starts,
+	 * never kept in the config). "": none. */
+	char auth_user[64], auth_password_file[FLEET_PATH_LEN];
 };
 
 void fleet_config_defaults(struct fleet_config *f);
 /* The section at node `fleet` (a map): errors with file:line:col into the
  * ycfg's diags. */
 void fleet_config_read(struct ycfg *y, yaml_node_t *node, struct fleet_config *f);
+/* The password in fleet.auth.password_file: its first line, without the
+ * newline. 0, or a negative errno with err saying why (unreadable, empty,
+ * too long). */
+int fleet_read_password(const char *path, char *out, size_t len, char *err, size_t errlen);
 
 #endif

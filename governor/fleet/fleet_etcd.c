@@ -150,8 +150,27 @@ void etcd_set_tls(struct etcd *e, const char *ca_file, const char *cert_file,
 	snprintf(e->tls_key, sizeof(e->tls_key), "%s", key_file ? key_file : "");
 }
 
+int etcd_set_auth(struct etcd *e, const char *user, const char *password)
+{
+	e->auth_user[0] = e->auth_password[0] = e->token[0] = '\0';
+	if (!user || !user[0])
+		return 0;
+	if (strlen(user) >= sizeof(e->auth_user) || !password ||
+	    strlen(password) >= sizeof(e->auth_password)) {
+		snprintf(e->err, sizeof(e->err), "etcd user name (< %zu) or password (< %zu) too long",
+			 sizeof(e->auth_user), sizeof(e->auth_password));
+		return -EINVAL;
+	}
+	snprintf(e->auth_user, sizeof(e->auth_user), "%s", user);
+	snprintf(e->auth_password, sizeof(e->auth_password), "%s", password);
+	return 0;
+}
+
 void etcd_fini(struct etcd *e)
 {
+	/* the password does not outlive the client */
+	explicit_bzero(e->auth_password, sizeof(e->auth_password));
+	explicit_bzero(e->token, sizeof(e->token));
 	if (e->curl && hal_curl())
 		hal_curl()->easy_cleanup(e->curl);
 	e->curl = NULL;
@@ -181,25 +200,29 @@ static size_t on_data(char *d, size_t sz, size_t nm, void *ctx)
 	return n;
 }
 
-/* POST body to path on each endpoint in turn from the last good one;
- * the parsed reply, or NULL with e->err. Steals req. */
-static json_t *call(struct etcd *e, const char *path, json_t *req)
+/* POST body to path on each endpoint in turn from the last good one, with
+ * the token when there is one; the parsed reply, or NULL with e->err and
+ * *unauth when etcd refused the token (HTTP 401). */
+static json_t *post(struct etcd *e, const char *path, const char *body, bool *unauth)
 {
-	char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
 	json_t *out = NULL;
-	json_decref(req);
-	if (!body) {
-		snprintf(e->err, sizeof(e->err), "out of memory");
-		return NULL;
-	}
+	*unauth = false;
 	if (hal_curl_load(e->err, sizeof(e->err)))
-		goto out;
+		return NULL;
 	const struct hal_curl *cu = hal_curl();
 	if (!e->curl && !(e->curl = cu->easy_init())) {
 		snprintf(e->err, sizeof(e->err), "curl_easy_init failed");
-		goto out;
+		return NULL;
 	}
 	struct curl_slist *hdr = cu->slist_append(NULL, "Content-Type: application/json");
+	if (hdr && e->token[0]) {
+		char h[sizeof(e->token) + 32];
+		snprintf(h, sizeof(h), "Authorization: %s", e->token);
+		struct curl_slist *h2 = cu->slist_append(hdr, h);
+		explicit_bzero(h, sizeof(h));
+		if (h2)
+			hdr = h2;
+	}
 	for (size_t t = 0; t < e->n_ep && !out; t++) {
 		size_t i = (e->cur + t) % e->n_ep;
 		char url[ETCD_URL_LEN + 64];
@@ -237,6 +260,13 @@ static json_t *call(struct etcd *e, const char *path, json_t *req)
 				msg = json_string_value(json_object_get(j, "message"));
 			snprintf(e->err, sizeof(e->err), "%s%s: HTTP %ld%s%s", e->ep[i], path, code,
 				 msg ? ": " : "", msg ? msg : "");
+			if (code == 401) {
+				/* the same token fails on every member: trade it first */
+				*unauth = true;
+				json_decref(j);
+				free(b.p);
+				break;
+			}
 		} else {
 			out = j;
 			j = NULL;
@@ -246,6 +276,63 @@ static json_t *call(struct etcd *e, const char *path, json_t *req)
 		free(b.p);
 	}
 	cu->slist_free_all(hdr);
+	return out;
+}
+
+/* The user's password for a token (POST /v3/auth/authenticate). */
+static int authenticate(struct etcd *e)
+{
+	json_t *req = json_pack("{s:s, s:s}", "name", e->auth_user, "password", e->auth_password);
+	char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	json_decref(req);
+	if (!body) {
+		snprintf(e->err, sizeof(e->err), "out of memory");
+		return -ENOMEM;
+	}
+	bool unauth;
+	e->token[0] = '\0';
+	json_t *r = post(e, "/v3/auth/authenticate", body, &unauth);
+	explicit_bzero(body, strlen(body));
+	free(body);
+	const char *tok = json_string_value(json_object_get(r, "token"));
+	int rc = 0;
+	if (!r) {
+		char why[sizeof(e->err)];
+		snprintf(why, sizeof(why), "%s", e->err);
+		snprintf(e->err, sizeof(e->err), "etcd authentication as '%.32s' failed: %.180s",
+			 e->auth_user, why);
+		rc = -EACCES;
+	} else if (!tok || !tok[0] || strlen(tok) >= sizeof(e->token)) {
+		snprintf(e->err, sizeof(e->err),
+			 "etcd authentication as '%s': no usable token in the reply (is auth enabled? "
+			 "etcdctl auth enable)",
+			 e->auth_user);
+		rc = -EPROTO;
+	} else {
+		snprintf(e->token, sizeof(e->token), "%s", tok);
+	}
+	json_decref(r);
+	return rc;
+}
+
+/* One request: with etcd's authentication, a token first, and a new one
+ * once when etcd no longer takes the old. The parsed reply, or NULL with
+ * e->err. Steals req. */
+static json_t *call(struct etcd *e, const char *path, json_t *req)
+{
+	char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	json_t *out = NULL;
+	json_decref(req);
+	if (!body) {
+		snprintf(e->err, sizeof(e->err), "out of memory");
+		return NULL;
+	}
+	bool unauth = false;
+	if (e->auth_user[0] && !e->token[0] && authenticate(e))
+		goto out;
+	out = post(e, path, body, &unauth);
+	if (!out && unauth && e->auth_user[0] && authenticate(e) == 0)
+		out = post(e, path, body, &unauth);
 out:
 	free(body);
 	return out;

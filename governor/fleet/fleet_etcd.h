@@ -23,6 +23,10 @@ struct etcd {
 	long timeout_ms;
 	/* TLS (etcd_set_tls): CA file, client certificate and key; "": none */
 	char tls_ca[ETCD_URL_LEN], tls_cert[ETCD_URL_LEN], tls_key[ETCD_URL_LEN];
+	/* etcd's own authentication (etcd_set_auth): a user and its password,
+	 * traded for a token on first use and again when etcd says the token is
+	 * no longer valid (it expires, a member restarted); "": none */
+	char auth_user[64], auth_password[256], token[512];
 	void *curl;          /* CURL *, made on first use */
 	char err[256];       /* why the last call failed */
 };
@@ -42,6 +46,11 @@ void etcd_fini(struct etcd *e);
  * system's CAs / none). After etcd_init. */
 void etcd_set_tls(struct etcd *e, const char *ca_file, const char *cert_file,
 		  const char *key_file);
+/* etcd's user/password authentication (etcdctl user add, auth enable):
+ * every request carries the token POST /v3/auth/authenticate gave for
+ * them. NULL or "" user: none. 0, or -EINVAL when a name or password is too
+ * long. After etcd_init. */
+int etcd_set_auth(struct etcd *e, const char *user, const char *password);
 
 /* One key: 0 and *found; -EIO etc. (e->err). kv is filled when found;
  * free with etcd_kv_free. *rev: the store's revision (may be NULL). */

@@ -1,5 +1,6 @@
 /* The config's fleet section (governor/fleet/fleet_cfg.c): a full one, defaults,
  * every error with line:col and key path, and a change refusing a reload. */
+#define _GNU_SOURCE /* mkdtemp */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -7,6 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -163,6 +166,72 @@ static void test_tls(void **st)
 	diag_clear(&d);
 }
 
+/* fleet.auth: the password file judged at load (regular, readable,
+ * non-empty first line, not too long), never kept; a user needs a file. */
+static void test_auth(void **st)
+{
+	(void)st;
+	char dir[] = "/tmp/govd-auth-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char good[64], empty[64], longp[64], fifo[64], text[512], pw[256], err[256];
+	snprintf(good, sizeof(good), "%s/good", dir);
+	snprintf(empty, sizeof(empty), "%s/empty", dir);
+	snprintf(longp, sizeof(longp), "%s/long", dir);
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	FILE *f = fopen(good, "w");
+	fputs("s3cret\nsecond line ignored\n", f);
+	fclose(f);
+	fclose(fopen(empty, "w"));
+	f = fopen(longp, "w");
+	for (int i = 0; i < 300; i++)
+		fputc('x', f);
+	fclose(f);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+
+	assert_int_equal(fleet_read_password(good, pw, sizeof(pw), err, sizeof(err)), 0);
+	assert_string_equal(pw, "s3cret");
+	assert_int_equal(fleet_read_password(empty, pw, sizeof(pw), err, sizeof(err)), -EINVAL);
+	assert_int_equal(fleet_read_password(longp, pw, sizeof(pw), err, sizeof(err)), -E2BIG);
+	assert_string_equal(pw, ""); /* nothing of it left behind */
+	/* a FIFO would block the load: refused without opening it */
+	assert_int_equal(fleet_read_password(fifo, pw, sizeof(pw), err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "not a regular file"));
+
+	struct diag_list d = { 0 };
+	struct config *c;
+	const char *bad[] = { "/nonexistent/pw", empty, longp, fifo };
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(text, sizeof(text),
+			 "fleet:\n  endpoints: [\"https://e:2379\"]\n  group: g\n  safe_budget_w: 100\n"
+			 "  auth: {user: govd, password_file: %s}\n", bad[i]);
+		assert_int_equal(load(text, &c, &d), -EINVAL);
+		assert_true(has(&d, 8, "fleet.auth.password_file"));
+		diag_clear(&d);
+	}
+	/* a user without its password file, an unknown key */
+	assert_int_equal(load("fleet:\n  endpoints: [\"https://e:2379\"]\n  group: g\n"
+			      "  safe_budget_w: 100\n  auth: {user: govd, token: x}\n",
+			      &c, &d),
+			 -EINVAL);
+	assert_true(has(&d, 8, "fleet.auth.password_file"));
+	assert_true(has(&d, 8, "fleet.auth.token"));
+	diag_clear(&d);
+	snprintf(text, sizeof(text),
+		 "fleet:\n  endpoints: [\"https://e:2379\"]\n  group: g\n  safe_budget_w: 100\n"
+		 "  auth: {user: govd, password_file: %s}\n", good);
+	assert_int_equal(load(text, &c, &d), 0);
+	assert_string_equal(c->fleet.auth_user, "govd");
+	assert_string_equal(c->fleet.auth_password_file, good);
+	assert_int_equal(d.n, 0); /* https: no cleartext warning */
+	config_free(c);
+	diag_clear(&d);
+	unlink(good);
+	unlink(empty);
+	unlink(longp);
+	unlink(fifo);
+	rmdir(dir);
+}
+
 static void test_reload_refused(void **st)
 {
 	(void)st;
@@ -190,6 +259,7 @@ int main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_reload_refused),
 		cmocka_unit_test(test_tls),
+		cmocka_unit_test(test_auth),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
