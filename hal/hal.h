@@ -107,6 +107,13 @@ struct hal_limits {
 	char pci_bus_id[HAL_NAME_LEN];
 	bool have_index;
 	uint32_t index;
+	/* MIG: a child (a GPU instance) carries its own UUID ("MIG-...") here,
+	 * uuid above being its parent's as dcgm-exporter labels it, and its GPU
+	 * instance id (mig_gi_id, meaningful when mig_uuid is set); a parent in
+	 * MIG mode has mig_enabled. */
+	char mig_uuid[HAL_NAME_LEN];
+	int32_t mig_gi_id;
+	bool mig_enabled;
 };
 
 /* Serving telemetry: cumulative like Prometheus counters and histograms. */
@@ -206,6 +213,17 @@ struct hal_dev_cfg {
 
 #define HAL_ID_LEN 256
 #define HAL_MAX_WRITER_IDS 12
+#define HAL_MAX_EXPAND 64 /* CONFIG_MAX_DEVICES */
+
+/* One config entry that selects several devices (nvml's `all: true`), as
+ * the devices it stands for: n copies of the entry, each without the
+ * option drop_key and with set_key = value[i]; value[i] names the copy
+ * too (a GPU's UUID). n = 0: the entry is one device. */
+struct hal_expansion {
+	size_t n;
+	char drop_key[32], set_key[32];
+	char value[HAL_MAX_EXPAND][HAL_NAME_LEN];
+};
 
 struct hal_ops {
 	const char *name;
@@ -214,6 +232,10 @@ struct hal_ops {
 	/* Optional: the options judged as open would judge them, opening
 	 * nothing (govd --check places the diags at the config's device). */
 	int (*check_options)(const struct hal_dev_cfg *cfg, struct diag_list *diags);
+	/* Optional: the devices an entry selects (struct hal_expansion), found
+	 * by reading only (nvml: nvmlInit and the device list, no write). */
+	int (*expand)(const struct hal_dev_cfg *cfg, struct hal_expansion *out,
+		      struct diag_list *diags);
 	int (*get_limits)(struct hal_dev *dev, struct hal_limits *out);
 	/* Fills every field of *out (clear it first): the governor does not. */
 	int (*sample)(struct hal_dev *dev, struct hal_sample *out);
@@ -286,6 +308,8 @@ int hal_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct diag_lis
 /* The backend's check_options where it has one (0 where it has none);
  * -ENOENT / -ENOTSUP for a backend unknown or compiled out. */
 int hal_check_options(const struct hal_dev_cfg *cfg, struct diag_list *diags);
+/* The backend's expand where it has one (out->n = 0 where it has none). */
+int hal_expand(const struct hal_dev_cfg *cfg, struct hal_expansion *out, struct diag_list *diags);
 void hal_close(struct hal_dev *dev);
 
 static inline bool hal_can_set_clocks(const struct hal_dev *d) { return d->ops->set_clock_range != NULL; }

@@ -91,6 +91,16 @@ int hal_check_options(const struct hal_dev_cfg *cfg, struct diag_list *diags)
 	return ops->check_options ? ops->check_options(cfg, diags) : 0;
 }
 
+int hal_expand(const struct hal_dev_cfg *cfg, struct hal_expansion *out, struct diag_list *diags)
+{
+	const struct hal_ops *ops;
+	memset(out, 0, sizeof(*out));
+	int rc = lookup(cfg->backend ? cfg->backend : "", &ops, diags);
+	if (rc)
+		return rc;
+	return ops->expand ? ops->expand(cfg, out, diags) : 0;
+}
+
 int hal_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct diag_list *diags)
 {
 	memset(dev, 0, sizeof(*dev));

@@ -117,6 +117,11 @@ struct nvml_fns {
 	nvml_ret (*reset_locked_clocks)(nvml_dev);
 	nvml_ret (*supported_mem_clocks)(nvml_dev, unsigned int *, unsigned int *);
 	nvml_ret (*supported_gfx_clocks)(nvml_dev, unsigned int, unsigned int *, unsigned int *);
+	/* MIG (Ampere and later) */
+	nvml_ret (*is_mig)(nvml_dev, unsigned int *);
+	nvml_ret (*mig_parent)(nvml_dev, nvml_dev *);
+	nvml_ret (*gpu_instance_id)(nvml_dev, unsigned int *);
+	nvml_ret (*mig_mode)(nvml_dev, unsigned int *, unsigned int *);
 };
 
 static const struct {
@@ -156,6 +161,10 @@ static const struct {
 	SYM("nvmlDeviceResetGpuLockedClocks", reset_locked_clocks, false),
 	SYM("nvmlDeviceGetSupportedMemoryClocks", supported_mem_clocks, false),
 	SYM("nvmlDeviceGetSupportedGraphicsClocks", supported_gfx_clocks, false),
+	SYM("nvmlDeviceIsMigDeviceHandle", is_mig, false),
+	SYM("nvmlDeviceGetDeviceHandleFromMigDeviceHandle", mig_parent, false),
+	SYM("nvmlDeviceGetGpuInstanceId", gpu_instance_id, false),
+	SYM("nvmlDeviceGetMigMode", mig_mode, false),
 #undef SYM
 };
 #define N_SYMBOLS (sizeof(symbols) / sizeof(symbols[0]))
@@ -177,9 +186,14 @@ struct nvml {
 	const struct govd_clock *clock;
 	void *lib;
 	struct nvml_fns fn;
-	nvml_dev dev;
+	nvml_dev dev; /* the physical GPU (a MIG child's parent) */
 	unsigned index;
 	bool initialised, use_instant, read_only;
+	/* Opened by a MIG instance's UUID: read-only, readings of the parent
+	 * (power, clocks and temperatures are the whole GPU's). */
+	bool mig_child, mig_enabled;
+	unsigned mig_gi_id;
+	char mig_uuid[HAL_NAME_LEN];
 	/* Option read_only or a dry run: not even close() or a restore writes. */
 	bool never_write;
 	uint32_t unsupported;
@@ -519,6 +533,11 @@ static int nvml_get_limits(struct hal_dev *dev, struct hal_limits *out)
 	}
 	out->have_index = true;
 	out->index = n->index;
+	if (n->mig_child) {
+		snprintf(out->mig_uuid, sizeof(out->mig_uuid), "%s", n->mig_uuid);
+		out->mig_gi_id = (int32_t)n->mig_gi_id;
+	}
+	out->mig_enabled = n->mig_enabled;
 	return 0;
 }
 
@@ -740,6 +759,23 @@ static int open_by_uuid(struct nvml *n, const char *uuid, unsigned count, const 
 		return -ENOSYS;
 	}
 	nvml_ret r = n->fn.get_handle_by_uuid(uuid, &n->dev);
+	unsigned is_mig = 0;
+	if (r == NVML_SUCCESS && n->fn.is_mig && n->fn.is_mig(n->dev, &is_mig) == NVML_SUCCESS &&
+	    is_mig) {
+		/* A MIG instance: its readings and settings are the parent's */
+		nvml_dev child = n->dev;
+		if (!n->fn.mig_parent || (r = n->fn.mig_parent(child, &n->dev)) != NVML_SUCCESS) {
+			diag_add(diags, DIAG_ERROR, src, 0, 0, "options.uuid", "nvml-mig",
+				 "nvml: %.60s is a MIG instance and its parent GPU cannot be found "
+				 "(nvmlDeviceGetDeviceHandleFromMigDeviceHandle: %s)",
+				 uuid, n->fn.mig_parent ? estr(n, r) : "missing");
+			return -ENODEV;
+		}
+		n->mig_child = true;
+		snprintf(n->mig_uuid, sizeof(n->mig_uuid), "%.47s", uuid);
+		if (!n->fn.gpu_instance_id || n->fn.gpu_instance_id(child, &n->mig_gi_id) != NVML_SUCCESS)
+			n->mig_gi_id = 0;
+	}
 	if (r != NVML_SUCCESS) {
 		char present[256] = "";
 		size_t off = 0;
@@ -771,14 +807,15 @@ static int open_by_uuid(struct nvml *n, const char *uuid, unsigned count, const 
 struct nvml_opts {
 	uint32_t index;
 	int power_mode; /* 0 average, 1 instant */
-	bool read_only;
+	bool read_only, all;
 	const char *uuid, *libname;
 };
 
 static int nvml_parse_opts(const struct hal_dev_cfg *cfg, struct diag_list *diags,
 			   struct nvml_opts *out)
 {
-	static const char *const keys[] = { "index", "uuid", "library", "power", "read_only", NULL };
+	static const char *const keys[] = { "index", "uuid",	  "all", "library",
+					    "power", "read_only", NULL };
 	/* instant: NVML_FI_DEV_POWER_INSTANT, falling back to the 1 s average;
 	 * average: nvmlDeviceGetPowerUsage. */
 	static const char *const power_modes[] = { "average", "instant", NULL };
@@ -789,6 +826,11 @@ static int nvml_parse_opts(const struct hal_dev_cfg *cfg, struct diag_list *diag
 	bopts_u32(&o, "index", 0, 1024, 0, &out->index);
 	bopts_enum(&o, "power", power_modes, 1, &out->power_mode);
 	bopts_bool(&o, "read_only", false, &out->read_only);
+	/* every GPU of the node, one device each, named by its UUID */
+	bopts_bool(&o, "all", false, &out->all);
+	if (out->all && (bopts_has(&o, "index") || bopts_has(&o, "uuid")))
+		bopts_error(&o, "all", "nvml-all-and-one",
+			    "options.all selects every GPU: give it without index or uuid");
 	/* A UUID names the GPU itself; an index can change with the PCI
 	 * enumeration order (a GPU added or removed, a firmware setting). */
 	out->uuid = bopts_str(&o, "uuid", NULL);
@@ -851,6 +893,12 @@ static int nvml_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct 
 	int power_mode = no.power_mode;
 	bool read_only = no.read_only;
 	const char *uuid = no.uuid;
+	if (no.all) {
+		diag_add(diags, DIAG_ERROR, src, 0, 0, "options.all", "nvml-all-unexpanded",
+			 "nvml: options.all stands for every GPU; govd opens one device per GPU "
+			 "(hal_expand), not the selector itself");
+		return -EINVAL;
+	}
 	struct nvml *n = calloc(1, sizeof(*n));
 	if (!n)
 		return -ENOMEM;
@@ -894,6 +942,22 @@ static int nvml_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct 
 		rc = to_errno(r);
 		goto err_release;
 	}
+	if (n->mig_child && !n->never_write) {
+		char parent[96] = "";
+		if (n->fn.get_uuid && n->fn.get_uuid(n->dev, parent, sizeof(parent)) != NVML_SUCCESS)
+			parent[0] = '\0';
+		diag_add(diags, DIAG_ERROR, src, 0, 0, "options.uuid", "nvml-mig-child",
+			 "nvml: %.47s is MIG instance %u of GPU %u (%.47s): its clocks and power "
+			 "limit are the whole GPU's, shared by every instance; govd does not set them "
+			 "from one instance: govern the parent (options.uuid: %.47s), or watch this "
+			 "instance with options.read_only: true",
+			 n->mig_uuid, n->mig_gi_id, n->index, parent, parent);
+		rc = -EPERM;
+		goto err_release;
+	}
+	unsigned mig_cur = 0, mig_pend = 0;
+	if (n->fn.mig_mode && n->fn.mig_mode(n->dev, &mig_cur, &mig_pend) == NVML_SUCCESS)
+		n->mig_enabled = mig_cur == 1;
 	unsigned clk[512], nc = 512;
 	if (clock_table(n, clk, &nc) == 0) {
 		n->clk_min_mhz = clk[0];
@@ -901,6 +965,21 @@ static int nvml_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct 
 	}
 	n->err[0] = '\0';
 	n->ops = hal_nvml_ops;
+	if (n->mig_child) {
+		/* read-only by the check above: nothing to set, nothing to restore */
+		n->ops.set_clock_range = NULL;
+		n->ops.reset_clocks = NULL;
+		n->ops.set_power_limit = NULL;
+	} else if (n->mig_enabled) {
+		/* NVIDIA documents clock locking as unavailable on MIG-partitioned
+		 * GPUs (CUPTI clock control); the power limit stays the GPU's */
+		n->ops.set_clock_range = NULL;
+		n->ops.reset_clocks = NULL;
+		diag_add(diags, DIAG_WARNING, src, 0, 0, "", "nvml-mig-mode",
+			 "nvml: GPU %u is in MIG mode: its clocks cannot be locked; govd governs its "
+			 "power limit only (for every instance on it)",
+			 n->index);
+	}
 	if (!n->fn.set_locked_clocks || !n->fn.reset_locked_clocks) {
 		n->ops.set_clock_range = NULL;
 		n->ops.reset_clocks = NULL;
@@ -926,6 +1005,69 @@ err_free:
 	return rc;
 }
 
+/* options.all: every GPU NVML lists (physical GPUs; MIG instances are not
+ * listed by index), as one device each named and selected by its UUID.
+ * Reads only: nvmlInit, the count, the handles and their UUIDs. */
+static int nvml_expand(const struct hal_dev_cfg *cfg, struct hal_expansion *out,
+		       struct diag_list *diags)
+{
+	struct nvml_opts no;
+	int rc = nvml_parse_opts(cfg, diags, &no);
+	if (rc || !no.all)
+		return rc;
+	const char *src = cfg && cfg->name && cfg->name[0] ? cfg->name : "nvml";
+	struct nvml n = { 0 };
+	if ((rc = nvml_load(no.libname, diags, &n.lib)))
+		return rc;
+	for (size_t i = 0; i < N_SYMBOLS; i++) {
+		void *sym = dlsym(n.lib, symbols[i].name);
+		memcpy((char *)&n.fn + symbols[i].off, &sym, sizeof(sym));
+	}
+	unsigned count = 0;
+	nvml_ret r = n.fn.init();
+	if (r != NVML_SUCCESS) {
+		diag_add(diags, DIAG_ERROR, "nvml", 0, 0, "", "nvml-init", "nvml: nvmlInit_v2: %s",
+			 estr(&n, r));
+		rc = to_errno(r);
+		goto out_close;
+	}
+	if (!n.fn.get_uuid) {
+		diag_add(diags, DIAG_ERROR, src, 0, 0, "options.all", "nvml-symbol-missing",
+			 "nvml: this driver has no nvmlDeviceGetUUID: name the GPUs by options.index");
+		rc = -ENOSYS;
+		goto out_shutdown;
+	}
+	if ((r = n.fn.get_count(&count)) != NVML_SUCCESS || count == 0 || count > HAL_MAX_EXPAND) {
+		diag_add(diags, DIAG_ERROR, src, 0, 0, "options.all", "nvml-no-gpu",
+			 "nvml: options.all: %u GPUs%s%s (1..%d governed)", count, r ? ": " : "",
+			 r ? estr(&n, r) : "", HAL_MAX_EXPAND);
+		rc = -ENODEV;
+		goto out_shutdown;
+	}
+	snprintf(out->drop_key, sizeof(out->drop_key), "all");
+	snprintf(out->set_key, sizeof(out->set_key), "uuid");
+	for (unsigned i = 0; i < count; i++) {
+		nvml_dev d;
+		char u[96];
+		if ((r = n.fn.get_handle(i, &d)) != NVML_SUCCESS ||
+		    (r = n.fn.get_uuid(d, u, sizeof(u))) != NVML_SUCCESS ||
+		    strlen(u) >= sizeof(out->value[0])) {
+			diag_add(diags, DIAG_ERROR, src, 0, 0, "options.all", "nvml-handle",
+				 "nvml: options.all: GPU %u: %s", i,
+				 r ? estr(&n, r) : "UUID too long");
+			rc = r ? to_errno(r) : -EINVAL;
+			out->n = 0;
+			goto out_shutdown;
+		}
+		snprintf(out->value[out->n++], sizeof(out->value[0]), "%s", u);
+	}
+out_shutdown:
+	n.fn.shutdown();
+out_close:
+	dlclose(n.lib);
+	return rc;
+}
+
 /* The GPU by its UUID (a config may name it by index or UUID): the one
  * writer lock for its clocks and power limit. */
 static size_t nvml_writer_ids(struct hal_dev *dev, char (*ids)[HAL_ID_LEN], size_t max)
@@ -945,6 +1087,7 @@ const struct hal_ops hal_nvml_ops = {
 	.name = "nvml",
 	.open = nvml_open,
 	.check_options = nvml_check_options,
+	.expand = nvml_expand,
 	.close = nvml_close,
 	.get_limits = nvml_get_limits,
 	.sample = nvml_sample,

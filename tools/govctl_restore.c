@@ -62,9 +62,11 @@ int govctl_restore(int argc, char **argv)
 	char path[CONFIG_PATH_LEN];
 	snprintf(path, sizeof(path), "%s", state ? state : CONFIG_DEFAULT_STATE_FILE);
 	if (config) {
-		if (config_load(config, &cfg, &d)) {
+		/* as govd named the devices: one per GPU of an `all` entry */
+		if (config_load(config, &cfg, &d) || config_expand(cfg, &d)) {
 			govctl_print_diags(&d);
 			diag_clear(&d);
+			config_free(cfg);
 			return GOVCTL_EXIT_FAIL;
 		}
 		snprintf(path, sizeof(path), "%s", cfg->state_file);

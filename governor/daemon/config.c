@@ -482,6 +482,99 @@ bool config_reloadable_at(const struct config *a, const struct config *b, char *
 	return true;
 }
 
+/* Entry i as copy k of its expansion: the selector option dropped, the
+ * device's own one set, named by it. */
+static int expand_copy(const struct config_device *src, const struct hal_expansion *x, size_t k,
+		       struct config_device *dst)
+{
+	*dst = *src;
+	dst->n_opts = 0;
+	snprintf(dst->name, sizeof(dst->name), "%s", x->value[k]);
+	for (size_t o = 0; o < src->n_opts; o++) {
+		if (!strcmp(src->keys[o], x->drop_key) || !strcmp(src->keys[o], x->set_key))
+			continue;
+		dst->keys[dst->n_opts] = strdup(src->keys[o]);
+		dst->values[dst->n_opts] = strdup(src->values[o]);
+		if (!dst->keys[dst->n_opts] || !dst->values[dst->n_opts++])
+			return -ENOMEM;
+	}
+	dst->keys[dst->n_opts] = strdup(x->set_key);
+	dst->values[dst->n_opts] = strdup(x->value[k]);
+	if (!dst->keys[dst->n_opts] || !dst->values[dst->n_opts++])
+		return -ENOMEM;
+	return 0;
+}
+
+int config_expand(struct config *c, struct diag_list *diags)
+{
+	struct config_device *out = calloc(CONFIG_MAX_DEVICES, sizeof(*out));
+	struct hal_expansion *x = malloc(sizeof(*x));
+	size_t n = 0;
+	int rc = out && x ? 0 : -ENOMEM;
+	for (size_t i = 0; i < c->n_devices && !rc; i++) {
+		struct hal_dev_cfg hc;
+		struct diag_list local = { 0 };
+		config_dev_cfg(&c->dev[i], &hc);
+		rc = hal_expand(&hc, x, &local);
+		for (size_t k = 0; k < local.n; k++) {
+			char kp[160];
+			snprintf(kp, sizeof(kp), "devices[%zu]%s%s", i, local.v[k].path[0] ? "." : "",
+				 local.v[k].path);
+			diag_add(diags, local.v[k].sev, c->path, c->dev[i].line, c->dev[i].col, kp,
+				 local.v[k].code, "%s", local.v[k].msg);
+		}
+		diag_clear(&local);
+		if (rc)
+			break;
+		if (x->n == 0) {
+			/* one device: moved as is (its option strings change owner) */
+			out[n++] = c->dev[i];
+			c->dev[i].n_opts = 0;
+			continue;
+		}
+		if (n + x->n > CONFIG_MAX_DEVICES) {
+			diag_add(diags, DIAG_ERROR, c->path, c->dev[i].line, c->dev[i].col, "devices",
+				 "range", "devices[%zu] stands for %zu devices: %zu in all, at most %d",
+				 i, x->n, n + x->n, CONFIG_MAX_DEVICES);
+			rc = -E2BIG;
+			break;
+		}
+		for (size_t k = 0; k < x->n && !rc; k++)
+			rc = expand_copy(&c->dev[i], x, k, &out[n++]);
+	}
+	for (size_t i = 0; i < n && !rc; i++)
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(out[i].name, out[j].name)) {
+				diag_add(diags, DIAG_ERROR, c->path, out[i].line, out[i].col, "devices",
+					 "duplicate", "device '%s' twice (an entry that selects every "
+					 "device and one that names it)", out[i].name);
+				rc = -EINVAL;
+				break;
+			}
+	if (!rc) {
+		/* the old entries are empty or moved: free what is left */
+		for (size_t i = 0; i < c->n_devices; i++)
+			for (size_t k = 0; k < c->dev[i].n_opts; k++) {
+				free(c->dev[i].keys[k]);
+				free(c->dev[i].values[k]);
+			}
+		memcpy(c->dev, out, n * sizeof(*out));
+		for (size_t i = n; i < CONFIG_MAX_DEVICES; i++)
+			c->dev[i].n_opts = 0;
+		c->n_devices = n;
+	} else if (out) {
+		/* c is only fit for config_free now: what moved is freed here */
+		for (size_t i = 0; i < n; i++)
+			for (size_t k = 0; k < out[i].n_opts; k++) {
+				free(out[i].keys[k]);
+				free(out[i].values[k]);
+			}
+	}
+	free(out);
+	free(x);
+	return rc;
+}
+
 void config_dev_cfg(const struct config_device *d, struct hal_dev_cfg *out)
 {
 	memset(out, 0, sizeof(*out));

@@ -93,6 +93,12 @@ bool config_reloadable(const struct config *old, const struct config *neu, char 
  * when it is not one entry. */
 bool config_reloadable_at(const struct config *old, const struct config *neu, char *why,
 			  size_t len, int *line, int *col);
+/* Entries that select several devices (nvml `all: true`) replaced by one
+ * entry per device, named by it (hal_expand: reads the hardware, writes
+ * nothing). govd runs it before it plans; --check does not (it touches no
+ * device). 0, or a negative errno with diags at the entry; on error c is
+ * only fit for config_free. */
+int config_expand(struct config *c, struct diag_list *diags);
 /* The device's options as hal_dev_cfg wants them. */
 void config_dev_cfg(const struct config_device *d, struct hal_dev_cfg *out);
 

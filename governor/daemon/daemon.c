@@ -48,7 +48,8 @@ void daemon_plan_free(struct daemon_plan *p)
 	p->cfg = NULL;
 }
 
-int daemon_plan_load(const char *config_path, struct daemon_plan *out, struct diag_list *diags)
+int daemon_plan_load(const char *config_path, bool expand, struct daemon_plan *out,
+		     struct diag_list *diags)
 {
 	int rc;
 
@@ -56,6 +57,11 @@ int daemon_plan_load(const char *config_path, struct daemon_plan *out, struct di
 	rc = config_load(config_path, &out->cfg, diags);
 	if (rc)
 		return rc;
+	if (expand && (rc = config_expand(out->cfg, diags))) {
+		config_free(out->cfg);
+		out->cfg = NULL;
+		return rc;
+	}
 	struct config *c = out->cfg;
 	for (size_t i = 0; i < c->n_devices; i++) {
 		for (size_t j = 0; j < i && !out->pol[i]; j++)
@@ -662,7 +668,7 @@ int daemon_init(struct daemon *d, const char *config_path, bool dry_run,
 	d->clock.ops = &mono_ops;
 	hist_reset(&d->st.tick_ms);
 	hist_reset(&d->st.advance_ms);
-	rc = daemon_plan_load(config_path, &d->plan, diags);
+	rc = daemon_plan_load(config_path, true, &d->plan, diags);
 	if (rc)
 		return rc;
 	const struct config *c = d->plan.cfg;
@@ -1045,7 +1051,7 @@ static void job_free(struct reload_job *j)
 static void *reload_thread(void *arg)
 {
 	struct reload_job *j = arg;
-	int rc = daemon_plan_load(j->path, &j->plan, &j->diags);
+	int rc = daemon_plan_load(j->path, true, &j->plan, &j->diags);
 	pthread_mutex_lock(&j->mu);
 	j->rc = rc;
 	j->done = true;

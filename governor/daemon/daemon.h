@@ -113,7 +113,10 @@ struct daemon {
 	} fds[DAEMON_MAX_FDS];
 };
 
-int daemon_plan_load(const char *config_path, struct daemon_plan *out, struct diag_list *diags);
+/* expand: the config's multi-device entries made one per device
+ * (config_expand: reads the hardware); false for --check. */
+int daemon_plan_load(const char *config_path, bool expand, struct daemon_plan *out,
+		     struct diag_list *diags);
 void daemon_plan_free(struct daemon_plan *p);
 
 /* Blocks SIGHUP/SIGTERM/SIGINT (signalfd takes them) and ignores SIGPIPE:

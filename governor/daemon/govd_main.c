@@ -51,7 +51,7 @@ static int check(const char *path)
 {
 	struct diag_list dl = { 0 };
 	struct daemon_plan p;
-	int rc = daemon_plan_load(path, &p, &dl);
+	int rc = daemon_plan_load(path, false, &p, &dl);
 	if (rc == 0) {
 		for (size_t i = 0; i < p.cfg->n_devices; i++)
 			if (!hal_backend_find(p.cfg->dev[i].backend, &dl))

@@ -101,6 +101,11 @@ void metrics_device_set_identity(struct metrics_device *d, const struct hal_limi
 	snprintf(d->pci_bus_id, sizeof(d->pci_bus_id), "%s", lim->pci_bus_id);
 	d->have_index = lim->have_index;
 	d->index = lim->index;
+	snprintf(d->mig_uuid, sizeof(d->mig_uuid), "%s", lim->mig_uuid);
+	d->gi_id[0] = '\0';
+	if (lim->mig_uuid[0])
+		snprintf(d->gi_id, sizeof(d->gi_id), "%d", (int)lim->mig_gi_id);
+	d->mig_enabled = lim->mig_enabled;
 }
 
 /* The server's cumulative histogram summed to the exported bounds. A hist
@@ -509,7 +514,8 @@ static void render_info(FILE *f, const struct metrics_snapshot *s, const struct 
 	}
 	family(f, "govd_device_info", "gauge",
 	       "Device identity with dcgm-exporter's labels (gpu, UUID, pci_bus_id, modelName, "
-	       "Hostname); value 1.");
+	       "Hostname; a MIG instance: UUID its parent's, GPU_I_ID, mig_uuid its own; mig: "
+	       "enabled on a GPU in MIG mode); value 1.");
 	for (size_t i = 0; i < s->n_devices; i++) {
 		const struct metrics_device *d = &s->dev[i];
 		char idx[16] = "";
@@ -521,6 +527,12 @@ static void render_info(FILE *f, const struct metrics_snapshot *s, const struct 
 		put_label(f, "pci_bus_id", d->pci_bus_id);
 		put_label(f, "modelName", d->model);
 		put_label(f, "Hostname", s->hostname);
+		if (d->gi_id[0]) {
+			put_label(f, "GPU_I_ID", d->gi_id);
+			put_label(f, "mig_uuid", d->mig_uuid);
+		}
+		if (d->mig_enabled)
+			put_label(f, "mig", "enabled");
 		fputs("} 1\n", f);
 	}
 }

@@ -72,6 +72,8 @@ struct metrics_device {
 	char policy_hash[32];
 	/* Identity for joins with dcgm-exporter ("": unknown, label left out). */
 	char uuid[HAL_NAME_LEN], pci_bus_id[HAL_NAME_LEN], model[HAL_NAME_LEN];
+	char mig_uuid[HAL_NAME_LEN], gi_id[16]; /* a MIG instance's; "" otherwise */
+	bool mig_enabled;
 	bool have_index;
 	uint32_t index;
 	uint64_t periods;

@@ -6,7 +6,8 @@
  *       no_permission 1         every Set* answers NVML_ERROR_NO_PERMISSION
  *       <key> <gpu> <value>     power_mw, power_avg_mw, energy_mj, temp_c,
  *                               mem_temp_c, sm_mhz, reasons (hex ok),
- *                               thermal_violation_ns, lost (1: GPU_IS_LOST)
+ *                               thermal_violation_ns, lost (1: GPU_IS_LOST),
+ *                               mig (N > 0: MIG mode with N GPU instances)
  *   - FAKE_NVML_LOG: every call appended as one line "name args -> ret".
  *   - FAKE_NVML_DRIVER: the settings the driver keeps across processes (a
  *     real driver keeps a power limit and locked clocks after the process
@@ -19,7 +20,12 @@
  * 2 broken (no nvmlDeviceGetCount_v2). Identity: GPU i has UUID
  * "GPU-fa4e0000-0000-4000-8000-00000000000<i>" and PCI bus id
  * "00000000:<18+i in hex>:00.0"; the old driver (1) has no
- * nvmlDeviceGetPciInfo_v3 and no nvmlDeviceGetHandleByUUID. */
+ * nvmlDeviceGetPciInfo_v3 and no nvmlDeviceGetHandleByUUID. MIG (full
+ * variant): GPU i's instance k has UUID
+ * "MIG-fa4e0000-0000-4000-9000-<i:6 digits><k:6 digits>" and GPU instance
+ * id k + 1; a MIG handle answers the identity calls (UUID, is-MIG, parent,
+ * instance id) and NOT_SUPPORTED to everything else, as NVML documents for
+ * most device queries on MIG handles. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +50,7 @@ struct gpu {
 	long long power_mw, power_avg_mw, energy_mj, temp_c, mem_temp_c, sm_mhz;
 	unsigned long long reasons, thermal_violation_ns;
 	int lost;
+	int mig; /* GPU instances; 0: MIG off */
 	/* set by the API */
 	unsigned limit_mw, lock_min, lock_max;
 };
@@ -118,6 +125,8 @@ static void load(void)
 			g->thermal_violation_ns = (unsigned long long)b;
 		else if (!strcmp(key, "lost"))
 			g->lost = (int)b;
+		else if (!strcmp(key, "mig"))
+			g->mig = b < 0 ? 0 : b > 7 ? 7 : (int)b;
 	}
 	fclose(f);
 }
@@ -148,10 +157,26 @@ static void driver_save(void)
 	fclose(f);
 }
 
-/* Handles are 1-based indices disguised as pointers. */
+/* Handles are 1-based indices disguised as pointers; a MIG instance's is
+ * its GPU's + 256 * (instance + 1). */
 typedef struct fake_dev *nvmlDevice_t;
+static int mig_of(nvmlDevice_t d, int *gpu)
+{
+	size_t v = (size_t)d;
+	if (!init_count || v < 256)
+		return -1;
+	int g = (int)(v % 256) - 1, k = (int)(v / 256) - 1;
+	if (g < 0 || g >= n_gpus || k >= gpus[g].mig)
+		return -1;
+	*gpu = g;
+	return k;
+}
+
 static struct gpu *dev_of(nvmlDevice_t d, int *idx)
 {
+	int gpu;
+	if (mig_of(d, &gpu) >= 0)
+		return NULL; /* NOT_SUPPORTED below */
 	long i = (long)(size_t)d - 1;
 	if (!init_count || i < 0 || i >= n_gpus)
 		return NULL;
@@ -160,9 +185,13 @@ static struct gpu *dev_of(nvmlDevice_t d, int *idx)
 }
 
 #define GPU_OR_RETURN(name)                                                                   \
-	int idx = -1;                                                                         \
+	int idx = -1, mig_gpu_;                                                               \
 	load();                                                                               \
 	struct gpu *g = dev_of(dev, &idx);                                                    \
+	if (!g && mig_of(dev, &mig_gpu_) >= 0) {                                              \
+		logf_("%s mig -> %d", name, E_NOT_SUPPORTED);                                 \
+		return E_NOT_SUPPORTED;                                                       \
+	}                                                                                     \
 	if (!g) {                                                                             \
 		logf_("%s ? -> %d", name, E_INVALID);                                         \
 		return E_INVALID;                                                             \
@@ -233,8 +262,21 @@ static void fake_uuid(int i, char *buf, unsigned len)
 	snprintf(buf, len, "GPU-fa4e0000-0000-4000-8000-%012d", i);
 }
 
+static void fake_mig_uuid(int gpu, int k, char *buf, unsigned len)
+{
+	snprintf(buf, len, "MIG-fa4e0000-0000-4000-9000-%06d%06d", gpu, k);
+}
+
 int nvmlDeviceGetUUID(nvmlDevice_t dev, char *buf, unsigned len)
 {
+	int mg, mk;
+	load();
+	if ((mk = mig_of(dev, &mg)) >= 0) {
+		if (len < 41)
+			return E_INSUFFICIENT_SIZE;
+		fake_mig_uuid(mg, mk, buf, len);
+		return OK;
+	}
 	GPU_OR_RETURN("nvmlDeviceGetUUID");
 	if (len < 41)
 		return E_INSUFFICIENT_SIZE;
@@ -280,8 +322,52 @@ int nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *dev)
 			return OK;
 		}
 	}
+	for (int i = 0; init_count && i < n_gpus; i++)
+		for (int k = 0; k < gpus[i].mig; k++) {
+			fake_mig_uuid(i, k, want, sizeof(want));
+			if (!strcmp(uuid, want)) {
+				*dev = (nvmlDevice_t)(size_t)(i + 1 + 256 * (k + 1));
+				logf_("nvmlDeviceGetHandleByUUID %s -> 0", uuid);
+				return OK;
+			}
+		}
 	logf_("nvmlDeviceGetHandleByUUID %s -> 6", uuid);
 	return init_count ? 6 /* NVML_ERROR_NOT_FOUND */ : E_UNINIT;
+}
+
+int nvmlDeviceIsMigDeviceHandle(nvmlDevice_t dev, unsigned *is_mig)
+{
+	int g;
+	load();
+	*is_mig = mig_of(dev, &g) >= 0;
+	return OK;
+}
+
+int nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t mig, nvmlDevice_t *parent)
+{
+	int g;
+	load();
+	if (mig_of(mig, &g) < 0)
+		return E_INVALID;
+	*parent = (nvmlDevice_t)(size_t)(g + 1);
+	return OK;
+}
+
+int nvmlDeviceGetGpuInstanceId(nvmlDevice_t dev, unsigned *id)
+{
+	int g, k;
+	load();
+	if ((k = mig_of(dev, &g)) < 0)
+		return E_INVALID;
+	*id = (unsigned)k + 1;
+	return OK;
+}
+
+int nvmlDeviceGetMigMode(nvmlDevice_t dev, unsigned *current, unsigned *pending)
+{
+	GPU_OR_RETURN("nvmlDeviceGetMigMode");
+	*current = *pending = g->mig > 0;
+	return OK;
 }
 #endif
 
@@ -472,7 +558,8 @@ int nvmlDeviceSetPowerManagementLimit(nvmlDevice_t dev, unsigned mw)
 int nvmlDeviceSetGpuLockedClocks(nvmlDevice_t dev, unsigned lo, unsigned hi)
 {
 	GPU_OR_RETURN("nvmlDeviceSetGpuLockedClocks");
-	int r = no_permission ? E_NO_PERMISSION : lo > hi ? E_INVALID : OK;
+	/* no clock locking on a MIG-partitioned GPU */
+	int r = g->mig ? E_NOT_SUPPORTED : no_permission ? E_NO_PERMISSION : lo > hi ? E_INVALID : OK;
 	if (r == OK) {
 		g->lock_min = lo, g->lock_max = hi;
 		driver_save();

@@ -306,6 +306,94 @@ static void test_uuid_errors(void **state)
 	assert_string_equal(l.uuid, "GPU-fa4e0000-0000-4000-8000-000000000000");
 }
 
+/* MIG: an instance maps to its parent (readings, identity labels), is never
+ * written from (refused at open unless read-only), and a parent in MIG
+ * mode keeps its power limit but not its clock lock. */
+static void test_mig(void **state)
+{
+	struct fx *f = *state;
+	const char *mig = "MIG-fa4e0000-0000-4000-9000-000001000001"; /* GPU 1, instance 2 */
+	script(f, "mig 1 2\n");
+	assert_int_equal(fx_open(f, "uuid", mig, NULL), -EPERM);
+	assert_true(diags_mention(&f->diags, "is MIG instance 2 of GPU 1 "
+					     "(GPU-fa4e0000-0000-4000-8000-000000000001)"));
+	assert_true(diags_mention(&f->diags, "govern the parent"));
+	diag_clear(&f->diags);
+
+	assert_int_equal(fx_open(f, "uuid", mig, "read_only", "true", "power", "average", NULL), 0);
+	assert_false(hal_can_set_clocks(&f->dev));
+	assert_false(hal_can_set_power_limit(&f->dev));
+	char ids[2][HAL_ID_LEN];
+	assert_int_equal(f->dev.ops->writer_ids(&f->dev, ids, 2), 0);
+	struct hal_sample s;
+	f->dev.ops->sample(&f->dev, &s);
+	assert_true(s.power_mw[HAL_RAIL_ACCEL].valid);
+	assert_int_equal(s.power_mw[HAL_RAIL_ACCEL].v, 340001); /* the parent's */
+	struct hal_limits l;
+	assert_int_equal(f->dev.ops->get_limits(&f->dev, &l), 0);
+	assert_string_equal(l.uuid, "GPU-fa4e0000-0000-4000-8000-000000000001");
+	assert_string_equal(l.mig_uuid, mig);
+	assert_int_equal(l.mig_gi_id, 2);
+	assert_int_equal(l.index, 1);
+	assert_true(l.mig_enabled);
+	fx_close(f);
+	/* a dry run opens it too (it writes nothing) */
+	f->dry = true;
+	assert_int_equal(fx_open(f, "uuid", mig, NULL), 0);
+	fx_close(f);
+	f->dry = false;
+
+	/* the parent in MIG mode: power limit yes, clock lock no (warned) */
+	assert_int_equal(fx_open(f, "uuid", "GPU-fa4e0000-0000-4000-8000-000000000001", NULL), 0);
+	assert_false(hal_can_set_clocks(&f->dev));
+	assert_true(hal_can_set_power_limit(&f->dev));
+	assert_true(diags_mention(&f->diags, "MIG mode"));
+	assert_int_equal(f->dev.ops->get_limits(&f->dev, &l), 0);
+	assert_string_equal(l.mig_uuid, "");
+	assert_true(l.mig_enabled);
+	fx_close(f);
+	/* GPU 0 (MIG off): both */
+	diag_clear(&f->diags);
+	assert_int_equal(fx_open(f, NULL), 0);
+	assert_true(hal_can_set_clocks(&f->dev));
+	assert_false(diags_mention(&f->diags, "MIG mode"));
+}
+
+/* options.all: every GPU by UUID (hal_expand), reading only. */
+static void test_expand_all(void **state)
+{
+	struct fx *f = *state;
+	script(f, "gpus 3\nmig 1 2\n");
+	const char *keys[] = { "library", "all", "power" }, *vals[] = { f->lib, "true", "average" };
+	struct hal_dev_cfg cfg = { .name = "gpus", .backend = "nvml", .n_opts = 3, .keys = keys,
+				   .values = vals };
+	struct hal_expansion x;
+	assert_int_equal(hal_expand(&cfg, &x, &f->diags), 0);
+	assert_int_equal(x.n, 3); /* physical GPUs: MIG instances are not listed */
+	assert_string_equal(x.drop_key, "all");
+	assert_string_equal(x.set_key, "uuid");
+	assert_string_equal(x.value[0], "GPU-fa4e0000-0000-4000-8000-000000000000");
+	assert_string_equal(x.value[2], "GPU-fa4e0000-0000-4000-8000-000000000002");
+	const char *log = read_log(f);
+	assert_null(strstr(log, "Set"));
+	/* one device: nothing to expand */
+	vals[1] = "false";
+	assert_int_equal(hal_expand(&cfg, &x, &f->diags), 0);
+	assert_int_equal(x.n, 0);
+	/* all with index: refused; the selector itself cannot be opened */
+	assert_int_equal(fx_open(f, "all", "true", "index", "1", NULL), -EINVAL);
+	assert_true(diags_mention(&f->diags, "without index or uuid"));
+	diag_clear(&f->diags);
+	assert_int_equal(fx_open(f, "all", "true", NULL), -EINVAL);
+	assert_true(diags_mention(&f->diags, "one device per GPU"));
+	/* no GPU at all: an error, not an empty node */
+	script(f, "gpus 0\n");
+	diag_clear(&f->diags);
+	vals[1] = "true";
+	assert_int_equal(hal_expand(&cfg, &x, &f->diags), -ENODEV);
+	assert_true(diags_mention(&f->diags, "0 GPUs"));
+}
+
 static void test_writes_and_restore(void **state)
 {
 	struct fx *f = *state;
@@ -479,6 +567,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_uuid_select, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_uuid_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mig, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_expand_all, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_writes_and_restore, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restore_op, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_permission_read_only, setup, teardown),

@@ -298,6 +298,22 @@ static void test_info(void **state)
 			     "pci_bus_id=\"00000000:18:00.0\",modelName=\"NVIDIA H200\",Hostname=\"node-a\"} 1"));
 	assert_true(has_line(t, "govd_device_info{device=\"gpu1\",modelName=\"NVIDIA H200\",Hostname=\"node-a\"} 1"));
 	free(t);
+	/* a MIG instance: the parent's UUID, its instance id and own UUID */
+	snprintf(f.lim.uuid, sizeof(f.lim.uuid), "GPU-fa4e0000-0000-4000-8000-000000000001");
+	snprintf(f.lim.mig_uuid, sizeof(f.lim.mig_uuid), "MIG-fa4e0000-0000-4000-9000-000001000001");
+	f.lim.mig_gi_id = 2;
+	f.lim.mig_enabled = true;
+	f.lim.have_index = true;
+	f.lim.index = 1;
+	metrics_add_device(&s, "gpu2"); /* identity is taken at a device's start */
+	step(&s.dev[2], &f, 0, &pb, GOV_R_INIT, 0);
+	t = render(&s);
+	assert_true(has_line(t, "govd_device_info{device=\"gpu2\",gpu=\"1\",UUID=\"GPU-fa4e0000-0000-4000-8000-000000000001\","
+			     "modelName=\"NVIDIA H200\",Hostname=\"node-a\",GPU_I_ID=\"2\","
+			     "mig_uuid=\"MIG-fa4e0000-0000-4000-9000-000001000001\",mig=\"enabled\"} 1"));
+	free(t);
+	memset(f.lim.mig_uuid, 0, sizeof(f.lim.mig_uuid));
+	f.lim.mig_enabled = false;
 	/* Quality gate: open, closed (one closure), still closed, open again. */
 	bool seq[] = { true, false, false, true };
 	for (int k = 0; k < 4; k++) {
