@@ -290,6 +290,9 @@ struct rp_plots {
 	const char *title[RP_MAX_PLOTS];
 	size_t n;
 };
+/* The plots' font at their 1000 px width (tests/integration/report_figures.sh
+ * checks that it stays legible printed on A4). */
+#define REPORT_PLOT_FONT_PX 14
 /* One SVG per figure of figs (rp_figures' array), drawn by gnuplot. */
 void rp_make_plots(json_t *figs, struct rp_plots *out);
 void rp_plots_free(struct rp_plots *p);

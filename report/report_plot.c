@@ -187,6 +187,44 @@ static bool has_point(json_t *s)
 	return false;
 }
 
+/* At most about six x tics on a half-width scatter panel (gnuplot's own
+ * choice crowded a 200..2400 ms axis into overlapping labels): a step of
+ * 1, 2, 2.5 or 5 times a power of ten over the data's x range. */
+static void x_tics(FILE *gp, json_t *panel)
+{
+	double lo = INFINITY, hi = -INFINITY;
+	size_t si, i;
+	json_t *s, *x;
+	json_array_foreach(json_object_get(panel, "series"), si, s)
+		json_array_foreach(json_object_get(s, "x"), i, x)
+			if (json_is_number(x)) {
+				lo = fmin(lo, json_number_value(x));
+				hi = fmax(hi, json_number_value(x));
+			}
+	json_array_foreach(json_object_get(panel, "vlines"), si, s)
+	{
+		double v = jsonx_num(s, "x");
+		if (isfinite(v)) {
+			lo = fmin(lo, v);
+			hi = fmax(hi, v);
+		}
+	}
+	/* the offsets widen the range by 15 % a side */
+	double span = (hi - lo) * 1.3;
+	if (!isfinite(span) || span <= 0) {
+		fprintf(gp, "set xtics autofreq\n");
+		return;
+	}
+	double raw = span / 5, mag = pow(10, floor(log10(raw))), step = 10 * mag;
+	static const double m[] = { 1, 2, 2.5, 5 };
+	for (size_t k = 0; k < 4; k++)
+		if (m[k] * mag >= raw) {
+			step = m[k] * mag;
+			break;
+		}
+	fprintf(gp, "set xtics %.6g\n", step);
+}
+
 /* One figure: a multiplot of its panels, stacked, on one x range for time
  * series, with fixed margins so the panels line up. */
 static void w_figure(FILE *gp, FILE *d, json_t *fig, const char *out)
@@ -194,10 +232,31 @@ static void w_figure(FILE *gp, FILE *d, json_t *fig, const char *out)
 	json_t *panels = json_object_get(fig, "panels"), *evs = json_object_get(fig, "events");
 	size_t np = json_array_size(panels);
 	bool scatter = !strcmp(js(fig, "kind"), "scatter");
-	int width = 1000, ph = scatter ? 380 : 190;
-	int h = scatter ? ph + 40 : (int)np * ph + 60;
-	fprintf(gp, "reset\nset terminal svg size %d,%d font \"sans,11\" background rgb \"white\"\n",
-		width, h);
+	/* 14 px at 1000 px: 14 px on screen, 10 px on an A4 page (about 720 px
+	 * wide), where 11 px fell to 8 */
+	int width = 1000, ph = scatter ? 400 : 220;
+	/* A scatter's legend (a run a row, two columns) sits below both panels
+	 * and takes its own height: it once squeezed the panels to a strip. */
+	size_t n_key = scatter ? json_array_size(json_object_get(json_array_get(panels, 0), "series")) +
+					 json_array_size(json_object_get(json_array_get(panels, 0), "vlines"))
+			       : 0;
+	int key_h = scatter ? (int)(n_key + 1) / 2 * 22 + 16 : 0;
+	/* A time series' legend above its panel wraps after about three
+	 * entries: each further row gets its own height, not the data's. */
+	size_t most = 0;
+	for (size_t i = 0; !scatter && i < np; i++) {
+		json_t *pp = json_array_get(panels, i);
+		size_t e = json_array_size(json_object_get(pp, "series")) +
+			   json_array_size(json_object_get(pp, "hlines")) +
+			   json_array_size(json_object_get(pp, "vlines")) + json_array_size(evs);
+		most = e > most ? e : most;
+	}
+	if (most > 3)
+		ph += (int)((most - 1) / 3) * 22;
+	int h = scatter ? ph + 40 + key_h : (int)np * ph + 60;
+	fprintf(gp,
+		"reset\nset terminal svg size %d,%d font \"sans,%d\" background rgb \"white\"\n",
+		width, h, REPORT_PLOT_FONT_PX);
 	fprintf(gp, "set output \"%s\"\nset encoding utf8\nset datafile missing \"NaN\"\n"
 		    "set grid lc rgb \"#dddddd\"\nset key noenhanced\nset termoption noenhanced\n",
 		out);
@@ -210,10 +269,15 @@ static void w_figure(FILE *gp, FILE *d, json_t *fig, const char *out)
 	if (!scatter)
 		/* Fixed margins line the panels up; the offsets keep a line at the
 		 * range's top or bottom (a constant limit) off the frame. */
-		fprintf(gp, "set lmargin 10\nset rmargin 30\nset key outside right top vertical\n"
+		/* The legend above each panel, not beside it: a right-hand
+		 * legend took 30 % of the width from the data. */
+		fprintf(gp, "set lmargin 11\nset rmargin 3\n"
+			    "set key outside top right horizontal samplen 3 spacing 1 width 1\n"
 			    "set offsets 0, 0, graph 0.08, graph 0.04\n");
 	else
-		fprintf(gp, "set key below\nset offsets graph 0.15, graph 0.15, graph 0.15, graph 0.15\n");
+		fprintf(gp, "set tmargin at screen %.4f\nset bmargin at screen %.4f\n"
+			    "set offsets graph 0.15, graph 0.15, graph 0.15, graph 0.15\n",
+			1.0 - 40.0 / h, (key_h + 60.0) / h);
 	double xmax = jsonx_num(fig, "xmax");
 	int idx = 0;
 	/* Event rows first, shared by every panel. */
@@ -225,6 +289,13 @@ static void w_figure(FILE *gp, FILE *d, json_t *fig, const char *out)
 	json_t *p;
 	json_array_foreach(panels, pi, p)
 	{
+		if (scatter && pi == 0)
+			fprintf(gp, "set key at screen 0.02, screen 0.01 left bottom vertical Left reverse maxrows %d "
+				    "samplen 1 width 2\n",
+				(int)(n_key + 1) / 2);
+		else if (scatter)
+			/* the runs are the first panel's legend; this one names its lines */
+			fprintf(gp, "set key inside top left opaque box\n");
 		fprintf(gp, "unset arrow\nunset label\nunset logscale\nset autoscale\nset xlabel ");
 		gp_str(gp, scatter ? js(p, "xlabel") : pi + 1 == np ? js(fig, "xlabel") : "");
 		fprintf(gp, "\nset ylabel ");
@@ -232,6 +303,8 @@ static void w_figure(FILE *gp, FILE *d, json_t *fig, const char *out)
 		fprintf(gp, "\n");
 		if (!scatter && isfinite(xmax))
 			fprintf(gp, "set xrange [0:%.6g]\n", xmax);
+		if (scatter)
+			x_tics(gp, p);
 		double y0 = jsonx_num(p, "ymin"), y1 = jsonx_num(p, "ymax");
 		if (isfinite(y0) && isfinite(y1))
 			fprintf(gp, "set yrange [%.6g:%.6g]\n", y0, y1);
@@ -253,26 +326,39 @@ static void w_figure(FILE *gp, FILE *d, json_t *fig, const char *out)
 		fprintf(gp, "plot ");
 		size_t si;
 		json_t *s;
+		/* The baseline first, wider and dashed, under the candidate: where
+		 * the two agree (an INT8 share of 0 in both) both stay in view. */
+		for (int pass = 0; pass < 2; pass++)
 		json_array_foreach(json_object_get(p, "series"), si, s)
 		{
+			bool base = !strcmp(js(s, "role"), "baseline");
+			if (base != (pass == 0))
+				continue;
 			int ix = write_xy(d, json_object_get(s, "x"), json_object_get(s, "y"), &idx);
 			if (!has_point(s))
 				continue;
 			const char *st = js(s, "style");
-			bool base = !strcmp(js(s, "role"), "baseline");
 			fprintf(gp, "%s\"fig.dat\" index %d u 1:2 ", drawn ? ", " : "", ix);
-			if (!strcmp(st, "points"))
+			/* shapes as well as colours: colours repeat (an alternative's
+			 * seed 1 took the candidate's blue); five shapes against the
+			 * eight colours tell 40 runs apart */
+			static const int pts[] = { 7, 5, 9, 11, 13 };
+			if (!strcmp(st, "points") && scatter)
+				fprintf(gp, "w p pt %d ps 1.6", pts[si % 5]);
+			else if (!strcmp(st, "points"))
 				fprintf(gp, "w p pt 7 ps 1.6");
 			else if (!strcmp(st, "linespoints"))
-				fprintf(gp, "w lp pt 7 ps 0.5 lw 1.2%s", base ? " dt 2" : "");
+				fprintf(gp, "w lp pt 7 ps 0.5 lw %s", base ? "2.6 dt 2" : "1.5");
 			else
-				fprintf(gp, "w l lw 1.2%s", base ? " dt 2" : "");
-			fprintf(gp, " lc rgb \"%s\" t ", color(s));
-			gp_str(gp, js(s, "label"));
-			if (scatter) {
-				fprintf(gp, ", \"fig.dat\" index %d u 1:2:(", ix);
+				fprintf(gp, "w l lw %s", base ? "2.6 dt 2" : "1.5");
+			fprintf(gp, " lc rgb \"%s\" ", color(s));
+			/* a label beside each point overlapped the next: the legend
+			 * names them */
+			if (scatter && pi > 0) {
+				fprintf(gp, "notitle");
+			} else {
+				fprintf(gp, "t ");
 				gp_str(gp, js(s, "label"));
-				fprintf(gp, ") w labels offset 0,1.2 font \",9\" notitle");
 			}
 			drawn = true;
 		}

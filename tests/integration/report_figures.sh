@@ -129,6 +129,39 @@ shot "$only svg{display:none !important}" nosvg
 ! python3 tests/integration/png_nonblank.py "$out/nosvg.png" --bands "$nfig" --color 1f77b4:40 >/dev/null ||
 	fail "the screenshot check passes without the figures"
 
+# Legible at page width and printed: every figure's SVG fits the page's
+# column (no upscaling), and its smallest text, scaled to an A4 page's text
+# width (170 mm at 96 dpi, 643 px), is at least 8 px (11 px fonts fell to 7);
+# each time series' legend sits above its panel, not beside it (the
+# plotting area spans most of the width).
+python3 - "$out/r/report.html" <<'EOF'
+import re, sys
+html = open(sys.argv[1]).read()
+svgs = re.findall(r"<figure id=\"([^\"]+)\"><svg\s+width=\"(\d+)\".*?</svg>", html, re.S)
+assert svgs, "no SVG figures"
+for fid, w in svgs:
+    body = re.search(r'<figure id="%s"><svg.*?</svg>' % re.escape(fid), html, re.S).group(0)
+    sizes = [float(x) for x in re.findall(r'font-size="([\d.]+)"', body)]
+    assert sizes, fid + ": no text"
+    scale = 643.0 / max(int(w), 643)
+    assert min(sizes) * scale >= 8.0, f"{fid}: {min(sizes)} px text at {w} px is {min(sizes) * scale:.1f} px on A4"
+    assert int(w) <= 1200, f"{fid}: {w} px wider than the page column"
+smallest = min(float(x) for x in re.findall(r'font-size="([0-9.]+)"', html))
+print(f"{len(svgs)} figures: smallest text {smallest:.0f} px at 1000 px")
+EOF
+# the data spans most of each time-series figure's width: the frame's
+# right edge (the border path's largest x) past 90 % of the SVG
+python3 - "$out/r/report.html" <<'EOF'
+import re, sys
+html = open(sys.argv[1]).read()
+for fid in ("fig-clock", "fig-power"):
+    body = re.search(r'<figure id="%s"><svg\s+width="(\d+)".*?</svg>' % fid, html, re.S)
+    w = int(body.group(1))
+    xs = [float(x) for x in re.findall(r"M([\d.]+),[\d.]+ L", body.group(0))]
+    assert max(xs) > 0.9 * w, f"{fid}: the plot ends at {max(xs):.0f} of {w} px (a legend beside it?)"
+print("plots span the width")
+EOF
+
 # A reviewer's way in: a table of contents linking every top-level section
 # (html and md), and a print stylesheet; chromium prints it to a PDF of
 # several pages (one per top-level section).
