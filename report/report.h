@@ -1,9 +1,10 @@
-/* govctl report / verify / keygen: the perf-per-watt report reviewers sign
- * (docs/report.md). The classification, ranking and recommendation rules are
- * pure functions (report_logic.c, unit tested); loading, plotting and
- * rendering live beside them in report/report_*.c. */
-#ifndef GOVD_TOOLS_GOVCTL_REPORT_H
-#define GOVD_TOOLS_GOVCTL_REPORT_H
+/* The perf-per-watt report reviewers sign (docs/report.md): the library
+ * behind govctl report / verify / signoff (tools/govctl_report.c,
+ * tools/govctl_verify.c). The classification, ranking and recommendation
+ * rules are pure functions (report_logic.c, unit tested); loading, plotting
+ * and rendering live beside them in report/report_*.c. */
+#ifndef GOVD_REPORT_REPORT_H
+#define GOVD_REPORT_REPORT_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,21 +16,6 @@
 #include "governor/loop/declog_read.h"
 #include "governor/sim/summary_read.h"
 #include "hal/hal.h"
-
-int govctl_report(int argc, char **argv);
-int govctl_verify(int argc, char **argv);
-int govctl_keygen(int argc, char **argv);
-
-/* What a report's signature covers: the SHA-256 of each file of the report
- * in dir (report.json, report.md, report.html; the HTML without its
- * sign-off section, which govctl signoff rewrites and whose entries carry
- * their own signatures), one "HEX  NAME" line each after a version line.
- * *out (malloc'd text) or -errno with err naming the file. */
-int govctl_report_manifest(const char *dir, char **out, char *err, size_t errlen);
-/* Signs the report in dir with the Ed25519 secret key in keyfile (hex):
- * writes report.manifest (the manifest above) and report.json.sig (the
- * detached signature of the manifest, hex). 0 or -errno/-EINVAL. */
-int govctl_sign_report(const char *dir, const char *keyfile, char *err, size_t errlen);
 
 /* ---- classification (pure) ---- */
 

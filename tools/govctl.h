@@ -3,6 +3,7 @@
 #ifndef GOVD_TOOLS_GOVCTL_H
 #define GOVD_TOOLS_GOVCTL_H
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/diag.h"
@@ -42,6 +43,22 @@ int govctl_set(int argc, char **argv);
 int govctl_hold(int argc, char **argv);
 int govctl_resume(int argc, char **argv);
 int govctl_reload(int argc, char **argv);
+
+/* tools/govctl_report.c, tools/govctl_verify.c: the perf-per-watt report
+ * (report/report.h is the library behind them). */
+int govctl_report(int argc, char **argv);
+int govctl_verify(int argc, char **argv);
+int govctl_keygen(int argc, char **argv);
+/* What a report's signature covers: the SHA-256 of each file of the report
+ * in dir (report.json, report.md, report.html; the HTML without its
+ * sign-off section, which govctl signoff rewrites and whose entries carry
+ * their own signatures), one "HEX  NAME" line each after a version line.
+ * *out (malloc'd text) or -errno with err naming the file. */
+int govctl_report_manifest(const char *dir, char **out, char *err, size_t errlen);
+/* Signs the report in dir with the Ed25519 secret key in keyfile (hex):
+ * writes report.manifest (the manifest above) and report.json.sig (the
+ * detached signature of the manifest, hex). 0 or -errno/-EINVAL. */
+int govctl_sign_report(const char *dir, const char *keyfile, char *err, size_t errlen);
 
 /* tools/govctl_fleet.c: fleet budgets on etcd (docs/fleet.md). */
 int govctl_fleet(int argc, char **argv);
