@@ -2,7 +2,8 @@
  * registry (like the kernel's thermal governors). A step gets the estimates,
  * the policy, the device limits and the operating point in force, and
  * returns the operating point it wants plus reason codes. No I/O in a step;
- * state lives in what init allocated. The guard clamps afterwards. */
+ * state lives in what init allocated. The loop then hands the point to the
+ * rollback manager and the guard (governor/loop/governor.c). */
 #ifndef GOVD_GOVERNOR_CONTROLLER_H
 #define GOVD_GOVERNOR_CONTROLLER_H
 #include <stddef.h>
@@ -53,8 +54,8 @@ int policy_load(const char *path, struct policy **out, struct diag_list *diags);
 int policy_load_string(const char *name, const char *text, size_t len, struct policy **out,
 		       struct diag_list *diags);
 
-/* Registry. Unknown name: NULL and, if diags, an error listing the valid
- * names (file/line/col/path give its place). */
+/* Registry (a static table). Unknown name: NULL; the policy binder
+ * (policy_load) reports it with the valid names, controller_names_joined. */
 const struct controller_ops *controller_find(const char *name);
 size_t controller_count(void);
 const struct controller_ops *controller_at(size_t i);
@@ -68,13 +69,15 @@ double ctl_param_value(const struct policy *pol, const struct controller_ops *c,
 /* Helpers the controllers share. */
 void ctl_default_op(const struct ctl_input *in, struct gov_opoint *op);
 
-/* The registered controllers (one file each). */
-extern const struct controller_ops ctl_firmware_default;
-extern const struct controller_ops ctl_static;
-extern const struct controller_ops ctl_naive_int8;
-extern const struct controller_ops ctl_ondemand;
-extern const struct controller_ops ctl_ipa;
-extern const struct controller_ops ctl_govd;
-extern const struct controller_ops ctl_slo_dvfs;
+/* The registered controllers: the three fixed-point baselines in
+ * controllers.c, the others in ctl_<name>.c (slo-dvfs, the DVFS-only peer,
+ * is govd's latency loop alone, in ctl_govd.c). */
+extern const struct controller_ops ctl_firmware_default; /* controllers.c */
+extern const struct controller_ops ctl_static;           /* controllers.c */
+extern const struct controller_ops ctl_naive_int8;       /* controllers.c */
+extern const struct controller_ops ctl_ondemand;         /* ctl_ondemand.c */
+extern const struct controller_ops ctl_ipa;              /* ctl_ipa.c */
+extern const struct controller_ops ctl_govd;             /* ctl_govd.c */
+extern const struct controller_ops ctl_slo_dvfs;         /* ctl_govd.c */
 
 #endif
