@@ -18,7 +18,8 @@
  * getters then report. Variants (FAKE_NVML_VARIANT): 0 current driver,
  * 1 old driver (no field values, no energy, only ...ThrottleReasons),
  * 2 broken (no nvmlDeviceGetCount_v2). Identity: GPU i has UUID
- * "GPU-fa4e0000-0000-4000-8000-00000000000<i>" and PCI bus id
+ * "GPU-fa4e0000-0000-4000-8000-00000000000<i>" (FAKE_NVML_UUID_PREFIX
+ * replaces fa4e0000) and PCI bus id
  * "00000000:<18+i in hex>:00.0"; the old driver (1) has no
  * nvmlDeviceGetPciInfo_v3 and no nvmlDeviceGetHandleByUUID. MIG (full
  * variant): GPU i's instance k has UUID
@@ -257,14 +258,23 @@ int nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t *dev)
 	return OK;
 }
 
+/* FAKE_NVML_UUID_PREFIX (8 hex digits, default fa4e0000) gives a test its
+ * own GPUs: govd's writer locks are machine-wide, keyed by UUID, and tests
+ * run in parallel. */
+static const char *uuid_prefix(void)
+{
+	const char *p = getenv("FAKE_NVML_UUID_PREFIX");
+	return p && strlen(p) == 8 ? p : "fa4e0000";
+}
+
 static void fake_uuid(int i, char *buf, unsigned len)
 {
-	snprintf(buf, len, "GPU-fa4e0000-0000-4000-8000-%012d", i);
+	snprintf(buf, len, "GPU-%s-0000-4000-8000-%012d", uuid_prefix(), i);
 }
 
 static void fake_mig_uuid(int gpu, int k, char *buf, unsigned len)
 {
-	snprintf(buf, len, "MIG-fa4e0000-0000-4000-9000-%06d%06d", gpu, k);
+	snprintf(buf, len, "MIG-%s-0000-4000-9000-%06d%06d", uuid_prefix(), gpu, k);
 }
 
 int nvmlDeviceGetUUID(nvmlDevice_t dev, char *buf, unsigned len)

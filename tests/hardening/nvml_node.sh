@@ -16,8 +16,10 @@
 	{ echo "skip: FAKE_NVML_DIR unset or without full/libnvidia-ml.so.1 (NVML compiled out)"; exit 77; }
 lib=$FAKE_NVML_DIR/full/libnvidia-ml.so.1
 export FAKE_NVML_STATE=$tmp/nvml.state FAKE_NVML_DRIVER=$tmp/nvml.driver FAKE_NVML_LOG=$tmp/nvml.log
+# GPUs of its own: the writer locks are machine-wide, other tests run beside
+export FAKE_NVML_UUID_PREFIX=fa4e0d0e
 printf 'gpus 3\nmig 2 2\npower_mw 0 450000\npower_mw 1 460000\npower_mw 2 470000\n' >"$FAKE_NVML_STATE"
-uuid() { printf 'GPU-fa4e0000-0000-4000-8000-%012d' "$1"; }
+uuid() { printf 'GPU-fa4e0d0e-0000-4000-8000-%012d' "$1"; }
 cfg() { # FILE DIR DEVICE-LINE
 	mkdir -p "$2"
 	cat >"$1" <<YAML
@@ -88,7 +90,7 @@ PY
 n_all=$(grep -c "^nvmlDevice\(Set\|Reset\)" "$FAKE_NVML_LOG")
 
 # a MIG instance to govern: refused at start, naming the parent
-mig=MIG-fa4e0000-0000-4000-9000-000002000001
+mig=MIG-fa4e0d0e-0000-4000-9000-000002000001
 : >"$FAKE_NVML_LOG"
 cfg "$tmp/mig.yaml" "$tmp/mig" "{name: slice1, backend: nvml, options: {uuid: $mig, library: $lib}}"
 if "$govd" --config "$tmp/mig.yaml" >"$tmp/mig.out" 2>&1; then fail "govd governed a MIG instance"; fi
