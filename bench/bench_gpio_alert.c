@@ -130,7 +130,7 @@ struct emerg {
 	struct hal_dev dev;
 	struct govd_clock clk;
 	struct policy *pol;
-	struct governor g;
+	struct governor *g;
 	FILE *log;
 };
 
@@ -151,18 +151,20 @@ static int emerg_open(struct emerg *em, struct diag_list *dl)
 	em->log = fopen("/dev/null", "w");
 	struct governor_cfg gc = { .pol = em->pol, .dev = &em->dev, .clock = &em->clk,
 				   .declog = em->log };
-	if ((rc = governor_init(&em->g, &gc, dl)))
+	if ((rc = governor_new(&gc, &em->g, dl)))
 		return rc;
-	return governor_tick(&em->g) < 0 ? -EIO : 0; /* one period: a normal op point */
+	return governor_tick(em->g) < 0 ? -EIO : 0; /* one period: a normal op point */
 }
 
 /* Puts the governor back on a point the safe point differs from, so every
  * emergency writes clocks and power limit. */
 static void emerg_rearm(struct emerg *em)
 {
-	em->g.cur.clk_locked = true;
-	em->g.cur.clk_min_khz = em->g.cur.clk_max_khz = em->g.lim.clk_max_khz;
-	em->g.cur.power_limit_mw = em->g.lim.power_limit_max_mw;
+	struct gov_opoint op = *governor_point(em->g);
+	op.clk_locked = true;
+	op.clk_min_khz = op.clk_max_khz = governor_limits(em->g)->clk_max_khz;
+	op.power_limit_mw = governor_limits(em->g)->power_limit_max_mw;
+	governor_assume_point(em->g, &op);
 }
 
 static void *toggler(void *arg)
@@ -237,7 +239,7 @@ int main(int argc, char **argv)
 			if (emerg_ok && ev.kind == HAL_ALERT_ASSERTED) {
 				emerg_rearm(&em);
 				last_write_ns = 0;
-				governor_emergency(&em.g, "bench alert");
+				governor_emergency(em.g, "bench alert");
 				if (last_write_ns > edge)
 					elat[egot++] = last_write_ns - edge;
 			}
@@ -263,7 +265,7 @@ int main(int argc, char **argv)
 		       elat[egot - 1] / 1e3);
 	}
 	if (emerg_ok) {
-		governor_fini(&em.g);
+		governor_free(em.g);
 		policy_free(em.pol);
 	}
 	if (em.dev.ops)

@@ -264,9 +264,6 @@ static int on_period(void *ctx, const struct gov_period *p)
 static int gov_new(struct daemon *d, struct daemon_dev *dd, struct policy *pol, FILE *log,
 		   struct governor **out, struct diag_list *diags)
 {
-	struct governor *g = calloc(1, sizeof(*g));
-	if (!g)
-		return -ENOMEM;
 	struct governor_cfg gc = {
 		.pol = pol,
 		.dev = dd->dev,
@@ -282,35 +279,7 @@ static int gov_new(struct daemon *d, struct daemon_dev *dd, struct policy *pol, 
 		 * the log header still says it is a dry run. */
 		.dry_run_device = d->dry_run,
 	};
-	int rc = governor_init(g, &gc, diags);
-	if (rc) {
-		free(g);
-		return rc;
-	}
-	*out = g;
-	return 0;
-}
-
-static void gov_free(struct governor *g)
-{
-	if (!g)
-		return;
-	governor_fini(g);
-	free(g);
-}
-
-/* A reload keeps what the running governor knows about the device: the
- * point in force, the originals it restores, whether it wrote. Controller
- * and estimator state start afresh with the new policy. */
-static void gov_adopt(struct governor *neu, struct governor *old)
-{
-	neu->started = old->started;
-	neu->wrote = old->wrote;
-	neu->orig_power_limit_mw = old->orig_power_limit_mw;
-	neu->cur = old->cur;
-	neu->seq = old->seq;
-	neu->actuate_errors = old->actuate_errors;
-	old->restored = true; /* its fini must not restore: neu carries on */
+	return governor_new(&gc, out, diags);
 }
 
 /* ---- state file ---- */
@@ -406,30 +375,33 @@ static int ctl_status(void *ctx, json_t *out)
 	for (size_t i = 0; i < d->n; i++) {
 		const struct daemon_dev *dd = &d->dev[i];
 		const struct governor *g = dd->g;
+		const struct gov_opoint *cur = governor_point(g);
+		struct governor_status gs;
+		governor_status(g, &gs);
 		json_array_append_new(
 			devs, json_pack("{s:s, s:s, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I}", "name",
 					dd->cfg->name, "backend", dd->cfg->backend, "policy",
 					d->plan.pol[i]->name, "policy_hash", d->plan.pol[i]->hash_hex,
-					"clk_locked", g->cur.clk_locked, "clk_max_khz",
-					(json_int_t)g->cur.clk_max_khz, "power_limit_mw",
-					(json_int_t)g->cur.power_limit_mw, "budget_grant_mw",
-					(json_int_t)dd->grant_mw, "periods", (json_int_t)g->seq,
-					"actuate_errors", (json_int_t)g->actuate_errors));
+					"clk_locked", cur->clk_locked, "clk_max_khz",
+					(json_int_t)cur->clk_max_khz, "power_limit_mw",
+					(json_int_t)cur->power_limit_mw, "budget_grant_mw",
+					(json_int_t)dd->grant_mw, "periods", (json_int_t)gs.periods,
+					"actuate_errors", (json_int_t)gs.actuate_errors));
 		json_t *dj = json_array_get(devs, json_array_size(devs) - 1);
 		/* Outside the policy's envelope the governor holds the safe point:
 		 * why, or null (docs/metrics.md, govd_outside_envelope). */
 		json_object_set_new(dj, "envelope",
-				    g->outside_envelope ? json_string(g->envelope_why) : json_null());
-		json_object_set_new(dj, "out_of_band_changes", json_integer((json_int_t)g->oob_changes));
+				    gs.envelope ? json_string(gs.envelope) : json_null());
+		json_object_set_new(dj, "out_of_band_changes", json_integer((json_int_t)gs.oob_changes));
 		/* A dry run wrote nothing: in force is the device's own (firmware
 		 * clocks, the limit it reports); the decision is would_set. */
 		struct gov_opoint in_force;
 		if (governor_in_force(g, &in_force)) {
 			json_object_set_new(dj, "would_set",
-					    json_pack("{s:b, s:I, s:I}", "clk_locked", g->cur.clk_locked,
-						      "clk_max_khz", (json_int_t)g->cur.clk_max_khz,
+					    json_pack("{s:b, s:I, s:I}", "clk_locked", cur->clk_locked,
+						      "clk_max_khz", (json_int_t)cur->clk_max_khz,
 						      "power_limit_mw",
-						      (json_int_t)g->cur.power_limit_mw));
+						      (json_int_t)cur->power_limit_mw));
 			json_object_set_new(dj, "clk_locked", json_boolean(in_force.clk_locked));
 			json_object_set_new(dj, "clk_max_khz", json_integer(in_force.clk_max_khz));
 			json_object_set_new(dj, "power_limit_mw",
@@ -800,7 +772,7 @@ err_devs:
 	/* Nothing was written yet (the loop never ran): close without restore. */
 	for (size_t i = 0; i < d->n; i++) {
 		struct daemon_dev *dd = &d->dev[i];
-		gov_free(dd->g);
+		governor_free(dd->g);
 		logrot_close(dd->log);
 		hal_close(&dd->hw);
 		unlock_writers(dd);
@@ -855,7 +827,7 @@ void daemon_fini(struct daemon *d)
 	stop_endpoints(d);
 	for (size_t i = 0; i < d->n; i++) {
 		struct daemon_dev *dd = &d->dev[i];
-		gov_free(dd->g); /* restores if daemon_restore_all did not */
+		governor_free(dd->g); /* restores if daemon_restore_all did not */
 		dd->g = NULL;
 		if (dd->log) {
 			int rc = logrot_close(dd->log);
@@ -895,23 +867,6 @@ int daemon_add_fd(struct daemon *d, int fd, daemon_fd_cb cb, void *ctx)
 
 /* ---- one period ---- */
 
-/* Request of a device for the budget: its filtered accelerator power; all
- * it may take while its firmware holds it at the limit (it wants more), or
- * before its first period. */
-static uint32_t budget_request_mw(const struct governor *g)
-{
-	if (!g->started)
-		return g->lim.power_limit_max_mw;
-	const struct gov_estimates *e = &g->est.est;
-	if (e->throttle & HAL_THR_POWER_CAP)
-		return g->lim.power_limit_max_mw;
-	double w = e->power_w[HAL_RAIL_ACCEL];
-	if (!(w > 0))
-		return g->lim.power_limit_max_mw;
-	double mw = w * 1000.0;
-	return mw > (double)UINT32_MAX ? UINT32_MAX : (uint32_t)mw;
-}
-
 static void divide_budget(struct daemon *d)
 {
 	struct budget_actor a[CONFIG_MAX_DEVICES];
@@ -932,9 +887,9 @@ static void divide_budget(struct daemon *d)
 		bw = 0; /* a fleet grant of 0: below every floor, each device at its minimum */
 	for (size_t i = 0; i < d->n; i++) {
 		const struct governor *g = d->dev[i].g;
-		a[i].min_mw = g->lim.power_limit_min_mw;
-		a[i].max_mw = g->lim.power_limit_max_mw;
-		a[i].request_mw = budget_request_mw(g);
+		a[i].min_mw = governor_limits(g)->power_limit_min_mw;
+		a[i].max_mw = governor_limits(g)->power_limit_max_mw;
+		a[i].request_mw = governor_power_request_mw(g);
 		a[i].weight = d->dev[i].cfg->weight;
 	}
 	if (budget_divvy((uint64_t)llround(bw * 1000.0), a, d->n, &r)) {
@@ -1194,7 +1149,7 @@ int daemon_reload(struct daemon *d, struct diag_list *diags)
 		struct governor *t;
 		if ((rc = gov_new(d, &d->dev[i], np.pol[i], NULL, &t, diags)))
 			goto err_plan;
-		gov_free(t); /* never ticked: nothing to restore */
+		governor_free(t); /* never ticked: nothing to restore */
 	}
 	for (size_t i = 0; i < d->n; i++) {
 		struct daemon_dev *dd = &d->dev[i];
@@ -1205,8 +1160,8 @@ int daemon_reload(struct daemon *d, struct diag_list *diags)
 	/* Commit: nothing below fails. */
 	for (size_t i = 0; i < d->n; i++) {
 		struct daemon_dev *dd = &d->dev[i];
-		gov_adopt(ng[i], dd->g);
-		gov_free(dd->g);
+		governor_handover(ng[i], dd->g);
+		governor_free(dd->g);
 		dd->g = ng[i];
 		dd->cfg = &nc->dev[i];
 		/* govctl hold outlasts a reload: the new governor starts held */
@@ -1231,8 +1186,8 @@ int daemon_reload(struct daemon *d, struct diag_list *diags)
 err_new:
 	for (size_t i = 0; i < d->n; i++) {
 		if (ng[i])
-			ng[i]->restored = true;
-		gov_free(ng[i]);
+			governor_abandon(ng[i]); /* the old one still runs the device */
+		governor_free(ng[i]);
 	}
 err_plan:
 	daemon_plan_free(&np);

@@ -32,12 +32,15 @@ void daemon_fleet_period(struct daemon *d)
 	fleet_agent_status(d->fleet, govd_mono_ms(), &st);
 	for (size_t i = 0; i < d->n; i++) {
 		const struct governor *g = d->dev[i].g;
-		const struct gov_estimates *e = &g->est.est;
-		double w = g->started ? e->power_w[HAL_RAIL_ACCEL] : NAN;
-		uint64_t mw = w > 0 ? (uint64_t)(w * 1000.0) : g->lim.power_limit_max_mw;
-		bool capped = !g->started || (e->throttle & HAL_THR_POWER_CAP);
-		floor += g->lim.power_limit_min_mw;
-		max += g->lim.power_limit_max_mw;
+		const struct gov_estimates *e = governor_estimates(g);
+		const struct hal_limits *lim = governor_limits(g);
+		struct governor_status gs;
+		governor_status(g, &gs);
+		double w = gs.started ? e->power_w[HAL_RAIL_ACCEL] : NAN;
+		uint64_t mw = w > 0 ? (uint64_t)(w * 1000.0) : lim->power_limit_max_mw;
+		bool capped = !gs.started || (e->throttle & HAL_THR_POWER_CAP);
+		floor += lim->power_limit_min_mw;
+		max += lim->power_limit_max_mw;
 		draw += mw;
 		demand += fleet_demand_mw(mw, d->dev[i].grant_mw, capped && d->dev[i].has_grant);
 	}

@@ -346,10 +346,14 @@ void metrics_device_update_from(struct metrics_device *d, const struct hal_limit
 void metrics_device_update(struct metrics_device *d, const struct governor *g,
 			   const struct gov_period *p, uint32_t fired_triggers)
 {
-	for (size_t s = 0; s < g->n_slices && s < HAL_MAX_SLICES; s++)
-		snprintf(d->slice_name[s], sizeof(d->slice_name[s]), "%s", g->slice_name[s]);
-	metrics_device_update_from(d, &g->lim, g->cfg.pol, p, fired_triggers);
-	d->oob_changes = g->oob_changes;
+	const char(*names)[HAL_NAME_LEN];
+	size_t n = governor_slices(g, &names);
+	for (size_t s = 0; s < n && s < HAL_MAX_SLICES; s++)
+		snprintf(d->slice_name[s], sizeof(d->slice_name[s]), "%s", names[s]);
+	metrics_device_update_from(d, governor_limits(g), governor_policy(g), p, fired_triggers);
+	struct governor_status gs;
+	governor_status(g, &gs);
+	d->oob_changes = gs.oob_changes;
 	/* A dry run wrote nothing: the gauges show what the device runs, the
 	 * decision goes to the would-set ones. */
 	struct gov_opoint in_force;
@@ -357,7 +361,7 @@ void metrics_device_update(struct metrics_device *d, const struct governor *g,
 		d->would_clk_locked = d->clk_locked;
 		d->would_clk_max_hz = d->clk_max_hz;
 		d->would_power_limit_w = d->power_limit_w;
-		set_point(d, &g->lim, &in_force);
+		set_point(d, governor_limits(g), &in_force);
 	}
 }
 

@@ -4,7 +4,10 @@
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "governor/loop/guard.h"
 
 /* Validator defaults when the policy leaves telemetry unset are in
  * policy_util.c (policy_defaults); the witness threshold is fixed: 5 W or
@@ -15,6 +18,45 @@
  * dithering on the edge must not flip the device every period. */
 #define ENVELOPE_HYST_C 1.0
 
+struct governor {
+	struct governor_cfg cfg;
+	const struct controller_ops *ctl;
+	void *ctl_state;
+	struct hal_limits lim;
+	struct validator val;
+	struct estimator est;
+	struct guard guard;
+	struct rollback rb;
+	struct declog log;
+	double period_s;
+	size_t n_slices;
+	char slice_name[HAL_MAX_SLICES][HAL_NAME_LEN];
+	double policy_int8[HAL_MAX_SLICES], max_drop[HAL_MAX_SLICES];
+	struct policy_slice_rule rule[HAL_MAX_SLICES];
+	struct gov_opoint cur;   /* in force */
+	bool started;            /* first period done (cur adopted from the device) */
+	bool wrote;              /* a HAL write happened: restore needed */
+	bool restored;
+	uint32_t orig_power_limit_mw;
+	uint64_t seq;
+	uint64_t actuate_errors;
+	/* Out-of-band power-limit changes: the device reported a limit govd did
+	 * not set on two periods in a row (nvidia-smi -pl, a BMC cap); counted,
+	 * logged, and govd's own decision is applied again. */
+	uint64_t oob_changes;
+	unsigned oob_streak;
+	uint32_t oob_found_mw, oob_expected_mw; /* the last one, for the log */
+	uint64_t emergencies;
+	bool safety;             /* the last applied point was forced by safety (not canaried) */
+	bool operator_hold;      /* governor_hold */
+	bool outside_envelope;
+	char envelope_why[512];
+	struct hal_sample sample;
+	struct hal_serving serving;
+	struct hal_quality quality;
+	enum gov_fault faults[GOV_SIG_N];
+};
+
 static void warn_missing(struct diag_list *diags, const struct hal_dev *dev, const char *what)
 {
 	if (diags)
@@ -22,7 +64,8 @@ static void warn_missing(struct diag_list *diags, const struct hal_dev *dev, con
 			 "device does not offer %s; the governor will not change it", what);
 }
 
-int governor_init(struct governor *g, const struct governor_cfg *cfg, struct diag_list *diags)
+static int governor_init(struct governor *g, const struct governor_cfg *cfg,
+			 struct diag_list *diags)
 {
 	const struct policy *pol = cfg->pol;
 	int rc;
@@ -654,7 +697,7 @@ int governor_restore(struct governor *g)
 	return rc ? rc : r;
 }
 
-void governor_fini(struct governor *g)
+static void governor_fini(struct governor *g)
 {
 	if (!g->ctl)
 		return;
@@ -667,4 +710,112 @@ void governor_fini(struct governor *g)
 	estimate_fini(&g->est);
 	validate_fini(&g->val);
 	g->ctl = NULL;
+}
+
+int governor_new(const struct governor_cfg *cfg, struct governor **out, struct diag_list *diags)
+{
+	struct governor *g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	int rc = governor_init(g, cfg, diags);
+	if (rc) {
+		free(g);
+		return rc;
+	}
+	*out = g;
+	return 0;
+}
+
+void governor_free(struct governor *g)
+{
+	if (!g)
+		return;
+	governor_fini(g);
+	free(g);
+}
+
+void governor_handover(struct governor *neu, struct governor *old)
+{
+	neu->started = old->started;
+	neu->wrote = old->wrote;
+	neu->orig_power_limit_mw = old->orig_power_limit_mw;
+	neu->cur = old->cur;
+	neu->seq = old->seq;
+	neu->actuate_errors = old->actuate_errors;
+	governor_abandon(old); /* neu carries on */
+}
+
+void governor_abandon(struct governor *g)
+{
+	g->restored = true;
+}
+
+void governor_assume_point(struct governor *g, const struct gov_opoint *op)
+{
+	g->cur = *op;
+}
+
+const struct policy *governor_policy(const struct governor *g)
+{
+	return g->cfg.pol;
+}
+
+const struct hal_limits *governor_limits(const struct governor *g)
+{
+	return &g->lim;
+}
+
+const struct gov_opoint *governor_point(const struct governor *g)
+{
+	return &g->cur;
+}
+
+const struct gov_estimates *governor_estimates(const struct governor *g)
+{
+	return &g->est.est;
+}
+
+const enum gov_fault *governor_faults(const struct governor *g)
+{
+	return g->faults;
+}
+
+size_t governor_slices(const struct governor *g, const char (**names)[HAL_NAME_LEN])
+{
+	*names = (const char(*)[HAL_NAME_LEN])g->slice_name;
+	return g->n_slices;
+}
+
+void governor_status(const struct governor *g, struct governor_status *out)
+{
+	*out = (struct governor_status){
+		.started = g->started,
+		.hold = g->operator_hold,
+		.restored = g->restored,
+		.periods = g->seq,
+		.actuate_errors = g->actuate_errors,
+		.oob_changes = g->oob_changes,
+		.emergencies = g->emergencies,
+		.rollbacks = g->rb.rollbacks,
+		.recoveries = g->rb.recoveries,
+		.rb_state = g->rb.state,
+		.fault_onsets = g->val.onsets,
+		.orig_power_limit_mw = g->orig_power_limit_mw,
+		.envelope = g->outside_envelope ? g->envelope_why : NULL,
+		.controller = g->ctl ? g->ctl->name : "",
+	};
+}
+
+uint32_t governor_power_request_mw(const struct governor *g)
+{
+	if (!g->started)
+		return g->lim.power_limit_max_mw;
+	const struct gov_estimates *e = &g->est.est;
+	if (e->throttle & HAL_THR_POWER_CAP)
+		return g->lim.power_limit_max_mw;
+	double w = e->power_w[HAL_RAIL_ACCEL];
+	if (!(w > 0))
+		return g->lim.power_limit_max_mw;
+	double mw = w * 1000.0;
+	return mw > (double)UINT32_MAX ? UINT32_MAX : (uint32_t)mw;
 }

@@ -1,8 +1,10 @@
 /* The control loop: per period sample -> validate -> estimate -> decide ->
- * guard -> actuate -> log (../shared/design.md). Time comes from a struct
- * govd_clock: virtual in govctl sim, monotonic in govd; the loop never reads
- * the time or sleeps by itself. The device's original settings are recorded
- * before the first write and restored by governor_restore()/governor_fini(). */
+ * roll back -> guard -> actuate -> log (../shared/design.md). Time comes
+ * from a struct govd_clock: virtual in govctl sim, monotonic in govd; the
+ * loop never reads the time or sleeps by itself. The device's original
+ * settings are recorded before the first write and restored by
+ * governor_restore()/governor_free(). The governor is opaque: its users
+ * read it through the functions below and the period record (gov_period). */
 #ifndef GOVD_GOVERNOR_GOVERNOR_H
 #define GOVD_GOVERNOR_GOVERNOR_H
 #include <stdbool.h>
@@ -14,7 +16,6 @@
 #include "governor/controllers/controller.h"
 #include "governor/loop/declog.h"
 #include "governor/telemetry/estimate.h"
-#include "governor/loop/guard.h"
 #include "governor/policy/opoint.h"
 #include "governor/policy/policy.h"
 #include "governor/loop/rollback.h"
@@ -68,48 +69,62 @@ struct governor_cfg {
 	bool dry_run_device;
 };
 
-struct governor {
-	struct governor_cfg cfg;
-	const struct controller_ops *ctl;
-	void *ctl_state;
-	struct hal_limits lim;
-	struct validator val;
-	struct estimator est;
-	struct guard guard;
-	struct rollback rb;
-	struct declog log;
-	double period_s;
-	size_t n_slices;
-	char slice_name[HAL_MAX_SLICES][HAL_NAME_LEN];
-	double policy_int8[HAL_MAX_SLICES], max_drop[HAL_MAX_SLICES];
-	struct policy_slice_rule rule[HAL_MAX_SLICES];
-	struct gov_opoint cur;   /* in force */
-	bool started;            /* first period done (cur adopted from the device) */
-	bool wrote;              /* a HAL write happened: restore needed */
-	bool restored;
-	uint32_t orig_power_limit_mw;
-	uint64_t seq;
+/* The loop's state: opaque (governor/loop/governor.c). The daemon, the sim,
+ * metrics and the fleet read it through the functions below. */
+struct governor;
+
+/* What the governor has counted and where it stands, for observers (status,
+ * metrics, the sim's summary). */
+struct governor_status {
+	bool started;             /* first period done (the point adopted from the device) */
+	bool hold;                /* governor_hold */
+	bool restored;            /* the originals are back (governor_restore) */
+	uint64_t periods;         /* decision records written (the seq of the last) */
 	uint64_t actuate_errors;
-	/* Out-of-band power-limit changes: the device reported a limit govd did
-	 * not set on two periods in a row (nvidia-smi -pl, a BMC cap); counted,
-	 * logged, and govd's own decision is applied again. */
-	uint64_t oob_changes;
-	unsigned oob_streak;
-	uint32_t oob_found_mw, oob_expected_mw; /* the last one, for the log */
+	uint64_t oob_changes;     /* power limit set by another writer */
 	uint64_t emergencies;
-	bool safety;             /* the last applied point was forced by safety (not canaried) */
-	bool operator_hold;      /* governor_hold */
-	bool outside_envelope;
-	char envelope_why[512];
-	struct hal_sample sample;
-	struct hal_serving serving;
-	struct hal_quality quality;
-	enum gov_fault faults[GOV_SIG_N];
+	uint64_t rollbacks, recoveries;
+	enum rb_state rb_state;
+	uint64_t fault_onsets;    /* telemetry none -> fault transitions, all signals */
+	uint32_t orig_power_limit_mw; /* the limit restore puts back */
+	const char *envelope;     /* NULL: inside the policy's envelope; else why */
+	const char *controller;   /* the controller running (firmware-default when observed) */
 };
 
-/* Checks the policy's controller against the registry and the device's
- * capabilities; diags get the problems. */
-int governor_init(struct governor *g, const struct governor_cfg *cfg, struct diag_list *diags);
+/* A governor for cfg's device and policy: checks the policy's controller
+ * against the registry and the device's capabilities (diags get the
+ * problems), writes the decision log's header. 0 and *out, or -errno. */
+int governor_new(const struct governor_cfg *cfg, struct governor **out, struct diag_list *diags);
+/* Restores the device (governor_restore) and frees; NULL is a no-op. */
+void governor_free(struct governor *g);
+/* A reload's new governor takes over what old knows of the device: the
+ * point in force, the originals it restores, whether it wrote, the
+ * period count and errors; old then restores nothing when freed.
+ * Controller and estimator state start afresh with the new policy. */
+void governor_handover(struct governor *neu, struct governor *old);
+/* Leaves the device as it is when g is freed: what a crash leaves (the
+ * state file's restore is then the next start's; tests use it). */
+void governor_abandon(struct governor *g);
+/* The device now runs op, set from outside the loop: the next write is
+ * judged against it (bench/bench_gpio_alert.c re-arms the emergency path
+ * with it, so each emergency writes). */
+void governor_assume_point(struct governor *g, const struct gov_opoint *op);
+
+const struct policy *governor_policy(const struct governor *g);
+const struct hal_limits *governor_limits(const struct governor *g);
+/* What govd set (or in a dry run would set); governor_in_force for what
+ * the device runs. */
+const struct gov_opoint *governor_point(const struct governor *g);
+const struct gov_estimates *governor_estimates(const struct governor *g);
+/* The telemetry faults of the last period, GOV_SIG_N of them. */
+const enum gov_fault *governor_faults(const struct governor *g);
+/* The serving side's slices (read at init), as the decision log names them. */
+size_t governor_slices(const struct governor *g, const char (**names)[HAL_NAME_LEN]);
+void governor_status(const struct governor *g, struct governor_status *out);
+/* What the device asks of a shared power budget: its filtered accelerator
+ * power; all it may take (its maximum limit) before its first period or
+ * while its firmware holds it at the limit (it wants more). */
+uint32_t governor_power_request_mw(const struct governor *g);
 /* One control period at the clock's current time. */
 int governor_tick(struct governor *g);
 /* Periods until end_ms (clock time) or until on_period asks to stop; the
@@ -137,6 +152,5 @@ void governor_hold(struct governor *g, bool hold);
 int governor_emergency(struct governor *g, const char *why);
 /* Restore the original settings (idempotent). */
 int governor_restore(struct governor *g);
-void governor_fini(struct governor *g);
 
 #endif

@@ -499,10 +499,13 @@ static json_t *summary_json(const struct acc *a, const struct scenario *sc, cons
 		json_object_set_new(q, "asked_reruns", ar);
 	}
 	json_object_set_new(o, "quality", q);
-	json_object_set_new(o, "rollbacks", json_integer((json_int_t)g->rb.rollbacks));
-	json_object_set_new(o, "telemetry_faults", json_integer((json_int_t)g->val.onsets));
+	struct governor_status gs = { 0 };
+	if (g)
+		governor_status(g, &gs);
+	json_object_set_new(o, "rollbacks", json_integer((json_int_t)gs.rollbacks));
+	json_object_set_new(o, "telemetry_faults", json_integer((json_int_t)gs.fault_onsets));
 	json_object_set_new(o, "telemetry_fault_periods", json_integer((json_int_t)a->fault_periods));
-	json_object_set_new(o, "actuate_errors", json_integer((json_int_t)g->actuate_errors));
+	json_object_set_new(o, "actuate_errors", json_integer((json_int_t)gs.actuate_errors));
 	json_object_set_new(o, "failed", json_boolean(pl->failed));
 	json_object_set_new(o, "fail_reason", json_string(pl->failed ? pl->fail_reason : ""));
 	return o;
@@ -580,7 +583,7 @@ int sim_run(const struct sim_opts *o, struct sim_result *res, struct diag_list *
 	struct plant *plant = NULL;
 	struct hal_dev dev = { 0 };
 	struct govd_clock clk;
-	struct governor g;
+	struct governor *g = NULL; /* none when the point is forced */
 	struct acc a = { 0 };
 	FILE *dl = NULL;
 	/* A forced point has no governor: nothing to log or summarise. */
@@ -680,10 +683,10 @@ int sim_run(const struct sim_opts *o, struct sim_result *res, struct diag_list *
 					   .scenario = sc->name, .scenario_path = meta.scenario_path,
 					   .command = meta.command, .seed = seed, .on_period = on_period,
 					   .cb_ctx = &a };
-		rc = governor_init(&g, &gc, diags);
+		rc = governor_new(&gc, &g, diags);
 		if (rc)
 			goto err_win;
-		rc = governor_run(&g, end_ms);
+		rc = governor_run(g, end_ms);
 	}
 	if (rc == -EHOSTDOWN || plant->failed)
 		rc = 0; /* thermal shutdown ends the run; the summary says failed */
@@ -703,7 +706,7 @@ int sim_run(const struct sim_opts *o, struct sim_result *res, struct diag_list *
 			a.on_window(a.window_ctx, &w);
 	}
 	if (!o->force_op)
-		governor_restore(&g);
+		governor_restore(g);
 	res->sim_s = plant->t_s;
 	res->periods = a.periods;
 	res->failed = plant->failed;
@@ -718,7 +721,7 @@ int sim_run(const struct sim_opts *o, struct sim_result *res, struct diag_list *
 	res->windows = a.windows;
 	res->windows_met = a.windows_met;
 	if (rc == 0 && output) {
-		json_t *sum = summary_json(&a, sc, pol, seed, &g, plant->t_s, &meta);
+		json_t *sum = summary_json(&a, sc, pol, seed, g, plant->t_s, &meta);
 		char path[4200];
 		snprintf(path, sizeof(path), "%s/summary.json", res->out_dir);
 		if (!sum || jsonx_dump_file(sum, path, JSON_INDENT(2) |
@@ -728,8 +731,7 @@ int sim_run(const struct sim_opts *o, struct sim_result *res, struct diag_list *
 		}
 		json_decref(sum);
 	}
-	if (!o->force_op)
-		governor_fini(&g);
+	governor_free(g);
 	if (a.io_error && !rc) {
 		diag_add(diags, DIAG_ERROR, res->out_dir, 0, 0, "", "io", "writing outputs failed");
 		rc = -EIO;

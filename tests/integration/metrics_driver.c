@@ -51,7 +51,7 @@ int main(int argc, char **argv)
 	struct plant *plant = NULL;
 	struct hal_dev dev = { 0 };
 	struct govd_clock clk;
-	struct governor g;
+	struct governor *g = NULL;
 	struct metrics_server *srv = NULL;
 	static struct drv d;
 	int rc = 1;
@@ -74,22 +74,22 @@ int main(int argc, char **argv)
 	metrics_add_device(&d.snap, "sim0");
 	metrics_device_set_policy(&d.snap.dev[0], pol);
 	d.snap.node_budget_w = 700;
-	d.g = &g;
 	struct governor_cfg gc = { .pol = pol, .dev = &dev, .clock = &clk, .seed = sc->default_seed,
 				   .on_period = on_period, .cb_ctx = &d };
-	if (governor_init(&g, &gc, &diags))
+	if (governor_new(&gc, &g, &diags))
 		goto close_dev;
+	d.g = g;
 	/* The daemon's loop shape: tick, time it, wait for the next period. */
 	uint64_t end_ms = (uint64_t)llround(sim_s * 1000.0);
 	uint64_t period_ms = pol->control.period_ms;
 	for (uint64_t t = govd_clock_now_ms(&clk); t < end_ms; t += period_ms) {
 		uint64_t t0 = govd_mono_ns();
-		int r = governor_tick(&g);
+		int r = governor_tick(g);
 		metrics_observe_tick(&d.snap, (double)(govd_mono_ns() - t0) / 1e9);
 		if (r < 0 || govd_clock_wait_until(&clk, t + period_ms))
 			break;
 	}
-	governor_restore(&g);
+	governor_restore(g);
 
 	struct metrics_cfg mc = { .listen = "127.0.0.1:0" };
 	if (metrics_start(&srv, &mc, &diags))
@@ -105,7 +105,7 @@ int main(int argc, char **argv)
 	metrics_stop(srv);
 	rc = 0;
 fini:
-	governor_fini(&g);
+	governor_free(g);
 close_dev:
 	hal_close(&dev);
 out:

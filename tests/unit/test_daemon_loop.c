@@ -30,6 +30,13 @@
 static char dir[] = "/tmp/test_daemon_XXXXXX";
 static char cfg_path[256], state_path[256], log_dir[256], pol_path[256];
 
+static struct governor_status gstat(const struct governor *g)
+{
+	struct governor_status s;
+	governor_status(g, &s);
+	return s;
+}
+
 static int setup(void **st)
 {
 	if (!mkdtemp(dir))
@@ -102,16 +109,16 @@ static void test_budget_state_restore(void **st)
 	assert_int_equal(d.n, 2);
 	assert_int_equal(d.plan.period_ms, 100);
 	assert_int_equal(access(state_path, F_OK), 0); /* before the first write */
-	uint32_t floors = d.dev[0].g->lim.power_limit_min_mw + d.dev[1].g->lim.power_limit_min_mw;
+	uint32_t floors = governor_limits(d.dev[0].g)->power_limit_min_mw + governor_limits(d.dev[1].g)->power_limit_min_mw;
 	assert_true(floors <= 700000);
 	run_ticks(&d, 20);
 	uint64_t sum = 0;
 	for (size_t i = 0; i < d.n; i++) {
-		sum += d.dev[i].g->cur.power_limit_mw;
+		sum += governor_point(d.dev[i].g)->power_limit_mw;
 		/* the plant really runs at what the governor set */
 		struct plant *pl = hal_sim_plant(&d.dev[i].hw);
 		assert_int_equal((uint32_t)(pl->dev.power_limit_w * 1000.0 + 0.5),
-				 d.dev[i].g->cur.power_limit_mw);
+				 governor_point(d.dev[i].g)->power_limit_mw);
 		assert_true(d.dev[i].grant_mw > 0);
 	}
 	assert_true(sum <= 700000);
@@ -124,7 +131,7 @@ static void test_budget_state_restore(void **st)
 	assert_int_equal(d.snap->dev[1].periods, 20);
 	assert_int_equal(d.snap->tick.count, 20);
 	assert_true(d.snap->node_budget_w == 700.0);
-	assert_true(d.snap->dev[0].power_limit_w * 1000.0 == (double)d.dev[0].g->cur.power_limit_mw);
+	assert_true(d.snap->dev[0].power_limit_w * 1000.0 == (double)governor_point(d.dev[0].g)->power_limit_mw);
 	assert_true(metrics_port(d.msrv) > 0);
 	assert_non_null(d.cs);
 
@@ -161,9 +168,9 @@ static void test_dry_run_writes_nothing(void **st)
 	assert_true(access(state_path, F_OK) != 0); /* nothing to protect */
 	run_ticks(&d, 5);
 	/* the policy caps the limit at 550 W: decided, not applied */
-	assert_int_equal(d.dev[0].g->cur.power_limit_mw, 550000);
+	assert_int_equal(governor_point(d.dev[0].g)->power_limit_mw, 550000);
 	assert_true(hal_sim_plant(&d.dev[0].hw)->dev.power_limit_w == 700.0);
-	assert_true(d.dev[0].g->cur.clk_locked);
+	assert_true(governor_point(d.dev[0].g)->clk_locked);
 	assert_int_equal(daemon_restore_all(&d), 0);
 	daemon_fini(&d);
 	/* the decision log says it is a dry run (docs/decision-log.md) */
@@ -189,19 +196,19 @@ static void test_reload_transaction(void **st)
 	assert_int_equal(daemon_init(&d, cfg_path, false, NULL, &dl), 0);
 	run_ticks(&d, 3);
 	char hash0[32];
-	snprintf(hash0, sizeof(hash0), "%s", d.dev[0].g->cfg.pol->hash_hex);
-	uint32_t orig = d.dev[0].g->orig_power_limit_mw;
+	snprintf(hash0, sizeof(hash0), "%s", governor_policy(d.dev[0].g)->hash_hex);
+	uint32_t orig = gstat(d.dev[0].g).orig_power_limit_mw;
 
 	/* good: a lower cap; the device's originals carry over */
 	copy_policy(POLICY, "cap_w:", "cap_w: 500");
 	assert_int_equal(daemon_reload(&d, &dl), 0);
-	assert_string_not_equal(d.dev[0].g->cfg.pol->hash_hex, hash0);
-	assert_int_equal(d.dev[0].g->orig_power_limit_mw, orig);
-	assert_true(d.dev[0].g->started);
+	assert_string_not_equal(governor_policy(d.dev[0].g)->hash_hex, hash0);
+	assert_int_equal(gstat(d.dev[0].g).orig_power_limit_mw, orig);
+	assert_true(gstat(d.dev[0].g).started);
 	run_ticks(&d, 3);
-	assert_true(d.dev[0].g->cur.power_limit_mw <= 500000);
+	assert_true(governor_point(d.dev[0].g)->power_limit_mw <= 500000);
 	char hash1[32];
-	snprintf(hash1, sizeof(hash1), "%s", d.dev[0].g->cfg.pol->hash_hex);
+	snprintf(hash1, sizeof(hash1), "%s", governor_policy(d.dev[0].g)->hash_hex);
 	const struct governor *g1 = d.dev[0].g;
 
 	/* bad policy: refused, located, old one kept */
@@ -216,7 +223,7 @@ static void test_reload_transaction(void **st)
 			   dl.v[i].line == 3;
 	assert_true(located);
 	assert_ptr_equal(d.dev[0].g, g1);
-	assert_string_equal(d.dev[0].g->cfg.pol->hash_hex, hash1);
+	assert_string_equal(governor_policy(d.dev[0].g)->hash_hex, hash1);
 	diag_clear(&dl);
 	run_ticks(&d, 2);
 
@@ -258,7 +265,7 @@ static void test_reload_keeps_hold_and_cli_level(void **st)
 	assert_int_equal(daemon_init(&d, cfg_path, false, NULL, &dl), 0);
 	run_ticks(&d, 3);
 	daemon_hold(&d, true);
-	struct gov_opoint held = d.dev[0].g->cur;
+	struct gov_opoint held = *governor_point(d.dev[0].g);
 	d.log_level_cli_set = true;
 	d.log_level_cli = LOG_INFO;
 
@@ -268,10 +275,10 @@ static void test_reload_keeps_hold_and_cli_level(void **st)
 	assert_int_equal(daemon_reload(&d, &dl), 0);
 	assert_true(d.held);
 	for (size_t i = 0; i < d.n; i++)
-		assert_true(d.dev[i].g->operator_hold);
+		assert_true(gstat(d.dev[i].g).hold);
 	run_ticks(&d, 3);
-	assert_int_equal(d.dev[0].g->cur.power_limit_mw, held.power_limit_mw);
-	assert_int_equal(d.dev[0].g->cur.clk_max_khz, held.clk_max_khz);
+	assert_int_equal(governor_point(d.dev[0].g)->power_limit_mw, held.power_limit_mw);
+	assert_int_equal(governor_point(d.dev[0].g)->clk_max_khz, held.clk_max_khz);
 
 	/* the config says notice (the default); --log-level info still holds */
 	char *buf = NULL;
@@ -289,8 +296,8 @@ static void test_reload_keeps_hold_and_cli_level(void **st)
 
 	daemon_hold(&d, false);
 	run_ticks(&d, 5);
-	assert_true(d.dev[0].g->cur.power_limit_mw != held.power_limit_mw ||
-		    d.dev[0].g->cur.clk_max_khz != held.clk_max_khz);
+	assert_true(governor_point(d.dev[0].g)->power_limit_mw != held.power_limit_mw ||
+		    governor_point(d.dev[0].g)->clk_max_khz != held.clk_max_khz);
 	assert_int_equal(daemon_restore_all(&d), 0);
 	daemon_fini(&d);
 	diag_clear(&dl);
@@ -306,7 +313,7 @@ static void test_start_restores_leftover(void **st)
 	run_ticks(&d, 2);
 	d.state_written = false; /* what a kill -9 leaves: the file, not its removal */
 	for (size_t i = 0; i < d.n; i++)
-		d.dev[i].g->restored = true;
+		governor_abandon(d.dev[i].g); /* what a kill -9 leaves */
 	daemon_fini(&d);
 	assert_int_equal(access(state_path, F_OK), 0);
 	/* the next start restores it and writes its own */
@@ -401,8 +408,8 @@ static void alert_brake_run(bool dry)
 	assert_int_equal(rc, 0);
 	assert_int_equal(diag_count(&dl, DIAG_ERROR), 0);
 	/* the node's policy runs the govd controller; the lines are observed */
-	assert_string_equal(d.dev[0].g->ctl->name, "govd");
-	assert_string_equal(d.dev[1].g->ctl->name, "firmware-default");
+	assert_string_equal(gstat(d.dev[0].g).controller, "govd");
+	assert_string_equal(gstat(d.dev[1].g).controller, "firmware-default");
 	struct fake_line *alert = line_at(3, false), *brake = line_at(5, true);
 	assert_int_equal(brake->value, 0); /* requested at its safe level */
 	run_ticks(&d, 3);
@@ -415,7 +422,7 @@ static void alert_brake_run(bool dry)
 	assert_int_equal(brake->value, dry ? 0 : 1);
 	assert_int_equal(brake->set_calls, dry ? 0 : 1);
 	assert_true(d.dev[1].brake_on); /* decided, also in a dry run */
-	assert_int_equal(d.dev[0].g->emergencies, 1);
+	assert_int_equal(gstat(d.dev[0].g).emergencies, 1);
 	run_ticks(&d, 2);
 	daemon_handle_alerts(&d);
 	assert_int_equal(brake->set_calls, dry ? 0 : 1); /* held, not rewritten */

@@ -40,7 +40,7 @@ static long run(const char *path, uint32_t heartbeat_ms)
 	struct plant *plant = NULL;
 	struct hal_dev dev = { 0 };
 	struct govd_clock clk;
-	static struct governor g;
+	struct governor *g = NULL;
 	assert_int_equal(scenario_load("configs/scenarios/sensor-faults.yaml", &sc, &diags), 0);
 	assert_int_equal(policy_load("policies/thermal-conservative.yaml", &pol, &diags), 0);
 	assert_int_equal(plant_create(sc, sc->default_seed, &plant, &diags), 0);
@@ -51,14 +51,14 @@ static long run(const char *path, uint32_t heartbeat_ms)
 	assert_non_null(f);
 	struct governor_cfg gc = { .pol = pol, .dev = &dev, .clock = &clk, .seed = sc->default_seed,
 				   .declog = f, .declog_heartbeat_ms = heartbeat_ms };
-	assert_int_equal(governor_init(&g, &gc, &diags), 0);
+	assert_int_equal(governor_new(&gc, &g, &diags), 0);
 	uint64_t period_ms = pol->control.period_ms;
 	for (uint64_t t = govd_clock_now_ms(&clk); t < SIM_S * 1000ull; t += period_ms) {
-		assert_true(governor_tick(&g) >= 0);
+		assert_true(governor_tick(g) >= 0);
 		assert_int_equal(govd_clock_wait_until(&clk, t + period_ms), 0);
 	}
-	governor_restore(&g);
-	governor_fini(&g);
+	governor_restore(g);
+	governor_free(g);
 	hal_close(&dev);
 	plant_destroy(plant);
 	policy_free(pol);

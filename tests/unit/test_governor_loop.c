@@ -35,6 +35,13 @@ struct fake {
 	uint32_t slow_below_khz; /* locked under this: TTFT 5 s instead of 50 ms */
 };
 
+static struct governor_status gstat(const struct governor *g)
+{
+	struct governor_status s;
+	governor_status(g, &s);
+	return s;
+}
+
 static struct hal_value hv(int64_t v, uint64_t t_ms)
 {
 	struct hal_value x = { .v = v, .t_ms = t_ms, .valid = true };
@@ -198,7 +205,7 @@ struct rig {
 	struct hal_dev dev;
 	struct govd_clock clk;
 	struct policy pol;
-	struct governor g;
+	struct governor *g;
 	char *logbuf;
 	size_t loglen;
 	FILE *log;
@@ -229,7 +236,7 @@ static void rig_start_ex(struct rig *r, bool dry_run, struct diag_list *d)
 	struct governor_cfg cfg = { .pol = &r->pol, .dev = &r->dev, .clock = &r->clk,
 				    .declog = r->log, .scenario = "unit", .seed = 7,
 				    .dry_run = dry_run };
-	assert_int_equal(governor_init(&r->g, &cfg, d), 0);
+	assert_int_equal(governor_new(&cfg, &r->g, d), 0);
 }
 
 static void rig_start(struct rig *r)
@@ -293,28 +300,28 @@ static void test_out_of_band_power_limit(void **state)
 	(void)state;
 	struct rig *r = rig_new("static");
 	rig_start(r);
-	assert_int_equal(governor_run(&r->g, 1000), 0);
+	assert_int_equal(governor_run(r->g, 1000), 0);
 	assert_int_equal(r->f.power_limit_mw, 700000); /* static's default, written */
 	int writes = r->f.n_set_power;
 	/* one period only: a write settling, not counted */
 	r->f.power_limit_mw = 400000;
-	assert_int_equal(governor_tick(&r->g), 0);
+	assert_int_equal(governor_tick(r->g), 0);
 	r->f.power_limit_mw = 700000;
-	assert_int_equal(governor_tick(&r->g), 0);
-	assert_int_equal(r->g.oob_changes, 0);
+	assert_int_equal(governor_tick(r->g), 0);
+	assert_int_equal(gstat(r->g).oob_changes, 0);
 	/* persistent: the second period finds it and writes 700 W again */
 	r->f.power_limit_mw = 400000;
-	assert_int_equal(governor_tick(&r->g), 0);
-	assert_int_equal(r->g.oob_changes, 0);
-	assert_int_equal(governor_tick(&r->g), 0);
-	assert_int_equal(r->g.oob_changes, 1);
+	assert_int_equal(governor_tick(r->g), 0);
+	assert_int_equal(gstat(r->g).oob_changes, 0);
+	assert_int_equal(governor_tick(r->g), 0);
+	assert_int_equal(gstat(r->g).oob_changes, 1);
 	assert_int_equal(r->f.power_limit_mw, 700000);
 	assert_int_equal(r->f.n_set_power, writes + 1);
 	/* 1 W off is the device's rounding, not another writer */
 	r->f.power_limit_mw = 700800;
 	for (int i = 0; i < 4; i++)
-		assert_int_equal(governor_tick(&r->g), 0);
-	assert_int_equal(r->g.oob_changes, 1);
+		assert_int_equal(governor_tick(r->g), 0);
+	assert_int_equal(gstat(r->g).oob_changes, 1);
 	fflush(r->log);
 	size_t n;
 	json_t **v = lines(r, &n);
@@ -331,7 +338,7 @@ static void test_out_of_band_power_limit(void **state)
 	}
 	assert_int_equal(logged, 1);
 	lines_free(v, n);
-	governor_fini(&r->g);
+	governor_free(r->g);
 	fclose(r->log);
 	rig_free(r);
 
@@ -340,12 +347,12 @@ static void test_out_of_band_power_limit(void **state)
 	struct diag_list d = { 0 };
 	rig_start_ex(r, true, &d);
 	diag_clear(&d);
-	assert_int_equal(governor_run(&r->g, 1000), 0);
+	assert_int_equal(governor_run(r->g, 1000), 0);
 	r->f.power_limit_mw = 400000;
 	for (int i = 0; i < 4; i++)
-		assert_int_equal(governor_tick(&r->g), 0);
-	assert_int_equal(r->g.oob_changes, 0);
-	governor_fini(&r->g);
+		assert_int_equal(governor_tick(r->g), 0);
+	assert_int_equal(gstat(r->g).oob_changes, 0);
+	governor_free(r->g);
 	fclose(r->log);
 	rig_free(r);
 }
@@ -359,17 +366,17 @@ static void test_failed_restore_is_retried(void **state)
 	r->pol.frequency.min_mhz = 900;
 	r->pol.frequency.max_mhz = 1410;
 	rig_start(r);
-	assert_int_equal(governor_run(&r->g, 2000), 0);
+	assert_int_equal(governor_run(r->g, 2000), 0);
 	assert_int_equal(r->f.power_limit_mw, 700000); /* static's default */
 	r->f.fail_set_power = 1;
-	assert_int_equal(governor_restore(&r->g), -EIO);
+	assert_int_equal(governor_restore(r->g), -EIO);
 	assert_int_equal(r->f.power_limit_mw, 700000); /* not back yet */
-	assert_int_equal(governor_restore(&r->g), 0);
+	assert_int_equal(governor_restore(r->g), 0);
 	assert_int_equal(r->f.power_limit_mw, 650000);
 	int n = r->f.n_set_power;
-	assert_int_equal(governor_restore(&r->g), 0); /* done: nothing more written */
+	assert_int_equal(governor_restore(r->g), 0); /* done: nothing more written */
 	assert_int_equal(r->f.n_set_power, n);
-	governor_fini(&r->g);
+	governor_free(r->g);
 	fclose(r->log);
 	free(r->logbuf);
 	free(r);
@@ -383,14 +390,14 @@ static void test_static_actuates_once_and_restores(void **state)
 	r->pol.frequency.max_mhz = 1410;
 	r->pol.precision.int8_fraction = 0.5;
 	rig_start(r);
-	assert_int_equal(governor_run(&r->g, 10000), 0);
-	assert_int_equal(r->g.seq, 20);
+	assert_int_equal(governor_run(r->g, 10000), 0);
+	assert_int_equal(gstat(r->g).periods, 20);
 	assert_int_equal(r->f.n_set_clock, 1);
 	assert_int_equal(r->f.n_set_prec, 1);
 	assert_int_equal(r->f.n_set_power, 1); /* 650 W in force -> static's default 700 W */
 	assert_int_equal(r->f.lo_khz, 900000);
 	assert_true(r->f.int8[0] == 0.5 && r->f.int8[1] == 0.5);
-	governor_fini(&r->g);
+	governor_free(r->g);
 	assert_false(r->f.locked);
 	assert_int_equal(r->f.n_reset, 1);
 	assert_int_equal(r->f.power_limit_mw, 650000);
@@ -470,26 +477,26 @@ static void test_fault_goes_to_safe_point(void **state)
 	r->f.nan_start_ms = 2000;
 	r->f.nan_end_ms = 3000; /* periods at 2000 and 2500 see NaN */
 	rig_start(r);
-	assert_int_equal(governor_run(&r->g, 2000), 0);
+	assert_int_equal(governor_run(r->g, 2000), 0);
 	assert_false(r->f.locked);
 	assert_int_equal(r->f.power_limit_mw, 700000);
-	assert_int_equal(governor_run(&r->g, 2500), 0);
+	assert_int_equal(governor_run(r->g, 2500), 0);
 	assert_true(r->f.locked);
 	assert_int_equal(r->f.hi_khz, 1005000);
 	assert_int_equal(r->f.power_limit_mw, 400000);
-	assert_int_equal(r->g.faults[GOV_SIG_TEMP_JUNCTION], GOV_FAULT_NAN);
+	assert_int_equal(governor_faults(r->g)[GOV_SIG_TEMP_JUNCTION], GOV_FAULT_NAN);
 	/* the validator's count reaches the estimates */
-	assert_int_equal(r->g.est.est.n_faults, 1);
-	assert_true(r->g.est.est.critical_fault);
+	assert_int_equal(governor_estimates(r->g)->n_faults, 1);
+	assert_true(governor_estimates(r->g)->critical_fault);
 	/* NaN at 2500; clean 3000, 3500 held; 4000 back to firmware default */
-	assert_int_equal(governor_run(&r->g, 4000), 0);
+	assert_int_equal(governor_run(r->g, 4000), 0);
 	assert_true(r->f.locked);
-	assert_int_equal(governor_run(&r->g, 4500), 0);
+	assert_int_equal(governor_run(r->g, 4500), 0);
 	assert_false(r->f.locked);
 	assert_int_equal(r->f.power_limit_mw, 700000);
-	assert_int_equal(r->g.val.onsets, 1);
-	assert_int_equal(r->g.est.est.n_faults, 0);
-	governor_fini(&r->g);
+	assert_int_equal(gstat(r->g).fault_onsets, 1);
+	assert_int_equal(governor_estimates(r->g)->n_faults, 0);
+	governor_free(r->g);
 	assert_int_equal(r->f.power_limit_mw, 650000);
 	fclose(r->log);
 	assert_non_null(strstr(r->logbuf, "{\"signal\":\"temp_junction\",\"fault\":\"nan\"}"));
@@ -505,14 +512,14 @@ static void test_serving_faults_logged(void **state)
 	(void)state;
 	struct rig *r = rig_new("firmware-default");
 	rig_start(r);
-	assert_int_equal(governor_run(&r->g, 1000), 0); /* periods 0, 500: clean */
+	assert_int_equal(governor_run(r->g, 1000), 0); /* periods 0, 500: clean */
 	r->f.sv_faults = HAL_SVF_CONNECT | HAL_SVF_TIMEOUT;
 	r->f.sv_msg = "connect to 127.0.0.1:8000: refused";
-	assert_int_equal(governor_run(&r->g, 1500), 0); /* period 1000 */
+	assert_int_equal(governor_run(r->g, 1500), 0); /* period 1000 */
 	r->f.sv_faults = 0;
 	r->f.sv_msg = NULL;
-	assert_int_equal(governor_run(&r->g, 2000), 0); /* period 1500: clean */
-	governor_fini(&r->g);
+	assert_int_equal(governor_run(r->g, 2000), 0); /* period 1500: clean */
+	governor_free(r->g);
 	fclose(r->log);
 
 	int n = 0, with = 0;
@@ -555,8 +562,8 @@ static void test_backend_owns_restore(void **state)
 	r->pol.frequency.max_mhz = 1410;
 	r->pol.precision.int8_fraction = 0.5;
 	rig_start(r);
-	assert_int_equal(governor_run(&r->g, 3000), 0);
-	governor_fini(&r->g);
+	assert_int_equal(governor_run(r->g, 3000), 0);
+	governor_free(r->g);
 	assert_int_equal(r->f.n_restore, 1);
 	assert_int_equal(r->f.power_limit_mw, 640000);
 	fclose(r->log);
@@ -577,7 +584,7 @@ static void test_backend_owns_restore(void **state)
 	struct diag_list d = { 0 };
 	struct governor_cfg cfg = { .pol = &r->pol, .dev = &r->dev, .clock = &r->clk,
 				    .declog = r->log };
-	assert_int_equal(governor_init(&r->g, &cfg, &d), -EINVAL);
+	assert_int_equal(governor_new(&cfg, &r->g, &d), -EINVAL);
 	assert_int_equal(diag_count(&d, DIAG_ERROR), 1);
 	assert_string_equal(d.v[0].code, "no-restore");
 	diag_clear(&d);
@@ -597,11 +604,11 @@ static void test_dry_run(void **state)
 	struct diag_list d = { 0 };
 	rig_start_ex(r, true, &d);
 	diag_clear(&d);
-	assert_int_equal(governor_run(&r->g, 3000), 0);
+	assert_int_equal(governor_run(r->g, 3000), 0);
 	assert_int_equal(r->f.n_set_clock + r->f.n_reset + r->f.n_set_power + r->f.n_set_prec, 0);
-	assert_false(r->g.cur.clk_locked);
-	assert_int_equal(r->g.cur.power_limit_mw, 650000);
-	governor_fini(&r->g);
+	assert_false(governor_point(r->g)->clk_locked);
+	assert_int_equal(governor_point(r->g)->power_limit_mw, 650000);
+	governor_free(r->g);
 	assert_int_equal(r->f.n_set_clock + r->f.n_reset + r->f.n_set_power + r->f.n_set_prec, 0);
 	fclose(r->log);
 	size_t n;
@@ -623,22 +630,22 @@ static void test_power_budget(void **state)
 	(void)state;
 	struct rig *r = rig_new("firmware-default");
 	rig_start(r);
-	assert_int_equal(governor_run(&r->g, 1000), 0);
+	assert_int_equal(governor_run(r->g, 1000), 0);
 	assert_int_equal(r->f.power_limit_mw, 700000);
-	assert_int_equal(governor_set_power_budget_mw(&r->g, 450000), 0);
-	assert_int_equal(governor_run(&r->g, 2000), 0);
+	assert_int_equal(governor_set_power_budget_mw(r->g, 450000), 0);
+	assert_int_equal(governor_run(r->g, 2000), 0);
 	assert_int_equal(r->f.power_limit_mw, 450000);
-	assert_int_equal(governor_set_power_budget_mw(&r->g, 50000), 0); /* under the device min */
-	assert_int_equal(governor_run(&r->g, 3000), 0);
+	assert_int_equal(governor_set_power_budget_mw(r->g, 50000), 0); /* under the device min */
+	assert_int_equal(governor_run(r->g, 3000), 0);
 	assert_int_equal(r->f.power_limit_mw, 200000);
 	/* a budget of 0 W holds the device minimum: zero never means unlimited */
-	assert_int_equal(governor_set_power_budget_mw(&r->g, 0), 0);
-	assert_int_equal(governor_run(&r->g, 3500), 0);
+	assert_int_equal(governor_set_power_budget_mw(r->g, 0), 0);
+	assert_int_equal(governor_run(r->g, 3500), 0);
 	assert_int_equal(r->f.power_limit_mw, 200000);
-	governor_clear_power_budget(&r->g);
-	assert_int_equal(governor_run(&r->g, 4000), 0);
+	governor_clear_power_budget(r->g);
+	assert_int_equal(governor_run(r->g, 4000), 0);
 	assert_int_equal(r->f.power_limit_mw, 700000);
-	governor_fini(&r->g);
+	governor_free(r->g);
 	fclose(r->log);
 	size_t n;
 	json_t **v = lines(r, &n);
@@ -666,23 +673,23 @@ static void test_operator_hold(void **state)
 	r->pol.safe_point.clk_max_mhz = 1005;
 	r->pol.safe_point.hold_periods = 0;
 	rig_start(r);
-	assert_int_equal(governor_run(&r->g, 500), 0);
+	assert_int_equal(governor_run(r->g, 500), 0);
 	assert_int_equal(r->f.hi_khz, 1410000);
-	governor_hold(&r->g, true);
+	governor_hold(r->g, true);
 	r->pol.frequency.max_mhz = 1200; /* static's wish moves; the hold must not follow */
-	assert_int_equal(governor_run(&r->g, 2000), 0);
+	assert_int_equal(governor_run(r->g, 2000), 0);
 	assert_int_equal(r->f.hi_khz, 1410000);
 	assert_int_equal(r->f.n_set_clock, 1);
 	r->f.nan_start_ms = 2000;
 	r->f.nan_end_ms = 2500;
-	assert_int_equal(governor_run(&r->g, 2500), 0);
+	assert_int_equal(governor_run(r->g, 2500), 0);
 	assert_int_equal(r->f.hi_khz, 1005000); /* fault: safe point despite the hold */
-	assert_int_equal(governor_run(&r->g, 3000), 0);
+	assert_int_equal(governor_run(r->g, 3000), 0);
 	assert_int_equal(r->f.hi_khz, 1005000); /* held where it is */
-	governor_hold(&r->g, false);
-	assert_int_equal(governor_run(&r->g, 3500), 0);
+	governor_hold(r->g, false);
+	assert_int_equal(governor_run(r->g, 3500), 0);
 	assert_int_equal(r->f.hi_khz, 1200000);
-	governor_fini(&r->g);
+	governor_free(r->g);
 	fclose(r->log);
 	size_t n;
 	json_t **v = lines(r, &n);
@@ -706,22 +713,22 @@ static void test_emergency(void **state)
 	r->pol.safe_point.power_cap_w = 400;
 	r->pol.safe_point.hold_periods = 2;
 	rig_start(r);
-	assert_int_equal(governor_run(&r->g, 1000), 0);
+	assert_int_equal(governor_run(r->g, 1000), 0);
 	assert_false(r->f.locked);
 	r->f.now_ms = 1200; /* between periods */
-	assert_int_equal(governor_emergency(&r->g, "gpio thermal alert"), 0);
+	assert_int_equal(governor_emergency(r->g, "gpio thermal alert"), 0);
 	assert_true(r->f.locked);
 	assert_int_equal(r->f.hi_khz, 1005000);
 	assert_int_equal(r->f.power_limit_mw, 400000);
-	assert_true(r->g.cur.clk_locked);
-	assert_int_equal(r->g.emergencies, 1);
+	assert_true(governor_point(r->g)->clk_locked);
+	assert_int_equal(gstat(r->g).emergencies, 1);
 	/* log written and flushed before the next period */
 	assert_non_null(strstr(r->logbuf, "\"emergency\":\"gpio thermal alert\""));
-	assert_int_equal(governor_run(&r->g, 2000), 0); /* 1200, 1700: held */
+	assert_int_equal(governor_run(r->g, 2000), 0); /* 1200, 1700: held */
 	assert_true(r->f.locked);
-	assert_int_equal(governor_run(&r->g, 2500), 0); /* 2200: back to the controller */
+	assert_int_equal(governor_run(r->g, 2500), 0); /* 2200: back to the controller */
 	assert_false(r->f.locked);
-	governor_fini(&r->g);
+	governor_free(r->g);
 	fclose(r->log);
 	size_t n;
 	json_t **v = lines(r, &n);
@@ -752,19 +759,19 @@ static void test_envelope_inlet(void **state)
 	rig_start_ex(r, false, &d);
 	assert_int_equal(diag_count(&d, DIAG_WARNING), 0);
 	diag_clear(&d);
-	assert_int_equal(governor_run(&r->g, 1000), 0);
+	assert_int_equal(governor_run(r->g, 1000), 0);
 	assert_false(r->f.locked);
 	r->f.inlet_c = 31;
-	assert_int_equal(governor_run(&r->g, 1500), 0);
+	assert_int_equal(governor_run(r->g, 1500), 0);
 	assert_true(r->f.locked);
 	assert_int_equal(r->f.hi_khz, 1005000);
 	r->f.inlet_c = 29.5; /* inside, but within the hysteresis */
-	assert_int_equal(governor_run(&r->g, 2000), 0);
+	assert_int_equal(governor_run(r->g, 2000), 0);
 	assert_true(r->f.locked);
 	r->f.inlet_c = 28.5;
-	assert_int_equal(governor_run(&r->g, 2500), 0);
+	assert_int_equal(governor_run(r->g, 2500), 0);
 	assert_false(r->f.locked);
-	governor_fini(&r->g);
+	governor_free(r->g);
 	fclose(r->log);
 	size_t n;
 	json_t **v = lines(r, &n);
@@ -795,10 +802,10 @@ static void test_envelope_device(void **state)
 	diag_format(&d.v[0], buf, sizeof(buf));
 	assert_non_null(strstr(buf, "clock maximum"));
 	diag_clear(&d);
-	assert_int_equal(governor_run(&r->g, 2000), 0);
+	assert_int_equal(governor_run(r->g, 2000), 0);
 	assert_int_equal(r->f.power_limit_mw, 300000);
 	assert_int_equal(r->f.n_set_power, 1);
-	governor_fini(&r->g);
+	governor_free(r->g);
 	fclose(r->log);
 	rig_free(r);
 }
@@ -810,13 +817,13 @@ static void test_flushed_per_line(void **state)
 	struct rig *r = rig_new("firmware-default");
 	rig_start(r);
 	assert_int_equal(r->loglen > 0 && r->logbuf[r->loglen - 1] == '\n', 1);
-	assert_int_equal(governor_tick(&r->g), 0);
+	assert_int_equal(governor_tick(r->g), 0);
 	size_t nl = 0;
 	for (size_t i = 0; i < r->loglen; i++)
 		nl += r->logbuf[i] == '\n';
 	assert_int_equal(nl, 2);
 	assert_int_equal(r->logbuf[r->loglen - 1], '\n');
-	governor_fini(&r->g);
+	governor_free(r->g);
 	fclose(r->log);
 	rig_free(r);
 }
@@ -838,14 +845,14 @@ static void test_bad_step_rolled_back(void **state)
 	r->pol.rollback.backoff_factor = 2;
 	r->pol.rollback.max_hold_s = 600;
 	rig_start(r);
-	assert_int_equal(governor_run(&r->g, 25000), 0);
-	assert_int_equal(r->g.rb.rollbacks, 1);
-	assert_int_equal(r->g.rb.state, RB_HOLD);
+	assert_int_equal(governor_run(r->g, 25000), 0);
+	assert_int_equal(gstat(r->g).rollbacks, 1);
+	assert_int_equal(gstat(r->g).rb_state, RB_HOLD);
 	assert_false(r->f.locked); /* fallback: the default safe point, clocks unlocked */
-	assert_int_equal(governor_run(&r->g, 120000), 0);
-	assert_int_equal(r->g.rb.rollbacks, 2);
-	assert_int_equal(r->g.rb.recoveries, 1);
-	governor_fini(&r->g);
+	assert_int_equal(governor_run(r->g, 120000), 0);
+	assert_int_equal(gstat(r->g).rollbacks, 2);
+	assert_int_equal(gstat(r->g).recoveries, 1);
+	governor_free(r->g);
 	fclose(r->log);
 	size_t n;
 	json_t **v = lines(r, &n);

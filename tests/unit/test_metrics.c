@@ -662,7 +662,7 @@ static void test_agrees_with_sim(void **state)
 	struct plant *plant;
 	struct hal_dev dev = { 0 };
 	struct govd_clock clk;
-	struct governor g;
+	struct governor *g = NULL;
 
 	assert_int_equal(scenario_load(scen, &sc, &dl), 0);
 	assert_int_equal(policy_load(polp, &pol, &dl), 0);
@@ -672,13 +672,16 @@ static void test_agrees_with_sim(void **state)
 	assert_int_equal(hal_sim_clock(&dev, &clk), 0);
 	metrics_snapshot_init(&s);
 	metrics_add_device(&s, "sim0");
-	struct run_ctx rc = { &s, &g };
+	struct run_ctx rc = { &s, NULL };
 	struct governor_cfg gc = { .pol = pol, .dev = &dev, .clock = &clk, .seed = sc->default_seed,
 				   .on_period = on_period, .cb_ctx = &rc };
-	assert_int_equal(governor_init(&g, &gc, &dl), 0);
-	assert_int_equal(governor_run(&g, (uint64_t)(dur_s * 1000)), 0);
-	uint64_t onsets = g.val.onsets;
-	governor_fini(&g);
+	assert_int_equal(governor_new(&gc, &g, &dl), 0);
+	rc.g = g;
+	assert_int_equal(governor_run(g, (uint64_t)(dur_s * 1000)), 0);
+	struct governor_status gs;
+	governor_status(g, &gs);
+	uint64_t onsets = gs.fault_onsets;
+	governor_free(g);
 	hal_close(&dev);
 	plant_destroy(plant);
 
