@@ -405,7 +405,46 @@ static bool same_sla(const struct policy *a, const struct policy *b)
 	return true;
 }
 
-int govctl_compare(int argc, char **argv)
+/* ---- govctl compare: parse -> load -> run -> collect -> emit ---- */
+
+struct cmp_args {
+	struct list scen, pols, seeds_s;
+	const char *baseline, *out, *oracle_policy;
+	uint64_t nworkers;
+	double duration_s;
+	bool have_seeds, oracle;
+	uint64_t seeds[MAX_ITEMS];
+	char obuf[512];
+};
+
+/* What the files say: names label the runs; the grid of jobs. */
+struct cmp_plan {
+	char sname[MAX_ITEMS][64], pname[MAX_ITEMS][64];
+	uint64_t sdefault_seed[MAX_ITEMS];
+	bool comparable[MAX_ITEMS]; /* same SLA as the oracle's policy */
+	size_t base;                /* the baseline policy's index */
+	size_t nseeds, njobs;
+	struct job *jobs;
+};
+
+struct cmp_results {
+	struct row *rows;           /* scenario x policy, means over the seeds */
+	struct row *orows;          /* [0]: the full oracle, [1]: the BF16-only one */
+	struct honest_totals *ht, *ht16;
+	json_t *runs, *oracles;
+	bool failed;
+};
+
+#define CMP_GO -1 /* parse: carry on (else an exit code) */
+
+static int cmp_bad_list(const char *arg)
+{
+	fprintf(stderr, "govctl compare: empty item or more than %d items in '%s'\n", MAX_ITEMS, arg);
+	cmp_usage(stderr);
+	return GOVCTL_EXIT_USAGE;
+}
+
+static int cmp_parse(int argc, char **argv, struct cmp_args *a)
 {
 	static const struct option opts[] = {
 		{ "scenarios", required_argument, NULL, 's' },
@@ -420,52 +459,49 @@ int govctl_compare(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct list scen = { 0 }, pols = { 0 }, seeds_s = { 0 };
-	const char *baseline = NULL, *out = "out/compare";
-	uint64_t nworkers = 1;
-	double duration_s = 0;
-	bool have_seeds = false, oracle = false;
-	const char *oracle_policy = ORACLE_DEFAULT_POLICY;
 	int c;
-
+	a->out = "out/compare";
+	a->nworkers = 1;
+	a->oracle_policy = ORACLE_DEFAULT_POLICY;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "j:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			if (!split(optarg, &scen, true))
-				goto bad_list;
+			if (!split(optarg, &a->scen, true))
+				return cmp_bad_list(optarg);
 			break;
 		case 'p':
-			if (!split(optarg, &pols, true))
-				goto bad_list;
+			if (!split(optarg, &a->pols, true))
+				return cmp_bad_list(optarg);
 			break;
 		case 'S':
-			if (!split(optarg, &seeds_s, false))
-				goto bad_list;
-			have_seeds = true;
+			if (!split(optarg, &a->seeds_s, false))
+				return cmp_bad_list(optarg);
+			a->have_seeds = true;
 			break;
 		case 'b':
-			baseline = optarg;
+			a->baseline = optarg;
 			break;
 		case 'O':
-			oracle = true;
+			a->oracle = true;
 			break;
 		case 'Q':
-			oracle_policy = optarg;
-			oracle = true;
+			a->oracle_policy = optarg;
+			a->oracle = true;
 			break;
 		case 'j':
-			if (!govctl_parse_u64(optarg, &nworkers) || nworkers < 1 || nworkers > 256) {
+			if (!govctl_parse_u64(optarg, &a->nworkers) || a->nworkers < 1 ||
+			    a->nworkers > 256) {
 				fprintf(stderr, "govctl compare: -j wants 1..256, got '%s'\n", optarg);
 				cmp_usage(stderr);
 				return GOVCTL_EXIT_USAGE;
 			}
 			break;
 		case 'o':
-			out = optarg;
+			a->out = optarg;
 			break;
 		case 'd':
-			if (!govctl_parse_double(optarg, &duration_s) || duration_s <= 0) {
+			if (!govctl_parse_double(optarg, &a->duration_s) || a->duration_s <= 0) {
 				fprintf(stderr, "govctl compare: --duration wants seconds > 0\n");
 				cmp_usage(stderr);
 				return GOVCTL_EXIT_USAGE;
@@ -479,156 +515,146 @@ int govctl_compare(int argc, char **argv)
 			return GOVCTL_EXIT_USAGE;
 		}
 	}
-	char obuf[512];
-	oracle_policy = govctl_data_file(oracle_policy, obuf, sizeof(obuf));
+	a->oracle_policy = govctl_data_file(a->oracle_policy, a->obuf, sizeof(a->obuf));
 	if (optind < argc) {
 		fprintf(stderr, "govctl compare: unexpected argument '%s'\n", argv[optind]);
 		cmp_usage(stderr);
 		return GOVCTL_EXIT_USAGE;
 	}
-	if (!scen.n || !pols.n) {
+	if (!a->scen.n || !a->pols.n) {
 		fprintf(stderr, "govctl compare: --scenarios and --policies are required\n");
 		cmp_usage(stderr);
 		return GOVCTL_EXIT_USAGE;
 	}
-	uint64_t seeds[MAX_ITEMS];
-	for (size_t i = 0; i < seeds_s.n; i++)
-		if (!govctl_parse_u64(seeds_s.v[i], &seeds[i])) {
+	for (size_t i = 0; i < a->seeds_s.n; i++)
+		if (!govctl_parse_u64(a->seeds_s.v[i], &a->seeds[i])) {
 			fprintf(stderr, "govctl compare: seed '%s' is not an unsigned integer\n",
-				seeds_s.v[i]);
+				a->seeds_s.v[i]);
 			cmp_usage(stderr);
 			return GOVCTL_EXIT_USAGE;
 		}
+	return CMP_GO;
+}
 
-	/* Load every file once up front: bad files fail before any run starts,
-	 * with all their diagnostics, and the names label the runs. */
+/* Every file loaded once up front: bad files fail before any run starts,
+ * with all their diagnostics, and the names label the runs. */
+static int cmp_load(const struct cmp_args *a, struct progress *pg, struct cmp_plan *p)
+{
 	struct diag_list d = { 0 };
-	struct progress pg = { .tty = isatty(STDERR_FILENO) == 1, .every_s = 10 };
-	const char *every = getenv("GOVCTL_PROGRESS_S");
-	double ev;
-	if (every && govctl_parse_double(every, &ev) && ev >= 0)
-		pg.every_s = ev;
-	pg.last_s = govd_mono_ms() / 1000.0;
-	char sname[MAX_ITEMS][64], pname[MAX_ITEMS][64];
-	uint64_t sdefault_seed[MAX_ITEMS];
 	int bad = 0;
-	for (size_t i = 0; i < scen.n; i++) {
+	for (size_t i = 0; i < a->scen.n; i++) {
 		struct scenario *s = NULL;
-		if (scenario_load(scen.v[i], &s, &d)) {
+		if (scenario_load(a->scen.v[i], &s, &d)) {
 			bad = 1;
 			continue;
 		}
-		snprintf(sname[i], sizeof(sname[i]), "%s", s->name);
-		sdefault_seed[i] = s->default_seed;
+		snprintf(p->sname[i], sizeof(p->sname[i]), "%s", s->name);
+		p->sdefault_seed[i] = s->default_seed;
 		scenario_free(s);
 	}
 	struct policy *opol = NULL, *lp[MAX_ITEMS] = { 0 };
-	bool comparable[MAX_ITEMS] = { false };
-	for (size_t i = 0; i < pols.n; i++) {
-		if (policy_load(pols.v[i], &lp[i], &d)) {
+	for (size_t i = 0; i < a->pols.n; i++) {
+		if (policy_load(a->pols.v[i], &lp[i], &d)) {
 			bad = 1;
 			continue;
 		}
-		snprintf(pname[i], sizeof(pname[i]), "%s", lp[i]->name);
+		snprintf(p->pname[i], sizeof(p->pname[i]), "%s", lp[i]->name);
 	}
-	if (oracle && policy_load(oracle_policy, &opol, &d))
+	if (a->oracle && policy_load(a->oracle_policy, &opol, &d))
 		bad = 1;
-	for (size_t i = 0; i < pols.n; i++) {
-		comparable[i] = opol && lp[i] && same_sla(lp[i], opol);
-		if (opol && lp[i] && !comparable[i])
+	for (size_t i = 0; i < a->pols.n; i++) {
+		p->comparable[i] = opol && lp[i] && same_sla(lp[i], opol);
+		if (opol && lp[i] && !p->comparable[i])
 			fprintf(stderr, "govctl compare: note: %s's SLA differs from %s's; its %% of "
 					"oracle is not given (the comparison is at equal SLA)\n",
-				pname[i], oracle_policy);
+				p->pname[i], a->oracle_policy);
 		policy_free(lp[i]);
 	}
 	/* Through the dedup: the runs repeat these files' warnings. */
 	char line[2048];
 	for (size_t i = 0; i < d.n; i++) {
 		diag_format(&d.v[i], line, sizeof(line));
-		progress_diag(&pg, line);
+		progress_diag(pg, line);
 	}
 	policy_free(opol);
 	diag_clear(&d);
-	if (bad) {
-		progress_free(&pg);
+	if (bad)
 		return GOVCTL_EXIT_FAIL;
-	}
-	for (size_t i = 0; i < pols.n; i++)
+	for (size_t i = 0; i < a->pols.n; i++)
 		for (size_t k = 0; k < i; k++)
-			if (!strcmp(pname[i], pname[k])) {
+			if (!strcmp(p->pname[i], p->pname[k])) {
 				fprintf(stderr, "govctl compare: two policies are named '%s' (%s, %s)\n",
-					pname[i], pols.v[k], pols.v[i]);
-				progress_free(&pg);
+					p->pname[i], a->pols.v[k], a->pols.v[i]);
 				return GOVCTL_EXIT_USAGE;
 			}
-	for (size_t i = 0; i < scen.n; i++)
+	for (size_t i = 0; i < a->scen.n; i++)
 		for (size_t k = 0; k < i; k++)
-			if (!strcmp(sname[i], sname[k])) {
-				fprintf(stderr, "govctl compare: two scenarios are named '%s'\n", sname[i]);
-				progress_free(&pg);
+			if (!strcmp(p->sname[i], p->sname[k])) {
+				fprintf(stderr, "govctl compare: two scenarios are named '%s'\n",
+					p->sname[i]);
 				return GOVCTL_EXIT_USAGE;
 			}
-	size_t base = 0;
-	if (baseline) {
-		base = pols.n;
-		for (size_t i = 0; i < pols.n; i++)
-			if (!strcmp(pname[i], baseline))
-				base = i;
-		if (base == pols.n) {
-			fprintf(stderr, "govctl compare: --baseline '%s' is none of the policies:", baseline);
-			for (size_t i = 0; i < pols.n; i++)
-				fprintf(stderr, " %s", pname[i]);
+	p->base = 0;
+	if (a->baseline) {
+		p->base = a->pols.n;
+		for (size_t i = 0; i < a->pols.n; i++)
+			if (!strcmp(p->pname[i], a->baseline))
+				p->base = i;
+		if (p->base == a->pols.n) {
+			fprintf(stderr, "govctl compare: --baseline '%s' is none of the policies:",
+				a->baseline);
+			for (size_t i = 0; i < a->pols.n; i++)
+				fprintf(stderr, " %s", p->pname[i]);
 			fprintf(stderr, "\n");
-			progress_free(&pg);
 			return GOVCTL_EXIT_USAGE;
 		}
 	}
+	return CMP_GO;
+}
 
-	size_t nseeds = have_seeds ? seeds_s.n : 1;
-	size_t njobs = scen.n * pols.n * nseeds;
-	struct job *jobs = calloc(njobs, sizeof(*jobs));
-	if (!jobs) {
-		progress_free(&pg);
+/* The grid, run by forked workers (each the same code as govctl sim); the
+ * parent shows their progress. */
+static int cmp_run(const struct cmp_args *a, struct cmp_plan *p, struct progress *pg, bool *failed)
+{
+	p->nseeds = a->have_seeds ? a->seeds_s.n : 1;
+	p->njobs = a->scen.n * a->pols.n * p->nseeds;
+	p->jobs = calloc(p->njobs, sizeof(*p->jobs));
+	if (!p->jobs)
 		return GOVCTL_EXIT_FAIL;
-	}
 	size_t n = 0;
-	for (size_t si = 0; si < scen.n; si++)
-		for (size_t pi = 0; pi < pols.n; pi++)
-			for (size_t ki = 0; ki < nseeds; ki++) {
-				struct job *j = &jobs[n++];
+	for (size_t si = 0; si < a->scen.n; si++)
+		for (size_t pi = 0; pi < a->pols.n; pi++)
+			for (size_t ki = 0; ki < p->nseeds; ki++) {
+				struct job *j = &p->jobs[n++];
 				j->si = si;
 				j->pi = pi;
 				j->ki = ki;
-				j->seed = have_seeds ? seeds[ki] : sdefault_seed[si];
-				snprintf(j->dir, sizeof(j->dir), "%s/runs/%s-%s-%llu", out, sname[si],
-					 pname[pi], (unsigned long long)j->seed);
+				j->seed = a->have_seeds ? a->seeds[ki] : p->sdefault_seed[si];
+				snprintf(j->dir, sizeof(j->dir), "%s/runs/%s-%s-%llu", a->out,
+					 p->sname[si], p->pname[pi], (unsigned long long)j->seed);
 			}
 
-	if (nworkers > njobs)
-		nworkers = njobs;
+	size_t nworkers = a->nworkers > p->njobs ? p->njobs : (size_t)a->nworkers;
 	fflush(stdout);
 	fflush(stderr);
 	int pfd[2];
 	if (pipe(pfd) < 0) {
 		fprintf(stderr, "govctl compare: pipe: %s\n", strerror(errno));
-		progress_free(&pg);
-		free(jobs);
 		return GOVCTL_EXIT_FAIL;
 	}
 	pid_t pids[256];
 	size_t started = 0;
-	int failed = 0;
 	for (size_t w = 0; w < nworkers; w++) {
 		pid_t pid = fork();
 		if (pid < 0) {
 			fprintf(stderr, "govctl compare: fork: %s\n", strerror(errno));
-			failed = 1;
+			*failed = true;
 			break;
 		}
 		if (pid == 0) {
 			close(pfd[0]);
-			int rc = run_worker(jobs, njobs, w, nworkers, scen.v, pols.v, duration_s,
-					    pfd[1]);
+			int rc = run_worker(p->jobs, p->njobs, w, nworkers, a->scen.v, a->pols.v,
+					    a->duration_s, pfd[1]);
 			fflush(stdout);
 			fflush(stderr);
 			_exit(rc);
@@ -636,220 +662,274 @@ int govctl_compare(int argc, char **argv)
 		pids[started++] = pid;
 	}
 	close(pfd[1]);
-	pg.total = njobs;
-	progress_run(&pg, pfd[0], jobs, njobs, (const char(*)[64])sname, (const char(*)[64])pname);
+	pg->total = p->njobs;
+	progress_run(pg, pfd[0], p->jobs, p->njobs, (const char(*)[64])p->sname,
+		     (const char(*)[64])p->pname);
 	close(pfd[0]);
 	for (size_t w = 0; w < started; w++) {
 		int st;
 		while (waitpid(pids[w], &st, 0) < 0 && errno == EINTR)
 			;
 		if (!WIFEXITED(st) || WEXITSTATUS(st))
-			failed = 1;
+			*failed = true;
 	}
-	if (failed && started < nworkers) {
-		free(jobs);
+	if (*failed && started < nworkers)
 		return GOVCTL_EXIT_FAIL;
-	}
-
-	int mk = fsafe_mkdirs(out);
+	int mk = fsafe_mkdirs(a->out);
 	if (mk) {
-		fprintf(stderr, "govctl compare: cannot create %s: %s\n", out, strerror(-mk));
-		free(jobs);
+		fprintf(stderr, "govctl compare: cannot create %s: %s\n", a->out, strerror(-mk));
 		return GOVCTL_EXIT_FAIL;
 	}
-	/* Collect. */
-	struct row *rows = calloc(scen.n * pols.n, sizeof(*rows));
-	json_t *runs = json_array();
-	for (size_t i = 0; i < njobs; i++) {
+	return CMP_GO;
+}
+
+/* The runs' summaries into the rows, and the oracles with the equal-SLA
+ * totals of every comparable policy. */
+static int cmp_collect(const struct cmp_args *a, const struct cmp_plan *p, const struct progress *pg,
+		       struct cmp_results *r)
+{
+	size_t ns = a->scen.n, np = a->pols.n;
+	r->rows = calloc(ns * np, sizeof(*r->rows));
+	r->runs = json_array();
+	for (size_t i = 0; i < p->njobs; i++) {
 		char path[4200], err[1400];
-		snprintf(path, sizeof(path), "%s/summary.json", jobs[i].dir);
+		snprintf(path, sizeof(path), "%s/summary.json", p->jobs[i].dir);
 		struct sim_summary s;
 		if (sim_summary_load(path, FSAFE_MAX_BYTES, &s, err, sizeof(err))) {
 			fprintf(stderr, "govctl compare: %s\n", err);
-			failed = 1;
+			r->failed = true;
 			continue;
 		}
-		row_add(&rows[jobs[i].si * pols.n + jobs[i].pi], &s);
+		row_add(&r->rows[p->jobs[i].si * np + p->jobs[i].pi], &s);
 		json_t *rj = json_object();
-		json_object_set_new(rj, "dir", json_string(jobs[i].dir));
+		json_object_set_new(rj, "dir", json_string(p->jobs[i].dir));
 		json_object_set_new(rj, "summary", json_incref(s.doc));
-		json_array_append_new(runs, rj);
+		json_array_append_new(r->runs, rj);
 		sim_summary_free(&s);
 	}
-	for (size_t i = 0; i < scen.n * pols.n; i++)
-		row_mean(&rows[i]);
-	/* [0]: the full oracle, [1]: the BF16-only one (the DVFS-only limit). */
-	struct row *orows = calloc(2 * scen.n, sizeof(*orows));
-	json_t *oracles = json_array();
-	struct honest_totals *ht = calloc(2 * scen.n * pols.n, sizeof(*ht));
-	if (!orows || !ht) {
-		free(ht);
-		free(orows);
-		free(rows);
-		free(jobs);
-		json_decref(oracles);
+	for (size_t i = 0; i < ns * np; i++)
+		row_mean(&r->rows[i]);
+	r->orows = calloc(2 * ns, sizeof(*r->orows));
+	r->oracles = json_array();
+	r->ht = calloc(2 * ns * np, sizeof(*r->ht));
+	if (!r->orows || !r->ht)
 		return GOVCTL_EXIT_FAIL;
-	}
-	struct honest_totals *ht16 = ht + scen.n * pols.n;
-	for (size_t si = 0; oracle && si < scen.n; si++)
+	r->ht16 = r->ht + ns * np;
+	for (size_t si = 0; a->oracle && si < ns; si++)
 		for (int b = 0; b < 2; b++) {
-			if (pg.tty)
+			if (pg->tty)
 				fprintf(stderr, "\r\033[K[oracle%s %zu/%zu] %s", b ? " BF16" : "",
-					si + 1, scen.n, sname[si]);
-			if (oracle_row(scen.v[si], oracle_policy, b, seeds, nseeds, have_seeds,
-				       (unsigned)nworkers, duration_s, &orows[b * scen.n + si],
-				       oracles, jobs, njobs, si, comparable, b ? ht16 : ht, pols.n))
-				failed = 1;
+					si + 1, ns, p->sname[si]);
+			if (oracle_row(a->scen.v[si], a->oracle_policy, b, a->seeds, p->nseeds,
+				       a->have_seeds, (unsigned)a->nworkers, a->duration_s,
+				       &r->orows[b * ns + si], r->oracles, p->jobs, p->njobs, si,
+				       p->comparable, b ? r->ht16 : r->ht, np))
+				r->failed = true;
 		}
-	if (pg.tty && oracle)
+	if (pg->tty && a->oracle)
 		fprintf(stderr, "\r\033[K");
+	return CMP_GO;
+}
 
+static void cmp_results_free(struct cmp_results *r)
+{
+	free(r->ht);
+	free(r->rows);
+	free(r->orows);
+	json_decref(r->runs);
+	json_decref(r->oracles);
+}
+
+/* compare.md's head: what the columns mean. */
+static void emit_md_head(FILE *md, const struct cmp_args *a, const struct cmp_plan *p)
+{
+	fprintf(md, "# govctl compare\n\nBaseline: `%s`; means over %zu seed(s).", p->pname[p->base],
+		p->nseeds);
+	if (a->oracle)
+		fprintf(md, " Oracle: best feasible static point per SLA window under `%s`'s "
+			    "targets, over the windows where one exists (docs/oracle.md). "
+			    "%% of oracle is at equal SLA: infeasible windows left out, a "
+			    "policy window that misses the SLA, clamps or serves a breach "
+			    "request counts its energy with zero tokens; SLA att. feasible is "
+			    "the policy's attainment over the busy feasible windows. %% of BF16 "
+			    "oracle: the same against the oracle without INT8 points (the "
+			    "DVFS-only limit).",
+			a->oracle_policy);
+	fprintf(md, "\n\n| scenario | policy | tokens/J | vs %s | SLA attainment | TTFT p99 ms | "
+		    "TBT p99 ms | e2e p99 ms | clamp events | quality breaches | INT8 share |%s\n",
+		p->pname[p->base], a->oracle ? " % of oracle | SLA att. feasible | % of BF16 oracle |" : "");
+	fprintf(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|%s\n",
+		a->oracle ? "---:|---:|---:|" : "");
+}
+
+/* One policy row: printed, in compare.md and in compare.json's rows. */
+static void emit_row(const struct cmp_args *a, const struct cmp_plan *p, const struct cmp_results *r,
+		     size_t si, size_t pi, FILE *md, json_t *jrows)
+{
+	size_t np = a->pols.n;
+	const struct row *w = &r->rows[si * np + pi];
+	double ratio = w->tpj / r->rows[si * np + p->base].tpj;
+	const struct honest_totals *h = &r->ht[si * np + pi];
+	double pct = NAN, hatt = NAN, pct16 = NAN;
+	if (a->oracle && p->comparable[pi]) {
+		pct = honest_pct(h);
+		hatt = honest_attainment(h);
+		pct16 = honest_pct(&r->ht16[si * np + pi]);
+	}
+	char pcts[64] = "";
+	if (a->oracle)
+		snprintf(pcts, sizeof(pcts), " %8.1f %9.3f %11.1f", pct, hatt, pct16);
+	printf("%-16s %-20s %9.4f %8.3f %8.3f %11.1f %10.2f %10.1f %7.1f %9.1f %10.3f%s%s\n",
+	       p->sname[si], p->pname[pi], w->tpj, ratio, w->att, w->ttft, w->tbt, w->e2e, w->clamps,
+	       w->breach, w->int8, pcts, w->failed ? "  FAILED" : "");
+	if (md) {
+		fprintf(md, "| %s | %s | %.4f | %.3f | %.3f | %.1f | %.2f | %.1f | %.1f | %.1f | %.3f |",
+			p->sname[si], p->pname[pi], w->tpj, ratio, w->att, w->ttft, w->tbt, w->e2e,
+			w->clamps, w->breach, w->int8);
+		if (a->oracle)
+			fprintf(md, " %.1f | %.3f | %.1f |", pct, hatt, pct16);
+		fputc('\n', md);
+	}
+	json_t *o = json_object();
+	json_object_set_new(o, "scenario", json_string(p->sname[si]));
+	json_object_set_new(o, "policy", json_string(p->pname[pi]));
+	json_object_set_new(o, "seeds", json_integer((json_int_t)w->n));
+	json_object_set_new(o, "tokens_per_joule", jsonx_real(w->tpj));
+	json_object_set_new(o, "ratio_vs_baseline", jsonx_real(ratio));
+	json_object_set_new(o, "sla_attainment", jsonx_real(w->att));
+	json_object_set_new(o, "ttft_p99_ms", jsonx_real(w->ttft));
+	json_object_set_new(o, "tbt_p99_ms", jsonx_real(w->tbt));
+	json_object_set_new(o, "e2e_p99_ms", jsonx_real(w->e2e));
+	json_object_set_new(o, "clamp_events", jsonx_real(w->clamps));
+	json_object_set_new(o, "quality_breaches", jsonx_real(w->breach));
+	json_object_set_new(o, "quality_breaches_beyond_delay", jsonx_real(w->breach_late));
+	json_object_set_new(o, "int8_token_fraction", jsonx_real(w->int8));
+	json_object_set_new(o, "clock_changes_per_min", jsonx_real(w->clk_changes));
+	json_object_set_new(o, "mean_locked_mhz", jsonx_real(w->clk_mean));
+	json_object_set_new(o, "failed", json_boolean(w->failed));
+	if (a->oracle) {
+		json_object_set_new(o, "pct_of_oracle", jsonx_real(pct));
+		json_object_set_new(o, "pct_of_oracle_bf16", jsonx_real(pct16));
+		json_object_set_new(o, "sla_attainment_feasible", jsonx_real(hatt));
+		json_object_set_new(o, "tokens_per_joule_feasible",
+				    jsonx_real(p->comparable[pi] ? honest_policy_tpj(h) : NAN));
+		json_object_set_new(o, "windows_feasible", json_integer((json_int_t)h->feasible));
+		json_object_set_new(o, "windows_infeasible", json_integer((json_int_t)h->infeasible));
+		json_object_set_new(o, "windows_lost",
+				    json_integer((json_int_t)h->missed_tokens_windows));
+	}
+	json_array_append_new(jrows, o);
+}
+
+/* A scenario's two oracle rows (full, BF16-only), after its policies. */
+static void emit_oracle_rows(const struct cmp_args *a, const struct cmp_plan *p,
+			     const struct cmp_results *r, size_t si, FILE *md, json_t *jrows)
+{
+	size_t ns = a->scen.n;
+	for (int b = 0; b < 2; b++) {
+		const struct row *orw = &r->orows[b * ns + si];
+		const char *oname = b ? "oracle-bf16" : "oracle";
+		double oratio = orw->tpj / r->rows[si * a->pols.n + p->base].tpj;
+		printf("%-16s %-20s %9.4f %8.3f %8.3f %11s %10s %10s %7.1f %9.1f %10s %8s "
+		       "%9.3f %11s\n",
+		       p->sname[si], oname, orw->tpj, oratio, orw->att, "-", "-", "-", orw->clamps,
+		       orw->breach, "-", b ? "-" : "100.0", 1.0, b ? "100.0" : "-");
+		if (md)
+			fprintf(md, "| %s | **%s** | %.4f | %.3f | %.3f | - | - | - | %.1f | "
+				    "%.1f | - | %s | 1.000 | %s |\n",
+				p->sname[si], oname, orw->tpj, oratio, orw->att, orw->clamps,
+				orw->breach, b ? "-" : "100.0", b ? "100.0" : "-");
+		json_t *o = json_object();
+		json_object_set_new(o, "scenario", json_string(p->sname[si]));
+		json_object_set_new(o, "policy", json_string(oname));
+		json_object_set_new(o, "oracle_policy", json_string(a->oracle_policy));
+		json_object_set_new(o, "seeds", json_integer((json_int_t)orw->n));
+		json_object_set_new(o, "tokens_per_joule", jsonx_real(orw->tpj));
+		json_object_set_new(o, "ratio_vs_baseline", jsonx_real(oratio));
+		json_object_set_new(o, "sla_attainment", jsonx_real(orw->att));
+		json_object_set_new(o, "clamp_events", jsonx_real(orw->clamps));
+		json_object_set_new(o, "quality_breaches", jsonx_real(orw->breach));
+		json_object_set_new(o, b ? "pct_of_oracle_bf16" : "pct_of_oracle", jsonx_real(100.0));
+		json_array_append_new(jrows, o);
+	}
+}
+
+/* The table: printed, compare.md and compare.json. */
+static void cmp_emit(const struct cmp_args *a, const struct cmp_plan *p, struct cmp_results *r)
+{
 	char path[4200];
-	snprintf(path, sizeof(path), "%s/compare.md", out);
+	snprintf(path, sizeof(path), "%s/compare.md", a->out);
 	struct fsafe_err mfe;
 	FILE *md = fsafe_fcreate(path, 0644, true, &mfe);
 	if (!md) {
 		fprintf(stderr, "govctl compare: %s: %s\n", path, mfe.msg);
-		failed = 1;
+		r->failed = true;
 	}
 	/* units in the header: latencies in ms, INT8 as the share of tokens */
 	printf("%-16s %-20s %9s %8s %8s %11s %10s %10s %7s %9s %10s%s\n", "scenario", "policy",
 	       "tokens/J", "ratio", "SLA att", "TTFT p99 ms", "TBT p99 ms", "e2e p99 ms", "clamps",
-	       "breaches", "INT8 share", oracle ? " % oracle  att feas  % BF16 or" : "");
-	if (md) {
-		fprintf(md, "# govctl compare\n\nBaseline: `%s`; means over %zu seed(s).", pname[base],
-			nseeds);
-		if (oracle)
-			fprintf(md, " Oracle: best feasible static point per SLA window under `%s`'s "
-				    "targets, over the windows where one exists (docs/oracle.md). "
-				    "%% of oracle is at equal SLA: infeasible windows left out, a "
-				    "policy window that misses the SLA, clamps or serves a breach "
-				    "request counts its energy with zero tokens; SLA att. feasible is "
-				    "the policy's attainment over the busy feasible windows. %% of BF16 "
-				    "oracle: the same against the oracle without INT8 points (the "
-				    "DVFS-only limit).",
-				oracle_policy);
-		fprintf(md, "\n\n| scenario | policy | tokens/J | vs %s | SLA attainment | TTFT p99 ms | "
-			    "TBT p99 ms | e2e p99 ms | clamp events | quality breaches | INT8 share |%s\n",
-			pname[base], oracle ? " % of oracle | SLA att. feasible | % of BF16 oracle |" : "");
-		fprintf(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|%s\n",
-			oracle ? "---:|---:|---:|" : "");
-	}
+	       "breaches", "INT8 share", a->oracle ? " % oracle  att feas  % BF16 or" : "");
+	if (md)
+		emit_md_head(md, a, p);
 	json_t *jrows = json_array();
-	for (size_t si = 0; si < scen.n; si++)
-		for (size_t pi = 0; pi < pols.n; pi++) {
-			struct row *r = &rows[si * pols.n + pi];
-			double ratio = r->tpj / rows[si * pols.n + base].tpj;
-			const struct honest_totals *h = &ht[si * pols.n + pi];
-			double pct = NAN, hatt = NAN, pct16 = NAN;
-			if (oracle && comparable[pi]) {
-				pct = honest_pct(h);
-				hatt = honest_attainment(h);
-				pct16 = honest_pct(&ht16[si * pols.n + pi]);
-			}
-			char pcts[64] = "";
-			if (oracle)
-				snprintf(pcts, sizeof(pcts), " %8.1f %9.3f %11.1f", pct, hatt, pct16);
-			printf("%-16s %-20s %9.4f %8.3f %8.3f %11.1f %10.2f %10.1f %7.1f %9.1f %10.3f%s%s\n",
-			       sname[si], pname[pi], r->tpj, ratio, r->att, r->ttft, r->tbt, r->e2e,
-			       r->clamps, r->breach, r->int8, pcts, r->failed ? "  FAILED" : "");
-			if (md) {
-				fprintf(md, "| %s | %s | %.4f | %.3f | %.3f | %.1f | %.2f | %.1f | %.1f | "
-					    "%.1f | %.3f |",
-					sname[si], pname[pi], r->tpj, ratio, r->att, r->ttft, r->tbt, r->e2e,
-					r->clamps, r->breach, r->int8);
-				if (oracle)
-					fprintf(md, " %.1f | %.3f | %.1f |", pct, hatt, pct16);
-				fputc('\n', md);
-			}
-			json_t *o = json_object();
-			json_object_set_new(o, "scenario", json_string(sname[si]));
-			json_object_set_new(o, "policy", json_string(pname[pi]));
-			json_object_set_new(o, "seeds", json_integer((json_int_t)r->n));
-			json_object_set_new(o, "tokens_per_joule", jsonx_real(r->tpj));
-			json_object_set_new(o, "ratio_vs_baseline", jsonx_real(ratio));
-			json_object_set_new(o, "sla_attainment", jsonx_real(r->att));
-			json_object_set_new(o, "ttft_p99_ms", jsonx_real(r->ttft));
-			json_object_set_new(o, "tbt_p99_ms", jsonx_real(r->tbt));
-			json_object_set_new(o, "e2e_p99_ms", jsonx_real(r->e2e));
-			json_object_set_new(o, "clamp_events", jsonx_real(r->clamps));
-			json_object_set_new(o, "quality_breaches", jsonx_real(r->breach));
-			json_object_set_new(o, "quality_breaches_beyond_delay", jsonx_real(r->breach_late));
-			json_object_set_new(o, "int8_token_fraction", jsonx_real(r->int8));
-			json_object_set_new(o, "clock_changes_per_min", jsonx_real(r->clk_changes));
-			json_object_set_new(o, "mean_locked_mhz", jsonx_real(r->clk_mean));
-			json_object_set_new(o, "failed", json_boolean(r->failed));
-			if (oracle) {
-				json_object_set_new(o, "pct_of_oracle", jsonx_real(pct));
-				json_object_set_new(o, "pct_of_oracle_bf16", jsonx_real(pct16));
-				json_object_set_new(o, "sla_attainment_feasible", jsonx_real(hatt));
-				json_object_set_new(o, "tokens_per_joule_feasible",
-						    jsonx_real(comparable[pi] ? honest_policy_tpj(h)
-									      : NAN));
-				json_object_set_new(o, "windows_feasible",
-						    json_integer((json_int_t)h->feasible));
-				json_object_set_new(o, "windows_infeasible",
-						    json_integer((json_int_t)h->infeasible));
-				json_object_set_new(o, "windows_lost",
-						    json_integer((json_int_t)h->missed_tokens_windows));
-			}
-			json_array_append_new(jrows, o);
-			if (!oracle || pi + 1 < pols.n)
-				continue;
-			for (int b = 0; b < 2; b++) {
-				const struct row *orw = &orows[b * scen.n + si];
-				const char *oname = b ? "oracle-bf16" : "oracle";
-				double oratio = orw->tpj / rows[si * pols.n + base].tpj;
-				printf("%-16s %-20s %9.4f %8.3f %8.3f %11s %10s %10s %7.1f %9.1f %10s %8s "
-				       "%9.3f %11s\n",
-				       sname[si], oname, orw->tpj, oratio, orw->att, "-", "-", "-",
-				       orw->clamps, orw->breach, "-", b ? "-" : "100.0", 1.0,
-				       b ? "100.0" : "-");
-				if (md)
-					fprintf(md, "| %s | **%s** | %.4f | %.3f | %.3f | - | - | - | %.1f | "
-						    "%.1f | - | %s | 1.000 | %s |\n",
-						sname[si], oname, orw->tpj, oratio, orw->att, orw->clamps,
-						orw->breach, b ? "-" : "100.0", b ? "100.0" : "-");
-				o = json_object();
-				json_object_set_new(o, "scenario", json_string(sname[si]));
-				json_object_set_new(o, "policy", json_string(oname));
-				json_object_set_new(o, "oracle_policy", json_string(oracle_policy));
-				json_object_set_new(o, "seeds", json_integer((json_int_t)orw->n));
-				json_object_set_new(o, "tokens_per_joule", jsonx_real(orw->tpj));
-				json_object_set_new(o, "ratio_vs_baseline", jsonx_real(oratio));
-				json_object_set_new(o, "sla_attainment", jsonx_real(orw->att));
-				json_object_set_new(o, "clamp_events", jsonx_real(orw->clamps));
-				json_object_set_new(o, "quality_breaches", jsonx_real(orw->breach));
-				json_object_set_new(o, b ? "pct_of_oracle_bf16" : "pct_of_oracle",
-						    jsonx_real(100.0));
-				json_array_append_new(jrows, o);
-			}
-		}
+	for (size_t si = 0; si < a->scen.n; si++) {
+		for (size_t pi = 0; pi < a->pols.n; pi++)
+			emit_row(a, p, r, si, pi, md, jrows);
+		if (a->oracle)
+			emit_oracle_rows(a, p, r, si, md, jrows);
+	}
 	if (md && fclose(md))
-		failed = 1;
+		r->failed = true;
 	json_t *cj = json_object();
-	json_object_set_new(cj, "baseline", json_string(pname[base]));
+	json_object_set_new(cj, "baseline", json_string(p->pname[p->base]));
 	json_object_set_new(cj, "rows", jrows);
-	json_object_set_new(cj, "runs", runs);
-	if (oracle)
-		json_object_set_new(cj, "oracles", oracles);
-	else
-		json_decref(oracles);
-	snprintf(path, sizeof(path), "%s/compare.json", out);
+	json_object_set_new(cj, "runs", r->runs);
+	r->runs = NULL;
+	if (a->oracle) {
+		json_object_set_new(cj, "oracles", r->oracles);
+		r->oracles = NULL;
+	}
+	snprintf(path, sizeof(path), "%s/compare.json", a->out);
 	if (jsonx_dump_file(cj, path, JSON_INDENT(2) | JSON_REAL_PRECISION(10))) {
 		fprintf(stderr, "govctl compare: cannot write %s\n", path);
-		failed = 1;
+		r->failed = true;
 	}
 	json_decref(cj);
-	free(ht);
-	free(rows);
-	free(orows);
-	free(jobs);
-	printf("compare: %s/compare.md, %s/compare.json\n", out, out);
-	return failed ? GOVCTL_EXIT_FAIL : GOVCTL_EXIT_OK;
+	printf("compare: %s/compare.md, %s/compare.json\n", a->out, a->out);
+}
 
-bad_list:
-	fprintf(stderr, "govctl compare: empty item or more than %d items in '%s'\n", MAX_ITEMS, optarg);
-	cmp_usage(stderr);
-	return GOVCTL_EXIT_USAGE;
+int govctl_compare(int argc, char **argv)
+{
+	/* static: the lists and names are large for a stack */
+	static struct cmp_args a;
+	static struct cmp_plan p;
+	struct cmp_results r = { 0 };
+	memset(&a, 0, sizeof(a));
+	memset(&p, 0, sizeof(p));
+	int rc = cmp_parse(argc, argv, &a);
+	if (rc != CMP_GO)
+		return rc;
+	struct progress pg = { .tty = isatty(STDERR_FILENO) == 1, .every_s = 10 };
+	const char *every = getenv("GOVCTL_PROGRESS_S");
+	double ev;
+	if (every && govctl_parse_double(every, &ev) && ev >= 0)
+		pg.every_s = ev;
+	pg.last_s = govd_mono_ms() / 1000.0;
+	if ((rc = cmp_load(&a, &pg, &p)) != CMP_GO) {
+		progress_free(&pg);
+		return rc;
+	}
+	bool failed = false;
+	rc = cmp_run(&a, &p, &pg, &failed);
+	if (rc == CMP_GO)
+		rc = cmp_collect(&a, &p, &pg, &r);
+	if (rc == CMP_GO) {
+		r.failed |= failed;
+		cmp_emit(&a, &p, &r);
+		rc = r.failed ? GOVCTL_EXIT_FAIL : GOVCTL_EXIT_OK;
+	}
+	cmp_results_free(&r);
+	progress_free(&pg);
+	free(p.jobs);
+	return rc;
 }
