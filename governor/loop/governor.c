@@ -64,6 +64,75 @@ static void warn_missing(struct diag_list *diags, const struct hal_dev *dev, con
 			 "device does not offer %s; the governor will not change it", what);
 }
 
+/* The serving side's slices, and the policy's rule for each (resolved once:
+ * the controller, estimator and rollback read these). */
+static void init_slices(struct governor *g, struct hal_dev *dev, const struct policy *pol)
+{
+	if (hal_can_read_serving(dev) && dev->ops->read_serving(dev, &g->serving) == 0) {
+		g->n_slices = g->serving.n_slices < HAL_MAX_SLICES ? g->serving.n_slices : HAL_MAX_SLICES;
+		for (size_t s = 0; s < g->n_slices; s++)
+			memcpy(g->slice_name[s], g->serving.slice_name[s], HAL_NAME_LEN);
+	}
+	if (!hal_can_set_precision(dev))
+		g->n_slices = 0; /* nothing to steer; op points carry no slices */
+	for (size_t s = 0; s < g->n_slices; s++) {
+		g->policy_int8[s] = policy_slice_int8(pol, g->slice_name[s]);
+		g->max_drop[s] = policy_slice_max_drop(pol, g->slice_name[s]);
+		policy_slice_rule(pol, g->slice_name[s], &g->rule[s]);
+	}
+}
+
+/* The rollback manager: the safe point and the last-known-good fallback
+ * the policy names, the per-slice quality triggers. */
+static int init_rollback(struct governor *g, const struct policy *pol)
+{
+	struct rb_cfg rc_cfg = { .pol = pol, .lim = &g->lim, .n_slices = g->n_slices };
+	guard_safe_point(&g->guard, g->n_slices, &rc_cfg.safe);
+	if (pol->rollback.lkg_fallback == POLICY_LKG_SAFE_POINT) {
+		rc_cfg.fallback = rc_cfg.safe;
+	} else { /* firmware default: unlocked clocks, default limit, BF16 */
+		rc_cfg.fallback.clk_min_khz = g->lim.clk_min_khz;
+		rc_cfg.fallback.clk_max_khz = g->lim.clk_default_max_khz;
+		rc_cfg.fallback.power_limit_mw = g->lim.power_limit_default_mw;
+		rc_cfg.fallback.n_slices = g->n_slices;
+	}
+	for (size_t s = 0; s < g->n_slices; s++) {
+		struct policy_slice_rule rule;
+		policy_slice_rule(pol, g->slice_name[s], &rule);
+		rc_cfg.max_drop[s] = rule.max_drop;
+		rc_cfg.min_samples[s] = rule.min_samples;
+	}
+	return rollback_init(&g->rb, &rc_cfg);
+}
+
+/* The decision log's header: the run, the policy, the device and slices. */
+static int init_log(struct governor *g, const struct governor_cfg *cfg)
+{
+	const struct policy *pol = cfg->pol;
+	declog_init(&g->log, cfg->declog);
+	declog_set_compact(&g->log, cfg->declog_heartbeat_ms);
+	struct declog_header h = {
+		.scenario = cfg->scenario,
+		.scenario_path = cfg->scenario_path,
+		.command = cfg->command,
+		.policy_name = pol->name,
+		.policy_path = pol->path,
+		.policy_hash = pol->hash_hex,
+		.controller = g->ctl->name,
+		.period_ms = pol->control.period_ms,
+		.seed = cfg->seed,
+		.lim = &g->lim,
+		.device_name = cfg->dev->name,
+		.n_slices = g->n_slices,
+		.slice_name = (const char(*)[HAL_NAME_LEN])g->slice_name,
+		.dry_run = cfg->dry_run || cfg->dry_run_device,
+		.workload_profile = pol->metadata.workload_profile,
+		.model_revision = pol->metadata.model_revision,
+		.power_mode = pol->metadata.power_mode,
+	};
+	return declog_header(&g->log, &h);
+}
+
 static int governor_init(struct governor *g, const struct governor_cfg *cfg,
 			 struct diag_list *diags)
 {
@@ -109,18 +178,7 @@ static int governor_init(struct governor *g, const struct governor_cfg *cfg,
 			 "observed with controller firmware-default instead of %s", g->ctl->name);
 		g->ctl = obs;
 	}
-	if (hal_can_read_serving(cfg->dev) && cfg->dev->ops->read_serving(cfg->dev, &g->serving) == 0) {
-		g->n_slices = g->serving.n_slices < HAL_MAX_SLICES ? g->serving.n_slices : HAL_MAX_SLICES;
-		for (size_t s = 0; s < g->n_slices; s++)
-			memcpy(g->slice_name[s], g->serving.slice_name[s], HAL_NAME_LEN);
-	}
-	if (!hal_can_set_precision(cfg->dev))
-		g->n_slices = 0; /* nothing to steer; op points carry no slices */
-	for (size_t s = 0; s < g->n_slices; s++) {
-		g->policy_int8[s] = policy_slice_int8(pol, g->slice_name[s]);
-		g->max_drop[s] = policy_slice_max_drop(pol, g->slice_name[s]);
-		policy_slice_rule(pol, g->slice_name[s], &g->rule[s]);
-	}
+	init_slices(g, cfg->dev, pol);
 	g->period_s = pol->control.period_ms / 1000.0;
 
 	struct validate_cfg vc = {
@@ -151,23 +209,7 @@ static int governor_init(struct governor *g, const struct governor_cfg *cfg,
 		goto err_estimate;
 	if ((rc = guard_init(&g->guard, pol, &g->lim)))
 		goto err_guard;
-	struct rb_cfg rc_cfg = { .pol = pol, .lim = &g->lim, .n_slices = g->n_slices };
-	guard_safe_point(&g->guard, g->n_slices, &rc_cfg.safe);
-	if (pol->rollback.lkg_fallback == POLICY_LKG_SAFE_POINT) {
-		rc_cfg.fallback = rc_cfg.safe;
-	} else { /* firmware default: unlocked clocks, default limit, BF16 */
-		rc_cfg.fallback.clk_min_khz = g->lim.clk_min_khz;
-		rc_cfg.fallback.clk_max_khz = g->lim.clk_default_max_khz;
-		rc_cfg.fallback.power_limit_mw = g->lim.power_limit_default_mw;
-		rc_cfg.fallback.n_slices = g->n_slices;
-	}
-	for (size_t s = 0; s < g->n_slices; s++) {
-		struct policy_slice_rule rule;
-		policy_slice_rule(pol, g->slice_name[s], &rule);
-		rc_cfg.max_drop[s] = rule.max_drop;
-		rc_cfg.min_samples[s] = rule.min_samples;
-	}
-	if ((rc = rollback_init(&g->rb, &rc_cfg)))
+	if ((rc = init_rollback(g, pol)))
 		goto err_rollback;
 	/* The device part of the envelope is known now; the inlet is judged each
 	 * period (any value inside the policy's range stands in for it here). */
@@ -183,28 +225,7 @@ static int governor_init(struct governor *g, const struct governor_cfg *cfg,
 			 "controller %s rejected its parameters: %s", g->ctl->name, strerror(-rc));
 		goto err_ctl;
 	}
-	declog_init(&g->log, cfg->declog);
-	declog_set_compact(&g->log, cfg->declog_heartbeat_ms);
-	struct declog_header h = {
-		.scenario = cfg->scenario,
-		.scenario_path = cfg->scenario_path,
-		.command = cfg->command,
-		.policy_name = pol->name,
-		.policy_path = pol->path,
-		.policy_hash = pol->hash_hex,
-		.controller = g->ctl->name,
-		.period_ms = pol->control.period_ms,
-		.seed = cfg->seed,
-		.lim = &g->lim,
-		.device_name = cfg->dev->name,
-		.n_slices = g->n_slices,
-		.slice_name = (const char(*)[HAL_NAME_LEN])g->slice_name,
-		.dry_run = cfg->dry_run || cfg->dry_run_device,
-		.workload_profile = pol->metadata.workload_profile,
-		.model_revision = pol->metadata.model_revision,
-		.power_mode = pol->metadata.power_mode,
-	};
-	if ((rc = declog_header(&g->log, &h)))
+	if ((rc = init_log(g, cfg)))
 		goto err_log;
 	return 0;
 
