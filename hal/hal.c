@@ -27,6 +27,6 @@ void hal_fault(struct hal_faults *f, const char *fmt, ...)
 
 void hal_faults_put(const struct hal_faults *f, struct hal_sample *out)
 {
-	out->faults = f->n;
+	out->fault_count = f->n;
 	memcpy(out->fault, f->msg, sizeof(out->fault));
 }

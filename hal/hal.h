@@ -79,7 +79,7 @@ struct hal_sample {
 	 * latest reason, e.g.
 	 * "hwmon3/temp2_input: -274000 mC out of [-273.15, 250] C". The value
 	 * itself has valid=false. sim leaves both zero. */
-	uint32_t faults;
+	uint32_t fault_count;
 	char fault[HAL_FAULT_LEN];
 };
 
@@ -136,7 +136,7 @@ struct hal_serving {
 	/* Added for the serving backend (a scraped server); the sim leaves them
 	 * zero. Latency quantiles are not here: the governor takes them from
 	 * the cumulative ttft/tbt/e2e histograms (hist_delta + hist_quantile). */
-	uint32_t faults;                   /* enum hal_serving_fault bits of this read */
+	uint32_t fault_bits;               /* enum hal_serving_fault bits of this read */
 	const char *fault_msg;             /* owned by the backend, valid until the next call; NULL if none */
 	uint64_t precision_gen_set;        /* generation of the last precision document sent */
 	uint64_t precision_gen_applied;    /* generation the server reports applied (0: not reported) */
@@ -176,7 +176,7 @@ struct hal_quality {
 	double delta[HAL_MAX_SLICES];
 	uint32_t delta_valid;
 	uint64_t malformed;
-	uint32_t faults;
+	uint32_t fault_bits;
 	const char *fault_msg; /* owned by the backend, valid until the next call */
 };
 

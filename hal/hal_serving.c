@@ -1423,7 +1423,7 @@ static void fill_serving(const struct sv *s, uint32_t f, uint64_t now, struct ha
 	memset(out, 0, sizeof(*out));
 	out->t_ms = now;
 	out->valid = s->last_ok;
-	out->faults = f;
+	out->fault_bits = f;
 	out->requests_completed = rep_total(s, offsetof(struct replica, c_req));
 	out->tokens_generated = rep_total(s, offsetof(struct replica, c_tok));
 	out->tokens_int8 = rep_total(s, offsetof(struct replica, c_int8_tok));
@@ -1493,7 +1493,7 @@ static int sv_read_serving(struct hal_dev *dev, struct hal_serving *out)
 	uint32_t cf = s->hap ? hap_tick(s, cmsg, sizeof(cmsg))
 			     : confirm_check(s, now, deadline, cmsg, sizeof(cmsg));
 	if (cf) {
-		out->faults |= cf;
+		out->fault_bits |= cf;
 		size_t fl = strlen(s->fault_msg);
 		if (!fl)
 			snprintf(s->fault_msg, sizeof(s->fault_msg), "%s", cmsg);
@@ -1665,7 +1665,7 @@ static int sv_read_quality(struct hal_dev *dev, struct hal_quality *out)
 	for (size_t i = s->n_slices; i < HAL_MAX_SLICES; i++)
 		out->delta[i] = NAN;
 	out->malformed = s->malformed;
-	out->faults = f;
+	out->fault_bits = f;
 	out->fault_msg = s->qfault_msg[0] ? s->qfault_msg : NULL;
 	return 0;
 }

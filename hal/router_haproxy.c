@@ -640,13 +640,13 @@ int hap_check(struct hap *h)
 	h->deadline_ms = govd_mono_ms() + h->cfg.period_budget_ms;
 	h->stepped = false;
 	if (!same_router(h)) {
-		h->faults++;
+		h->fault_count++;
 		h->fault_latched = true;
 		return -ESTALE;
 	}
 	int rc = read_info(h, &pid, &up);
 	if (rc) {
-		h->faults++;
+		h->fault_count++;
 		h->fault_latched = true;
 		return rc; /* lost: nothing can be written; HAProxy keeps what it has */
 	}
@@ -657,7 +657,7 @@ int hap_check(struct hap *h)
 			 h->path, h->pid, pid, (unsigned long long)h->uptime_s, (unsigned long long)up);
 		h->pid = pid;
 		h->uptime_s = up;
-		h->faults++;
+		h->fault_count++;
 		h->fault_latched = true;
 		fallback(h);
 		return -ESTALE;
@@ -666,7 +666,7 @@ int hap_check(struct hap *h)
 	for (size_t s = 0; s < h->cfg.n_slices; s++) {
 		int wh, wl;
 		if ((rc = read_weights(h, s, &wh, &wl))) {
-			h->faults++;
+			h->fault_count++;
 			return rc;
 		}
 		if (h->wrote && (wh != h->cur_hi[s] || wl != h->cur_lo[s])) {
@@ -677,7 +677,7 @@ int hap_check(struct hap *h)
 				 h->cur_hi[s], h->cur_lo[s]);
 			h->cur_hi[s] = wh;
 			h->cur_lo[s] = wl;
-			h->faults++;
+			h->fault_count++;
 			h->fault_latched = true;
 			fallback(h);
 			return -ESTALE;

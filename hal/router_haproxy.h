@@ -74,7 +74,7 @@ struct hap {
 	uint64_t deadline_ms; /* monotonic end of this period's budget; 0: none (restore) */
 	bool stepped;         /* a weight moved this period: the next step waits for the next */
 	bool fault_latched; /* a fault seen; the fallback was applied */
-	uint64_t faults;    /* detected (lost socket, restart, weight drift) */
+	uint64_t fault_count; /* detected (lost socket, restart, weight drift) */
 	char err[640];
 };
 

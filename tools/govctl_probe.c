@@ -170,7 +170,7 @@ static void copy_serving(struct serving_copy *c, int rc, const struct hal_servin
 	c->n_slices = s->n_slices < HAL_MAX_SLICES ? s->n_slices : HAL_MAX_SLICES;
 	for (size_t i = 0; i < c->n_slices; i++)
 		memcpy(c->slice[i], s->slice_name[i], HAL_NAME_LEN);
-	c->faults = s->faults;
+	c->faults = s->fault_bits;
 	snprintf(c->fault, sizeof(c->fault), "%s", s->fault_msg ? s->fault_msg : "");
 }
 
@@ -381,7 +381,7 @@ static void probe_one(struct pdev *p, uint32_t period_ms)
 		p->q.n_slices = q.n_slices < HAL_MAX_SLICES ? q.n_slices : HAL_MAX_SLICES;
 		memcpy(p->q.samples, q.samples, sizeof(q.samples));
 		memcpy(p->q.mismatches, q.mismatches, sizeof(q.mismatches));
-		p->q.faults = q.faults;
+		p->q.faults = q.fault_bits;
 		snprintf(p->q.fault, sizeof(p->q.fault), "%s", q.fault_msg ? q.fault_msg : "");
 		p->have_quality = true;
 	}
@@ -555,7 +555,7 @@ static json_t *jdev(const struct pdev *p)
 					       (json_int_t)s->t_ms, "signals", sig, "throttle_bits",
 					       (int)s->throttle, "throttle", thr, "clamp_events",
 					       (json_int_t)s->clamp_events, "clamp_time_ms",
-					       (json_int_t)s->clamp_time_ms, "faults", (int)s->faults,
+					       (json_int_t)s->clamp_time_ms, "faults", (int)s->fault_count,
 					       "fault", s->fault));
 		}
 		json_object_set_new(o, "samples", arr);
@@ -682,7 +682,7 @@ static void print_dev(FILE *f, const struct pdev *p)
 		fprintf(f, "  throttle      %s; clamp events %llu, clamp time %llu ms\n", thr,
 			(unsigned long long)p->s[1].clamp_events,
 			(unsigned long long)p->s[1].clamp_time_ms);
-		fprintf(f, "  sensor faults %u%s%s\n", p->s[1].faults, p->s[1].fault[0] ? ", last: " : "",
+		fprintf(f, "  sensor faults %u%s%s\n", p->s[1].fault_count, p->s[1].fault[0] ? ", last: " : "",
 			p->s[1].fault);
 		fprintf(f, "  second sample %llu ms after the first (stale after %llu ms)\n",
 			(unsigned long long)p->waited_ms, (unsigned long long)p->stale_ms);

@@ -497,13 +497,13 @@ int governor_tick(struct governor *g)
 	const struct hal_serving *sv = NULL;
 	uint32_t sv_faults = 0, q_faults = 0;
 	if (hal_can_read_serving(dev) && dev->ops->read_serving(dev, &g->serving) == 0) {
-		sv_faults = g->serving.faults;
+		sv_faults = g->serving.fault_bits;
 		if (g->serving.valid)
 			sv = &g->serving;
 	}
 	const struct hal_quality *q = NULL;
 	if (hal_can_read_quality(dev) && dev->ops->read_quality(dev, &g->quality) == 0) {
-		q_faults = g->quality.faults;
+		q_faults = g->quality.fault_bits;
 		if (g->quality.valid)
 			q = &g->quality;
 	}

@@ -78,16 +78,16 @@ static void test_datagram_over_bound_dropped(void **state)
 	struct hal_quality hq;
 	send_dgram(&q, "{\"slice\":\"code\",\"samples\":1000000000000,\"mismatches\":0}");
 	read_q(&q, &hq);
-	print_message("10^12 samples: faults 0x%x samples %llu: %s\n", hq.faults,
+	print_message("10^12 samples: faults 0x%x samples %llu: %s\n", hq.fault_bits,
 		      (unsigned long long)hq.samples[0], hq.fault_msg ? hq.fault_msg : "");
-	assert_true(hq.faults & HAL_SVF_IMPLAUSIBLE);
+	assert_true(hq.fault_bits & HAL_SVF_IMPLAUSIBLE);
 	assert_int_equal(hq.samples[0], 0);
 	assert_non_null(strstr(hq.fault_msg, "quality_max_samples"));
 	/* two INT64_MAX: both dropped, nothing wraps */
 	send_dgram(&q, "{\"slice\":\"code\",\"samples\":9223372036854775807,\"mismatches\":0}");
 	send_dgram(&q, "{\"slice\":\"code\",\"samples\":9223372036854775807,\"mismatches\":0}");
 	read_q(&q, &hq);
-	assert_true(hq.faults & HAL_SVF_IMPLAUSIBLE);
+	assert_true(hq.fault_bits & HAL_SVF_IMPLAUSIBLE);
 	assert_int_equal(hq.samples[0], 0);
 	/* the bound is per read and per slice, over all datagrams together */
 	send_dgram(&q, "{\"slice\":\"code\",\"samples\":4000,\"mismatches\":40}");
@@ -95,17 +95,17 @@ static void test_datagram_over_bound_dropped(void **state)
 	send_dgram(&q, "{\"slice\":\"code\",\"samples\":4000,\"mismatches\":40}");
 	send_dgram(&q, "{\"slice\":\"chat\",\"samples\":4000,\"mismatches\":1}");
 	read_q(&q, &hq);
-	assert_true(hq.faults & HAL_SVF_IMPLAUSIBLE);
+	assert_true(hq.fault_bits & HAL_SVF_IMPLAUSIBLE);
 	assert_int_equal(hq.samples[0], 8000);
 	assert_int_equal(hq.mismatches[0], 80);
 	assert_int_equal(hq.samples[1], 4000);
 	/* next read, fresh bound; and with nothing implausible the fault clears */
 	send_dgram(&q, "{\"slice\":\"code\",\"samples\":4000,\"mismatches\":40}");
 	read_q(&q, &hq);
-	assert_int_equal(hq.faults, 0);
+	assert_int_equal(hq.fault_bits, 0);
 	assert_int_equal(hq.samples[0], 12000);
 	read_q(&q, &hq);
-	assert_int_equal(hq.faults, 0);
+	assert_int_equal(hq.fault_bits, 0);
 	qdev_close(&q);
 }
 

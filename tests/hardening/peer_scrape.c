@@ -130,7 +130,7 @@ static void test_good_scrape_is_valid(void **state)
 	struct hal_serving sv;
 	assert_int_equal(dev.ops->read_serving(&dev, &sv), 0);
 	assert_true(sv.valid);
-	assert_int_equal(sv.faults, 0);
+	assert_int_equal(sv.fault_bits, 0);
 	assert_int_equal(sv.running, 8);
 	dev.ops->close(&dev);
 }
@@ -143,10 +143,10 @@ static void test_implausible_values_are_faults(void **state)
 		assert_int_equal(open_url(&dev, cases[i].name), 0);
 		struct hal_serving sv;
 		assert_int_equal(dev.ops->read_serving(&dev, &sv), 0);
-		print_message("%-20s valid %d faults 0x%x: %s\n", cases[i].name, sv.valid, sv.faults,
+		print_message("%-20s valid %d faults 0x%x: %s\n", cases[i].name, sv.valid, sv.fault_bits,
 			      sv.fault_msg ? sv.fault_msg : "(none)");
 		assert_false(sv.valid);
-		assert_true(sv.faults & HAL_SVF_IMPLAUSIBLE);
+		assert_true(sv.fault_bits & HAL_SVF_IMPLAUSIBLE);
 		assert_string_equal(hal_serving_fault_name(HAL_SVF_IMPLAUSIBLE), "implausible-value");
 		assert_non_null(sv.fault_msg);
 		assert_non_null(strstr(sv.fault_msg, cases[i].msg));
@@ -172,11 +172,11 @@ static void test_fault_clears_when_cause_does(void **state)
 	struct hal_serving sv;
 	assert_int_equal(dev.ops->read_serving(&dev, &sv), 0);
 	assert_false(sv.valid);
-	assert_true(sv.faults & HAL_SVF_IMPLAUSIBLE);
+	assert_true(sv.fault_bits & HAL_SVF_IMPLAUSIBLE);
 	write_case(slurp(good), "flip.txt", NULL, NULL);
 	assert_int_equal(dev.ops->read_serving(&dev, &sv), 0);
 	assert_true(sv.valid);
-	assert_int_equal(sv.faults, 0);
+	assert_int_equal(sv.fault_bits, 0);
 	assert_int_equal(sv.running, 8);
 	assert_int_equal(sv.requests_completed, 140);
 	dev.ops->close(&dev);
@@ -225,15 +225,15 @@ static void test_quality_counter_jump(void **state)
 	write_quality("1e12");
 	assert_int_equal(dev.ops->read_serving(&dev, &sv), 0);
 	assert_int_equal(dev.ops->read_quality(&dev, &q), 0);
-	print_message("quality counter 100 -> 1e12: faults 0x%x samples %llu: %s\n", q.faults,
+	print_message("quality counter 100 -> 1e12: faults 0x%x samples %llu: %s\n", q.fault_bits,
 		      (unsigned long long)q.samples[0], q.fault_msg ? q.fault_msg : "");
-	assert_true(q.faults & HAL_SVF_IMPLAUSIBLE);
+	assert_true(q.fault_bits & HAL_SVF_IMPLAUSIBLE);
 	assert_int_equal(q.samples[0], 100);
 	assert_true(sv.valid); /* the rest of the scrape counted */
 	write_quality("1000000000500");
 	assert_int_equal(dev.ops->read_serving(&dev, &sv), 0);
 	assert_int_equal(dev.ops->read_quality(&dev, &q), 0);
-	assert_int_equal(q.faults, 0);
+	assert_int_equal(q.fault_bits, 0);
 	assert_int_equal(q.samples[0], 600);
 	dev.ops->close(&dev);
 }

@@ -77,10 +77,10 @@ int main(int argc, char **argv)
 			break;
 		struct hal_serving sv;
 		dev.ops->read_serving(&dev, &sv);
-		if (!(sv.faults & HAL_SVF_ACTUATION) && !faulted) /* a fault: the governor's safe point */
+		if (!(sv.fault_bits & HAL_SVF_ACTUATION) && !faulted) /* a fault: the governor's safe point */
 			dev.ops->set_precision(&dev, &share, 1);
-		faulted |= (sv.faults & HAL_SVF_ACTUATION) != 0;
-		const char *m = (sv.faults & HAL_SVF_ACTUATION) && sv.fault_msg ? sv.fault_msg : "";
+		faulted |= (sv.fault_bits & HAL_SVF_ACTUATION) != 0;
+		const char *m = (sv.fault_bits & HAL_SVF_ACTUATION) && sv.fault_msg ? sv.fault_msg : "";
 		if (strcmp(m, last)) {
 			printf("period %u: %s\n", n, m[0] ? m : "actuation healthy");
 			snprintf(last, sizeof(last), "%s", m);

@@ -125,7 +125,7 @@ static int f_serving(struct hal_dev *d, struct hal_serving *o)
 	memset(o, 0, sizeof(*o));
 	o->t_ms = f->now_ms;
 	o->valid = !(f->sv_faults & ~HAL_SVF_RESET);
-	o->faults = f->sv_faults;
+	o->fault_bits = f->sv_faults;
 	o->fault_msg = f->sv_msg;
 	o->ttft = &f->ttft;
 	o->tbt = &f->tbt;

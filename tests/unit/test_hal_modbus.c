@@ -468,7 +468,7 @@ static void test_backend_unreachable_meter_is_invalid_not_zero(void **state)
 	assert_int_equal(st.last_errno, ECONNREFUSED);
 	struct hal_sample s;
 	assert_int_equal(dev.ops->sample(&dev, &s), 0);
-	assert_int_equal(s.faults, 1); /* the one failed connect, named */
+	assert_int_equal(s.fault_count, 1); /* the one failed connect, named */
 	assert_non_null(strstr(s.fault, "Connection refused"));
 	struct hal_value v;
 	assert_int_equal(hal_modbus_aux(&dev, MB_Q_VOLTAGE_V, &v), 0);

@@ -187,7 +187,7 @@ static void test_sample(void **state)
 	assert_int_equal(s.throttle, HAL_THR_POWER_CAP | HAL_THR_HW_SLOWDOWN);
 	assert_int_equal(s.clamp_events, 1);
 	assert_int_equal(s.clamp_time_ms, 2500);
-	assert_int_equal(s.faults, 0);
+	assert_int_equal(s.fault_count, 0);
 	/* Slowdown entries are counted on rising edges. */
 	f->dev.ops->sample(&f->dev, &s);
 	assert_int_equal(s.clamp_events, 1);
@@ -220,7 +220,7 @@ static void test_old_driver(void **state)
 	assert_false(s.energy_mj[HAL_RAIL_ACCEL].valid);
 	assert_false(s.temp_mc[HAL_TEMP_MEMORY].valid);
 	assert_int_equal(s.throttle, HAL_THR_SW_THERMAL); /* via ...ThrottleReasons */
-	assert_int_equal(s.faults, 0);
+	assert_int_equal(s.fault_count, 0);
 }
 
 static void test_limits(void **state)
@@ -533,25 +533,25 @@ static void test_absurd_and_lost(void **state)
 	assert_int_equal(fx_open(f, NULL), 0);
 	struct hal_sample s;
 	f->dev.ops->sample(&f->dev, &s);
-	assert_int_equal(s.faults, 0);
+	assert_int_equal(s.fault_count, 0);
 	/* within the limits the governor's validator uses (hal.h): a reading */
 	script(f, "temp_c 0 220\n");
 	f->dev.ops->sample(&f->dev, &s);
 	assert_true(s.temp_mc[HAL_TEMP_JUNCTION].valid);
 	assert_int_equal(s.temp_mc[HAL_TEMP_JUNCTION].v, 220000);
-	assert_int_equal(s.faults, 0);
+	assert_int_equal(s.fault_count, 0);
 	script(f, "temp_c 0 251\nenergy_mj 0 999000\n");
 	f->dev.ops->sample(&f->dev, &s);
 	assert_false(s.temp_mc[HAL_TEMP_JUNCTION].valid);
 	assert_non_null(strstr(s.fault, "out of [-273.15, 250]"));
 	assert_false(s.energy_mj[HAL_RAIL_ACCEL].valid);
-	assert_int_equal(s.faults, 2);
+	assert_int_equal(s.fault_count, 2);
 	script(f, "lost 0 1\n");
 	f->dev.ops->sample(&f->dev, &s);
 	assert_false(s.power_mw[HAL_RAIL_ACCEL].valid);
 	assert_false(s.temp_mc[HAL_TEMP_JUNCTION].valid);
 	assert_false(s.clk_khz.valid);
-	assert_true(s.faults > 2);
+	assert_true(s.fault_count > 2);
 	assert_non_null(strstr(s.fault, "GPU is lost"));
 }
 

@@ -182,7 +182,7 @@ static void test_connection_refused(void **state)
 	struct hal_serving sv;
 	assert_int_equal(h.dev.ops->read_serving(&h.dev, &sv), 0);
 	assert_false(sv.valid);
-	assert_true(sv.faults & HAL_SVF_CONNECT);
+	assert_true(sv.fault_bits & HAL_SVF_CONNECT);
 	assert_non_null(sv.fault_msg);
 	assert_non_null(strstr(sv.fault_msg, "127.0.0.1:1"));
 	assert_int_equal(sv.ttft->n, 0); /* nothing entered the histograms */
@@ -294,7 +294,7 @@ static void test_quality_socket(void **state)
 	assert_int_equal(q.n_slices, 2);
 	assert_int_equal(q.samples[0], 0);
 	assert_int_equal(q.delta_valid, 0);
-	assert_int_equal(q.faults, 0);
+	assert_int_equal(q.fault_bits, 0);
 
 	send_dgram(path, "{\"slice\":\"code\",\"samples\":10,\"mismatches\":1}");
 	send_dgram(path, "{\"slice\":\"code\",\"samples\":5,\"mismatches\":0}");
@@ -306,7 +306,7 @@ static void test_quality_socket(void **state)
 	assert_int_equal(q.samples[1], 0);
 	assert_float_equal(q.delta[1], -0.004, 1e-15);
 	assert_int_equal(q.delta_valid, 1u << 1);
-	assert_int_equal(q.faults, 0);
+	assert_int_equal(q.fault_bits, 0);
 	assert_int_equal(q.malformed, 0);
 
 	/* malformed datagrams are counted and named, the good one still counts */
@@ -319,7 +319,7 @@ static void test_quality_socket(void **state)
 	send_dgram(path, "{\"slice\":\"chat\",\"samples\":2,\"mismatches\":2}");
 	assert_int_equal(h.dev.ops->read_quality(&h.dev, &q), 0);
 	assert_int_equal(q.malformed, 6);
-	assert_true(q.faults & HAL_SVF_QUALITY_MSG);
+	assert_true(q.fault_bits & HAL_SVF_QUALITY_MSG);
 	assert_non_null(q.fault_msg);
 	assert_int_equal(q.samples[0], 15);
 	assert_int_equal(q.samples[1], 2);
@@ -327,7 +327,7 @@ static void test_quality_socket(void **state)
 	/* cumulative: nothing new, nothing lost */
 	assert_int_equal(h.dev.ops->read_quality(&h.dev, &q), 0);
 	assert_int_equal(q.samples[0], 15);
-	assert_int_equal(q.faults, 0);
+	assert_int_equal(q.fault_bits, 0);
 	close_dev(&h);
 	/* the socket is removed on close */
 	assert_int_equal(access(path, F_OK), -1);
@@ -349,7 +349,7 @@ static void read_ok(struct devh *h, struct hal_serving *sv)
 {
 	assert_int_equal(h->dev.ops->read_serving(&h->dev, sv), 0);
 	if (!sv->valid)
-		print_error("scrape invalid: faults 0x%x %s\n", sv->faults, sv->fault_msg ? sv->fault_msg : "");
+		print_error("scrape invalid: faults 0x%x %s\n", sv->fault_bits, sv->fault_msg ? sv->fault_msg : "");
 	assert_true(sv->valid);
 }
 
@@ -394,7 +394,7 @@ static void test_vllm_windows_and_reset(void **state)
 	assert_int_equal(open_kv(&h, kv), 0);
 	struct hal_serving sv;
 	read_ok(&h, &sv);
-	assert_int_equal(sv.faults, 0);
+	assert_int_equal(sv.fault_bits, 0);
 	assert_int_equal(sv.requests_completed, 140);
 	assert_int_equal(sv.tokens_generated, 27453);
 	assert_int_equal(sv.running, 8);
@@ -403,7 +403,7 @@ static void test_vllm_windows_and_reset(void **state)
 	struct snap *s1 = snap_take(&sv);
 
 	read_ok(&h, &sv);
-	assert_int_equal(sv.faults, 0);
+	assert_int_equal(sv.fault_bits, 0);
 	assert_int_equal(sv.requests_completed, 240);
 	assert_int_equal(sv.tokens_generated, 30453);
 	assert_int_equal(sv.running, 5);
@@ -421,7 +421,7 @@ static void test_vllm_windows_and_reset(void **state)
 
 	/* the server restarted: counters went down */
 	read_ok(&h, &sv);
-	assert_true(sv.faults & HAL_SVF_RESET);
+	assert_true(sv.fault_bits & HAL_SVF_RESET);
 	assert_int_equal(sv.requests_completed, 250); /* 240 + 10 after the restart */
 	assert_int_equal(sv.tokens_generated, 30953);
 	assert_int_equal(sv.ttft->n, 250); /* still monotone: no wrap-around */
@@ -462,7 +462,7 @@ static void test_triton(void **state)
 	assert_int_equal(sv.queue_len, 4);
 	struct snap *s1 = snap_take(&sv);
 	read_ok(&h, &sv);
-	assert_int_equal(sv.faults, 0);
+	assert_int_equal(sv.fault_bits, 0);
 	assert_window_q(sv.ttft, &s1->h[0], 0.95, 100.0 + 400.0 * 28.0 / 30.0);
 	assert_window_q(sv.ttft, &s1->h[0], 0.99, 100.0 + 400.0 * 29.6 / 30.0);
 	assert_int_equal(sv.tbt->n, 0); /* Triton offers no inter-token histogram */
@@ -502,13 +502,13 @@ static void test_scrape_faults(void **state)
 		assert_int_equal(open_kv(&h, kv), 0);
 		struct hal_serving sv;
 		assert_int_equal(h.dev.ops->read_serving(&h.dev, &sv), 0);
-		if (sv.valid || !(sv.faults & cases[i].fault) || !sv.fault_msg ||
+		if (sv.valid || !(sv.fault_bits & cases[i].fault) || !sv.fault_msg ||
 		    !strstr(sv.fault_msg, cases[i].msg))
-			print_error("case %zu: valid %d faults 0x%x msg '%s'\n", i, sv.valid, sv.faults,
+			print_error("case %zu: valid %d faults 0x%x msg '%s'\n", i, sv.valid, sv.fault_bits,
 				    sv.fault_msg ? sv.fault_msg : "(null)");
 		assert_false(sv.valid);
 		assert_int_equal(sv.ttft->n, 0);
-		assert_true(sv.faults & cases[i].fault);
+		assert_true(sv.fault_bits & cases[i].fault);
 		assert_non_null(strstr(sv.fault_msg, cases[i].msg));
 		assert_int_equal(sv.requests_completed, 0); /* nothing stale passed as fresh */
 		close_dev(&h);
@@ -581,7 +581,7 @@ static void test_precision_http(void **state)
 	read_ok(&h, &sv);
 	assert_int_equal(sv.precision_gen_set, gen);
 	assert_int_equal(sv.precision_gen_applied, gen);
-	assert_false(sv.faults & HAL_SVF_ACTUATION);
+	assert_false(sv.fault_bits & HAL_SVF_ACTUATION);
 	close_dev(&h);
 
 	/* the server lags one generation behind: an actuation fault once the
@@ -594,7 +594,7 @@ static void test_precision_http(void **state)
 	read_ok(&h, &sv);
 	assert_int_equal(h.dev.ops->set_precision(&h.dev, f, 2), 0);
 	read_ok(&h, &sv);
-	assert_true(sv.faults & HAL_SVF_ACTUATION);
+	assert_true(sv.fault_bits & HAL_SVF_ACTUATION);
 	assert_non_null(strstr(sv.fault_msg, "not applied"));
 	close_dev(&h);
 
@@ -686,7 +686,7 @@ static void test_generic_quality_confirm(void **state)
 	assert_int_equal(q.mismatches[0], 5);
 	read_ok(&h, &sv);
 	assert_int_equal(sv.precision_gen_set, 8);
-	assert_false(sv.faults & HAL_SVF_ACTUATION); /* within the grace */
+	assert_false(sv.fault_bits & HAL_SVF_ACTUATION); /* within the grace */
 	close_dev(&h);
 	unlink(path);
 	rmdir(dir);

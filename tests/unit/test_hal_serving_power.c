@@ -130,7 +130,7 @@ static void test_sim_power_side(void **state)
 	struct hal_serving sv;
 	assert_int_equal(dev.ops->read_serving(&dev, &sv), 0);
 	assert_false(sv.valid);
-	assert_true(sv.faults & HAL_SVF_CONNECT);
+	assert_true(sv.fault_bits & HAL_SVF_CONNECT);
 	assert_int_equal(sv.n_slices, 3);
 	assert_int_equal(sv.precision_gen_set, 1);
 

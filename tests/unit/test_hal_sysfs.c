@@ -249,7 +249,7 @@ static void test_amdgpu_sample(void **state)
 	assert_int_equal(s.clk_khz.v, 800000);
 	assert_int_equal(s.power_limit_mw.v, 300000);
 	assert_int_equal(s.util_pct.v, 37);
-	assert_int_equal(s.faults, 0);
+	assert_int_equal(s.fault_count, 0);
 	/* RAPL: the first sample has a counter but no delta yet. */
 	assert_true(s.energy_mj[HAL_RAIL_HOST].valid);
 	assert_int_equal(s.energy_mj[HAL_RAIL_HOST].v, 262143000);
@@ -265,7 +265,7 @@ static void test_amdgpu_sample(void **state)
 	assert_int_equal(s.energy_mj[HAL_RAIL_HOST].v, 262143000 + 150000);
 	assert_int_equal(s.power_mw[HAL_RAIL_MEMORY].v, 20000);
 	assert_int_equal(s.energy_mj[HAL_RAIL_MEMORY].v, 5020000);
-	assert_int_equal(s.faults, 0);
+	assert_int_equal(s.fault_count, 0);
 	fx_free(f);
 }
 
@@ -319,7 +319,7 @@ static void test_amdgpu_absurd_values(void **state)
 	f->dev.ops->sample(&f->dev, &s);
 	assert_false(s.temp_mc[HAL_TEMP_JUNCTION].valid);
 	assert_true(s.temp_mc[HAL_TEMP_MEMORY].valid);
-	assert_int_equal(s.faults, 1);
+	assert_int_equal(s.fault_count, 1);
 	assert_non_null(strstr(s.fault, "temp2_input"));
 
 	/* the limits of hal.h, which the governor's validator shares */
@@ -327,12 +327,12 @@ static void test_amdgpu_absurd_values(void **state)
 	f->t_ms = 2500;
 	f->dev.ops->sample(&f->dev, &s);
 	assert_true(s.temp_mc[HAL_TEMP_JUNCTION].valid);
-	assert_int_equal(s.faults, 1);
+	assert_int_equal(s.fault_count, 1);
 	fx_write(f, HW3 "/temp2_input", "250001");
 	f->t_ms = 3000;
 	f->dev.ops->sample(&f->dev, &s);
 	assert_false(s.temp_mc[HAL_TEMP_JUNCTION].valid);
-	assert_int_equal(s.faults, 2);
+	assert_int_equal(s.fault_count, 2);
 	assert_non_null(strstr(s.fault, "250001 mC out of [-273.15, 250] C"));
 
 	fx_write(f, HW3 "/temp2_input", "50000");
@@ -341,7 +341,7 @@ static void test_amdgpu_absurd_values(void **state)
 	f->dev.ops->sample(&f->dev, &s);
 	assert_true(s.temp_mc[HAL_TEMP_JUNCTION].valid);
 	assert_false(s.power_mw[HAL_RAIL_ACCEL].valid);
-	assert_int_equal(s.faults, 3);
+	assert_int_equal(s.fault_count, 3);
 	assert_non_null(strstr(s.fault, "power1_average"));
 
 	/* RAPL 1000 uJ backwards: as a wrap it would be 262 MW for 0.5 s. */
@@ -352,13 +352,13 @@ static void test_amdgpu_absurd_values(void **state)
 	assert_true(s.power_mw[HAL_RAIL_ACCEL].valid);
 	assert_false(s.energy_mj[HAL_RAIL_HOST].valid);
 	assert_false(s.power_mw[HAL_RAIL_HOST].valid);
-	assert_int_equal(s.faults, 4);
+	assert_int_equal(s.fault_count, 4);
 	assert_non_null(strstr(s.fault, "energy_uj"));
 	/* Re-based after the rejected step: a wrap worth 10 J in 1 s is fine. */
 	fx_write(f, PKG "/energy_uj", "9670150");
 	f->t_ms = 5000;
 	f->dev.ops->sample(&f->dev, &s);
-	assert_int_equal(s.faults, 4);
+	assert_int_equal(s.fault_count, 4);
 	assert_int_equal(s.power_mw[HAL_RAIL_HOST].v, 10000);
 	assert_int_equal(s.temp_mc[HAL_TEMP_JUNCTION].v, 50000);
 	fx_free(f);
@@ -509,7 +509,7 @@ static void test_i915_energy(void **state)
 	f->dev.ops->sample(&f->dev, &s);
 	assert_false(s.energy_mj[HAL_RAIL_ACCEL].valid);
 	assert_false(s.power_mw[HAL_RAIL_ACCEL].valid);
-	assert_int_equal(s.faults, 1);
+	assert_int_equal(s.fault_count, 1);
 	assert_non_null(strstr(s.fault, "energy1_input"));
 	fx_free(f);
 }
@@ -548,7 +548,7 @@ static void test_missing(void **state)
 	struct hal_sample s;
 	assert_int_equal(f->dev.ops->sample(&f->dev, &s), 0);
 	assert_false(s.power_mw[HAL_RAIL_ACCEL].valid);
-	assert_int_equal(s.faults, 1);
+	assert_int_equal(s.fault_count, 1);
 	assert_non_null(strstr(s.fault, "power1_average"));
 	fx_free(f);
 }

@@ -89,10 +89,10 @@ static void replay(struct dev *d, struct hal_serving *sv, const char *const *fil
 static void replay_ok(struct dev *d, struct hal_serving *sv, const char *const *files)
 {
 	replay(d, sv, files);
-	if (!sv->valid || (sv->faults & ~HAL_SVF_RESET))
-		print_error("faults 0x%x: %s\n", sv->faults, sv->fault_msg ? sv->fault_msg : "");
+	if (!sv->valid || (sv->fault_bits & ~HAL_SVF_RESET))
+		print_error("faults 0x%x: %s\n", sv->fault_bits, sv->fault_msg ? sv->fault_msg : "");
 	assert_true(sv->valid);
-	assert_int_equal(sv->faults & ~HAL_SVF_RESET, 0);
+	assert_int_equal(sv->fault_bits & ~HAL_SVF_RESET, 0);
 }
 
 /* Snapshots of the cumulative histograms (read_serving's stay valid only
@@ -153,7 +153,7 @@ static void test_vllm_current_names(void **state)
 	assert_int_equal(sv.n_replicas, 1);
 	struct snap *s = snap_take(&sv);
 	replay_ok(&d, &sv, (const char *const[]){ "vllm-v0.12-b.txt", NULL });
-	assert_int_equal(sv.faults, 0);
+	assert_int_equal(sv.fault_bits, 0);
 	assert_int_equal(sv.requests_completed, 240); /* stop + length + abort */
 	assert_int_equal(sv.tokens_generated, 30000);
 	assert_int_equal(sv.running, 8);
@@ -205,7 +205,7 @@ static void test_sglang_documented(void **state)
 	struct snap *zero = calloc(1, sizeof(*zero));
 	assert_non_null(zero);
 	replay_ok(&d, &sv, (const char *const[]){ "sglang-doc.txt", NULL });
-	assert_int_equal(sv.faults, 0);
+	assert_int_equal(sv.fault_bits, 0);
 	assert_int_equal(sv.requests_completed, 11228);
 	assert_int_equal(sv.tokens_generated, 7557572);
 	assert_int_equal(sv.running, 162);
@@ -255,7 +255,7 @@ static void test_triton(void **state)
 	replay_ok(&d, &sv, (const char *const[]){ "triton-a.txt", NULL });
 	struct snap *s = snap_take(&sv);
 	replay_ok(&d, &sv, (const char *const[]){ "triton-b.txt", NULL });
-	assert_int_equal(sv.faults, 0);
+	assert_int_equal(sv.fault_bits, 0);
 	assert_int_equal(sv.requests_completed, 200);
 	assert_int_equal(sv.queue_len, 2);
 	assert_false(sv.kv_usage_valid);
@@ -285,7 +285,7 @@ static void test_replica_pair(void **state)
 	assert_int_equal(sv.requests_completed, 140 + 50);
 	struct snap *s = snap_take(&sv);
 	replay_ok(&d, &sv, (const char *const[]){ "vllm-v0.12-b.txt", "vllm-fp8-v0.12-b.txt", NULL });
-	assert_int_equal(sv.faults, 0);
+	assert_int_equal(sv.fault_bits, 0);
 	assert_int_equal(sv.requests_completed, 240 + 150);
 	assert_int_equal(sv.tokens_generated, 30000 + 12000);
 	assert_int_equal(sv.running, 8 + 6);
@@ -297,7 +297,7 @@ static void test_replica_pair(void **state)
 	struct snap *s2 = snap_take(&sv);
 	replay(&d, &sv, (const char *const[]){ "vllm-v0.12-c.txt", "vllm-fp8-v0.12-c-restarted.txt", NULL });
 	assert_true(sv.valid);
-	assert_true(sv.faults & HAL_SVF_RESET);
+	assert_true(sv.fault_bits & HAL_SVF_RESET);
 	/* BF16 +20, FP8 counted from zero: +10, never minus its history */
 	assert_int_equal(sv.requests_completed, 390 + 20 + 10);
 	assert_int_equal(sv.ttft->n - s2->h[0].n, 30);
@@ -323,7 +323,7 @@ static void test_replica_pair_bounds_differ(void **state)
 	replay_ok(&d, &sv, (const char *const[]){ "vllm-v0.8-a.txt", "vllm-fp8-v0.12-a.txt", NULL });
 	struct snap *s = snap_take(&sv);
 	replay_ok(&d, &sv, (const char *const[]){ "vllm-v0.8-b.txt", "vllm-fp8-v0.12-b.txt", NULL });
-	assert_int_equal(sv.faults, 0);
+	assert_int_equal(sv.fault_bits, 0);
 	assert_int_equal(sv.requests_completed, 160 + 150);
 	assert_float_equal(sv.kv_usage_frac, 0.83, 1e-12);
 	assert_int_equal(sv.ttft->n - s->h[0].n, 200);
@@ -352,7 +352,7 @@ static void test_replica_fault(void **state)
 	size_t lens[2] = { l1, strlen(cut) };
 	assert_int_equal(hal_serving_replay(&d.dev, bodies, lens, 2, &sv), 0);
 	assert_false(sv.valid);
-	assert_true(sv.faults & HAL_SVF_PARSE);
+	assert_true(sv.fault_bits & HAL_SVF_PARSE);
 	assert_non_null(sv.fault_msg);
 	assert_non_null(strstr(sv.fault_msg, "http://fp8:8000/metrics"));
 	assert_int_equal(sv.requests_completed, 190); /* nothing of the BF16 scrape counted */
@@ -410,7 +410,7 @@ static void test_replica_pair_http(void **state)
 	put(d2, "vllm-fp8-v0.12-b.txt");
 	assert_int_equal(d.dev.ops->read_serving(&d.dev, &sv), 0);
 	assert_true(sv.valid);
-	assert_int_equal(sv.faults, 0);
+	assert_int_equal(sv.fault_bits, 0);
 	assert_int_equal(sv.requests_completed, 390);
 	assert_int_equal(sv.running, 14);
 	assert_int_equal(sv.queue_len, 4);
@@ -422,7 +422,7 @@ static void test_replica_pair_http(void **state)
 	put(d2, "vllm-fp8-v0.12-c-restarted.txt");
 	assert_int_equal(d.dev.ops->read_serving(&d.dev, &sv), 0);
 	assert_true(sv.valid);
-	assert_true(sv.faults & HAL_SVF_RESET);
+	assert_true(sv.fault_bits & HAL_SVF_RESET);
 	assert_int_equal(sv.requests_completed, 420);
 	assert_int_equal(sv.ttft->n - s2->h[0].n, 30);
 	free(s);
@@ -435,7 +435,7 @@ static void test_replica_pair_http(void **state)
 	assert_int_equal(dev_open(&d, kd), 0);
 	assert_int_equal(d.dev.ops->read_serving(&d.dev, &sv), 0);
 	assert_false(sv.valid);
-	assert_true(sv.faults & HAL_SVF_CONNECT);
+	assert_true(sv.fault_bits & HAL_SVF_CONNECT);
 	assert_non_null(strstr(sv.fault_msg, "127.0.0.1:9/metrics"));
 	dev_close(&d);
 }
