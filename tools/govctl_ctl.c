@@ -20,14 +20,14 @@ static const char *default_socket(void)
 
 /* Takes --socket PATH (anywhere) and --json (status only) out of argv;
  * the rest stays in order in pos[]. */
-struct ctl_args {
+struct ctlsock_args {
 	const char *socket;
 	bool json;
 	int n_pos;
 	char *pos[4];
 };
 
-static int parse(int argc, char **argv, bool allow_json, struct ctl_args *a)
+static int parse(int argc, char **argv, bool allow_json, struct ctlsock_args *a)
 {
 	memset(a, 0, sizeof(*a));
 	a->socket = default_socket();
@@ -64,7 +64,7 @@ static int exchange(const char *what, const char *socket, json_t *req, json_t **
 		fprintf(stderr, "govctl %s: out of memory\n", what);
 		return GOVCTL_EXIT_FAIL;
 	}
-	int rc = ctl_request(socket, req, &reply, CTL_TIMEOUT_MS, err, sizeof(err));
+	int rc = ctlsock_request(socket, req, &reply, CTL_TIMEOUT_MS, err, sizeof(err));
 	json_decref(req);
 	if (rc) {
 		fprintf(stderr, "govctl %s: %s\n", what, err);
@@ -94,7 +94,7 @@ static void print_done(const char *what, json_t *reply)
 
 static int simple(int argc, char **argv, const char *cmd)
 {
-	struct ctl_args a;
+	struct ctlsock_args a;
 	json_t *reply;
 	if (parse(argc, argv, false, &a))
 		return GOVCTL_EXIT_USAGE;
@@ -229,7 +229,7 @@ static void print_status_table(FILE *f, json_t *st)
 
 int govctl_status(int argc, char **argv)
 {
-	struct ctl_args a;
+	struct ctlsock_args a;
 	json_t *reply;
 	if (parse(argc, argv, true, &a))
 		return GOVCTL_EXIT_USAGE;
@@ -258,7 +258,7 @@ int govctl_status(int argc, char **argv)
 
 int govctl_set(int argc, char **argv)
 {
-	struct ctl_args a;
+	struct ctlsock_args a;
 	double w;
 	json_t *reply;
 	if (parse(argc, argv, false, &a))

@@ -42,7 +42,7 @@
 	  "clock while nothing runs or waits (default: hold the last busy clock)" },          \
 	{ "floor_mhz", 0, 100000, NAN, "lowest clock the latency loop uses (default: policy min)" }
 
-static const struct ctl_param govd_params[] = {
+static const struct ctl_param ctl_govd_params[] = {
 	LATENCY_PARAMS,
 	{ "horizon_s", 1, 600, 30, "heatsink extrapolation horizon" },
 	{ "r_fast_c_per_w", 0.001, 1, 0.025,
@@ -97,15 +97,15 @@ static const struct ctl_param slo_params[] = {
 	{ NULL, 0, 0, 0, NULL },
 };
 
-struct govd_state {
+struct ctl_govd_state {
 	bool peer; /* slo-dvfs: latency loop only */
-	struct govd_tuning tun;
+	struct ctl_govd_tuning tun;
 	uint32_t fmin_khz, fmax_khz, floor_khz, idle_khz;
 	double f_khz;   /* latency loop's clock */
-	struct govd_thermal th;
+	struct ctl_govd_thermal th;
 
 	double bf16_until_s;
-	struct govd_mix mix;
+	struct ctl_govd_mix mix;
 	int cur_mode;          /* 0: BF16 everywhere, 1: INT8 on some slice */
 	double tbt_peak[2];    /* decaying peak of TBT/target scaled to the max clock */
 	bool was_bf16_hold;
@@ -133,10 +133,10 @@ struct govd_state {
 	double predict_margin, predict_sigmas, util_max, power_spread_mhz;
 	double int8_max_detect_s; /* NAN: no limit */
 	struct gp_model model;
-	bool ev_bad[HAL_MAX_SLICES]; /* govd_evidence's decided-bad latch */
+	bool ev_bad[HAL_MAX_SLICES]; /* ctl_govd_evidence's decided-bad latch */
 	bool benefit_on;
-	struct govd_benefit_cfg benefit_cfg;
-	struct govd_benefit benefit;
+	struct ctl_govd_benefit_cfg benefit_cfg;
+	struct ctl_govd_benefit benefit;
 };
 
 /* For the parameters whose table default is NaN: a value derived here. */
@@ -150,7 +150,7 @@ static double param_or(const struct policy *pol, const struct controller_ops *c,
 static int common_init(void **state, const struct policy *pol, const struct hal_limits *lim,
 		       const struct controller_ops *c, bool peer)
 {
-	struct govd_state *s = calloc(1, sizeof(*s));
+	struct ctl_govd_state *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	s->peer = peer;
@@ -164,7 +164,7 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 		free(s);
 		return -EINVAL;
 	}
-	struct govd_tuning *t = &s->tun;
+	struct ctl_govd_tuning *t = &s->tun;
 	t->slack_low = ctl_param_value(pol, c, "slack_low");
 	t->slack_high = ctl_param_value(pol, c, "slack_high");
 	t->raise_gain = ctl_param_value(pol, c, "raise_gain");
@@ -203,14 +203,14 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 		s->win_idx = -1;
 		s->int8_max_detect_s = ctl_param_value(pol, c, "int8_max_detect_s"); /* NaN: no limit */
 		s->benefit_on = ctl_param_value(pol, c, "benefit") >= 0.5;
-		s->benefit_cfg = (struct govd_benefit_cfg){
+		s->benefit_cfg = (struct ctl_govd_benefit_cfg){
 			.tau_s = ctl_param_value(pol, c, "benefit_tau_s"),
 			.settle_s = ESTIMATE_SHORT_WINDOW_S * 2,
 			.min_s = ctl_param_value(pol, c, "benefit_min_s"),
 			.margin = ctl_param_value(pol, c, "benefit_margin"),
 			.hold_s = ctl_param_value(pol, c, "benefit_hold_s"),
 		};
-		govd_benefit_init(&s->benefit);
+		ctl_govd_benefit_init(&s->benefit);
 	}
 	if (t->slack_low >= t->slack_high) {
 		free(s);
@@ -239,7 +239,7 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 	return 0;
 }
 
-static int govd_init(void **state, const struct policy *pol, const struct hal_limits *lim)
+static int ctl_govd_init(void **state, const struct policy *pol, const struct hal_limits *lim)
 {
 	return common_init(state, pol, lim, &ctl_govd, false);
 }
@@ -249,7 +249,7 @@ static int slo_init(void **state, const struct policy *pol, const struct hal_lim
 	return common_init(state, pol, lim, &ctl_slo_dvfs, true);
 }
 
-static void govd_fini(void *state)
+static void ctl_govd_fini(void *state)
 {
 	free(state);
 }
@@ -272,13 +272,13 @@ static double tail_ratio(const double *q_ms, const struct policy *pol, int only_
 	return r;
 }
 
-double govd_sla_ratio(const struct gov_estimates *e, const struct policy *pol, int only_metric)
+double ctl_govd_sla_ratio(const struct gov_estimates *e, const struct policy *pol, int only_metric)
 {
 	return tail_ratio(e->short_quantile_ms, pol, only_metric);
 }
 
 /* The p99 targets of TTFT and TBT against this period's own p99 alone. */
-double govd_period_ratio(const struct gov_estimates *e, const struct policy *pol)
+double ctl_govd_period_ratio(const struct gov_estimates *e, const struct policy *pol)
 {
 	static const enum sla_metric fast[] = { SLA_TTFT, SLA_TBT };
 	double r = 0;
@@ -291,7 +291,7 @@ double govd_period_ratio(const struct gov_estimates *e, const struct policy *pol
 	return r;
 }
 
-uint32_t govd_load_floor_khz(const struct govd_tuning *t, double tbt_peak_at_max,
+uint32_t ctl_govd_load_floor_khz(const struct ctl_govd_tuning *t, double tbt_peak_at_max,
 			     uint32_t floor_khz, uint32_t fmax_khz)
 {
 	if (!(tbt_peak_at_max > 0) || !(t->tbt_exponent > 0))
@@ -302,7 +302,7 @@ uint32_t govd_load_floor_khz(const struct govd_tuning *t, double tbt_peak_at_max
 	return f > floor_khz ? (uint32_t)f : floor_khz;
 }
 
-uint32_t govd_latency_step(const struct govd_tuning *t, double *f_khz, double ratio, bool busy,
+uint32_t ctl_govd_latency_step(const struct ctl_govd_tuning *t, double *f_khz, double ratio, bool busy,
 			   uint64_t queue_len, double period_s, uint32_t floor_khz,
 			   uint32_t idle_khz, uint32_t fmax_khz)
 {
@@ -351,7 +351,7 @@ uint32_t govd_latency_step(const struct govd_tuning *t, double *f_khz, double ra
  *   P_allow = (target - T_sink(now + horizon)) / R_fast.
  * The fast transient cannot then cross the target, and the slow rise is met
  * before it gets there. */
-uint32_t govd_thermal_step(const struct govd_tuning *t, struct govd_thermal *th,
+uint32_t ctl_govd_thermal_step(const struct ctl_govd_tuning *t, struct ctl_govd_thermal *th,
 			   const struct gov_estimates *e, double ceiling_c, double p_min_w,
 			   double p_max_w, double *p_allow_w)
 {
@@ -390,7 +390,7 @@ uint32_t govd_thermal_step(const struct govd_tuning *t, struct govd_thermal *th,
  * ratio stays over slack_high for sat_s and BF16 has not done worse; a
  * BF16 hold ends early when BF16 does worse than the mix did. Returns the
  * new end of the BF16 hold. */
-double govd_mix_decide(const struct govd_tuning *t, struct govd_mix *m, double now_s,
+double ctl_govd_mix_decide(const struct ctl_govd_tuning *t, struct ctl_govd_mix *m, double now_s,
 		       double bf16_until_s, double tbt_ratio, double f_frac)
 {
 	bool bf16 = now_s < bf16_until_s;
@@ -433,7 +433,7 @@ double govd_mix_decide(const struct govd_tuning *t, struct govd_mix *m, double n
 	return bf16_until_s;
 }
 
-void govd_benefit_init(struct govd_benefit *b)
+void ctl_govd_benefit_init(struct ctl_govd_benefit *b)
 {
 	memset(b, 0, sizeof(*b));
 	b->mode = -1;
@@ -442,12 +442,12 @@ void govd_benefit_init(struct govd_benefit *b)
 		b->until_s[k] = -INFINITY;
 }
 
-int govd_benefit_bucket(uint64_t running)
+int ctl_govd_benefit_bucket(uint64_t running)
 {
 	return running < 8 ? 0 : running < 32 ? 1 : running < 96 ? 2 : 3;
 }
 
-double govd_benefit_j_per_token(const struct govd_benefit *b, const struct govd_benefit_cfg *c,
+double ctl_govd_benefit_j_per_token(const struct ctl_govd_benefit *b, const struct ctl_govd_benefit_cfg *c,
 				int mode, int bucket)
 {
 	if (b->seen_s[mode][bucket] < c->min_s || !(b->tok[mode][bucket] > 0))
@@ -455,10 +455,10 @@ double govd_benefit_j_per_token(const struct govd_benefit *b, const struct govd_
 	return b->e_j[mode][bucket] / b->tok[mode][bucket];
 }
 
-bool govd_benefit_step(struct govd_benefit *b, const struct govd_benefit_cfg *c, double now_s,
+bool ctl_govd_benefit_step(struct ctl_govd_benefit *b, const struct ctl_govd_benefit_cfg *c, double now_s,
 		       double period_s, int mode, uint64_t running, double tokens, double energy_j)
 {
-	int k = govd_benefit_bucket(running);
+	int k = ctl_govd_benefit_bucket(running);
 	if (mode != b->mode) {
 		b->mode = mode;
 		b->mode_since_s = now_s;
@@ -474,7 +474,7 @@ bool govd_benefit_step(struct govd_benefit *b, const struct govd_benefit_cfg *c,
 	}
 	if (now_s < b->until_s[k])
 		return true;
-	double lo = govd_benefit_j_per_token(b, c, 1, k), hi = govd_benefit_j_per_token(b, c, 0, k);
+	double lo = ctl_govd_benefit_j_per_token(b, c, 1, k), hi = ctl_govd_benefit_j_per_token(b, c, 0, k);
 	if (isnan(lo) || isnan(hi))
 		return false; /* not known here yet: low precision is tried */
 	if (lo < (1.0 - c->margin) * hi) {
@@ -505,7 +505,7 @@ static double drift_detect_samples(const struct policy_slice_rule *r)
 				       r->offline_mismatches, r->max_drop);
 }
 
-static bool govd_detect_ok(const struct govd_state *s, const struct gov_estimates *e,
+static bool ctl_govd_detect_ok(const struct ctl_govd_state *s, const struct gov_estimates *e,
 			   const struct policy_slice_rule *r, size_t i)
 {
 	if (isnan(s->int8_max_detect_s))
@@ -515,7 +515,7 @@ static bool govd_detect_ok(const struct govd_state *s, const struct gov_estimate
 	return rate > 0 && n / rate <= s->int8_max_detect_s;
 }
 
-void govd_evidence(const struct ctl_input *in, const double *int8_served, bool *decided_bad,
+void ctl_govd_evidence(const struct ctl_input *in, const double *int8_served, bool *decided_bad,
 		   struct ctl_output *out)
 {
 	const struct gov_estimates *e = in->est;
@@ -594,11 +594,11 @@ static uint32_t snap(const struct hal_limits *lim, double khz)
  * What is observed overrides what is predicted: a queue surge sends the
  * clock to max, a tail over slack_high now raises it at least as the
  * latency loop would, and it never goes under floor_khz. */
-static uint32_t predict_step(struct govd_state *s, const struct gov_estimates *e,
+static uint32_t predict_step(struct ctl_govd_state *s, const struct gov_estimates *e,
 			     const struct policy *pol, double ratio, bool busy, uint32_t floor_khz,
 			     struct gov_why *why)
 {
-	const struct govd_tuning *t = &s->tun;
+	const struct ctl_govd_tuning *t = &s->tun;
 	double f_now = e->clk_mhz > 0 ? e->clk_mhz : s->f_khz / 1000.0;
 	double prev = s->f_khz;
 	why->margin = s->predict_margin;
@@ -664,7 +664,7 @@ static uint32_t predict_step(struct govd_state *s, const struct gov_estimates *e
 
 /* A clock whose window or short window failed: barred from the descent for
  * search_memory windows (param 0: never barred). */
-static void remember_bad(struct govd_state *s, double khz)
+static void remember_bad(struct ctl_govd_state *s, double khz)
 {
 	if (s->search_memory < 1)
 		return;
@@ -684,7 +684,7 @@ static void remember_bad(struct govd_state *s, double khz)
  * barred from the descent for search_memory window closes, an overload tail
  * made in a surge raising nothing (search_overload), and a window under the
  * thermal limit closing a step down (search_thermal). */
-static uint32_t search_step(struct govd_state *s, const struct gov_estimates *e,
+static uint32_t search_step(struct ctl_govd_state *s, const struct gov_estimates *e,
 			    const struct policy *pol, bool busy, struct gov_why *why)
 {
 	double w = pol->sla.window_s > 0 ? pol->sla.window_s : 60;
@@ -743,7 +743,7 @@ static uint32_t search_step(struct govd_state *s, const struct gov_estimates *e,
 		s->win_surge = true;
 		s->last_surge_s = e->t_s;
 	}
-	double short_r = govd_sla_ratio(e, pol, -1);
+	double short_r = ctl_govd_sla_ratio(e, pol, -1);
 	bool short_surged = s->overload > 0 && short_r > s->overload &&
 			    e->t_s - s->last_surge_s <
 				    (e->short_window_s > 0 ? e->short_window_s : ESTIMATE_SHORT_WINDOW_S);
@@ -782,18 +782,18 @@ static uint32_t search_step(struct govd_state *s, const struct gov_estimates *e,
 
 static void common_step(void *state, const struct ctl_input *in, struct ctl_output *out)
 {
-	struct govd_state *s = state;
+	struct ctl_govd_state *s = state;
 	const struct gov_estimates *e = in->est;
 	const struct policy *pol = in->pol;
-	const struct govd_tuning *t = &s->tun;
+	const struct ctl_govd_tuning *t = &s->tun;
 	uint32_t reasons = 0;
 	enum gov_binding binding = GOV_B_SLA;
 
 	ctl_default_op(in, &out->op);
-	double ratio = govd_sla_ratio(e, pol, -1);
+	double ratio = ctl_govd_sla_ratio(e, pol, -1);
 	/* This period alone sees a burst's first slow steps before they move
 	 * the 10 s quantiles: raise on it too (never lower on it). */
-	double fast = govd_period_ratio(e, pol);
+	double fast = ctl_govd_period_ratio(e, pol);
 	if (fast > ratio && fast > t->slack_high)
 		ratio = fast;
 	/* Busy now, not in the last 10 s: the short window outlives a burst,
@@ -810,7 +810,7 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 	 * sit at slack_high. Bursty loads thus keep the clock their bursts
 	 * need between bursts, steady light loads earn a low one. */
 	int mode = s->cur_mode;
-	double tbt_ratio_now = govd_sla_ratio(e, pol, SLA_TBT);
+	double tbt_ratio_now = ctl_govd_sla_ratio(e, pol, SLA_TBT);
 	double f_eff_khz = e->clk_mhz > 0 ? e->clk_mhz * 1000.0 : s->f_khz;
 	double decay = exp(-in->period_s / t->peak_memory_s);
 	for (int m = 0; m < 2; m++)
@@ -820,7 +820,7 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 		if (at_max > s->tbt_peak[mode])
 			s->tbt_peak[mode] = at_max;
 	}
-	uint32_t floor_khz = govd_load_floor_khz(t, s->tbt_peak[mode], s->floor_khz, s->fmax_khz);
+	uint32_t floor_khz = ctl_govd_load_floor_khz(t, s->tbt_peak[mode], s->floor_khz, s->fmax_khz);
 	/* The explanation the decision log carries (docs/decision-log.md, "why"). */
 	struct gov_why *why = &out->why;
 	uint32_t use_floor_khz = s->predict && !s->predict_floor ? s->floor_khz : floor_khz;
@@ -840,7 +840,7 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 	else if (s->predict)
 		reasons |= predict_step(s, e, pol, ratio, busy, use_floor_khz, why);
 	else {
-		reasons |= govd_latency_step(t, &s->f_khz, ratio, busy, e->queue_len, in->period_s,
+		reasons |= ctl_govd_latency_step(t, &s->f_khz, ratio, busy, e->queue_len, in->period_s,
 					     floor_khz, s->idle_khz, s->fmax_khz);
 		if (!busy)
 			why->bound = GOV_WHY_IDLE;
@@ -857,7 +857,7 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 
 	if (!s->peer) {
 		double p_allow_w, cap_w = cap_mw / 1000.0;
-		uint32_t r = govd_thermal_step(t, &s->th, e, pol->thermal.ceiling_c,
+		uint32_t r = ctl_govd_thermal_step(t, &s->th, e, pol->thermal.ceiling_c,
 					       in->lim->power_limit_min_mw / 1000.0, cap_w,
 					       &p_allow_w);
 		if (r) {
@@ -874,20 +874,20 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 		size_t n_open = 0;
 		for (size_t i = 0; i < in->n_slices; i++) {
 			bool open = in->rule && in->rule[i].int8_allowed && e->q_gate_open[i] &&
-				    govd_detect_ok(s, e, &in->rule[i], i);
+				    ctl_govd_detect_ok(s, e, &in->rule[i], i);
 			n_open += open;
 			if (open != s->gate_was_open[i])
 				reasons |= open ? GOV_R_INT8_GATE_OPEN : GOV_R_INT8_GATE_CLOSED;
 			s->gate_was_open[i] = open;
 		}
 		bool mixed = n_open > 0 && n_open < in->n_slices;
-		double tbt_ratio = govd_sla_ratio(e, pol, SLA_TBT);
+		double tbt_ratio = ctl_govd_sla_ratio(e, pol, SLA_TBT);
 		if (mixed && busy && tbt_ratio > 0)
-			s->bf16_until_s = govd_mix_decide(t, &s->mix, e->t_s, s->bf16_until_s,
+			s->bf16_until_s = ctl_govd_mix_decide(t, &s->mix, e->t_s, s->bf16_until_s,
 							  tbt_ratio, s->f_khz / s->fmax_khz);
 		bool bf16 = e->t_s < s->bf16_until_s;
 		if (s->benefit_on) {
-			bool no_gain = govd_benefit_step(&s->benefit, &s->benefit_cfg, e->t_s,
+			bool no_gain = ctl_govd_benefit_step(&s->benefit, &s->benefit_cfg, e->t_s,
 							 in->period_s, s->cur_mode, e->running,
 							 (double)e->period_tokens,
 							 e->power_total_w * in->period_s);
@@ -911,7 +911,7 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 			if (in->rule && in->rule[i].int8_allowed && !open && binding == GOV_B_SLA)
 				binding = GOV_B_QUALITY;
 		}
-		govd_evidence(in, out->op.int8_frac, s->ev_bad, out);
+		ctl_govd_evidence(in, out->op.int8_frac, s->ev_bad, out);
 	}
 	uint32_t fk = snap(in->lim, f);
 	if (fk > s->fmax_khz)
@@ -929,10 +929,10 @@ const struct controller_ops ctl_govd = {
 	.name = "govd",
 	.description = "tokens per joule under the SLA: latency-led clock, predicted thermal "
 		       "ceiling, INT8 per slice behind the quality gate",
-	.params = govd_params,
-	.init = govd_init,
+	.params = ctl_govd_params,
+	.init = ctl_govd_init,
 	.step = common_step,
-	.fini = govd_fini,
+	.fini = ctl_govd_fini,
 };
 
 const struct controller_ops ctl_slo_dvfs = {
@@ -942,5 +942,5 @@ const struct controller_ops ctl_slo_dvfs = {
 	.params = slo_params,
 	.init = slo_init,
 	.step = common_step,
-	.fini = govd_fini,
+	.fini = ctl_govd_fini,
 };

@@ -27,12 +27,12 @@ void ipa_setup(struct ipa_state *s, double sustainable_power_w, double control_t
 double ipa_throttle(struct ipa_state *s, double temp_c, double period_ms, uint32_t *reason);
 
 /* Exposed for tests: the govd / slo-dvfs loops (governor/controllers/ctl_govd.c). */
-struct govd_tuning {
+struct ctl_govd_tuning {
 	double slack_low, slack_high, raise_gain, lower_pct_per_s, surge_queue, peak_memory_s;
 	double lower_min_requests;
 	double horizon_s, r_fast_c_per_w, thermal_margin_c, sat_hold_s, sat_s, tbt_exponent;
 };
-struct govd_mix {
+struct ctl_govd_mix {
 	double tbt_at_max[2]; /* BF16, mix: TBT/target scaled to the max clock (EWMA) */
 	double sat_since_s;
 	double last_sat_s, hold_s; /* back-off of the BF16 hold */
@@ -40,7 +40,7 @@ struct govd_mix {
 	double mode_since_s;       /* when the current mode began */
 };
 /* Precision mode under load: the new end of the BF16 hold (see ctl_govd.c). */
-double govd_mix_decide(const struct govd_tuning *t, struct govd_mix *m, double now_s,
+double ctl_govd_mix_decide(const struct ctl_govd_tuning *t, struct ctl_govd_mix *m, double now_s,
 		       double bf16_until_s, double tbt_ratio, double f_frac);
 /* The precision benefit learned per batch range (docs/govd-controller.md,
  * "The benefit learned"): energy per generated token, as a ratio of two
@@ -51,10 +51,10 @@ double govd_mix_decide(const struct govd_tuning *t, struct govd_mix *m, double n
  * J/token is not under (1 - margin) x BF16's; then BF16 for a hold that
  * doubles on each repeat (to an hour) and halves back when low pays again. */
 #define GOVD_BENEFIT_BUCKETS 4
-struct govd_benefit_cfg {
+struct ctl_govd_benefit_cfg {
 	double tau_s, settle_s, min_s, margin, hold_s;
 };
-struct govd_benefit {
+struct ctl_govd_benefit {
 	double e_j[2][GOVD_BENEFIT_BUCKETS], tok[2][GOVD_BENEFIT_BUCKETS];
 	double seen_s[2][GOVD_BENEFIT_BUCKETS];
 	int mode;
@@ -62,22 +62,22 @@ struct govd_benefit {
 	double until_s[GOVD_BENEFIT_BUCKETS]; /* BF16 in this bucket until */
 	double hold_s[GOVD_BENEFIT_BUCKETS];
 };
-void govd_benefit_init(struct govd_benefit *b);
+void ctl_govd_benefit_init(struct ctl_govd_benefit *b);
 /* The bucket of a running batch: [0, 8), [8, 32), [32, 96), [96, inf). */
-int govd_benefit_bucket(uint64_t running);
+int ctl_govd_benefit_bucket(uint64_t running);
 /* One period: learns from what mode (in force over the period just gone)
  * delivered, then returns true when low precision does not pay at this
  * load (serve BF16). */
-bool govd_benefit_step(struct govd_benefit *b, const struct govd_benefit_cfg *c, double now_s,
+bool ctl_govd_benefit_step(struct ctl_govd_benefit *b, const struct ctl_govd_benefit_cfg *c, double now_s,
 		       double period_s, int mode, uint64_t running, double tokens, double energy_j);
 /* The learned J/token of mode in bucket (NaN: not seen min_s yet). */
-double govd_benefit_j_per_token(const struct govd_benefit *b, const struct govd_benefit_cfg *c,
+double ctl_govd_benefit_j_per_token(const struct ctl_govd_benefit *b, const struct ctl_govd_benefit_cfg *c,
 				int mode, int bucket);
 /* Worst short-window quantile over its SLA target, across the policy's
  * targets of one metric (enum sla_metric) or all (-1); 0 when none has data. */
-double govd_sla_ratio(const struct gov_estimates *e, const struct policy *pol, int only_metric);
+double ctl_govd_sla_ratio(const struct gov_estimates *e, const struct policy *pol, int only_metric);
 /* Same for this period's own TTFT/TBT p99 against the p99 targets. */
-double govd_period_ratio(const struct gov_estimates *e, const struct policy *pol);
+double ctl_govd_period_ratio(const struct gov_estimates *e, const struct policy *pol);
 /* Lowest clock the remembered TBT peak (scaled to the max clock) allows. */
 /* Evidence on demand (docs/govd-controller.md, "Evidence on demand"): the
  * shadow rate to ask per slice. A slice INT8 may serve whose gate is
@@ -92,15 +92,15 @@ double govd_period_ratio(const struct gov_estimates *e, const struct policy *pol
  * passes max_drop, cleared only when it falls under 0.8 x max_drop or the
  * gate opens, so a bound near the threshold does not toggle the ask every
  * period. Pure but for that state. */
-void govd_evidence(const struct ctl_input *in, const double *int8_served, bool *decided_bad,
+void ctl_govd_evidence(const struct ctl_input *in, const double *int8_served, bool *decided_bad,
 		   struct ctl_output *out);
-uint32_t govd_load_floor_khz(const struct govd_tuning *t, double tbt_peak_at_max,
+uint32_t ctl_govd_load_floor_khz(const struct ctl_govd_tuning *t, double tbt_peak_at_max,
 			     uint32_t floor_khz, uint32_t fmax_khz);
 /* Latency loop: updates *f_khz; returns the reason bit. */
-uint32_t govd_latency_step(const struct govd_tuning *t, double *f_khz, double ratio, bool busy,
+uint32_t ctl_govd_latency_step(const struct ctl_govd_tuning *t, double *f_khz, double ratio, bool busy,
 			   uint64_t queue_len, double period_s, uint32_t floor_khz,
 			   uint32_t idle_khz, uint32_t fmax_khz);
-struct govd_thermal {
+struct ctl_govd_thermal {
 	bool have;
 	double sink_c, sink_rate_c_per_s, t_s;
 };
@@ -108,7 +108,7 @@ struct govd_thermal {
  * ceiling minus the margin on the heatsink extrapolated horizon_s ahead
  * (*p_allow_w, p_min..p_max). Returns GOV_R_THERMAL_PREDICT when that is
  * below p_max, else 0. */
-uint32_t govd_thermal_step(const struct govd_tuning *t, struct govd_thermal *th,
+uint32_t ctl_govd_thermal_step(const struct ctl_govd_tuning *t, struct ctl_govd_thermal *th,
 			   const struct gov_estimates *e, double ceiling_c, double p_min_w,
 			   double p_max_w, double *p_allow_w);
 

@@ -82,8 +82,8 @@ static int policy_key(struct ctx *x, yaml_node_t *map, const char *path, char *o
 }
 
 /* control.read / control.operator: {users: [...], groups: [...]}, names or
- * numeric ids, resolved now (ctl_acl_add: an unknown name is an error here). */
-static void read_role(struct ctx *x, yaml_node_t *map, const char *key, enum ctl_role role)
+ * numeric ids, resolved now (ctlsock_acl_add: an unknown name is an error here). */
+static void read_role(struct ctx *x, yaml_node_t *map, const char *key, enum ctlsock_role role)
 {
 	char kp[64], lp[96], ip[128];
 	yaml_node_t *r = ycfg_get(x->y, map, key);
@@ -105,7 +105,7 @@ static void read_role(struct ctx *x, yaml_node_t *map, const char *key, enum ctl
 			}
 			int line, col;
 			where(e, &line, &col);
-			ctl_acl_add(&x->c->control.acl, role, grp == 1, (const char *)e->data.scalar.value,
+			ctlsock_acl_add(&x->c->control.acl, role, grp == 1, (const char *)e->data.scalar.value,
 				    x->y->file, line, col, x->y->diags);
 		}
 	}
@@ -337,8 +337,8 @@ static void read_root(struct ctx *x, yaml_node_t *root)
 				ycfg_error(x->y, ycfg_get(x->y, k, "group"), "control.group",
 					   "unknown-name", "no group named '%s'", group);
 		}
-		read_role(x, k, "read", CTL_ROLE_READ);
-		read_role(x, k, "operator", CTL_ROLE_OPERATOR);
+		read_role(x, k, "read", CTLSOCK_ROLE_READ);
+		read_role(x, k, "operator", CTLSOCK_ROLE_OPERATOR);
 	}
 	read_devices(x, root);
 	yaml_node_t *fl = ycfg_get(x->y, root, "fleet"); /* docs/fleet.md */

@@ -68,7 +68,7 @@ struct config {
 		char socket[CONFIG_PATH_LEN];
 		uint32_t mode;
 		gid_t group;        /* socket file's group; (gid_t)-1: as created */
-		struct ctl_acl acl; /* names resolved at load (an unknown one is an error) */
+		struct ctlsock_acl acl; /* names resolved at load (an unknown one is an error) */
 	} control;
 	size_t n_devices;
 	struct config_device dev[CONFIG_MAX_DEVICES];

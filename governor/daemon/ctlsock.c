@@ -35,7 +35,7 @@
 
 /* ---- allow-list ---------------------------------------------------------- */
 
-static bool has_uid(const struct ctl_acl_list *l, uid_t u)
+static bool has_uid(const struct ctlsock_acl_list *l, uid_t u)
 {
 	for (size_t i = 0; i < l->n_uids; i++)
 		if (l->uids[i] == u)
@@ -43,7 +43,7 @@ static bool has_uid(const struct ctl_acl_list *l, uid_t u)
 	return false;
 }
 
-static bool has_gid(const struct ctl_acl_list *l, const struct ctl_peer *p)
+static bool has_gid(const struct ctlsock_acl_list *l, const struct ctlsock_peer *p)
 {
 	for (size_t i = 0; i < l->n_gids; i++) {
 		if (l->gids[i] == p->gid)
@@ -55,25 +55,25 @@ static bool has_gid(const struct ctl_acl_list *l, const struct ctl_peer *p)
 	return false;
 }
 
-static bool listed(const struct ctl_acl_list *l, const struct ctl_peer *p)
+static bool listed(const struct ctlsock_acl_list *l, const struct ctlsock_peer *p)
 {
 	return has_uid(l, p->uid) || has_gid(l, p);
 }
 
-enum ctl_role ctl_acl_role(const struct ctl_acl *acl, const struct ctl_peer *peer)
+enum ctlsock_role ctlsock_acl_role(const struct ctlsock_acl *acl, const struct ctlsock_peer *peer)
 {
 	if (listed(&acl->op, peer))
-		return CTL_ROLE_OPERATOR;
+		return CTLSOCK_ROLE_OPERATOR;
 	if (listed(&acl->read, peer))
-		return CTL_ROLE_READ;
-	return CTL_ROLE_NONE;
+		return CTLSOCK_ROLE_READ;
+	return CTLSOCK_ROLE_NONE;
 }
 
-const char *ctl_role_name(enum ctl_role r)
+const char *ctlsock_role_name(enum ctlsock_role r)
 {
 	switch (r) {
-	case CTL_ROLE_READ: return "read";
-	case CTL_ROLE_OPERATOR: return "operator";
+	case CTLSOCK_ROLE_READ: return "read";
+	case CTLSOCK_ROLE_OPERATOR: return "operator";
 	default: return "none";
 	}
 }
@@ -88,18 +88,18 @@ static bool parse_id(const char *s, unsigned long *out)
 	return !errno && !*end && *out < (unsigned long)UINT32_MAX;
 }
 
-int ctl_acl_add(struct ctl_acl *acl, enum ctl_role role, bool group, const char *name,
+int ctlsock_acl_add(struct ctlsock_acl *acl, enum ctlsock_role role, bool group, const char *name,
 		const char *file, int line, int col, struct diag_list *diags)
 {
-	struct ctl_acl_list *l = role == CTL_ROLE_OPERATOR ? &acl->op : &acl->read;
+	struct ctlsock_acl_list *l = role == CTLSOCK_ROLE_OPERATOR ? &acl->op : &acl->read;
 	const char *what = group ? "group" : "user";
 	char path[32];
 	unsigned long id;
 	char buf[4096];
 
-	snprintf(path, sizeof(path), "control.%s.%ss", role == CTL_ROLE_OPERATOR ? "operator" : "read",
+	snprintf(path, sizeof(path), "control.%s.%ss", role == CTLSOCK_ROLE_OPERATOR ? "operator" : "read",
 		 what);
-	if (role == CTL_ROLE_NONE || !name || !*name) {
+	if (role == CTLSOCK_ROLE_NONE || !name || !*name) {
 		diag_add(diags, DIAG_ERROR, file, line, col, path, "bad-value",
 			 "expected a %s name or numeric id", what);
 		return -EINVAL;
@@ -139,17 +139,17 @@ int ctl_acl_add(struct ctl_acl *acl, enum ctl_role role, bool group, const char 
 
 /* ---- requests ------------------------------------------------------------ */
 
-static const char *const cmd_names[CTL_CMD_N] = { "status", "set budget-w", "hold", "resume",
+static const char *const cmd_names[CTLSOCK_CMD_N] = { "status", "set budget-w", "hold", "resume",
 						  "reload" };
 
-const char *ctl_cmd_name(enum ctl_cmd c)
+const char *ctlsock_cmd_name(enum ctlsock_cmd c)
 {
-	return (unsigned)c < CTL_CMD_N ? cmd_names[c] : "?";
+	return (unsigned)c < CTLSOCK_CMD_N ? cmd_names[c] : "?";
 }
 
-enum ctl_role ctl_cmd_role(enum ctl_cmd c)
+enum ctlsock_role ctlsock_cmd_role(enum ctlsock_cmd c)
 {
-	return c == CTL_CMD_STATUS ? CTL_ROLE_READ : CTL_ROLE_OPERATOR;
+	return c == CTLSOCK_CMD_STATUS ? CTLSOCK_ROLE_READ : CTLSOCK_ROLE_OPERATOR;
 }
 
 static bool only_keys(json_t *o, const char *const *keys, size_t n, char *err, size_t errlen)
@@ -168,7 +168,7 @@ static bool only_keys(json_t *o, const char *const *keys, size_t n, char *err, s
 	return true;
 }
 
-int ctl_parse_request(const char *line, size_t len, struct ctl_request *out, char *err,
+int ctlsock_parse_request(const char *line, size_t len, struct ctlsock_request *out, char *err,
 		      size_t errlen)
 {
 	json_error_t je;
@@ -195,10 +195,10 @@ int ctl_parse_request(const char *line, size_t len, struct ctl_request *out, cha
 	    !strcmp(cmd, "reload")) {
 		if (!only_keys(o, plain, 1, err, errlen))
 			goto out;
-		out->cmd = !strcmp(cmd, "status") ? CTL_CMD_STATUS
-			 : !strcmp(cmd, "hold")   ? CTL_CMD_HOLD
-			 : !strcmp(cmd, "resume") ? CTL_CMD_RESUME
-						  : CTL_CMD_RELOAD;
+		out->cmd = !strcmp(cmd, "status") ? CTLSOCK_CMD_STATUS
+			 : !strcmp(cmd, "hold")   ? CTLSOCK_CMD_HOLD
+			 : !strcmp(cmd, "resume") ? CTLSOCK_CMD_RESUME
+						  : CTLSOCK_CMD_RELOAD;
 		rc = 0;
 	} else if (!strcmp(cmd, "set")) {
 		if (!only_keys(o, set, 3, err, errlen))
@@ -215,7 +215,7 @@ int ctl_parse_request(const char *line, size_t len, struct ctl_request *out, cha
 			snprintf(err, errlen, "set budget-w: value must be a number of watts > 0");
 			goto out;
 		}
-		out->cmd = CTL_CMD_SET_BUDGET_W;
+		out->cmd = CTLSOCK_CMD_SET_BUDGET_W;
 		out->value = json_number_value(v);
 		rc = 0;
 	} else {
@@ -234,8 +234,8 @@ enum { CTL_RL_NOT_LISTED, CTL_RL_BAD_REQUEST, CTL_RL_ROLE, CTL_RL_LONG_LINE, CTL
 
 struct client {
 	int fd;              /* -1: free slot */
-	struct ctl_peer peer;
-	enum ctl_role role;  /* at accept, for eviction (requests are judged on the list in force) */
+	struct ctlsock_peer peer;
+	enum ctlsock_role role;  /* at accept, for eviction (requests are judged on the list in force) */
 	uint64_t active;     /* cs->tick when last heard from */
 	char in[CTL_LINE_MAX + 1];
 	size_t in_n;
@@ -250,7 +250,7 @@ struct ctlsock {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	dev_t dev;
 	ino_t ino;
-	struct ctl_acl acl;
+	struct ctlsock_acl acl;
 	uint64_t tick;
 	struct client cl[CTL_MAX_CLIENTS];
 	struct ratelimit rl[CTL_RL_N];
@@ -261,7 +261,7 @@ int ctlsock_fd(const struct ctlsock *cs)
 	return cs->ep_fd;
 }
 
-void ctlsock_set_acl(struct ctlsock *cs, const struct ctl_acl *acl)
+void ctlsock_set_acl(struct ctlsock *cs, const struct ctlsock_acl *acl)
 {
 	cs->acl = *acl;
 }
@@ -278,7 +278,7 @@ static void client_close(struct ctlsock *cs, struct client *c)
 	c->fd = -1;
 }
 
-static int read_peer(int fd, struct ctl_peer *p)
+static int read_peer(int fd, struct ctlsock_peer *p)
 {
 	struct ucred uc;
 	socklen_t l = sizeof(uc);
@@ -326,7 +326,7 @@ static void ep_update(struct ctlsock *cs, struct client *c)
  * peer churning connections cannot evict an operator before its request
  * is read, nor keep one out. NULL (with *free_slot NULL): the newcomer is
  * refused. */
-static struct client *pick_slot(struct ctlsock *cs, enum ctl_role role, struct client **free_slot)
+static struct client *pick_slot(struct ctlsock *cs, enum ctlsock_role role, struct client **free_slot)
 {
 	struct client *victim = NULL;
 	size_t non_op = 0;
@@ -338,19 +338,19 @@ static struct client *pick_slot(struct ctlsock *cs, enum ctl_role role, struct c
 				*free_slot = c;
 			continue;
 		}
-		non_op += c->role < CTL_ROLE_OPERATOR;
+		non_op += c->role < CTLSOCK_ROLE_OPERATOR;
 		if (c->role > role)
 			continue;
 		if (!victim || c->role < victim->role ||
 		    (c->role == victim->role && c->active < victim->active))
 			victim = c;
 	}
-	if (*free_slot && (role == CTL_ROLE_OPERATOR ||
+	if (*free_slot && (role == CTLSOCK_ROLE_OPERATOR ||
 			   non_op < CTL_MAX_CLIENTS - CTL_OPERATOR_RESERVE))
 		return NULL;
 	*free_slot = NULL;
 	/* At the non-operator share a non-operator evicts only its own kind. */
-	if (victim && role < CTL_ROLE_OPERATOR && victim->role >= CTL_ROLE_OPERATOR)
+	if (victim && role < CTLSOCK_ROLE_OPERATOR && victim->role >= CTLSOCK_ROLE_OPERATOR)
 		victim = NULL;
 	return victim;
 }
@@ -380,26 +380,26 @@ static void do_accept(struct ctlsock *cs)
 				continue;
 			return;
 		}
-		struct ctl_peer peer;
+		struct ctlsock_peer peer;
 		if (read_peer(fd, &peer)) {
 			CTL_WARN(cs, CTL_RL_CREDS, "ctl: no peer credentials: %s; connection closed",
 				 strerror(errno));
 			close(fd);
 			continue;
 		}
-		enum ctl_role role = ctl_acl_role(&cs->acl, &peer);
+		enum ctlsock_role role = ctlsock_acl_role(&cs->acl, &peer);
 		struct client *c, *victim = pick_slot(cs, role, &c);
 		if (!c && !victim) {
 			CTL_WARN(cs, CTL_RL_FULL, "ctl: %d connections open, uid %u (role %s) gives way to none "
-				 "of them: refused", CTL_MAX_CLIENTS, (unsigned)peer.uid, ctl_role_name(role));
+				 "of them: refused", CTL_MAX_CLIENTS, (unsigned)peer.uid, ctlsock_role_name(role));
 			close(fd);
 			continue;
 		}
 		if (!c) {
 			CTL_WARN(cs, CTL_RL_FULL, "ctl: %d connections open: dropping uid %u's idlest one "
 				 "(role %s) for uid %u (role %s)", CTL_MAX_CLIENTS,
-				 (unsigned)victim->peer.uid, ctl_role_name(victim->role), (unsigned)peer.uid,
-				 ctl_role_name(role));
+				 (unsigned)victim->peer.uid, ctlsock_role_name(victim->role), (unsigned)peer.uid,
+				 ctlsock_role_name(role));
 			client_close(cs, victim);
 			c = victim;
 		}
@@ -466,10 +466,10 @@ static void sanitize(const char *in, size_t n, char *out, size_t len)
 	out[o] = '\0';
 }
 
-static void run_cmd(struct client *c, const struct ctl_request *rq, const struct ctlsock_ops *ops,
+static void run_cmd(struct client *c, const struct ctlsock_request *rq, const struct ctlsock_ops *ops,
 		    void *ctx)
 {
-	json_t *reply = json_pack("{s:b, s:s}", "ok", 1, "cmd", ctl_cmd_name(rq->cmd));
+	json_t *reply = json_pack("{s:b, s:s}", "ok", 1, "cmd", ctlsock_cmd_name(rq->cmd));
 	json_t *st = NULL;
 	int rc;
 
@@ -478,21 +478,21 @@ static void run_cmd(struct client *c, const struct ctl_request *rq, const struct
 		return;
 	}
 	switch (rq->cmd) {
-	case CTL_CMD_STATUS:
+	case CTLSOCK_CMD_STATUS:
 		st = json_object();
 		rc = ops->status ? ops->status(ctx, st) : -EOPNOTSUPP;
 		if (!rc)
 			json_object_set(reply, "status", st);
 		json_decref(st);
 		break;
-	case CTL_CMD_SET_BUDGET_W:
+	case CTLSOCK_CMD_SET_BUDGET_W:
 		rc = ops->set_budget_w ? ops->set_budget_w(ctx, rq->value, reply) : -EOPNOTSUPP;
 		break;
-	case CTL_CMD_HOLD:
-	case CTL_CMD_RESUME:
-		rc = ops->hold ? ops->hold(ctx, rq->cmd == CTL_CMD_HOLD, reply) : -EOPNOTSUPP;
+	case CTLSOCK_CMD_HOLD:
+	case CTLSOCK_CMD_RESUME:
+		rc = ops->hold ? ops->hold(ctx, rq->cmd == CTLSOCK_CMD_HOLD, reply) : -EOPNOTSUPP;
 		break;
-	case CTL_CMD_RELOAD:
+	case CTLSOCK_CMD_RELOAD:
 		rc = ops->reload ? ops->reload(ctx, reply) : -EOPNOTSUPP;
 		break;
 	default:
@@ -503,15 +503,15 @@ static void run_cmd(struct client *c, const struct ctl_request *rq, const struct
 		json_object_set_new(reply, "code", json_string("failed"));
 		if (!json_is_string(json_object_get(reply, "error")))
 			json_object_set_new(reply, "error", json_string(strerror(-rc)));
-		log_warn("ctl: %s by uid %u (pid %d) failed: %s", ctl_cmd_name(rq->cmd),
+		log_warn("ctl: %s by uid %u (pid %d) failed: %s", ctlsock_cmd_name(rq->cmd),
 			 (unsigned)c->peer.uid, (int)c->peer.pid,
 			 json_string_value(json_object_get(reply, "error")));
-	} else if (rq->cmd != CTL_CMD_STATUS) {
-		if (rq->cmd == CTL_CMD_SET_BUDGET_W)
+	} else if (rq->cmd != CTLSOCK_CMD_STATUS) {
+		if (rq->cmd == CTLSOCK_CMD_SET_BUDGET_W)
 			log_notice("ctl: set budget-w %g by uid %u (pid %d)", rq->value,
 				   (unsigned)c->peer.uid, (int)c->peer.pid);
 		else
-			log_notice("ctl: %s by uid %u (pid %d)", ctl_cmd_name(rq->cmd),
+			log_notice("ctl: %s by uid %u (pid %d)", ctlsock_cmd_name(rq->cmd),
 				   (unsigned)c->peer.uid, (int)c->peer.pid);
 	}
 	queue_reply(c, reply);
@@ -520,22 +520,22 @@ static void run_cmd(struct client *c, const struct ctl_request *rq, const struct
 static void do_line(struct ctlsock *cs, struct client *c, const char *line, size_t n,
 		    const struct ctlsock_ops *ops, void *ctx)
 {
-	struct ctl_request rq;
+	struct ctlsock_request rq;
 	char err[256], shown[96];
-	int prc = ctl_parse_request(line, n, &rq, err, sizeof(err));
+	int prc = ctlsock_parse_request(line, n, &rq, err, sizeof(err));
 	char who[64];
 	/* Judged per request on the allow-list in force: a reload that drops
 	 * someone applies to connections already open. */
-	enum ctl_role role = ctl_acl_role(&cs->acl, &c->peer);
+	enum ctlsock_role role = ctlsock_acl_role(&cs->acl, &c->peer);
 
 	snprintf(who, sizeof(who), "uid %u gid %u pid %d", (unsigned)c->peer.uid, (unsigned)c->peer.gid,
 		 (int)c->peer.pid);
 	/* Not on the list: refused whatever it asked, and nothing more read. */
-	if (role == CTL_ROLE_NONE) {
+	if (role == CTLSOCK_ROLE_NONE) {
 		if (prc)
 			sanitize(line, n, shown, sizeof(shown));
 		CTL_WARN(cs, CTL_RL_NOT_LISTED, "ctl: refused '%s' from %s: not on the control allow-list",
-			 prc ? shown : ctl_cmd_name(rq.cmd), who);
+			 prc ? shown : ctlsock_cmd_name(rq.cmd), who);
 		queue_reply(c, error_reply("denied", "permission denied: not on the allow-list"));
 		c->closing = true;
 		return;
@@ -546,12 +546,12 @@ static void do_line(struct ctlsock *cs, struct client *c, const char *line, size
 		queue_reply(c, error_reply("bad-request", err));
 		return;
 	}
-	if (role < ctl_cmd_role(rq.cmd)) {
+	if (role < ctlsock_cmd_role(rq.cmd)) {
 		char msg[128];
-		CTL_WARN(cs, CTL_RL_ROLE, "ctl: refused '%s' from %s: role %s, needs %s", ctl_cmd_name(rq.cmd),
-			 who, ctl_role_name(role), ctl_role_name(ctl_cmd_role(rq.cmd)));
+		CTL_WARN(cs, CTL_RL_ROLE, "ctl: refused '%s' from %s: role %s, needs %s", ctlsock_cmd_name(rq.cmd),
+			 who, ctlsock_role_name(role), ctlsock_role_name(ctlsock_cmd_role(rq.cmd)));
 		snprintf(msg, sizeof(msg), "permission denied: '%s' needs the %s role",
-			 ctl_cmd_name(rq.cmd), ctl_role_name(ctl_cmd_role(rq.cmd)));
+			 ctlsock_cmd_name(rq.cmd), ctlsock_role_name(ctlsock_cmd_role(rq.cmd)));
 		queue_reply(c, error_reply("denied", msg));
 		return;
 	}
@@ -810,7 +810,7 @@ void ctlsock_close(struct ctlsock *cs)
 
 /* ---- client -------------------------------------------------------------- */
 
-int ctl_request(const char *path, const json_t *req, json_t **reply, int timeout_ms, char *err,
+int ctlsock_request(const char *path, const json_t *req, json_t **reply, int timeout_ms, char *err,
 		size_t errlen)
 {
 	struct sockaddr_un a;

@@ -33,9 +33,9 @@
 #define CTL_MAX_CLIENTS 8       /* more: the idlest of the lowest role gives way */
 #define CTL_OPERATOR_RESERVE 2  /* slots peers without the operator role never hold */
 
-enum ctl_role { CTL_ROLE_NONE, CTL_ROLE_READ, CTL_ROLE_OPERATOR };
+enum ctlsock_role { CTLSOCK_ROLE_NONE, CTLSOCK_ROLE_READ, CTLSOCK_ROLE_OPERATOR };
 
-struct ctl_acl_list {
+struct ctlsock_acl_list {
 	size_t n_uids, n_gids;
 	uid_t uids[CTL_ACL_MAX];
 	gid_t gids[CTL_ACL_MAX];
@@ -43,12 +43,12 @@ struct ctl_acl_list {
 
 /* Who may do what. Nobody is implicit, root included: an empty list
  * refuses everyone. */
-struct ctl_acl {
-	struct ctl_acl_list read, op;
+struct ctlsock_acl {
+	struct ctlsock_acl_list read, op;
 };
 
 /* A connected peer as the kernel reports it. */
-struct ctl_peer {
+struct ctlsock_peer {
 	pid_t pid;
 	uid_t uid;
 	gid_t gid;
@@ -57,28 +57,28 @@ struct ctl_peer {
 };
 
 /* The strongest role the peer has (pure). */
-enum ctl_role ctl_acl_role(const struct ctl_acl *acl, const struct ctl_peer *peer);
+enum ctlsock_role ctlsock_acl_role(const struct ctlsock_acl *acl, const struct ctlsock_peer *peer);
 /* Adds a user (group = false) or group by name or numeric id to the role's
  * list; an unknown name or a full list is an error in diags at
  * file:line:col (the config entry). */
-int ctl_acl_add(struct ctl_acl *acl, enum ctl_role role, bool group, const char *name,
+int ctlsock_acl_add(struct ctlsock_acl *acl, enum ctlsock_role role, bool group, const char *name,
 		const char *file, int line, int col, struct diag_list *diags);
-const char *ctl_role_name(enum ctl_role r);
+const char *ctlsock_role_name(enum ctlsock_role r);
 
-enum ctl_cmd { CTL_CMD_STATUS, CTL_CMD_SET_BUDGET_W, CTL_CMD_HOLD, CTL_CMD_RESUME, CTL_CMD_RELOAD,
-	       CTL_CMD_N };
+enum ctlsock_cmd { CTLSOCK_CMD_STATUS, CTLSOCK_CMD_SET_BUDGET_W, CTLSOCK_CMD_HOLD, CTLSOCK_CMD_RESUME, CTLSOCK_CMD_RELOAD,
+	       CTLSOCK_CMD_N };
 
-struct ctl_request {
-	enum ctl_cmd cmd;
+struct ctlsock_request {
+	enum ctlsock_cmd cmd;
 	double value; /* set budget-w: W, finite and > 0 */
 };
 
 /* One request line (without its newline); 0, or -EINVAL with the reason in
  * err (pure). Unknown commands, parameters and keys are errors. */
-int ctl_parse_request(const char *line, size_t len, struct ctl_request *out, char *err,
+int ctlsock_parse_request(const char *line, size_t len, struct ctlsock_request *out, char *err,
 		      size_t errlen);
-enum ctl_role ctl_cmd_role(enum ctl_cmd c); /* the role a command needs */
-const char *ctl_cmd_name(enum ctl_cmd c);   /* "status", "set budget-w", ... */
+enum ctlsock_role ctlsock_cmd_role(enum ctlsock_cmd c); /* the role a command needs */
+const char *ctlsock_cmd_name(enum ctlsock_cmd c);   /* "status", "set budget-w", ... */
 
 /* The daemon's side. Return 0, or -errno to fail the command (the reply
  * says "failed" with strerror, or the "error" member the callback set in
@@ -94,7 +94,7 @@ struct ctlsock_cfg {
 	const char *path;  /* NULL: CTLSOCK_DEFAULT_PATH */
 	mode_t mode;       /* 0: 0660 */
 	gid_t group;       /* socket file's group; (gid_t)-1: leave as created */
-	struct ctl_acl acl;
+	struct ctlsock_acl acl;
 };
 
 struct ctlsock;
@@ -109,13 +109,13 @@ int ctlsock_fd(const struct ctlsock *cs);
 int ctlsock_handle(struct ctlsock *cs, const struct ctlsock_ops *ops, void *ctx);
 /* A new allow-list (after a reload): every request from now on, on
  * connections already open too (roles are judged per request). */
-void ctlsock_set_acl(struct ctlsock *cs, const struct ctl_acl *acl);
+void ctlsock_set_acl(struct ctlsock *cs, const struct ctlsock_acl *acl);
 /* Closes every connection and removes the socket file if it is still ours. */
 void ctlsock_close(struct ctlsock *cs);
 
 /* The client's side (govctl): one request, one reply. 0, or -errno with a
  * message in err (socket missing, permission, timeout, garbled reply). */
-int ctl_request(const char *path, const json_t *req, json_t **reply, int timeout_ms, char *err,
+int ctlsock_request(const char *path, const json_t *req, json_t **reply, int timeout_ms, char *err,
 		size_t errlen);
 
 #endif

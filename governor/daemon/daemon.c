@@ -366,7 +366,7 @@ static double budget_w(const struct daemon *d)
 }
 
 
-static int ctl_status(void *ctx, json_t *out)
+static int sock_status(void *ctx, json_t *out)
 {
 	struct daemon *d = ctx;
 	const struct config *c = d->plan.cfg;
@@ -425,7 +425,7 @@ static int ctl_status(void *ctx, json_t *out)
 
 #define CTL_BUDGET_MAX_W 1000000.0
 
-static int ctl_set_budget(void *ctx, double w, json_t *reply)
+static int sock_set_budget(void *ctx, double w, json_t *reply)
 {
 	struct daemon *d = ctx;
 	char msg[160];
@@ -455,7 +455,7 @@ void daemon_hold(struct daemon *d, bool on)
 	d->held = on;
 }
 
-static int ctl_hold(void *ctx, bool on, json_t *reply)
+static int sock_hold(void *ctx, bool on, json_t *reply)
 {
 	struct daemon *d = ctx;
 	daemon_hold(d, on);
@@ -466,7 +466,7 @@ static int ctl_hold(void *ctx, bool on, json_t *reply)
 
 static int reload_logged(struct daemon *d, char *first_err, size_t len);
 
-static int ctl_reload(void *ctx, json_t *reply)
+static int sock_reload(void *ctx, json_t *reply)
 {
 	struct daemon *d = ctx;
 	char err[1200] = "";
@@ -478,17 +478,17 @@ static int ctl_reload(void *ctx, json_t *reply)
 	return rc;
 }
 
-static const struct ctlsock_ops ctl_ops = {
-	.status = ctl_status,
-	.set_budget_w = ctl_set_budget,
-	.hold = ctl_hold,
-	.reload = ctl_reload,
+static const struct ctlsock_ops sock_ops = {
+	.status = sock_status,
+	.set_budget_w = sock_set_budget,
+	.hold = sock_hold,
+	.reload = sock_reload,
 };
 
 static void on_ctlsock(void *ctx, int fd)
 {
 	struct daemon *d = ctx;
-	int rc = ctlsock_handle(d->cs, &ctl_ops, d);
+	int rc = ctlsock_handle(d->cs, &sock_ops, d);
 	if (rc)
 		log_err("control socket: %s", strerror(-rc));
 }

@@ -57,7 +57,7 @@ struct fx {
 	FILE *log;
 };
 
-static void fx_open(struct fx *f, const struct ctl_acl *acl)
+static void fx_open(struct fx *f, const struct ctlsock_acl *acl)
 {
 	struct diag_list dl = { 0 };
 	memset(f, 0, sizeof(*f));
@@ -122,7 +122,7 @@ static void pump(struct fx *f, int ms)
 static void test_refusals_rate_limited(void **state)
 {
 	(void)state;
-	struct ctl_acl nobody = { 0 };
+	struct ctlsock_acl nobody = { 0 };
 	struct fx f;
 	fx_open(&f, &nobody);
 	const int n = 200;
@@ -154,7 +154,7 @@ static void test_read_churn_keeps_operator(void **state)
 	if (geteuid() != 0) {
 		TEST_SKIP("not root: cannot connect as a second user");
 	}
-	struct ctl_acl acl = { 0 };
+	struct ctlsock_acl acl = { 0 };
 	acl.op.uids[acl.op.n_uids++] = 0;
 	acl.read.uids[acl.read.n_uids++] = 65534;
 	struct fx f;
@@ -223,7 +223,7 @@ static void test_read_churn_keeps_operator(void **state)
 }
 
 /* govctl's side: a govd (or whatever holds the socket path) that drips
- * its reply a byte every 50 ms cannot stretch ctl_request past its
+ * its reply a byte every 50 ms cannot stretch ctlsock_request past its
  * timeout_ms (SO_RCVTIMEO alone bounded each read, not the whole). */
 struct dripper {
 	int lfd;
@@ -267,7 +267,7 @@ static void test_client_whole_timeout(void **state)
 	char err[256] = "";
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	int rc = ctl_request(path, req, &reply, 500, err, sizeof(err));
+	int rc = ctlsock_request(path, req, &reply, 500, err, sizeof(err));
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	print_message("reply dripped at 50 ms/byte (~3.4 s), timeout_ms 500: rc %d after %.2f s: %s\n", rc,

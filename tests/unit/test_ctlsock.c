@@ -28,9 +28,9 @@
 
 /* ---- pure parts ---------------------------------------------------------- */
 
-static struct ctl_peer peer(uid_t uid, gid_t gid, size_t n, const gid_t *groups)
+static struct ctlsock_peer peer(uid_t uid, gid_t gid, size_t n, const gid_t *groups)
 {
-	struct ctl_peer p = { .pid = 1234, .uid = uid, .gid = gid, .n_groups = n };
+	struct ctlsock_peer p = { .pid = 1234, .uid = uid, .gid = gid, .n_groups = n };
 	for (size_t i = 0; i < n; i++)
 		p.groups[i] = groups[i];
 	return p;
@@ -38,80 +38,80 @@ static struct ctl_peer peer(uid_t uid, gid_t gid, size_t n, const gid_t *groups)
 
 static void test_acl_role(void **state)
 {
-	struct ctl_acl acl = { 0 };
-	struct ctl_peer alice = peer(1000, 1000, 0, NULL);
-	struct ctl_peer root = peer(0, 0, 0, NULL);
+	struct ctlsock_acl acl = { 0 };
+	struct ctlsock_peer alice = peer(1000, 1000, 0, NULL);
+	struct ctlsock_peer root = peer(0, 0, 0, NULL);
 
 	/* Empty list: nobody, root included. */
-	assert_int_equal(ctl_acl_role(&acl, &alice), CTL_ROLE_NONE);
-	assert_int_equal(ctl_acl_role(&acl, &root), CTL_ROLE_NONE);
+	assert_int_equal(ctlsock_acl_role(&acl, &alice), CTLSOCK_ROLE_NONE);
+	assert_int_equal(ctlsock_acl_role(&acl, &root), CTLSOCK_ROLE_NONE);
 
 	acl.read.uids[acl.read.n_uids++] = 1000;
 	acl.read.gids[acl.read.n_gids++] = 2000; /* govd-read */
 	acl.op.gids[acl.op.n_gids++] = 3000;     /* govd-ops */
 	acl.op.uids[acl.op.n_uids++] = 0;
-	assert_int_equal(ctl_acl_role(&acl, &alice), CTL_ROLE_READ);
-	assert_int_equal(ctl_acl_role(&acl, &root), CTL_ROLE_OPERATOR);
+	assert_int_equal(ctlsock_acl_role(&acl, &alice), CTLSOCK_ROLE_READ);
+	assert_int_equal(ctlsock_acl_role(&acl, &root), CTLSOCK_ROLE_OPERATOR);
 	/* Primary group, supplementary group. */
-	struct ctl_peer bob = peer(1001, 2000, 0, NULL);
-	assert_int_equal(ctl_acl_role(&acl, &bob), CTL_ROLE_READ);
+	struct ctlsock_peer bob = peer(1001, 2000, 0, NULL);
+	assert_int_equal(ctlsock_acl_role(&acl, &bob), CTLSOCK_ROLE_READ);
 	gid_t g[] = { 100, 3000 };
-	struct ctl_peer carol = peer(1002, 1002, 2, g);
-	assert_int_equal(ctl_acl_role(&acl, &carol), CTL_ROLE_OPERATOR);
+	struct ctlsock_peer carol = peer(1002, 1002, 2, g);
+	assert_int_equal(ctlsock_acl_role(&acl, &carol), CTLSOCK_ROLE_OPERATOR);
 	/* Operator beats read when both match. */
-	struct ctl_peer dave = peer(1000, 1000, 2, g);
-	assert_int_equal(ctl_acl_role(&acl, &dave), CTL_ROLE_OPERATOR);
+	struct ctlsock_peer dave = peer(1000, 1000, 2, g);
+	assert_int_equal(ctlsock_acl_role(&acl, &dave), CTLSOCK_ROLE_OPERATOR);
 	/* A stranger, and one whose gid equals a listed uid (ids are not mixed). */
-	struct ctl_peer eve = peer(1003, 0, 0, NULL);
-	assert_int_equal(ctl_acl_role(&acl, &eve), CTL_ROLE_NONE);
-	struct ctl_peer mallory = peer(4000, 1000, 1, (gid_t[]){ 1000 });
-	assert_int_equal(ctl_acl_role(&acl, &mallory), CTL_ROLE_NONE);
+	struct ctlsock_peer eve = peer(1003, 0, 0, NULL);
+	assert_int_equal(ctlsock_acl_role(&acl, &eve), CTLSOCK_ROLE_NONE);
+	struct ctlsock_peer mallory = peer(4000, 1000, 1, (gid_t[]){ 1000 });
+	assert_int_equal(ctlsock_acl_role(&acl, &mallory), CTLSOCK_ROLE_NONE);
 }
 
 static void test_acl_add(void **state)
 {
-	struct ctl_acl acl = { 0 };
+	struct ctlsock_acl acl = { 0 };
 	struct diag_list d = { 0 };
-	assert_int_equal(ctl_acl_add(&acl, CTL_ROLE_READ, false, "1234", "c.yaml", 3, 5, &d), 0);
-	assert_int_equal(ctl_acl_add(&acl, CTL_ROLE_OPERATOR, false, "root", "c.yaml", 4, 5, &d), 0);
-	assert_int_equal(ctl_acl_add(&acl, CTL_ROLE_OPERATOR, true, "root", "c.yaml", 5, 5, &d), 0);
+	assert_int_equal(ctlsock_acl_add(&acl, CTLSOCK_ROLE_READ, false, "1234", "c.yaml", 3, 5, &d), 0);
+	assert_int_equal(ctlsock_acl_add(&acl, CTLSOCK_ROLE_OPERATOR, false, "root", "c.yaml", 4, 5, &d), 0);
+	assert_int_equal(ctlsock_acl_add(&acl, CTLSOCK_ROLE_OPERATOR, true, "root", "c.yaml", 5, 5, &d), 0);
 	assert_int_equal(acl.read.n_uids, 1);
 	assert_int_equal(acl.read.uids[0], 1234);
 	assert_int_equal(acl.op.uids[0], 0);
 	assert_int_equal(acl.op.gids[0], 0);
 	assert_int_equal(d.n, 0);
-	assert_int_equal(ctl_acl_add(&acl, CTL_ROLE_READ, false, "no-such-user-govd", "c.yaml", 7, 9, &d),
+	assert_int_equal(ctlsock_acl_add(&acl, CTLSOCK_ROLE_READ, false, "no-such-user-govd", "c.yaml", 7, 9, &d),
 			 -ENOENT);
-	assert_int_equal(ctl_acl_add(&acl, CTL_ROLE_READ, true, "", "c.yaml", 8, 9, &d), -EINVAL);
+	assert_int_equal(ctlsock_acl_add(&acl, CTLSOCK_ROLE_READ, true, "", "c.yaml", 8, 9, &d), -EINVAL);
 	assert_int_equal(d.n, 2);
 	assert_int_equal(d.v[0].line, 7);
 	assert_string_equal(d.v[0].path, "control.read.users");
 	assert_non_null(strstr(d.v[0].msg, "no-such-user-govd"));
 	diag_clear(&d);
 	for (int i = 1; i < CTL_ACL_MAX; i++)
-		assert_int_equal(ctl_acl_add(&acl, CTL_ROLE_READ, false, "7", "c", 1, 1, &d), 0);
-	assert_int_equal(ctl_acl_add(&acl, CTL_ROLE_READ, false, "7", "c", 1, 1, &d), -ENOSPC);
+		assert_int_equal(ctlsock_acl_add(&acl, CTLSOCK_ROLE_READ, false, "7", "c", 1, 1, &d), 0);
+	assert_int_equal(ctlsock_acl_add(&acl, CTLSOCK_ROLE_READ, false, "7", "c", 1, 1, &d), -ENOSPC);
 	diag_clear(&d);
 }
 
 static void test_parse_request(void **state)
 {
-	struct ctl_request r;
+	struct ctlsock_request r;
 	char err[256];
 	const char *ok[] = { "{\"cmd\":\"status\"}", "{\"cmd\":\"hold\"}", "{\"cmd\":\"resume\"}",
 			     "{\"cmd\":\"reload\"}", " {\"cmd\" : \"status\"} " };
-	enum ctl_cmd want[] = { CTL_CMD_STATUS, CTL_CMD_HOLD, CTL_CMD_RESUME, CTL_CMD_RELOAD,
-				CTL_CMD_STATUS };
+	enum ctlsock_cmd want[] = { CTLSOCK_CMD_STATUS, CTLSOCK_CMD_HOLD, CTLSOCK_CMD_RESUME, CTLSOCK_CMD_RELOAD,
+				CTLSOCK_CMD_STATUS };
 	for (size_t i = 0; i < 5; i++) {
-		assert_int_equal(ctl_parse_request(ok[i], strlen(ok[i]), &r, err, sizeof(err)), 0);
+		assert_int_equal(ctlsock_parse_request(ok[i], strlen(ok[i]), &r, err, sizeof(err)), 0);
 		assert_int_equal(r.cmd, want[i]);
 	}
 	const char *set = "{\"cmd\":\"set\",\"name\":\"budget-w\",\"value\":450.5}";
-	assert_int_equal(ctl_parse_request(set, strlen(set), &r, err, sizeof(err)), 0);
-	assert_int_equal(r.cmd, CTL_CMD_SET_BUDGET_W);
+	assert_int_equal(ctlsock_parse_request(set, strlen(set), &r, err, sizeof(err)), 0);
+	assert_int_equal(r.cmd, CTLSOCK_CMD_SET_BUDGET_W);
 	assert_true(r.value == 450.5);
 	set = "{\"cmd\":\"set\",\"name\":\"budget-w\",\"value\":300}"; /* integer */
-	assert_int_equal(ctl_parse_request(set, strlen(set), &r, err, sizeof(err)), 0);
+	assert_int_equal(ctlsock_parse_request(set, strlen(set), &r, err, sizeof(err)), 0);
 	assert_true(r.value == 300);
 
 	struct {
@@ -134,14 +134,14 @@ static void test_parse_request(void **state)
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = '\0';
-		assert_int_equal(ctl_parse_request(bad[i].line, strlen(bad[i].line), &r, err, sizeof(err)),
+		assert_int_equal(ctlsock_parse_request(bad[i].line, strlen(bad[i].line), &r, err, sizeof(err)),
 				 -EINVAL);
 		if (!strstr(err, bad[i].why))
 			fail_msg("'%s': got '%s', want '%s'", bad[i].line, err, bad[i].why);
 	}
-	assert_int_equal(ctl_cmd_role(CTL_CMD_STATUS), CTL_ROLE_READ);
-	for (int c = CTL_CMD_SET_BUDGET_W; c < CTL_CMD_N; c++)
-		assert_int_equal(ctl_cmd_role((enum ctl_cmd)c), CTL_ROLE_OPERATOR);
+	assert_int_equal(ctlsock_cmd_role(CTLSOCK_CMD_STATUS), CTLSOCK_ROLE_READ);
+	for (int c = CTLSOCK_CMD_SET_BUDGET_W; c < CTLSOCK_CMD_N; c++)
+		assert_int_equal(ctlsock_cmd_role((enum ctlsock_cmd)c), CTLSOCK_ROLE_OPERATOR);
 }
 
 /* ---- end to end ---------------------------------------------------------- */
@@ -203,17 +203,17 @@ struct fixture {
 	FILE *log;
 };
 
-static struct ctl_acl acl_self(enum ctl_role role)
+static struct ctlsock_acl acl_self(enum ctlsock_role role)
 {
-	struct ctl_acl acl = { 0 };
-	if (role == CTL_ROLE_OPERATOR)
+	struct ctlsock_acl acl = { 0 };
+	if (role == CTLSOCK_ROLE_OPERATOR)
 		acl.op.uids[acl.op.n_uids++] = getuid();
-	else if (role == CTL_ROLE_READ)
+	else if (role == CTLSOCK_ROLE_READ)
 		acl.read.uids[acl.read.n_uids++] = getuid();
 	return acl;
 }
 
-static void fx_open(struct fixture *f, enum ctl_role role)
+static void fx_open(struct fixture *f, enum ctlsock_role role)
 {
 	struct diag_list dl = { 0 };
 	memset(f, 0, sizeof(*f));
@@ -312,7 +312,7 @@ static const char *jstr(json_t *j, const char *k)
 static void test_operator(void **state)
 {
 	struct fixture f;
-	fx_open(&f, CTL_ROLE_OPERATOR);
+	fx_open(&f, CTLSOCK_ROLE_OPERATOR);
 	struct stat st;
 	assert_int_equal(lstat(f.path, &st), 0);
 	assert_true(S_ISSOCK(st.st_mode));
@@ -378,7 +378,7 @@ static void test_operator(void **state)
 static void test_read_role(void **state)
 {
 	struct fixture f;
-	fx_open(&f, CTL_ROLE_READ);
+	fx_open(&f, CTLSOCK_ROLE_READ);
 	int fd = connect_to(f.path);
 	json_t *j = roundtrip(&f, fd, "{\"cmd\":\"status\"}\n");
 	assert_true(ok(j));
@@ -407,7 +407,7 @@ static void test_read_role(void **state)
 static void test_not_allowed(void **state)
 {
 	struct fixture f;
-	fx_open(&f, CTL_ROLE_NONE);
+	fx_open(&f, CTLSOCK_ROLE_NONE);
 	int fd = connect_to(f.path);
 	assert_int_equal(write(fd, "{\"cmd\":\"status\"}\n{\"cmd\":\"hold\"}\n", 32), 32);
 	/* One refusal, then the server hangs up without reading more. */
@@ -440,7 +440,7 @@ static void test_not_allowed(void **state)
 static void test_framing_limits(void **state)
 {
 	struct fixture f;
-	fx_open(&f, CTL_ROLE_OPERATOR);
+	fx_open(&f, CTLSOCK_ROLE_OPERATOR);
 	/* A line over CTL_LINE_MAX: refused and hung up. */
 	int fd = connect_to(f.path);
 	char *big = malloc(CTL_LINE_MAX + 10);
@@ -479,13 +479,13 @@ static void test_framing_limits(void **state)
 static void test_acl_change_applies_to_open_connections(void **state)
 {
 	struct fixture f;
-	fx_open(&f, CTL_ROLE_OPERATOR);
+	fx_open(&f, CTLSOCK_ROLE_OPERATOR);
 	int fd = connect_to(f.path);
 	json_t *j = roundtrip(&f, fd, "{\"cmd\":\"hold\"}\n");
 	assert_true(ok(j));
 	json_decref(j);
 	/* Downgraded to read: status still, hold no more. */
-	struct ctl_acl acl = acl_self(CTL_ROLE_READ);
+	struct ctlsock_acl acl = acl_self(CTLSOCK_ROLE_READ);
 	ctlsock_set_acl(f.cs, &acl);
 	j = roundtrip(&f, fd, "{\"cmd\":\"resume\"}\n");
 	assert_false(ok(j));
@@ -495,7 +495,7 @@ static void test_acl_change_applies_to_open_connections(void **state)
 	assert_true(ok(j));
 	json_decref(j);
 	/* Dropped from the list: refused and hung up. */
-	acl = acl_self(CTL_ROLE_NONE);
+	acl = acl_self(CTLSOCK_ROLE_NONE);
 	ctlsock_set_acl(f.cs, &acl);
 	j = roundtrip(&f, fd, "{\"cmd\":\"status\"}\n");
 	assert_false(ok(j));
@@ -517,7 +517,7 @@ static void test_acl_change_applies_to_open_connections(void **state)
 static void test_burst_is_spread(void **state)
 {
 	struct fixture f;
-	fx_open(&f, CTL_ROLE_OPERATOR);
+	fx_open(&f, CTLSOCK_ROLE_OPERATOR);
 	int fd = connect_to(f.path);
 	struct pollfd p = { ctlsock_fd(f.cs), POLLIN, 0 };
 	assert_int_equal(poll(&p, 1, 5000), 1);
@@ -548,7 +548,7 @@ static void test_non_reader_does_not_spin(void **state)
 	static const char line[] = "{\"cmd\":\"status\"}\n";
 	const size_t ll = sizeof(line) - 1;
 	struct fixture f;
-	fx_open(&f, CTL_ROLE_READ);
+	fx_open(&f, CTLSOCK_ROLE_READ);
 	int fd = connect_to(f.path);
 	pump_lines(&f, fd, 0);
 	char *all = malloc(N * ll);
@@ -630,7 +630,7 @@ static void test_open_cases(void **state)
 	struct fixture f;
 	struct diag_list dl = { 0 };
 	struct ctlsock *cs2;
-	fx_open(&f, CTL_ROLE_OPERATOR);
+	fx_open(&f, CTLSOCK_ROLE_OPERATOR);
 	struct ctlsock_cfg cfg = { .path = f.path, .group = (gid_t)-1 };
 
 	/* Live socket: not stolen. */
@@ -687,7 +687,7 @@ static void test_open_cases(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
-/* ---- the client: ctl_request and the govctl binary ------------------------ */
+/* ---- the client: ctlsock_request and the govctl binary ------------------------ */
 
 struct server_thread {
 	struct fixture *f;
@@ -721,21 +721,21 @@ static int run_govctl(const char *args, char *out, size_t len)
 static void test_client(void **state)
 {
 	struct fixture f;
-	fx_open(&f, CTL_ROLE_OPERATOR);
+	fx_open(&f, CTLSOCK_ROLE_OPERATOR);
 	struct server_thread t = { .f = &f };
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, serve, &t), 0);
 
 	char err[256];
 	json_t *reply, *req = json_pack("{s:s}", "cmd", "status");
-	assert_int_equal(ctl_request(f.path, req, &reply, 5000, err, sizeof(err)), 0);
+	assert_int_equal(ctlsock_request(f.path, req, &reply, 5000, err, sizeof(err)), 0);
 	assert_true(ok(reply));
 	json_decref(reply);
 	json_decref(req);
 	char missing[160];
 	snprintf(missing, sizeof(missing), "%s/none.sock", f.dir);
 	req = json_pack("{s:s}", "cmd", "status");
-	assert_int_equal(ctl_request(missing, req, &reply, 5000, err, sizeof(err)), -ENOENT);
+	assert_int_equal(ctlsock_request(missing, req, &reply, 5000, err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, "is govd running?"));
 	json_decref(req);
 
@@ -763,7 +763,7 @@ static void test_client(void **state)
 		snprintf(args, sizeof(args), "status --socket %s", missing);
 		assert_int_equal(run_govctl(args, out, sizeof(out)), 1);
 		/* Refused: the operator list no longer has us. */
-		struct ctl_acl none = { 0 };
+		struct ctlsock_acl none = { 0 };
 		ctlsock_set_acl(f.cs, &none);
 		snprintf(args, sizeof(args), "resume --socket %s", f.path);
 		assert_int_equal(run_govctl(args, out, sizeof(out)), 1);

@@ -18,9 +18,9 @@
 #include "governor/controllers/ctl_internal.h"
 #include "governor/telemetry/estimate.h"
 
-static struct govd_tuning tuning(void)
+static struct ctl_govd_tuning tuning(void)
 {
-	struct govd_tuning t = {
+	struct ctl_govd_tuning t = {
 		.slack_low = 0.65, .slack_high = 0.85, .raise_gain = 1.5, .lower_pct_per_s = 1.5,
 		.surge_queue = 8, .peak_memory_s = 600, .tbt_exponent = 0.8, .horizon_s = 30,
 		.r_fast_c_per_w = 0.025, .thermal_margin_c = 1.0, .sat_hold_s = 120, .sat_s = 5,
@@ -31,58 +31,58 @@ static struct govd_tuning tuning(void)
 static void test_latency_loop(void **state)
 {
 	(void)state;
-	struct govd_tuning t = tuning();
+	struct ctl_govd_tuning t = tuning();
 	double f = 1200000;
 
 	/* A queue surge goes to the max at once. */
-	assert_int_equal(govd_latency_step(&t, &f, 0.1, true, 8, 0.5, 345000, 0, 1980000),
+	assert_int_equal(ctl_govd_latency_step(&t, &f, 0.1, true, 8, 0.5, 345000, 0, 1980000),
 			 GOV_R_QUEUE_SURGE);
 	assert_true(f == 1980000);
 	/* Over the band: raise in proportion, at least 5 %, never above max. */
 	f = 1000000;
-	assert_int_equal(govd_latency_step(&t, &f, 1.05, true, 0, 0.5, 345000, 0, 1980000),
+	assert_int_equal(ctl_govd_latency_step(&t, &f, 1.05, true, 0, 0.5, 345000, 0, 1980000),
 			 GOV_R_SLA_RAISE);
 	assert_true(fabs(f - 1000000 * 1.3) < 1);
 	f = 1000000;
-	govd_latency_step(&t, &f, 0.86, true, 0, 0.5, 345000, 0, 1980000);
+	ctl_govd_latency_step(&t, &f, 0.86, true, 0, 0.5, 345000, 0, 1980000);
 	assert_true(fabs(f - 1050000) < 1);
 	f = 1900000;
-	govd_latency_step(&t, &f, 3.0, true, 0, 0.5, 345000, 0, 1980000);
+	ctl_govd_latency_step(&t, &f, 3.0, true, 0, 0.5, 345000, 0, 1980000);
 	assert_true(f == 1980000);
 	/* Inside the band: kept. Under it: decays by lower_pct_per_s * period. */
 	f = 1500000;
-	assert_int_equal(govd_latency_step(&t, &f, 0.7, true, 0, 0.5, 345000, 0, 1980000),
+	assert_int_equal(ctl_govd_latency_step(&t, &f, 0.7, true, 0, 0.5, 345000, 0, 1980000),
 			 GOV_R_SLA_KEEP);
 	assert_true(f == 1500000);
-	assert_int_equal(govd_latency_step(&t, &f, 0.3, true, 0, 0.5, 345000, 0, 1980000),
+	assert_int_equal(ctl_govd_latency_step(&t, &f, 0.3, true, 0, 0.5, 345000, 0, 1980000),
 			 GOV_R_SLA_LOWER);
 	assert_true(fabs(f - 1500000 * (1 - 0.0075)) < 1);
 	/* The floor holds while busy. */
 	f = 900000;
-	govd_latency_step(&t, &f, 0.1, true, 0, 0.5, 1000000, 0, 1980000);
+	ctl_govd_latency_step(&t, &f, 0.1, true, 0, 0.5, 1000000, 0, 1980000);
 	assert_true(f == 1000000);
 	/* Idle: held (idle 0) or set to the idle clock. */
 	f = 1500000;
-	govd_latency_step(&t, &f, 0, false, 0, 0.5, 345000, 0, 1980000);
+	ctl_govd_latency_step(&t, &f, 0, false, 0, 0.5, 345000, 0, 1980000);
 	assert_true(f == 1500000);
-	govd_latency_step(&t, &f, 0, false, 0, 0.5, 345000, 900000, 1980000);
+	ctl_govd_latency_step(&t, &f, 0, false, 0, 0.5, 345000, 900000, 1980000);
 	assert_true(f == 900000);
 }
 
 static void test_load_floor(void **state)
 {
 	(void)state;
-	struct govd_tuning t = tuning();
+	struct ctl_govd_tuning t = tuning();
 
 	/* A peak at or over slack_high at the max clock leaves no room. */
-	assert_int_equal(govd_load_floor_khz(&t, 0.85, 345000, 1980000), 1980000);
-	assert_int_equal(govd_load_floor_khz(&t, 1.3, 345000, 1980000), 1980000);
+	assert_int_equal(ctl_govd_load_floor_khz(&t, 0.85, 345000, 1980000), 1980000);
+	assert_int_equal(ctl_govd_load_floor_khz(&t, 1.3, 345000, 1980000), 1980000);
 	/* Half of slack_high: f = fmax * 0.5^(1/0.8). */
-	uint32_t f = govd_load_floor_khz(&t, 0.425, 345000, 1980000);
+	uint32_t f = ctl_govd_load_floor_khz(&t, 0.425, 345000, 1980000);
 	assert_true(fabs(f - 1980000 * pow(0.5, 1.25)) < 2);
 	/* Nothing seen: the configured floor. */
-	assert_int_equal(govd_load_floor_khz(&t, 0, 345000, 1980000), 345000);
-	assert_int_equal(govd_load_floor_khz(&t, 0.01, 600000, 1980000), 600000);
+	assert_int_equal(ctl_govd_load_floor_khz(&t, 0, 345000, 1980000), 345000);
+	assert_int_equal(ctl_govd_load_floor_khz(&t, 0.01, 600000, 1980000), 600000);
 }
 
 static struct gov_estimates est_thermal(double tj, double p_w, double t_s)
@@ -100,59 +100,59 @@ static struct gov_estimates est_thermal(double tj, double p_w, double t_s)
 static void test_thermal_loop(void **state)
 {
 	(void)state;
-	struct govd_tuning t = tuning();
-	struct govd_thermal th = { 0 };
+	struct ctl_govd_tuning t = tuning();
+	struct ctl_govd_thermal th = { 0 };
 	double allow;
 
 	/* Heatsink 60 C (70 - 0.025 * 400): 880 W would reach 82 C, over the
 	 * 700 W max: not binding. */
 	struct gov_estimates e = est_thermal(70, 400, 0);
-	assert_int_equal(govd_thermal_step(&t, &th, &e, 83, 200, 700, &allow), 0);
+	assert_int_equal(ctl_govd_thermal_step(&t, &th, &e, 83, 200, 700, &allow), 0);
 	assert_true(allow == 700);
 	/* Same heatsink seen again, no trend: still 880 W. Then a hotter
 	 * heatsink (80 - 10 = 70 C) rising: the limit drops under 480 W. */
 	e = est_thermal(70, 400, 1);
-	govd_thermal_step(&t, &th, &e, 83, 200, 700, &allow);
+	ctl_govd_thermal_step(&t, &th, &e, 83, 200, 700, &allow);
 	e = est_thermal(80, 400, 2);
-	assert_int_equal(govd_thermal_step(&t, &th, &e, 83, 200, 700, &allow),
+	assert_int_equal(ctl_govd_thermal_step(&t, &th, &e, 83, 200, 700, &allow),
 			 GOV_R_THERMAL_PREDICT);
 	assert_true(allow < 480 && allow >= 200);
 	/* Never under the device minimum. */
 	e = est_thermal(95, 100, 3);
-	govd_thermal_step(&t, &th, &e, 83, 200, 700, &allow);
+	ctl_govd_thermal_step(&t, &th, &e, 83, 200, 700, &allow);
 	assert_true(allow == 200);
 	/* No junction reading: nothing decided. */
 	e = est_thermal(NAN, 100, 4);
-	assert_int_equal(govd_thermal_step(&t, &th, &e, 83, 200, 700, &allow), 0);
+	assert_int_equal(ctl_govd_thermal_step(&t, &th, &e, 83, 200, 700, &allow), 0);
 	assert_true(allow == 700);
 }
 
 static void test_mix_decide(void **state)
 {
 	(void)state;
-	struct govd_tuning t = tuning();
-	struct govd_mix m = { .tbt_at_max = { NAN, NAN }, .sat_since_s = NAN,
+	struct ctl_govd_tuning t = tuning();
+	struct ctl_govd_mix m = { .tbt_at_max = { NAN, NAN }, .sat_since_s = NAN,
 			      .last_sat_s = -INFINITY, .hold_s = 60, .mode_since_s = -INFINITY };
 	double until = -INFINITY;
 
 	/* The mix under slack_high: stays. */
 	for (int i = 0; i < 20; i++)
-		until = govd_mix_decide(&t, &m, i * 0.5, until, 0.5, 1.0);
+		until = ctl_govd_mix_decide(&t, &m, i * 0.5, until, 0.5, 1.0);
 	assert_true(until == -INFINITY);
 	/* Over slack_high at the max clock for sat_s: BF16 for the hold. */
 	double now = 10;
 	for (; now < 30 && !(now < until); now += 0.5)
-		until = govd_mix_decide(&t, &m, now, until, 1.2, 1.0);
+		until = ctl_govd_mix_decide(&t, &m, now, until, 1.2, 1.0);
 	assert_true(now < until);
 	/* The EWMA (0.1 per period) crosses 0.85 after ~4 s, then sat_s. */
 	assert_true(now - 10 >= t.sat_s && now - 10 <= t.sat_s + 6.0);
 	double first_hold = until - (now - 0.5);
 	/* BF16 doing clearly worse than the mix did: back once the short
 	 * window holds BF16 tokens only (not on the mix's leftovers). */
-	double u2 = govd_mix_decide(&t, &m, now, until, 3.0, 1.0);
+	double u2 = ctl_govd_mix_decide(&t, &m, now, until, 3.0, 1.0);
 	assert_true(u2 == until);
 	for (; now < until && u2 == until; now += 0.5)
-		u2 = govd_mix_decide(&t, &m, now, until, 3.0, 1.0);
+		u2 = ctl_govd_mix_decide(&t, &m, now, until, 3.0, 1.0);
 	assert_true(u2 <= now && now - first_hold < until);
 	assert_true(now >= until - first_hold + ESTIMATE_SHORT_WINDOW_S);
 	/* A second saturation soon after backs off: the hold doubles. */
@@ -160,7 +160,7 @@ static void test_mix_decide(void **state)
 	double t0 = now + 1;
 	m.tbt_at_max[0] = 0.3; /* BF16 remembered as better */
 	for (now = t0; now < t0 + 30 && !(now < until); now += 0.5)
-		until = govd_mix_decide(&t, &m, now, until, 1.2, 1.0);
+		until = ctl_govd_mix_decide(&t, &m, now, until, 1.2, 1.0);
 	assert_true(until - (now - 0.5) > 1.5 * first_hold);
 }
 
@@ -550,7 +550,7 @@ static void test_window_search_thermal(void **state)
 	policy_free(r.pol);
 }
 
-/* Evidence on demand (govd_evidence): probation on an undecided slice, none
+/* Evidence on demand (ctl_govd_evidence): probation on an undecided slice, none
  * on a decided one, the detection-delay rate on a slice INT8 serves, the
  * budget scaling every ask by one factor, and nothing at or under the rate
  * the policy says the server runs. */
@@ -588,7 +588,7 @@ static void test_evidence_on_demand(void **state)
 	/* Three undecided slices: 0.5 each, 0.48 extra on all requests -> scaled
 	 * to the 0.1 budget: 0.02 + 0.48 * 0.1 / 0.48 = 0.12. */
 	memset(&out, 0, sizeof(out));
-	govd_evidence(&in, served, bad, &out);
+	ctl_govd_evidence(&in, served, bad, &out);
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(out.evidence[i], GOV_EV_PROBATION);
 		assert_true(fabs(out.op.shadow_rate[i] - 0.12) < 1e-9);
@@ -601,7 +601,7 @@ static void test_evidence_on_demand(void **state)
 	e.q_gate_open[1] = true;
 	served[1] = 1;
 	memset(&out, 0, sizeof(out));
-	govd_evidence(&in, served, bad, &out);
+	ctl_govd_evidence(&in, served, bad, &out);
 	assert_int_equal(out.evidence[2], GOV_EV_NONE);
 	assert_true(out.op.shadow_rate[2] == 0);
 	assert_int_equal(out.evidence[1], GOV_EV_DETECT);
@@ -618,11 +618,11 @@ static void test_evidence_on_demand(void **state)
 	 * decided; under 0.8 % it is undecided again */
 	e.q_drop_lower[2] = 0.009;
 	memset(&out, 0, sizeof(out));
-	govd_evidence(&in, served, bad, &out);
+	ctl_govd_evidence(&in, served, bad, &out);
 	assert_int_equal(out.evidence[2], GOV_EV_NONE);
 	e.q_drop_lower[2] = 0.007;
 	memset(&out, 0, sizeof(out));
-	govd_evidence(&in, served, bad, &out);
+	ctl_govd_evidence(&in, served, bad, &out);
 	assert_int_equal(out.evidence[2], GOV_EV_PROBATION);
 	e.q_drop_lower[2] = 0.02;
 
@@ -631,7 +631,7 @@ static void test_evidence_on_demand(void **state)
 	rule[0].int8_allowed = false;
 	served[1] = 0;
 	memset(&out, 0, sizeof(out));
-	govd_evidence(&in, served, bad, &out);
+	ctl_govd_evidence(&in, served, bad, &out);
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(out.evidence[i], GOV_EV_NONE);
 		assert_true(out.op.shadow_rate[i] == 0);
@@ -647,48 +647,48 @@ static void test_evidence_on_demand(void **state)
 static void test_benefit_learned(void **state)
 {
 	(void)state;
-	struct govd_benefit_cfg c = { .tau_s = 20, .settle_s = 5, .min_s = 30, .margin = 0.02,
+	struct ctl_govd_benefit_cfg c = { .tau_s = 20, .settle_s = 5, .min_s = 30, .margin = 0.02,
 				      .hold_s = 100 };
-	struct govd_benefit b;
-	govd_benefit_init(&b);
-	assert_int_equal(govd_benefit_bucket(4), 0);
-	assert_int_equal(govd_benefit_bucket(8), 1);
-	assert_int_equal(govd_benefit_bucket(95), 2);
-	assert_int_equal(govd_benefit_bucket(500), 3);
+	struct ctl_govd_benefit b;
+	ctl_govd_benefit_init(&b);
+	assert_int_equal(ctl_govd_benefit_bucket(4), 0);
+	assert_int_equal(ctl_govd_benefit_bucket(8), 1);
+	assert_int_equal(ctl_govd_benefit_bucket(95), 2);
+	assert_int_equal(ctl_govd_benefit_bucket(500), 3);
 	double t = 0;
 	/* BF16 at batch 16: 1 J per token. */
 	for (; t < 60; t += 0.5)
-		assert_false(govd_benefit_step(&b, &c, t, 0.5, 0, 16, 100, 100));
-	assert_true(fabs(govd_benefit_j_per_token(&b, &c, 0, 1) - 1.0) < 1e-9);
-	assert_true(isnan(govd_benefit_j_per_token(&b, &c, 1, 1)));
+		assert_false(ctl_govd_benefit_step(&b, &c, t, 0.5, 0, 16, 100, 100));
+	assert_true(fabs(ctl_govd_benefit_j_per_token(&b, &c, 0, 1) - 1.0) < 1e-9);
+	assert_true(isnan(ctl_govd_benefit_j_per_token(&b, &c, 1, 1)));
 	/* Low precision at 0.99 J/token: not 2 % better -> BF16 once it is known
 	 * (settle 5 s + 30 s seen). */
 	bool held = false;
 	double t_held = 0;
 	for (; t < 120 && !held; t += 0.5) {
-		held = govd_benefit_step(&b, &c, t, 0.5, 1, 16, 100, 99);
+		held = ctl_govd_benefit_step(&b, &c, t, 0.5, 1, 16, 100, 99);
 		t_held = t;
 	}
 	assert_true(held);
 	assert_true(t_held >= 60 + 35 - 1 && t_held <= 60 + 36);
 	/* held for hold_s, in that bucket only; another bucket still tries */
-	assert_true(govd_benefit_step(&b, &c, t_held + 50, 0.5, 0, 16, 100, 100));
-	assert_false(govd_benefit_step(&b, &c, t_held + 50, 0.5, 0, 200, 100, 100));
+	assert_true(ctl_govd_benefit_step(&b, &c, t_held + 50, 0.5, 0, 16, 100, 100));
+	assert_false(ctl_govd_benefit_step(&b, &c, t_held + 50, 0.5, 0, 200, 100, 100));
 	/* after the hold: tried again, estimate afresh; a second miss doubles it */
 	t = t_held + 101;
 	held = false;
 	for (; t < t_held + 300 && !held; t += 0.5)
-		held = govd_benefit_step(&b, &c, t, 0.5, 1, 16, 100, 99);
+		held = ctl_govd_benefit_step(&b, &c, t, 0.5, 1, 16, 100, 99);
 	assert_true(held);
-	assert_true(govd_benefit_step(&b, &c, t + 150, 0.5, 0, 16, 100, 100)); /* 200 s now */
+	assert_true(ctl_govd_benefit_step(&b, &c, t + 150, 0.5, 0, 16, 100, 100)); /* 200 s now */
 	/* where it saves 20 %, low precision stays */
-	struct govd_benefit g;
-	govd_benefit_init(&g);
+	struct ctl_govd_benefit g;
+	ctl_govd_benefit_init(&g);
 	for (t = 0; t < 60; t += 0.5)
-		govd_benefit_step(&g, &c, t, 0.5, 0, 40, 100, 100);
+		ctl_govd_benefit_step(&g, &c, t, 0.5, 0, 40, 100, 100);
 	for (; t < 400; t += 0.5)
-		assert_false(govd_benefit_step(&g, &c, t, 0.5, 1, 40, 100, 80));
-	assert_true(fabs(govd_benefit_j_per_token(&g, &c, 1, 2) - 0.8) < 1e-6);
+		assert_false(ctl_govd_benefit_step(&g, &c, t, 0.5, 1, 40, 100, 80));
+	assert_true(fabs(ctl_govd_benefit_j_per_token(&g, &c, 1, 2) - 0.8) < 1e-6);
 }
 
 int main(void)
