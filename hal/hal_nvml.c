@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hal/hal.h"
-#include "hal/backend_opts.h"
 #include "hal/hal_backends.h"
+#include "hal/backend_opts.h"
+#include "hal/hal.h"
 
 /* nvmlReturn_t */
 enum {

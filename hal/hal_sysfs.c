@@ -14,8 +14,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "hal/hal.h"
 #include "hal/hal_backends.h"
+#include "hal/hal.h"
 #include "hal/backend_opts.h"
 #include "hal/sysfs_io.h"
 

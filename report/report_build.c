@@ -2,6 +2,8 @@
  * one JSON document (report.json); report_render.c renders the Markdown and
  * HTML from it, so the three never disagree. No I/O: govctl report loads the
  * runs, writes the outputs and signs them. */
+#include "report/report.h"
+
 #include <assert.h>
 #include <ctype.h>
 #include <errno.h>
@@ -14,7 +16,6 @@
 #include "common/jsonx.h"
 #include "governor/policy/opoint.h"
 #include "governor/sim/sim.h"
-#include "report/report.h"
 
 static bool same_demand(const struct rp_run *a, const struct rp_run *b)
 {
@@ -1049,7 +1050,6 @@ static enum rp_evidence evidence_of(const struct rp_run *r, char *detail, size_t
 		 r->driver[0] ? r->driver : "?", r->firmware[0] ? r->firmware : "?");
 	return r->dry_run ? RP_EV_DRY_RUN : RP_EV_GOVERNED;
 }
-
 
 static json_t *spread_json(const struct rp_spread *s)
 {

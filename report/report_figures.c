@@ -5,6 +5,8 @@
  * construction. Time series overlay the candidate and the baseline on shared
  * axes; events (rollbacks, safe points, clamps, gate changes) are marked on
  * every panel. */
+#include "report/report.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +14,6 @@
 
 #include "common/jsonx.h"
 #include "governor/policy/opoint.h"
-#include "report/report.h"
 
 #define FIG_POINTS 400   /* per series: a 1 h run at 0.5 s is thinned to 9 s buckets */
 #define FIG_EVENTS 200   /* per kind and run; the label says how many there were */
@@ -175,7 +176,6 @@ static void events_of(json_t *evs, const struct rp_run *r, const char *role, con
 	json_object_set_new(e, "x", xs);
 	json_array_append_new(evs, e);
 }
-
 
 json_t *rp_figures(const struct rp_run *c, const struct rp_run *b, struct rp_run *const *all,
 		   const char *const *roles, size_t n, const struct rp_seed_pair *seeds,

@@ -1,6 +1,8 @@
 /* govctl report: reading a run (summary.json + decisions.jsonl of govctl sim,
  * or a live govd's decisions.jsonl alone) into per-period and per-window
  * evidence. Figures a live log lacks are recomputed from it (docs/report.md). */
+#include "report/report.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -16,7 +18,6 @@
 #include "governor/loop/declog_read.h"
 #include "governor/policy/opoint.h"
 #include "governor/policy/policy.h"
-#include "report/report.h"
 
 /* A decision log is MiBs; rotated files stay under max_bytes. */
 #define RP_LOG_MAX_BYTES (2048ul * 1024 * 1024)

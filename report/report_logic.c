@@ -2,6 +2,8 @@
  * the release recommendation. Pure (no I/O); thresholds and their reasons in
  * docs/report.md. tests/unit/test_report_*.c include this file directly
  * because govctl's sources are not in a library. */
+#include "report/report.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,7 +11,6 @@
 #include <string.h>
 
 #include "hal/hal.h"
-#include "report/report.h"
 
 const struct rp_thresholds rp_default_thresholds = {
 	.busy_util = 0.02,

@@ -3,6 +3,8 @@
  * data files in a temporary directory; the SVGs are read back to be inlined.
  * gnuplot's SVG output has no timestamps, so the same runs give the same
  * bytes. */
+#include "report/report.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,8 +21,6 @@
 #include "common/fsafe.h"
 #include "common/jsonx.h"
 #include "hal/hal.h"
-#include "report/report.h"
-
 
 static char *slurp(const char *path)
 {
@@ -129,7 +129,6 @@ static int run_gnuplot(const char *dir, const char *script, char *why, size_t le
 	}
 	return 0;
 }
-
 
 static const char *js(json_t *o, const char *k)
 {

@@ -1,6 +1,8 @@
 /* govctl report: report.md and report.html, both rendered from report.json's
  * document so they say the same thing. The HTML is self-contained (inline CSS
  * and SVG, no scripts, no external references). */
+#include "report/report.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -9,7 +11,6 @@
 #include <string.h>
 
 #include "common/fsafe.h"
-#include "report/report.h"
 
 struct doc {
 	FILE *f;

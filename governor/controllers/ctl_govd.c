@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "governor/controllers/controller.h"
 #include "governor/controllers/ctl_internal.h"
 #include "governor/controllers/govd_predict.h"
 

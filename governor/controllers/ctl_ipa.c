@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "governor/controllers/controller.h"
 #include "governor/controllers/ctl_internal.h"
 
 /* estimate_pid_constants(): k_po = P / dT, k_pu = 2P / dT, k_i = k_pu / 10,

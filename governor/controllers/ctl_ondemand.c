@@ -7,7 +7,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "governor/controllers/controller.h"
 #include "governor/controllers/ctl_internal.h"
 
 uint32_t ondemand_target_khz(double util_pct, uint32_t cur_khz, uint32_t max_khz,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tools/check-deps must refuse each kind of violation DEPS and its header
 # describe, planted in a copy of the tree's sources, and accept the copy
-# unchanged: a forbidden include, a cycle between two modules, an #include of
+# unchanged: a forbidden include, a cycle between two modules (and one
+# through a header's second .c file), an #include of
 # a .c file, a source no CMakeLists.txt lists, and a stale DEPS.known line.
 set -euo pipefail
 src=$(pwd)
@@ -34,6 +35,20 @@ echo '#include "common/hist.h"' >>"$t/common/rng.c"
 echo '#include "common/rng.h"' >>"$t/common/hist.c"
 expect "a two-module cycle" "include cycle: common/hist -> common/rng -> common/hist"
 cp "$work/rng.c" "$t/common/rng.c"; cp "$work/hist.c" "$t/common/hist.c"
+
+# A module is a header with every .c of its folder that implements it: a
+# second file of report.h's (report_render.c) including a header whose .c
+# includes report.h is a cycle, though no report.c exists to carry it.
+cp "$t/report/report_render.c" "$work/report_render.c"
+printf '#pragma once\nint planted_fmt(void);\n' >"$t/report/planted_fmt.h"
+printf '#include "report/planted_fmt.h"\n#include "report/report.h"\nint planted_fmt(void) { return 0; }\n' >"$t/report/planted_fmt.c"
+echo 'planted_fmt.c' >>"$t/report/CMakeLists.txt"
+echo '#include "report/planted_fmt.h"' >>"$t/report/report_render.c"
+expect "a cycle through a header's second .c file" "include cycle: report/(planted_fmt -> report/report|report -> report/planted_fmt)"
+cp "$work/report_render.c" "$t/report/report_render.c"
+rm "$t/report/planted_fmt.h" "$t/report/planted_fmt.c"
+sed -i '$d' "$t/report/CMakeLists.txt"
+chk >/dev/null || fail "the copy is not clean again after the module case"
 
 echo '#include "common/rng.c"' >>"$t/common/strjoin.c"
 expect "an #include of a .c file" "common/strjoin.c:[0-9]+: includes the source file common/rng.c"
