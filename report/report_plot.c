@@ -224,22 +224,142 @@ static void x_tics(FILE *gp, json_t *panel)
 	fprintf(gp, "set xtics %.6g\n", step);
 }
 
-/* One figure: a multiplot of its panels, stacked, on one x range for time
- * series, with fixed margins so the panels line up. */
-static void w_figure(FILE *gp, FILE *d, json_t *fig, const char *out)
+/* A panel's axes: labels, x and y ranges, the before -> after arrow. */
+static void w_axes(FILE *gp, json_t *fig, json_t *p, size_t pi, size_t np, bool scatter)
+{
+	double xmax = jsonx_num(fig, "xmax");
+	fprintf(gp, "unset arrow\nunset label\nunset logscale\nset autoscale\nset xlabel ");
+	gp_str(gp, scatter ? js(p, "xlabel") : pi + 1 == np ? js(fig, "xlabel") : "");
+	fprintf(gp, "\nset ylabel ");
+	gp_str(gp, js(p, "ylabel"));
+	fprintf(gp, "\n");
+	if (!scatter && isfinite(xmax))
+		fprintf(gp, "set xrange [0:%.6g]\n", xmax);
+	if (scatter)
+		x_tics(gp, p);
+	double y0 = jsonx_num(p, "ymin"), y1 = jsonx_num(p, "ymax");
+	if (isfinite(y0) && isfinite(y1))
+		fprintf(gp, "set yrange [%.6g:%.6g]\n", y0, y1);
+	else if (isfinite(y0))
+		fprintf(gp, "set yrange [%.6g:*]\n", y0);
+	else if (isfinite(y1))
+		fprintf(gp, "set yrange [*:%.6g]\n", y1);
+	else
+		fprintf(gp, "set yrange [*:*]\n");
+	json_t *a = json_object_get(p, "arrow");
+	if (a && isfinite(jsonx_num(a, "x0")) && isfinite(jsonx_num(a, "y0")) && isfinite(jsonx_num(a, "x1")) &&
+	    isfinite(jsonx_num(a, "y1")))
+		fprintf(gp, "set arrow 1 from %.6g,%.6g to %.6g,%.6g head filled lw 1.5 lc rgb "
+			    "\"#555555\" front\n",
+			jsonx_num(a, "x0"), jsonx_num(a, "y0"), jsonx_num(a, "x1"), jsonx_num(a, "y1"));
+}
+
+/* A panel's runs: data blocks into d, plot clauses into gp. */
+static void w_series(FILE *gp, FILE *d, json_t *p, size_t pi, bool scatter, int *idx, bool *drawn)
+{
+	size_t si;
+	json_t *s;
+	/* The baseline first, wider and dashed, under the candidate: where
+	 * the two agree (an INT8 share of 0 in both) both stay in view. */
+	for (int pass = 0; pass < 2; pass++)
+	json_array_foreach(json_object_get(p, "series"), si, s)
+	{
+		bool base = !strcmp(js(s, "role"), "baseline");
+		if (base != (pass == 0))
+			continue;
+		int ix = write_xy(d, json_object_get(s, "x"), json_object_get(s, "y"), idx);
+		if (!has_point(s))
+			continue;
+		const char *st = js(s, "style");
+		fprintf(gp, "%s\"fig.dat\" index %d u 1:2 ", *drawn ? ", " : "", ix);
+		/* shapes as well as colours: colours repeat (an alternative's
+		 * seed 1 took the candidate's blue); five shapes against the
+		 * eight colours tell 40 runs apart */
+		static const int pts[] = { 7, 5, 9, 11, 13 };
+		if (!strcmp(st, "points") && scatter)
+			fprintf(gp, "w p pt %d ps 1.6", pts[si % 5]);
+		else if (!strcmp(st, "points"))
+			fprintf(gp, "w p pt 7 ps 1.6");
+		else if (!strcmp(st, "linespoints"))
+			fprintf(gp, "w lp pt 7 ps 0.5 lw %s", base ? "2.6 dt 2" : "1.5");
+		else
+			fprintf(gp, "w l lw %s", base ? "2.6 dt 2" : "1.5");
+		fprintf(gp, " lc rgb \"%s\" ", color(s));
+		/* a label beside each point overlapped the next: the legend
+		 * names them */
+		if (scatter && pi > 0) {
+			fprintf(gp, "notitle");
+		} else {
+			fprintf(gp, "t ");
+			gp_str(gp, js(s, "label"));
+		}
+		*drawn = true;
+	}
+}
+
+/* A panel's targets and limits: horizontal and vertical lines. */
+static void w_lines(FILE *gp, FILE *d, json_t *p, int *idx, bool *drawn)
+{
+	size_t li;
+	json_t *ln;
+	json_array_foreach(json_object_get(p, "hlines"), li, ln)
+	{
+		fprintf(gp, "%s%.6g w l dt 3 lw 1.5 lc rgb \"%s\" t ", *drawn ? ", " : "", jsonx_num(ln, "y"),
+			li % 2 ? "#000000" : "#555555");
+		gp_str(gp, js(ln, "label"));
+		*drawn = true;
+	}
+	json_array_foreach(json_object_get(p, "vlines"), li, ln)
+	{
+		double x = jsonx_num(ln, "x");
+		fprintf(gp, "%s\"fig.dat\" index %d u (%.6g):(0):(0):(1) axes x1y2 w vectors "
+			    "nohead dt 3 lw 1.5 lc rgb \"#000000\" t ",
+			*drawn ? ", " : "", one_row(d, idx), x);
+		gp_str(gp, js(ln, "label"));
+		*drawn = true;
+	}
+}
+
+/* The figure's events on every panel, a row per kind near the top (the
+ * second axis, 0..1); named in the first panel's legend. */
+static void w_events(FILE *gp, json_t *evs, int ev0, size_t pi, bool *drawn)
+{
+	size_t ne = json_array_size(evs);
+	for (size_t e = 0; e < ne; e++) {
+		json_t *ev = json_array_get(evs, e);
+		static const char *const kinds[] = { "hardware clamp", "rollback", "safe point",
+						     "gate change" };
+		int k = 0;
+		for (int q = 0; q < 4; q++)
+			if (!strcmp(js(ev, "kind"), kinds[q]))
+				k = q;
+		static const int ptype[4] = { 9, 11, 5, 2 };
+		double y = 0.97 - 0.06 * k - (strcmp(js(ev, "role"), "baseline") ? 0 : 0.03);
+		fprintf(gp, "%s\"fig.dat\" index %d u 1:(%.3f) axes x1y2 w p pt %d ps 1.1 lc rgb \"%s\" ",
+			*drawn ? ", " : "", ev0 + (int)e, y, ptype[k], color(ev));
+		if (pi == 0) {
+			fprintf(gp, "t ");
+			gp_str(gp, js(ev, "label"));
+		} else {
+			fprintf(gp, "notitle");
+		}
+		*drawn = true;
+	}
+}
+
+/* The figure's size: 14 px text at 1000 px, panels tall enough for their
+ * legends (a scatter's below both, a time series' above each). */
+static int w_size(json_t *fig, bool scatter, size_t *n_key, int *key_h)
 {
 	json_t *panels = json_object_get(fig, "panels"), *evs = json_object_get(fig, "events");
 	size_t np = json_array_size(panels);
-	bool scatter = !strcmp(js(fig, "kind"), "scatter");
-	/* 14 px at 1000 px: 14 px on screen, 10 px on an A4 page (about 720 px
-	 * wide), where 11 px fell to 8 */
-	int width = 1000, ph = scatter ? 400 : 220;
+	int ph = scatter ? 400 : 220;
 	/* A scatter's legend (a run a row, two columns) sits below both panels
 	 * and takes its own height: it once squeezed the panels to a strip. */
-	size_t n_key = scatter ? json_array_size(json_object_get(json_array_get(panels, 0), "series")) +
-					 json_array_size(json_object_get(json_array_get(panels, 0), "vlines"))
-			       : 0;
-	int key_h = scatter ? (int)(n_key + 1) / 2 * 22 + 16 : 0;
+	*n_key = scatter ? json_array_size(json_object_get(json_array_get(panels, 0), "series")) +
+				   json_array_size(json_object_get(json_array_get(panels, 0), "vlines"))
+			 : 0;
+	*key_h = scatter ? (int)(*n_key + 1) / 2 * 22 + 16 : 0;
 	/* A time series' legend above its panel wraps after about three
 	 * entries: each further row gets its own height, not the data's. */
 	size_t most = 0;
@@ -252,7 +372,21 @@ static void w_figure(FILE *gp, FILE *d, json_t *fig, const char *out)
 	}
 	if (most > 3)
 		ph += (int)((most - 1) / 3) * 22;
-	int h = scatter ? ph + 40 + key_h : (int)np * ph + 60;
+	return scatter ? ph + 40 + *key_h : (int)np * ph + 60;
+}
+
+/* One figure: a multiplot of its panels, stacked, on one x range for time
+ * series, with fixed margins so the panels line up. */
+static void w_figure(FILE *gp, FILE *d, json_t *fig, const char *out)
+{
+	json_t *panels = json_object_get(fig, "panels"), *evs = json_object_get(fig, "events");
+	size_t np = json_array_size(panels);
+	bool scatter = !strcmp(js(fig, "kind"), "scatter");
+	size_t n_key;
+	int key_h, width = 1000;
+	/* 14 px at 1000 px: 14 px on screen, 10 px on an A4 page (about 720 px
+	 * wide), where 11 px fell to 8 */
+	int h = w_size(fig, scatter, &n_key, &key_h);
 	fprintf(gp,
 		"reset\nset terminal svg size %d,%d font \"sans,%d\" background rgb \"white\"\n",
 		width, h, REPORT_PLOT_FONT_PX);
@@ -267,9 +401,9 @@ static void w_figure(FILE *gp, FILE *d, json_t *fig, const char *out)
 	fprintf(gp, "\n");
 	if (!scatter)
 		/* Fixed margins line the panels up; the offsets keep a line at the
-		 * range's top or bottom (a constant limit) off the frame. */
-		/* The legend above each panel, not beside it: a right-hand
-		 * legend took 30 % of the width from the data. */
+		 * range's top or bottom (a constant limit) off the frame. The
+		 * legend above each panel, not beside it: a right-hand legend
+		 * took 30 % of the width from the data. */
 		fprintf(gp, "set lmargin 11\nset rmargin 3\n"
 			    "set key outside top right horizontal samplen 3 spacing 1 width 1\n"
 			    "set offsets 0, 0, graph 0.08, graph 0.04\n");
@@ -277,7 +411,6 @@ static void w_figure(FILE *gp, FILE *d, json_t *fig, const char *out)
 		fprintf(gp, "set tmargin at screen %.4f\nset bmargin at screen %.4f\n"
 			    "set offsets graph 0.15, graph 0.15, graph 0.15, graph 0.15\n",
 			1.0 - 40.0 / h, (key_h + 60.0) / h);
-	double xmax = jsonx_num(fig, "xmax");
 	int idx = 0;
 	/* Event rows first, shared by every panel. */
 	int ev0 = idx;
@@ -295,110 +428,15 @@ static void w_figure(FILE *gp, FILE *d, json_t *fig, const char *out)
 		else if (scatter)
 			/* the runs are the first panel's legend; this one names its lines */
 			fprintf(gp, "set key inside top left opaque box\n");
-		fprintf(gp, "unset arrow\nunset label\nunset logscale\nset autoscale\nset xlabel ");
-		gp_str(gp, scatter ? js(p, "xlabel") : pi + 1 == np ? js(fig, "xlabel") : "");
-		fprintf(gp, "\nset ylabel ");
-		gp_str(gp, js(p, "ylabel"));
-		fprintf(gp, "\n");
-		if (!scatter && isfinite(xmax))
-			fprintf(gp, "set xrange [0:%.6g]\n", xmax);
-		if (scatter)
-			x_tics(gp, p);
-		double y0 = jsonx_num(p, "ymin"), y1 = jsonx_num(p, "ymax");
-		if (isfinite(y0) && isfinite(y1))
-			fprintf(gp, "set yrange [%.6g:%.6g]\n", y0, y1);
-		else if (isfinite(y0))
-			fprintf(gp, "set yrange [%.6g:*]\n", y0);
-		else if (isfinite(y1))
-			fprintf(gp, "set yrange [*:%.6g]\n", y1);
-		else
-			fprintf(gp, "set yrange [*:*]\n");
-		json_t *a = json_object_get(p, "arrow");
-		if (a && isfinite(jsonx_num(a, "x0")) && isfinite(jsonx_num(a, "y0")) && isfinite(jsonx_num(a, "x1")) &&
-		    isfinite(jsonx_num(a, "y1")))
-			fprintf(gp, "set arrow 1 from %.6g,%.6g to %.6g,%.6g head filled lw 1.5 lc rgb "
-				    "\"#555555\" front\n",
-				jsonx_num(a, "x0"), jsonx_num(a, "y0"), jsonx_num(a, "x1"), jsonx_num(a, "y1"));
+		w_axes(gp, fig, p, pi, np, scatter);
 		/* Events on a second axis 0..1, one row per kind near the top. */
 		fprintf(gp, "set y2range [0:1]\nunset y2tics\n");
 		bool drawn = false;
 		fprintf(gp, "plot ");
-		size_t si;
-		json_t *s;
-		/* The baseline first, wider and dashed, under the candidate: where
-		 * the two agree (an INT8 share of 0 in both) both stay in view. */
-		for (int pass = 0; pass < 2; pass++)
-		json_array_foreach(json_object_get(p, "series"), si, s)
-		{
-			bool base = !strcmp(js(s, "role"), "baseline");
-			if (base != (pass == 0))
-				continue;
-			int ix = write_xy(d, json_object_get(s, "x"), json_object_get(s, "y"), &idx);
-			if (!has_point(s))
-				continue;
-			const char *st = js(s, "style");
-			fprintf(gp, "%s\"fig.dat\" index %d u 1:2 ", drawn ? ", " : "", ix);
-			/* shapes as well as colours: colours repeat (an alternative's
-			 * seed 1 took the candidate's blue); five shapes against the
-			 * eight colours tell 40 runs apart */
-			static const int pts[] = { 7, 5, 9, 11, 13 };
-			if (!strcmp(st, "points") && scatter)
-				fprintf(gp, "w p pt %d ps 1.6", pts[si % 5]);
-			else if (!strcmp(st, "points"))
-				fprintf(gp, "w p pt 7 ps 1.6");
-			else if (!strcmp(st, "linespoints"))
-				fprintf(gp, "w lp pt 7 ps 0.5 lw %s", base ? "2.6 dt 2" : "1.5");
-			else
-				fprintf(gp, "w l lw %s", base ? "2.6 dt 2" : "1.5");
-			fprintf(gp, " lc rgb \"%s\" ", color(s));
-			/* a label beside each point overlapped the next: the legend
-			 * names them */
-			if (scatter && pi > 0) {
-				fprintf(gp, "notitle");
-			} else {
-				fprintf(gp, "t ");
-				gp_str(gp, js(s, "label"));
-			}
-			drawn = true;
-		}
-		size_t li;
-		json_t *ln;
-		json_array_foreach(json_object_get(p, "hlines"), li, ln)
-		{
-			fprintf(gp, "%s%.6g w l dt 3 lw 1.5 lc rgb \"%s\" t ", drawn ? ", " : "", jsonx_num(ln, "y"),
-				li % 2 ? "#000000" : "#555555");
-			gp_str(gp, js(ln, "label"));
-			drawn = true;
-		}
-		json_array_foreach(json_object_get(p, "vlines"), li, ln)
-		{
-			double x = jsonx_num(ln, "x");
-			fprintf(gp, "%s\"fig.dat\" index %d u (%.6g):(0):(0):(1) axes x1y2 w vectors "
-				    "nohead dt 3 lw 1.5 lc rgb \"#000000\" t ",
-				drawn ? ", " : "", one_row(d, &idx), x);
-			gp_str(gp, js(ln, "label"));
-			drawn = true;
-		}
-		for (size_t e = 0; !scatter && e < ne; e++) {
-			json_t *ev = json_array_get(evs, e);
-			static const char *const kinds[] = { "hardware clamp", "rollback", "safe point",
-							     "gate change" };
-			int k = 0;
-			for (int q = 0; q < 4; q++)
-				if (!strcmp(js(ev, "kind"), kinds[q]))
-					k = q;
-			static const int ptype[4] = { 9, 11, 5, 2 };
-			double y = 0.97 - 0.06 * k - (strcmp(js(ev, "role"), "baseline") ? 0 : 0.03);
-			fprintf(gp, "%s\"fig.dat\" index %d u 1:(%.3f) axes x1y2 w p pt %d ps 1.1 lc rgb \"%s\" ",
-				drawn ? ", " : "", ev0 + (int)e, y, ptype[k], color(ev));
-			if (pi == 0) {
-				fprintf(gp, "t ");
-				gp_str(gp, js(ev, "label"));
-			} else {
-				fprintf(gp, "notitle");
-			}
-			drawn = true;
-		}
+		w_series(gp, d, p, pi, scatter, &idx, &drawn);
+		w_lines(gp, d, p, &idx, &drawn);
+		if (!scatter)
+			w_events(gp, evs, ev0, pi, &drawn);
 		if (!drawn) /* nothing to draw: an empty frame that says so */
 			fprintf(gp, "0 w l lc rgb \"#ffffff\" t 'no data'");
 		fprintf(gp, "\n");
