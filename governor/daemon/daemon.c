@@ -628,6 +628,81 @@ static void unlock_writers(struct daemon_dev *dd)
 
 static int watch_config(struct daemon *d, struct diag_list *diags);
 
+/* A state file left behind: a run ended without restoring. Its originals
+ * are the true ones; recording the devices as they are now would lose them,
+ * so a failed restore stops the start. A dry run restores nothing. */
+static int restore_previous(struct daemon *d, struct diag_list *diags)
+{
+	const struct config *c = d->plan.cfg;
+	if (d->dry_run) {
+		if (access(c->state_file, F_OK) == 0)
+			log_warn("%s exists: a run ended without restoring; a dry run does not "
+				 "restore it (run `govctl restore --state %s`)",
+				 c->state_file, c->state_file);
+		return 0;
+	}
+	bool found;
+	struct statefile_result res;
+	int rc = daemon_restore_for(c->state_file, c, &found, &res, diags);
+	if (rc && !found) {
+		/* Damaged or unreadable: its originals are unknown, so recording
+		 * the devices as they are now could make a governed setting the
+		 * "original". */
+		diag_add(diags, DIAG_ERROR, c->state_file, 0, 0, "", "restore",
+			 "a state file is there but cannot be used (%s); check the devices' "
+			 "settings, then remove it; not starting",
+			 strerror(-rc));
+		return rc;
+	}
+	if (rc) {
+		diag_add(diags, DIAG_ERROR, c->state_file, 0, 0, "", "restore",
+			 "the previous run's settings could not be restored (%zu of %zu "
+			 "devices); not starting over them",
+			 res.failed, res.devices);
+		return rc;
+	}
+	if (found)
+		log_warn("restored %zu device(s) from %s, left by a run that did not exit cleanly",
+			 res.restored, c->state_file);
+	return 0;
+}
+
+/* Device i: opened, its writer locks taken, its log and governor made.
+ * d->n counts it from its open on (the caller's unwind closes it). */
+static int open_device(struct daemon *d, size_t i, struct diag_list *diags)
+{
+	const struct config *c = d->plan.cfg;
+	struct daemon_dev *dd = &d->dev[i];
+	struct hal_dev_cfg hc;
+	int rc;
+	dd->d = d;
+	dd->idx = i;
+	dd->metrics_idx = -1;
+	dd->cfg = &c->dev[i];
+	config_dev_cfg(dd->cfg, &hc);
+	hc.clock = &d->clock;
+	hc.read_only = d->dry_run;
+	for (size_t k = 0; k < HAL_MAX_WRITER_IDS; k++)
+		dd->lock_fd[k] = -1;
+	if ((rc = hal_open(&dd->hw, &hc, diags)))
+		return rc;
+	d->n = i + 1;
+	/* before anything is written (open writes nothing): one writer per
+	 * device, machine-wide; a dry run writes nothing and takes none */
+	if (!d->dry_run && (rc = lock_writers(c, dd, diags)))
+		return rc;
+	dd->dev = &dd->hw;
+	dd->is_sim = !strcmp(dd->cfg->backend, "sim");
+	if (dd->is_sim && (rc = hal_sim_clock(&dd->hw, &dd->sim_clk)))
+		return rc;
+	if (d->dry_run)
+		make_dry(dd);
+	if ((rc = open_log(d, dd, diags)))
+		return rc;
+	return gov_new(d, dd, d->plan.pol[i], dd->log ? logrot_file(dd->log) : NULL, &dd->g,
+		       diags);
+}
+
 int daemon_init(struct daemon *d, const char *config_path, bool dry_run,
 		const struct daemon_hooks *hooks, struct diag_list *diags)
 {
@@ -656,78 +731,17 @@ int daemon_init(struct daemon *d, const char *config_path, bool dry_run,
 	if ((rc = statefile_lock(c->state_file, &d->lock_fd, &holder, diags)))
 		goto err_plan;
 
-	/* A state file left behind: a run ended without restoring. Its
-	 * originals are the true ones; recording the devices as they are now
-	 * would lose them, so a failed restore stops the start. */
-	if (d->dry_run) {
-		if (access(c->state_file, F_OK) == 0)
-			log_warn("%s exists: a run ended without restoring; a dry run does not "
-				 "restore it (run `govctl restore --state %s`)",
-				 c->state_file, c->state_file);
-	} else {
-		bool found;
-		struct statefile_result res;
-		rc = daemon_restore_for(c->state_file, c, &found, &res, diags);
-		if (rc && !found) {
-			/* Damaged or unreadable: its originals are unknown, so
-			 * recording the devices as they are now could make a
-			 * governed setting the "original". */
-			diag_add(diags, DIAG_ERROR, c->state_file, 0, 0, "", "restore",
-				 "a state file is there but cannot be used (%s); check the devices' "
-				 "settings, then remove it; not starting",
-				 strerror(-rc));
-			goto err_plan;
-		}
-		if (rc) {
-			diag_add(diags, DIAG_ERROR, c->state_file, 0, 0, "", "restore",
-				 "the previous run's settings could not be restored (%zu of %zu "
-				 "devices); not starting over them",
-				 res.failed, res.devices);
-			goto err_plan;
-		}
-		if (found)
-			log_warn("restored %zu device(s) from %s, left by a run that did not exit "
-				 "cleanly",
-				 res.restored, c->state_file);
-	}
+	if ((rc = restore_previous(d, diags)))
+		goto err_plan;
 
 	d->dev = calloc(c->n_devices, sizeof(*d->dev));
 	if (!d->dev) {
 		rc = -ENOMEM;
 		goto err_plan;
 	}
-	for (size_t i = 0; i < c->n_devices; i++) {
-		struct daemon_dev *dd = &d->dev[i];
-		struct hal_dev_cfg hc;
-		dd->d = d;
-		dd->idx = i;
-		dd->metrics_idx = -1;
-		dd->cfg = &c->dev[i];
-		config_dev_cfg(dd->cfg, &hc);
-		hc.clock = &d->clock;
-		hc.read_only = d->dry_run;
-		for (size_t k = 0; k < HAL_MAX_WRITER_IDS; k++)
-			dd->lock_fd[k] = -1;
-		if ((rc = hal_open(&dd->hw, &hc, diags)))
+	for (size_t i = 0; i < c->n_devices; i++)
+		if ((rc = open_device(d, i, diags)))
 			goto err_devs;
-		d->n = i + 1;
-		/* before anything is written (open writes nothing): one writer per
-		 * device, machine-wide; a dry run writes nothing and takes none */
-		if (!d->dry_run && (rc = lock_writers(c, dd, diags)))
-			goto err_devs;
-		dd->dev = &dd->hw;
-		dd->is_sim = !strcmp(dd->cfg->backend, "sim");
-		if (dd->is_sim && (rc = hal_sim_clock(&dd->hw, &dd->sim_clk)))
-			goto err_devs;
-		if (d->dry_run)
-			make_dry(dd);
-		if ((rc = open_log(d, dd, diags)))
-			goto err_devs;
-		rc = gov_new(d, dd, d->plan.pol[i], dd->log ? logrot_file(dd->log) : NULL, &dd->g,
-			     diags);
-		if (rc)
-			goto err_devs;
-	}
 	/* Before the first write: the first period may write. */
 	if (!d->dry_run) {
 		if ((rc = write_state(d, diags)))
