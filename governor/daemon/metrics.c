@@ -596,17 +596,10 @@ static void render_slices(FILE *f, const struct metrics_snapshot *s, const struc
 	}
 }
 
-int metrics_render(const struct metrics_snapshot *s, FILE *f)
+/* The node and the loop: build, budgets, the fleet, hold, dry run, ticks. */
+static void render_node(FILE *f, const struct metrics_snapshot *s)
 {
-	struct devlab lab[METRICS_MAX_DEVICES];
 	char l[2 * LABEL_LEN + 64];
-	size_t n = s->n_devices;
-
-	assert(n <= METRICS_MAX_DEVICES);
-
-	for (size_t i = 0; i < n; i++)
-		dev_label(&s->dev[i], &lab[i]);
-
 	/* Node and loop. */
 	family(f, "govd_build_info", "gauge", "Build of the running govd (value 1).");
 	sample(f, "govd_build_info", "version=\"" GOVD_VERSION "\"", 1);
@@ -656,10 +649,12 @@ int metrics_render(const struct metrics_snapshot *s, FILE *f)
 	sample_u64(f, "govd_tick_duration_seconds_bucket", "le=\"+Inf\"", s->tick.count);
 	sample(f, "govd_tick_duration_seconds_sum", "", s->tick.sum_s);
 	sample_u64(f, "govd_tick_duration_seconds_count", "", s->tick.count);
+}
 
-	/* Per device: what it is and runs. */
-	render_info(f, s, lab);
-
+/* Per device: the operating point in force (and a dry run's would-set). */
+static void render_point(FILE *f, const struct metrics_snapshot *s, const struct devlab *lab)
+{
+	size_t n = s->n_devices;
 	/* Per device: operating point. */
 	DEV_COUNTER("govd_periods_total", "Control periods run.", periods);
 	DEV_GAUGE("govd_clock_locked", "1 when the governor locks the clock range, 0 at firmware default.",
@@ -694,7 +689,12 @@ int metrics_render(const struct metrics_snapshot *s, FILE *f)
 			sample2(f, "govd_binding", lab[i].dev, "binding", gov_binding_name((enum gov_binding)b),
 			      s->dev[i].binding == (enum gov_binding)b);
 		}
+}
 
+/* Per device: what the sensors measured. */
+static void render_measured(FILE *f, const struct metrics_snapshot *s, const struct devlab *lab)
+{
+	size_t n = s->n_devices;
 	/* Measurements. */
 	DEV_GAUGE("govd_clock_hertz", "Measured effective clock.", clk_hz);
 	family(f, "govd_power_watts", "gauge", "Filtered power per rail (EWMA).");
@@ -725,7 +725,12 @@ int metrics_render(const struct metrics_snapshot *s, FILE *f)
 	family(f, "govd_thermal_clamp_seconds_total", "counter", "Time in hardware thermal slowdown.");
 	for (size_t i = 0; i < n; i++)
 		sample(f, "govd_thermal_clamp_seconds_total", lab[i].dev, s->dev[i].clamp_s);
+}
 
+/* Per device: the server's telemetry and the SLA windows. */
+static void render_serving(FILE *f, const struct metrics_snapshot *s, const struct devlab *lab)
+{
+	size_t n = s->n_devices;
 	/* Serving. */
 	DEV_GAUGE("govd_serving_up", "1 when the serving telemetry of the period was valid.",
 		  serving_up);
@@ -752,7 +757,12 @@ int metrics_render(const struct metrics_snapshot *s, FILE *f)
 		if (s->dev[i].sla_windows)
 			sample(f, "govd_sla_attainment_ratio", lab[i].dev,
 			       (double)s->dev[i].sla_windows_met / (double)s->dev[i].sla_windows);
+}
 
+/* Per device: decisions, rollbacks, faults, errors. */
+static void render_decisions(FILE *f, const struct metrics_snapshot *s, const struct devlab *lab)
+{
+	size_t n = s->n_devices;
 	/* Decisions and faults. */
 	family(f, "govd_decisions_total", "counter", "Control periods carrying each reason code.");
 	for (size_t i = 0; i < n; i++)
@@ -784,6 +794,23 @@ int metrics_render(const struct metrics_snapshot *s, FILE *f)
 		    oob_changes);
 	DEV_COUNTER("govd_decision_log_write_errors_total",
 		    "Decision-log writes that failed (the record is dropped whole).", log_write_errors);
+}
+
+int metrics_render(const struct metrics_snapshot *s, FILE *f)
+{
+	struct devlab lab[METRICS_MAX_DEVICES];
+	size_t n = s->n_devices;
+
+	assert(n <= METRICS_MAX_DEVICES);
+
+	for (size_t i = 0; i < n; i++)
+		dev_label(&s->dev[i], &lab[i]);
+	render_node(f, s);
+	render_info(f, s, lab);
+	render_point(f, s, lab);
+	render_measured(f, s, lab);
+	render_serving(f, s, lab);
+	render_decisions(f, s, lab);
 	fflush(f);
 	return ferror(f) ? -EIO : 0;
 }
