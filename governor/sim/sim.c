@@ -575,6 +575,72 @@ err_plant:
 	return rc;
 }
 
+/* The run's accumulator: the policy's per-slice quality rules against the
+ * scenario's slices, the first SLA window open at 0. */
+static int acc_init(struct acc *a, const struct sim_opts *o, const struct scenario *sc,
+		    const struct policy *pol, struct plant *plant, bool output)
+{
+	a->pol = pol;
+	a->plant = plant;
+	a->period_s = pol->control.period_ms / 1000.0;
+	a->on_window = o->on_window;
+	a->window_ctx = o->window_ctx;
+	a->n_slices = sc->n_slices < PLANT_MAX_SLICES ? sc->n_slices : PLANT_MAX_SLICES;
+	for (size_t s = 0; s < a->n_slices; s++) {
+		struct policy_slice_rule rule;
+		a->max_drop[s] = policy_slice_max_drop(pol, sc->slices[s].name);
+		policy_slice_rule(pol, sc->slices[s].name, &rule);
+		a->prior_n[s] = rule.offline_samples;
+		a->prior_k[s] = rule.offline_mismatches;
+	}
+	a->max_tj_c = plant->dev.tj_c;
+	a->per_window = output ? json_array() : NULL;
+	a->win = calloc(1, sizeof(*a->win));
+	if (!a->win)
+		return -ENOMEM;
+	win_snapshot(a, 0);
+	return 0;
+}
+
+/* After the last period: the completions since, and the last partial SLA
+ * window, which counts only when no full one closed. */
+static void acc_finish(struct acc *a)
+{
+	const struct plant *plant = a->plant;
+	count_breaches(a); /* completions after the last period */
+	if (plant->dev.tj_c > a->max_tj_c)
+		a->max_tj_c = plant->dev.tj_c;
+	uint64_t t_end_ms = (uint64_t)llround(plant->t_s * 1000.0);
+	if (a->windows + a->windows_idle == 0) {
+		win_close(a, t_end_ms);
+	} else if ((a->on_window || a->per_window) && t_end_ms > a->win->start_ms) {
+		struct sim_window w;
+		win_judge(a, t_end_ms, &w);
+		w.tail = true;
+		win_record(a, &w);
+		if (a->on_window)
+			a->on_window(a->window_ctx, &w);
+	}
+}
+
+static void fill_result(struct sim_result *res, const struct acc *a)
+{
+	const struct plant *plant = a->plant;
+	res->sim_s = plant->t_s;
+	res->periods = a->periods;
+	res->failed = plant->failed;
+	const struct server_stats *st = server_get_stats(plant->srv);
+	double total = plant->dev.energy_j + plant->dev.mem_energy_j + plant->dev.host_energy_j;
+	res->tokens_generated = st->tokens_generated;
+	res->tokens_per_joule = total > 0 ? (double)st->tokens_generated / total : 0;
+	for (size_t i = 0; i < SLA_N_ROWS; i++) {
+		const struct hist *h = metric_hist(st, sla_rows[i].metric);
+		res->quantile_ms[i] = h->n ? hist_quantile(h, sla_rows[i].q) : NAN;
+	}
+	res->windows = a->windows;
+	res->windows_met = a->windows_met;
+}
+
 int sim_run(const struct sim_opts *o, struct sim_result *res, struct diag_list *diags)
 {
 	struct scenario *sc = NULL;
@@ -639,27 +705,8 @@ int sim_run(const struct sim_opts *o, struct sim_result *res, struct diag_list *
 		fputs(ts_header, a.ts);
 	}
 
-	a.pol = pol;
-	a.plant = plant;
-	a.period_s = pol->control.period_ms / 1000.0;
-	a.on_window = o->on_window;
-	a.window_ctx = o->window_ctx;
-	a.n_slices = sc->n_slices < PLANT_MAX_SLICES ? sc->n_slices : PLANT_MAX_SLICES;
-	for (size_t s = 0; s < a.n_slices; s++) {
-		struct policy_slice_rule rule;
-		a.max_drop[s] = policy_slice_max_drop(pol, sc->slices[s].name);
-		policy_slice_rule(pol, sc->slices[s].name, &rule);
-		a.prior_n[s] = rule.offline_samples;
-		a.prior_k[s] = rule.offline_mismatches;
-	}
-	a.max_tj_c = plant->dev.tj_c;
-	a.per_window = output ? json_array() : NULL;
-	a.win = calloc(1, sizeof(*a.win));
-	if (!a.win) {
-		rc = -ENOMEM;
+	if ((rc = acc_init(&a, o, sc, pol, plant, output)))
 		goto err_files;
-	}
-	win_snapshot(&a, 0);
 
 	const char *pol_path = o->policy_path ? o->policy_path : pol->path;
 	char cmd[8192];
@@ -690,36 +737,10 @@ int sim_run(const struct sim_opts *o, struct sim_result *res, struct diag_list *
 	}
 	if (rc == -EHOSTDOWN || plant->failed)
 		rc = 0; /* thermal shutdown ends the run; the summary says failed */
-	count_breaches(&a); /* completions after the last period */
-	if (plant->dev.tj_c > a.max_tj_c)
-		a.max_tj_c = plant->dev.tj_c;
-	/* The last partial SLA window counts only when no full one closed. */
-	uint64_t t_end_ms = (uint64_t)llround(plant->t_s * 1000.0);
-	if (a.windows + a.windows_idle == 0) {
-		win_close(&a, t_end_ms);
-	} else if ((a.on_window || a.per_window) && t_end_ms > a.win->start_ms) {
-		struct sim_window w;
-		win_judge(&a, t_end_ms, &w);
-		w.tail = true;
-		win_record(&a, &w);
-		if (a.on_window)
-			a.on_window(a.window_ctx, &w);
-	}
+	acc_finish(&a);
 	if (!o->force_op)
 		governor_restore(g);
-	res->sim_s = plant->t_s;
-	res->periods = a.periods;
-	res->failed = plant->failed;
-	const struct server_stats *st = server_get_stats(plant->srv);
-	double total = plant->dev.energy_j + plant->dev.mem_energy_j + plant->dev.host_energy_j;
-	res->tokens_generated = st->tokens_generated;
-	res->tokens_per_joule = total > 0 ? (double)st->tokens_generated / total : 0;
-	for (size_t i = 0; i < SLA_N_ROWS; i++) {
-		const struct hist *h = metric_hist(st, sla_rows[i].metric);
-		res->quantile_ms[i] = h->n ? hist_quantile(h, sla_rows[i].q) : NAN;
-	}
-	res->windows = a.windows;
-	res->windows_met = a.windows_met;
+	fill_result(res, &a);
 	if (rc == 0 && output) {
 		json_t *sum = summary_json(&a, sc, pol, seed, g, plant->t_s, &meta);
 		char path[4200];
