@@ -1063,12 +1063,13 @@ static json_t *spread_json(const struct rp_spread *s)
 
 /* The one place report outputs are opened (mode 0644, truncated). */
 
-static int build(struct rp_run **runs, size_t n, size_t bi, size_t n_cmdline,
-		 const struct rp_build_meta *m, struct rp_build_result *res, struct runinfo *ri,
-		 char *err, size_t errlen)
+/* Every run's windows classified and costed, its classes ranked, its
+ * verdict against the baseline; runs of the same scenario and seed with
+ * other slices refused (the scenario file changed between them: window k
+ * of each did not see the same demand). */
+static int classify_runs(struct rp_run **runs, size_t n, size_t bi, const struct rp_thresholds *th,
+			 struct runinfo *ri, char *err, size_t errlen)
 {
-	/* Same scenario and seed but other slices: the scenario file changed
-	 * between the runs, so window k of each did not see the same demand. */
 	for (size_t i = 0; i < n; i++) {
 		const struct rp_run *r = runs[i], *bl = runs[bi];
 		if (i == bi || strcmp(r->scenario, bl->scenario) || r->seed != bl->seed ||
@@ -1080,7 +1081,6 @@ static int build(struct rp_run **runs, size_t n, size_t bi, size_t n_cmdline,
 			 r->log_path, r->header_line, bl->log_path, bl->header_line);
 		return -EINVAL;
 	}
-	const struct rp_thresholds *th = &rp_default_thresholds;
 	sensitivities(runs, n, th);
 	for (size_t i = 0; i < n; i++)
 		for (size_t k = 0; k < runs[i]->nw; k++)
@@ -1094,20 +1094,42 @@ static int build(struct rp_run **runs, size_t n, size_t bi, size_t n_cmdline,
 	}
 	for (size_t i = 0; i < n; i++)
 		rp_recommend(&ri[i].side, &ri[bi].side, th, &ri[i].dec);
-	const struct rp_run *b = runs[bi];
-	/* The candidate is the first RUN that is not the baseline: runs[0]. */
-	if (bi == 0 && n > 1) {
-		struct rp_run *t = runs[0];
-		runs[0] = runs[1];
-		runs[1] = t;
-		struct runinfo tr = ri[0];
-		ri[0] = ri[1];
-		ri[1] = tr;
-		bi = 1;
+	return 0;
+}
+
+/* Each candidate-arm run paired with the baseline-arm run of its seed; the
+ * other seeds' verdicts merged into dec. The number of pairs. */
+static size_t pair_seeds(struct rp_run **runs, size_t n, size_t bi, const char **roles,
+			 const struct runinfo *ri, const struct rp_thresholds *th,
+			 struct rp_seed_pair *pairs, struct rp_decision *dec)
+{
+	size_t npairs = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!(i == 0 || !strncmp(roles[i], "candidate seed", 14)))
+			continue;
+		for (size_t j = 0; j < n; j++) {
+			if (!(j == bi || !strncmp(roles[j], "baseline seed", 13)) || runs[j]->seed != runs[i]->seed ||
+			    strcmp(runs[j]->scenario, runs[i]->scenario))
+				continue;
+			pairs[npairs++] = (struct rp_seed_pair){ .seed = runs[i]->seed,
+								 .cand_tpj = runs[i]->tpj,
+								 .base_tpj = runs[j]->tpj };
+			if (i != 0) {
+				struct rp_decision o;
+				rp_recommend(&ri[i].side, &ri[j].side, th, &o);
+				rp_merge_seed(dec, &o, runs[i]->seed);
+			}
+			break;
+		}
 	}
-	/* Roles: the candidate's and the baseline's other seeds, alternatives. */
-	char role_buf[RP_MAX_RUNS][64];
-	const char *roles[RP_MAX_RUNS];
+	return npairs;
+}
+
+/* Roles: the candidate's and the baseline's other seeds, alternatives. */
+static void assign_roles(struct rp_run **runs, size_t n, size_t bi, char (*role_buf)[64],
+			 const char **roles)
+{
+	const struct rp_run *b = runs[bi];
 	for (size_t i = 0; i < n; i++) {
 		if (i == bi)
 			snprintf(role_buf[i], sizeof(role_buf[i]), "baseline");
@@ -1120,10 +1142,133 @@ static int build(struct rp_run **runs, size_t n, size_t bi, size_t n_cmdline,
 			snprintf(role_buf[i], sizeof(role_buf[i]), "baseline seed %llu",
 				 (unsigned long long)runs[i]->seed);
 		else
-			snprintf(role_buf[i], sizeof(role_buf[i]), "%s",
-				 "alternative");
+			snprintf(role_buf[i], sizeof(role_buf[i]), "%s", "alternative");
 		roles[i] = role_buf[i];
 	}
+}
+
+/* Each run's kind of evidence; the report's is the weakest of the
+ * candidate's and the baseline's arms (*ev, detail). */
+static json_t *evidence_runs(struct rp_run **runs, size_t n, size_t bi, const char **roles,
+			     enum rp_evidence *ev, char *detail, size_t len)
+{
+	json_t *evr = json_array();
+	for (size_t i = 0; i < n; i++) {
+		char det[512];
+		enum rp_evidence e = evidence_of(runs[i], det, sizeof(det));
+		json_t *x = json_object();
+		json_object_set_new(x, "run", json_string(runs[i]->label));
+		json_object_set_new(x, "role", json_string(roles[i]));
+		json_object_set_new(x, "kind", json_string(rp_evidence_name(e)));
+		json_object_set_new(x, "detail", json_string(det));
+		json_array_append_new(evr, x);
+		bool arm = i == 0 || i == bi || !strncmp(roles[i], "candidate seed", 14) ||
+			   !strncmp(roles[i], "baseline seed", 13);
+		if (arm && (e < *ev || !detail[0])) {
+			*ev = e;
+			snprintf(detail, len, "%s", det);
+		}
+	}
+	return evr;
+}
+
+static json_t *seeds_json(const struct rp_seed_pair *pairs, size_t npairs,
+			  const struct rp_spread *csp, const struct rp_spread *bsp,
+			  const struct rp_spread *gsp)
+{
+	json_t *sj = json_object(), *pj = json_array();
+	for (size_t i = 0; i < npairs; i++) {
+		json_t *x = json_object();
+		json_object_set_new(x, "seed", json_integer((json_int_t)pairs[i].seed));
+		json_object_set_new(x, "candidate_tokens_per_joule", jsonx_real(pairs[i].cand_tpj));
+		json_object_set_new(x, "baseline_tokens_per_joule", jsonx_real(pairs[i].base_tpj));
+		json_object_set_new(x, "gain", jsonx_real(pairs[i].cand_tpj / pairs[i].base_tpj - 1));
+		json_array_append_new(pj, x);
+	}
+	json_object_set_new(sj, "paired_seeds", json_integer((json_int_t)npairs));
+	json_object_set_new(sj, "pairs", pj);
+	json_object_set_new(sj, "candidate_tokens_per_joule", spread_json(csp));
+	json_object_set_new(sj, "baseline_tokens_per_joule", spread_json(bsp));
+	json_object_set_new(sj, "gain", spread_json(gsp));
+	json_object_set_new(sj, "rule", json_string("with 2 or more paired seeds the gain is the median "
+						    "over seeds; a seed that loses, or a spread wider "
+						    "than the median gain, is a condition; under 3 "
+						    "seeds the verdict is at most GO WITH CONDITIONS"));
+	return sj;
+}
+
+/* What the runs' outputs do not record, said per run (older runs and
+ * govd's logs lack the run metadata). */
+static json_t *missing_json(struct rp_run **runs, size_t n)
+{
+	json_t *missing = json_array();
+	for (size_t i = 0; i < n; i++) {
+		const struct rp_run *r = runs[i];
+		if (!r->command[0] && strcmp(r->scenario, "live"))
+			json_array_append_new(missing, json_sprintf(
+				"%s: the run does not record the scenario file's path nor the command "
+				"line: the reproduce command infers %s from the scenario name",
+				r->label, r->scenario_path));
+		if (!r->build_compiler[0])
+			json_array_append_new(missing, json_sprintf(
+				"%s: the compiler that built the run is not recorded: the compiler "
+				"shown is the policy's metadata.validated_with", r->label));
+		if (r->have_summary && !r->nsw)
+			json_array_append_new(missing, json_sprintf(
+				"%s: summary.json has no sla.per_window (written before it was): "
+				"windows are judged from the decision log's quantiles", r->label));
+	}
+	json_array_append_new(missing, json_string("the decision-log header carries no SLA targets, "
+						   "thermal ceiling or rollback triggers: for a live log "
+						   "they come from the policy file at policy_path when its "
+						   "hash matches"));
+	for (size_t i = 0; i < n; i++)
+		if (runs[i]->policy_state)
+			json_array_append_new(missing, json_sprintf("%s: policy file %s %s", runs[i]->label,
+								    runs[i]->policy_path,
+								    runs[i]->policy_state == 1
+									    ? "not found: metadata and triggers unknown"
+									    : "changed since the run"));
+	return missing;
+}
+
+static json_t *signoff_json(void)
+{
+	json_t *so = json_array();
+	for (int i = 0; i < 3; i++) {
+		json_t *x = json_object();
+		json_object_set_new(x, "role", json_string(rp_roles[i]));
+		json_object_set_new(x, "command",
+				    json_sprintf("govctl signoff REPORT_DIR/report.json --role '%s' --decision "
+						 "GO|GO-WITH-CONDITIONS|NO-GO --key KEYFILE",
+						 rp_roles[i]));
+		json_array_append_new(so, x);
+	}
+	return so;
+}
+
+static int build(struct rp_run **runs, size_t n, size_t bi, size_t n_cmdline,
+		 const struct rp_build_meta *m, struct rp_build_result *res, struct runinfo *ri,
+		 char *err, size_t errlen)
+{
+	const struct rp_thresholds *th = &rp_default_thresholds;
+	int rc = classify_runs(runs, n, bi, th, ri, err, errlen);
+	if (rc)
+		return rc;
+	const struct rp_run *b = runs[bi];
+	/* The candidate is the first RUN that is not the baseline: runs[0]. */
+	if (bi == 0 && n > 1) {
+		struct rp_run *t = runs[0];
+		runs[0] = runs[1];
+		runs[1] = t;
+		struct runinfo tr = ri[0];
+		ri[0] = ri[1];
+		ri[1] = tr;
+		bi = 1;
+	}
+	char role_buf[RP_MAX_RUNS][64];
+	const char *roles[RP_MAX_RUNS];
+	assign_roles(runs, n, bi, role_buf, roles);
 	/* (A compare directory holds every seed: only runs named on the
 	 * command line are warned about.) */
 	for (size_t i = 0; i < n_cmdline; i++)
@@ -1142,26 +1287,8 @@ static int build(struct rp_run **runs, size_t n, size_t bi, size_t n_cmdline,
 	/* Seeds: each candidate-arm run paired with the baseline-arm run of its
 	 * seed; the gain is judged over the pairs. */
 	struct rp_seed_pair pairs[RP_MAX_RUNS];
-	size_t npairs = 0;
 	struct rp_decision dec = ri[0].dec;
-	for (size_t i = 0; i < n; i++) {
-		if (!(i == 0 || !strncmp(roles[i], "candidate seed", 14)))
-			continue;
-		for (size_t j = 0; j < n; j++) {
-			if (!(j == bi || !strncmp(roles[j], "baseline seed", 13)) || runs[j]->seed != runs[i]->seed ||
-			    strcmp(runs[j]->scenario, runs[i]->scenario))
-				continue;
-			pairs[npairs++] = (struct rp_seed_pair){ .seed = runs[i]->seed,
-								 .cand_tpj = runs[i]->tpj,
-								 .base_tpj = runs[j]->tpj };
-			if (i != 0) {
-				struct rp_decision o;
-				rp_recommend(&ri[i].side, &ri[j].side, th, &o);
-				rp_merge_seed(&dec, &o, runs[i]->seed);
-			}
-			break;
-		}
-	}
+	size_t npairs = pair_seeds(runs, n, bi, roles, ri, th, pairs, &dec);
 	double gains[RP_MAX_RUNS], ctpj[RP_MAX_RUNS], btpj[RP_MAX_RUNS];
 	for (size_t i = 0; i < npairs; i++) {
 		gains[i] = pairs[i].cand_tpj / pairs[i].base_tpj - 1;
@@ -1173,23 +1300,7 @@ static int build(struct rp_run **runs, size_t n, size_t bi, size_t n_cmdline,
 	/* The evidence: the weakest of the candidate's and the baseline's runs. */
 	enum rp_evidence ev = RP_EV_GOVERNED;
 	char ev_detail[512] = "";
-	json_t *evr = json_array();
-	for (size_t i = 0; i < n; i++) {
-		char det[512];
-		enum rp_evidence e = evidence_of(runs[i], det, sizeof(det));
-		json_t *x = json_object();
-		json_object_set_new(x, "run", json_string(runs[i]->label));
-		json_object_set_new(x, "role", json_string(roles[i]));
-		json_object_set_new(x, "kind", json_string(rp_evidence_name(e)));
-		json_object_set_new(x, "detail", json_string(det));
-		json_array_append_new(evr, x);
-		bool arm = i == 0 || i == bi || !strncmp(roles[i], "candidate seed", 14) ||
-			   !strncmp(roles[i], "baseline seed", 13);
-		if (arm && (e < ev || !ev_detail[0])) {
-			ev = e;
-			snprintf(ev_detail, sizeof(ev_detail), "%s", det);
-		}
-	}
+	json_t *evr = evidence_runs(runs, n, bi, roles, &ev, ev_detail, sizeof(ev_detail));
 	rp_cap_evidence(&dec, ev, ev_detail, &gsp, th);
 	if (npairs >= 2)
 		snprintf(dec.summary, sizeof(dec.summary),
@@ -1220,25 +1331,7 @@ static int build(struct rp_run **runs, size_t n, size_t bi, size_t n_cmdline,
 							       : "."));
 	json_object_set_new(evo, "runs", evr);
 	json_object_set_new(rep, "evidence", evo);
-	json_t *sj = json_object(), *pj = json_array();
-	for (size_t i = 0; i < npairs; i++) {
-		json_t *x = json_object();
-		json_object_set_new(x, "seed", json_integer((json_int_t)pairs[i].seed));
-		json_object_set_new(x, "candidate_tokens_per_joule", jsonx_real(pairs[i].cand_tpj));
-		json_object_set_new(x, "baseline_tokens_per_joule", jsonx_real(pairs[i].base_tpj));
-		json_object_set_new(x, "gain", jsonx_real(pairs[i].cand_tpj / pairs[i].base_tpj - 1));
-		json_array_append_new(pj, x);
-	}
-	json_object_set_new(sj, "paired_seeds", json_integer((json_int_t)npairs));
-	json_object_set_new(sj, "pairs", pj);
-	json_object_set_new(sj, "candidate_tokens_per_joule", spread_json(&csp));
-	json_object_set_new(sj, "baseline_tokens_per_joule", spread_json(&bsp));
-	json_object_set_new(sj, "gain", spread_json(&gsp));
-	json_object_set_new(sj, "rule", json_string("with 2 or more paired seeds the gain is the median "
-						    "over seeds; a seed that loses, or a spread wider "
-						    "than the median gain, is a condition; under 3 "
-						    "seeds the verdict is at most GO WITH CONDITIONS"));
-	json_object_set_new(rep, "seeds", sj);
+	json_object_set_new(rep, "seeds", seeds_json(pairs, npairs, &csp, &bsp, &gsp));
 	json_t *rec = decision_json(&dec);
 	json_object_set_new(rec, "candidate", json_string(runs[0]->label));
 	json_object_set_new(rec, "baseline", json_string(b->label));
@@ -1247,44 +1340,15 @@ static int build(struct rp_run **runs, size_t n, size_t bi, size_t n_cmdline,
 	json_object_set_new(rep, "recommendation", rec);
 
 	json_t *hand = json_array(), *prim = json_array(), *bott = json_array(), *vm = json_array();
-	json_t *missing = json_array();
 	for (size_t i = 0; i < n; i++) {
 		json_array_append_new(hand, handoff(runs[i], roles[i]));
 		json_array_append_new(prim, primary(runs[i], b, roles[i]));
 		json_array_append_new(bott, bottlenecks(runs[i], &ri[i], roles[i]));
 		validation(vm, runs[i], b, i == bi);
 	}
-	/* Older runs (and govd's logs) lack the run metadata: said per run. */
-	for (size_t i = 0; i < n; i++) {
-		const struct rp_run *r = runs[i];
-		if (!r->command[0] && strcmp(r->scenario, "live"))
-			json_array_append_new(missing, json_sprintf(
-				"%s: the run does not record the scenario file's path nor the command "
-				"line: the reproduce command infers %s from the scenario name",
-				r->label, r->scenario_path));
-		if (!r->build_compiler[0])
-			json_array_append_new(missing, json_sprintf(
-				"%s: the compiler that built the run is not recorded: the compiler "
-				"shown is the policy's metadata.validated_with", r->label));
-		if (r->have_summary && !r->nsw)
-			json_array_append_new(missing, json_sprintf(
-				"%s: summary.json has no sla.per_window (written before it was): "
-				"windows are judged from the decision log's quantiles", r->label));
-	}
-	json_array_append_new(missing, json_string("the decision-log header carries no SLA targets, "
-						   "thermal ceiling or rollback triggers: for a live log "
-						   "they come from the policy file at policy_path when its "
-						   "hash matches"));
-	for (size_t i = 0; i < n; i++)
-		if (runs[i]->policy_state)
-			json_array_append_new(missing, json_sprintf("%s: policy file %s %s", runs[i]->label,
-								    runs[i]->policy_path,
-								    runs[i]->policy_state == 1
-									    ? "not found: metadata and triggers unknown"
-									    : "changed since the run"));
 	json_t *ho = json_object();
 	json_object_set_new(ho, "runs", hand);
-	json_object_set_new(ho, "missing_from_run_outputs", missing);
+	json_object_set_new(ho, "missing_from_run_outputs", missing_json(runs, n));
 	json_object_set_new(rep, "handoff", ho);
 	json_t *pm = json_object();
 	json_object_set_new(pm, "definition",
@@ -1311,17 +1375,7 @@ static int build(struct rp_run **runs, size_t n, size_t bi, size_t n_cmdline,
 	json_object_set_new(vmo, "verdicts", verdicts);
 	json_object_set_new(rep, "validation_matrix", vmo);
 	json_object_set_new(rep, "monitors", monitors(runs, n, b));
-	json_t *so = json_array();
-	for (int i = 0; i < 3; i++) {
-		json_t *x = json_object();
-		json_object_set_new(x, "role", json_string(rp_roles[i]));
-		json_object_set_new(x, "command",
-				    json_sprintf("govctl signoff REPORT_DIR/report.json --role '%s' --decision "
-						 "GO|GO-WITH-CONDITIONS|NO-GO --key KEYFILE",
-						 rp_roles[i]));
-		json_array_append_new(so, x);
-	}
-	json_object_set_new(rep, "signoff", so);
+	json_object_set_new(rep, "signoff", signoff_json());
 	json_object_set_new(rep, "figures",
 			    rp_figures(runs[0], b, runs, roles, n, pairs, npairs));
 	res->report = rep;
