@@ -650,198 +650,226 @@ static void validation(json_t *rows, const struct rp_run *r, const struct rp_run
 	}
 }
 
+/* Monitor: the precision-mode mix. */
+static json_t *mon_mix(const struct rp_run *r)
+{
+	json_t *x = json_object();
+	json_object_set_new(x, "run", json_string(r->label));
+	json_object_set_new(x, "int8_token_fraction", jsonx_real(r->int8_token_frac));
+	double lo = INFINITY, hi = -INFINITY;
+	for (size_t k = 0; k < r->nw; k++)
+		if (r->w[k].busy && isfinite(r->w[k].int8_share)) {
+			lo = fmin(lo, r->w[k].int8_share);
+			hi = fmax(hi, r->w[k].int8_share);
+		}
+	json_object_set_new(x, "window_int8_share_min", jsonx_real(lo));
+	json_object_set_new(x, "window_int8_share_max", jsonx_real(hi));
+	json_t *ps = json_object();
+	for (size_t s = 0; s < r->n_slices; s++)
+		json_object_set_new(ps, r->slices[s].name, jsonx_real(r->slices[s].int8_req_frac));
+	json_object_set_new(x, "per_slice_int8_share", ps);
+	return x;
+}
+
+/* Monitor: perf-per-watt against the baseline, window by window (alert: 3
+ * busy windows in a row below it). */
+static json_t *mon_trend(const struct rp_run *r, const struct rp_run *b)
+{
+	size_t below = 0, run = 0, longest = 0, cmp = 0;
+	for (size_t k = 0; k < r->nw && r != b && same_demand(r, b) && k < b->nw; k++) {
+		if (!r->w[k].busy || !isfinite(r->w[k].tpj) || !isfinite(b->w[k].tpj))
+			continue;
+		cmp++;
+		if (r->w[k].tpj < b->w[k].tpj) {
+			below++;
+			run++;
+			if (run > longest)
+				longest = run;
+		} else {
+			run = 0;
+		}
+	}
+	json_t *x = json_object();
+	json_object_set_new(x, "run", json_string(r->label));
+	json_object_set_new(x, "windows_compared", json_integer((json_int_t)cmp));
+	json_object_set_new(x, "windows_below_baseline", json_integer((json_int_t)below));
+	json_object_set_new(x, "longest_run_below_baseline", json_integer((json_int_t)longest));
+	json_object_set_new(x, "alert_rule", json_string("3 consecutive busy windows below the "
+							 "baseline's tokens/J"));
+	json_object_set_new(x, "alert", json_boolean(longest >= 3));
+	return x;
+}
+
+/* Monitor: thermal clamp frequency. */
+static json_t *mon_clamp(const struct rp_run *r)
+{
+	size_t cw = 0;
+	for (size_t k = 0; k < r->nw; k++)
+		cw += r->w[k].clamp_periods > 0;
+	json_t *x = json_object();
+	json_object_set_new(x, "run", json_string(r->label));
+	json_object_set_new(x, "clamp_events", jsonx_real(r->clamp_events));
+	json_object_set_new(x, "clamps_per_hour",
+			    jsonx_real(r->duration_s > 0 ? r->clamp_events * 3600 / r->duration_s : NAN));
+	json_object_set_new(x, "clamp_time_s", jsonx_real(r->clamp_time_s));
+	json_object_set_new(x, "windows_with_clamps", json_integer((json_int_t)cw));
+	json_object_set_new(x, "time_above_ceiling_s", jsonx_real(r->above_ceiling_s));
+	json_object_set_new(x, "max_junction_c", jsonx_real(r->max_tj_c));
+	json_object_set_new(x, "alert_rule", json_string("any hardware clamp"));
+	json_object_set_new(x, "alert", json_boolean(r->clamp_events > 0));
+	return x;
+}
+
+/* Monitor: quality by slice, a row each. */
+static void mon_quality(const struct rp_run *r, json_t *qual)
+{
+	for (size_t s = 0; s < r->n_slices; s++) {
+		const struct rp_slice *sl = &r->slices[s];
+		json_t *x = json_object();
+		json_object_set_new(x, "run", json_string(r->label));
+		json_object_set_new(x, "slice", json_string(sl->name));
+		json_object_set_new(x, "max_drop", jsonx_real(sl->max_drop));
+		json_object_set_new(x, "true_drop_end", jsonx_real(sl->true_drop_end));
+		json_object_set_new(x, "worst_drop_bound_while_int8", jsonx_real(sl->max_drop_upper_int8));
+		json_object_set_new(x, "int8_share", jsonx_real(sl->int8_req_frac));
+		json_object_set_new(x, "breach_requests", jsonx_real(sl->breaches));
+		bool reg = sl->breaches > 0 || (!r->have_summary && sl->max_drop_upper_int8 > sl->max_drop);
+		json_object_set_new(x, "regression", json_boolean(reg));
+		json_array_append_new(qual, x);
+	}
+}
+
+/* Monitor: thermal events against latency tails (correlations, each clamp
+ * event with its window's tails). */
+static json_t *mon_thermal_latency(const struct rp_run *r)
+{
+	json_t *x = json_object();
+	json_object_set_new(x, "run", json_string(r->label));
+	double *cp = calloc(r->nw + 1, sizeof(double)), *tt = calloc(r->nw + 1, sizeof(double)),
+	       *tb = calloc(r->nw + 1, sizeof(double)), *med = calloc(r->nw + 1, sizeof(double));
+	size_t nj = 0, nm = 0;
+	for (size_t k = 0; cp && tt && tb && med && k < r->nw; k++)
+		if (r->w[k].judged && r->w[k].requests > 0) {
+			cp[nj] = (double)r->w[k].clamp_periods + (r->w[k].max_tj_c >= r->ceiling_c);
+			tt[nj] = r->w[k].q_ms[SLA_INDEX(SLA_TTFT, SLA_P99)];
+			tb[nj++] = r->w[k].q_ms[SLA_INDEX(SLA_TBT, SLA_P99)];
+			if (!r->w[k].clamp_periods)
+				med[nm++] = r->w[k].q_ms[SLA_INDEX(SLA_TBT, SLA_P99)];
+		}
+	double c1 = cp ? rp_pearson(cp, tt, nj) : NAN, c2 = cp ? rp_pearson(cp, tb, nj) : NAN;
+	double stress = 0;
+	for (size_t k = 0; cp && k < nj; k++)
+		stress += cp[k];
+	json_object_set_new(x, "corr_thermal_vs_ttft_p99", jsonx_real(c1));
+	json_object_set_new(x, "corr_thermal_vs_tbt_p99", jsonx_real(c2));
+	/* An empty correlation says why, not a dash. */
+	json_object_set_new(x, "correlation_note",
+			    isfinite(c1) && isfinite(c2) ? json_null()
+			    : !(stress > 0) ? json_string("no clamp, nothing to correlate (no judged window "
+							  "clamped or reached the soft ceiling)")
+			    : nj < 3 ? json_string("fewer than 3 judged windows served requests: "
+						   "nothing to correlate")
+				     : json_string("thermal stress or latency constant over the judged "
+						   "windows: no correlation defined"));
+	json_object_set_new(x, "median_tbt_p99_ms_without_clamp", jsonx_real(med ? median(med, nm) : NAN));
+	for (size_t k = 0; med && k < nj; k++)
+		med[k] = tt[k];
+	json_object_set_new(x, "median_ttft_p99_ms_all_windows", jsonx_real(med ? median(med, nj) : NAN));
+	free(cp);
+	free(tt);
+	free(tb);
+	free(med);
+	json_t *ev = json_array();
+	double period_s = r->period_s > 0 ? r->period_s : 1;
+	size_t per = (size_t)llround(r->window_s / period_s);
+	for (size_t p = 0; p < r->np; p++) {
+		if (!(r->p[p].throttle & HAL_THR_HW_SLOWDOWN) ||
+		    (p && (r->p[p - 1].throttle & HAL_THR_HW_SLOWDOWN)))
+			continue;
+		size_t e = p;
+		double tj = r->p[p].tj_c, clk = r->p[p].clk_mhz;
+		while (e < r->np && (r->p[e].throttle & HAL_THR_HW_SLOWDOWN)) {
+			tj = fmax(tj, r->p[e].tj_c);
+			clk = fmin(clk, r->p[e].clk_mhz);
+			e++;
+		}
+		const struct rp_wstats *w = &r->w[per ? p / per : 0];
+		json_t *ej = json_object();
+		json_object_set_new(ej, "t_s", json_real(r->p[p].t_s));
+		json_object_set_new(ej, "duration_s", json_real((double)(e - p) * period_s));
+		json_object_set_new(ej, "max_junction_c", jsonx_real(tj));
+		json_object_set_new(ej, "min_clock_mhz", jsonx_real(clk));
+		json_object_set_new(ej, "window_ttft_p99_ms",
+				    jsonx_real(w->q_ms[SLA_INDEX(SLA_TTFT, SLA_P99)]));
+		json_object_set_new(ej, "window_tbt_p99_ms",
+				    jsonx_real(w->q_ms[SLA_INDEX(SLA_TBT, SLA_P99)]));
+		json_object_set_new(ej, "window_sla_met", json_boolean(w->sla_met));
+		json_array_append_new(ev, ej);
+	}
+	json_object_set_new(x, "clamp_events", ev);
+	return x;
+}
+
+/* Monitor: precision fallbacks, every period that lowered a slice's INT8
+ * share, and the periods per reason. */
+static json_t *mon_fallbacks(const struct rp_run *r)
+{
+	json_t *x = json_object();
+	json_object_set_new(x, "run", json_string(r->label));
+	size_t counts[4] = { 0 };
+	const uint32_t bits[4] = { GOV_R_INT8_GATE_CLOSED, GOV_R_ROLLBACK, GOV_R_PREC_SATURATED,
+				   GOV_R_SAFE_POINT };
+	json_t *evs = json_array();
+	for (size_t p = 0; p < r->np; p++) {
+		const struct declog_period *pp = &r->p[p];
+		for (int k = 0; k < 4; k++)
+			counts[k] += !!(pp->reasons & bits[k]);
+		json_t *sls = json_array();
+		for (size_t s = 0; s < r->n_slices; s++)
+			if (pp->int8_after[s] < pp->int8_before[s]) {
+				json_t *sj = json_object();
+				json_object_set_new(sj, "slice", json_string(r->slices[s].name));
+				json_object_set_new(sj, "int8_before", jsonx_real(pp->int8_before[s]));
+				json_object_set_new(sj, "int8_after", jsonx_real(pp->int8_after[s]));
+				json_object_set_new(sj, "drop_upper", jsonx_real(pp->q_drop_upper[s]));
+				json_object_set_new(sj, "samples", jsonx_real(pp->q_samples[s]));
+				json_array_append_new(sls, sj);
+			}
+		if (!json_array_size(sls)) {
+			json_decref(sls);
+			continue;
+		}
+		char rs[512];
+		json_t *ej = json_object();
+		json_object_set_new(ej, "t_s", json_real(pp->t_s));
+		json_object_set_new(ej, "seq", json_integer((json_int_t)p));
+		json_object_set_new(ej, "reasons", json_string(gov_reasons_join(pp->reasons, rs, sizeof(rs))));
+		json_object_set_new(ej, "faults", json_integer((json_int_t)pp->n_faults));
+		json_object_set_new(ej, "slices", sls);
+		json_array_append_new(evs, ej);
+	}
+	json_t *cj = json_object();
+	json_object_set_new(cj, "int8_gate_closed", json_integer((json_int_t)counts[0]));
+	json_object_set_new(cj, "rollback", json_integer((json_int_t)counts[1]));
+	json_object_set_new(cj, "prec_saturated", json_integer((json_int_t)counts[2]));
+	json_object_set_new(cj, "safe_point", json_integer((json_int_t)counts[3]));
+	json_object_set_new(x, "periods_with_reason", cj);
+	json_object_set_new(x, "fallbacks", evs);
+	return x;
+}
+
 static json_t *monitors(struct rp_run **runs, size_t n, const struct rp_run *b)
 {
 	json_t *m = json_object(), *mix = json_array(), *trend = json_array(), *clamp = json_array(),
 	       *qual = json_array(), *tl = json_array(), *audit = json_array();
 	for (size_t i = 0; i < n; i++) {
 		const struct rp_run *r = runs[i];
-		/* precision-mode mix */
-		json_t *x = json_object();
-		json_object_set_new(x, "run", json_string(r->label));
-		json_object_set_new(x, "int8_token_fraction", jsonx_real(r->int8_token_frac));
-		double lo = INFINITY, hi = -INFINITY;
-		for (size_t k = 0; k < r->nw; k++)
-			if (r->w[k].busy && isfinite(r->w[k].int8_share)) {
-				lo = fmin(lo, r->w[k].int8_share);
-				hi = fmax(hi, r->w[k].int8_share);
-			}
-		json_object_set_new(x, "window_int8_share_min", jsonx_real(lo));
-		json_object_set_new(x, "window_int8_share_max", jsonx_real(hi));
-		json_t *ps = json_object();
-		for (size_t s = 0; s < r->n_slices; s++)
-			json_object_set_new(ps, r->slices[s].name, jsonx_real(r->slices[s].int8_req_frac));
-		json_object_set_new(x, "per_slice_int8_share", ps);
-		json_array_append_new(mix, x);
-
-		/* perf-per-watt trend against the baseline, window by window */
-		size_t below = 0, run = 0, longest = 0, cmp = 0;
-		for (size_t k = 0; k < r->nw && r != b && same_demand(r, b) && k < b->nw; k++) {
-			if (!r->w[k].busy || !isfinite(r->w[k].tpj) || !isfinite(b->w[k].tpj))
-				continue;
-			cmp++;
-			if (r->w[k].tpj < b->w[k].tpj) {
-				below++;
-				run++;
-				if (run > longest)
-					longest = run;
-			} else {
-				run = 0;
-			}
-		}
-		x = json_object();
-		json_object_set_new(x, "run", json_string(r->label));
-		json_object_set_new(x, "windows_compared", json_integer((json_int_t)cmp));
-		json_object_set_new(x, "windows_below_baseline", json_integer((json_int_t)below));
-		json_object_set_new(x, "longest_run_below_baseline", json_integer((json_int_t)longest));
-		json_object_set_new(x, "alert_rule", json_string("3 consecutive busy windows below the "
-								 "baseline's tokens/J"));
-		json_object_set_new(x, "alert", json_boolean(longest >= 3));
-		json_array_append_new(trend, x);
-
-		/* thermal clamp frequency */
-		size_t cw = 0;
-		for (size_t k = 0; k < r->nw; k++)
-			cw += r->w[k].clamp_periods > 0;
-		x = json_object();
-		json_object_set_new(x, "run", json_string(r->label));
-		json_object_set_new(x, "clamp_events", jsonx_real(r->clamp_events));
-		json_object_set_new(x, "clamps_per_hour",
-				    jsonx_real(r->duration_s > 0 ? r->clamp_events * 3600 / r->duration_s : NAN));
-		json_object_set_new(x, "clamp_time_s", jsonx_real(r->clamp_time_s));
-		json_object_set_new(x, "windows_with_clamps", json_integer((json_int_t)cw));
-		json_object_set_new(x, "time_above_ceiling_s", jsonx_real(r->above_ceiling_s));
-		json_object_set_new(x, "max_junction_c", jsonx_real(r->max_tj_c));
-		json_object_set_new(x, "alert_rule", json_string("any hardware clamp"));
-		json_object_set_new(x, "alert", json_boolean(r->clamp_events > 0));
-		json_array_append_new(clamp, x);
-
-		/* quality by slice */
-		for (size_t s = 0; s < r->n_slices; s++) {
-			const struct rp_slice *sl = &r->slices[s];
-			x = json_object();
-			json_object_set_new(x, "run", json_string(r->label));
-			json_object_set_new(x, "slice", json_string(sl->name));
-			json_object_set_new(x, "max_drop", jsonx_real(sl->max_drop));
-			json_object_set_new(x, "true_drop_end", jsonx_real(sl->true_drop_end));
-			json_object_set_new(x, "worst_drop_bound_while_int8", jsonx_real(sl->max_drop_upper_int8));
-			json_object_set_new(x, "int8_share", jsonx_real(sl->int8_req_frac));
-			json_object_set_new(x, "breach_requests", jsonx_real(sl->breaches));
-			bool reg = sl->breaches > 0 || (!r->have_summary && sl->max_drop_upper_int8 > sl->max_drop);
-			json_object_set_new(x, "regression", json_boolean(reg));
-			json_array_append_new(qual, x);
-		}
-
-		/* thermal events against latency tails */
-		x = json_object();
-		json_object_set_new(x, "run", json_string(r->label));
-		double *cp = calloc(r->nw + 1, sizeof(double)), *tt = calloc(r->nw + 1, sizeof(double)),
-		       *tb = calloc(r->nw + 1, sizeof(double)), *med = calloc(r->nw + 1, sizeof(double));
-		size_t nj = 0, nm = 0;
-		for (size_t k = 0; cp && tt && tb && med && k < r->nw; k++)
-			if (r->w[k].judged && r->w[k].requests > 0) {
-				cp[nj] = (double)r->w[k].clamp_periods + (r->w[k].max_tj_c >= r->ceiling_c);
-				tt[nj] = r->w[k].q_ms[SLA_INDEX(SLA_TTFT, SLA_P99)];
-				tb[nj++] = r->w[k].q_ms[SLA_INDEX(SLA_TBT, SLA_P99)];
-				if (!r->w[k].clamp_periods)
-					med[nm++] = r->w[k].q_ms[SLA_INDEX(SLA_TBT, SLA_P99)];
-			}
-		double c1 = cp ? rp_pearson(cp, tt, nj) : NAN, c2 = cp ? rp_pearson(cp, tb, nj) : NAN;
-		double stress = 0;
-		for (size_t k = 0; cp && k < nj; k++)
-			stress += cp[k];
-		json_object_set_new(x, "corr_thermal_vs_ttft_p99", jsonx_real(c1));
-		json_object_set_new(x, "corr_thermal_vs_tbt_p99", jsonx_real(c2));
-		/* An empty correlation says why, not a dash. */
-		json_object_set_new(x, "correlation_note",
-				    isfinite(c1) && isfinite(c2) ? json_null()
-				    : !(stress > 0) ? json_string("no clamp, nothing to correlate (no judged window "
-								  "clamped or reached the soft ceiling)")
-				    : nj < 3 ? json_string("fewer than 3 judged windows served requests: "
-							   "nothing to correlate")
-					     : json_string("thermal stress or latency constant over the judged "
-							   "windows: no correlation defined"));
-		json_object_set_new(x, "median_tbt_p99_ms_without_clamp", jsonx_real(med ? median(med, nm) : NAN));
-		for (size_t k = 0; med && k < nj; k++)
-			med[k] = tt[k];
-		json_object_set_new(x, "median_ttft_p99_ms_all_windows", jsonx_real(med ? median(med, nj) : NAN));
-		free(cp);
-		free(tt);
-		free(tb);
-		free(med);
-		json_t *ev = json_array();
-		double period_s = r->period_s > 0 ? r->period_s : 1;
-		size_t per = (size_t)llround(r->window_s / period_s);
-		for (size_t p = 0; p < r->np; p++) {
-			if (!(r->p[p].throttle & HAL_THR_HW_SLOWDOWN) ||
-			    (p && (r->p[p - 1].throttle & HAL_THR_HW_SLOWDOWN)))
-				continue;
-			size_t e = p;
-			double tj = r->p[p].tj_c, clk = r->p[p].clk_mhz;
-			while (e < r->np && (r->p[e].throttle & HAL_THR_HW_SLOWDOWN)) {
-				tj = fmax(tj, r->p[e].tj_c);
-				clk = fmin(clk, r->p[e].clk_mhz);
-				e++;
-			}
-			const struct rp_wstats *w = &r->w[per ? p / per : 0];
-			json_t *ej = json_object();
-			json_object_set_new(ej, "t_s", json_real(r->p[p].t_s));
-			json_object_set_new(ej, "duration_s", json_real((double)(e - p) * period_s));
-			json_object_set_new(ej, "max_junction_c", jsonx_real(tj));
-			json_object_set_new(ej, "min_clock_mhz", jsonx_real(clk));
-			json_object_set_new(ej, "window_ttft_p99_ms",
-					    jsonx_real(w->q_ms[SLA_INDEX(SLA_TTFT, SLA_P99)]));
-			json_object_set_new(ej, "window_tbt_p99_ms",
-					    jsonx_real(w->q_ms[SLA_INDEX(SLA_TBT, SLA_P99)]));
-			json_object_set_new(ej, "window_sla_met", json_boolean(w->sla_met));
-			json_array_append_new(ev, ej);
-		}
-		json_object_set_new(x, "clamp_events", ev);
-		json_array_append_new(tl, x);
-
-		/* precision fallbacks: every period that lowered a slice's INT8 share */
-		x = json_object();
-		json_object_set_new(x, "run", json_string(r->label));
-		size_t counts[4] = { 0 };
-		const uint32_t bits[4] = { GOV_R_INT8_GATE_CLOSED, GOV_R_ROLLBACK, GOV_R_PREC_SATURATED,
-					   GOV_R_SAFE_POINT };
-		json_t *evs = json_array();
-		for (size_t p = 0; p < r->np; p++) {
-			const struct declog_period *pp = &r->p[p];
-			for (int k = 0; k < 4; k++)
-				counts[k] += !!(pp->reasons & bits[k]);
-			json_t *sls = json_array();
-			for (size_t s = 0; s < r->n_slices; s++)
-				if (pp->int8_after[s] < pp->int8_before[s]) {
-					json_t *sj = json_object();
-					json_object_set_new(sj, "slice", json_string(r->slices[s].name));
-					json_object_set_new(sj, "int8_before", jsonx_real(pp->int8_before[s]));
-					json_object_set_new(sj, "int8_after", jsonx_real(pp->int8_after[s]));
-					json_object_set_new(sj, "drop_upper", jsonx_real(pp->q_drop_upper[s]));
-					json_object_set_new(sj, "samples", jsonx_real(pp->q_samples[s]));
-					json_array_append_new(sls, sj);
-				}
-			if (!json_array_size(sls)) {
-				json_decref(sls);
-				continue;
-			}
-			char rs[512];
-			json_t *ej = json_object();
-			json_object_set_new(ej, "t_s", json_real(pp->t_s));
-			json_object_set_new(ej, "seq", json_integer((json_int_t)p));
-			json_object_set_new(ej, "reasons", json_string(gov_reasons_join(pp->reasons, rs, sizeof(rs))));
-			json_object_set_new(ej, "faults", json_integer((json_int_t)pp->n_faults));
-			json_object_set_new(ej, "slices", sls);
-			json_array_append_new(evs, ej);
-		}
-		json_t *cj = json_object();
-		json_object_set_new(cj, "int8_gate_closed", json_integer((json_int_t)counts[0]));
-		json_object_set_new(cj, "rollback", json_integer((json_int_t)counts[1]));
-		json_object_set_new(cj, "prec_saturated", json_integer((json_int_t)counts[2]));
-		json_object_set_new(cj, "safe_point", json_integer((json_int_t)counts[3]));
-		json_object_set_new(x, "periods_with_reason", cj);
-		json_object_set_new(x, "fallbacks", evs);
-		json_array_append_new(audit, x);
+		json_array_append_new(mix, mon_mix(r));
+		json_array_append_new(trend, mon_trend(r, b));
+		json_array_append_new(clamp, mon_clamp(r));
+		mon_quality(r, qual);
+		json_array_append_new(tl, mon_thermal_latency(r));
+		json_array_append_new(audit, mon_fallbacks(r));
 	}
 	json_object_set_new(m, "precision_mix", mix);
 	json_object_set_new(m, "perf_per_watt_trend", trend);
