@@ -896,6 +896,101 @@ static json_t *decision_json(const struct rp_decision *d)
 	return o;
 }
 
+/* The class whose cost fell most from the baseline's run to this one:
+ * what an intervention addressed. */
+static enum rp_class addressed_class(const struct runinfo *base, const struct runinfo *run)
+{
+	enum rp_class addressed = RP_C_UNRESOLVED;
+	double best = 0;
+	for (size_t k = 0; k < base->nrank; k++) {
+		double after = 0;
+		for (size_t q = 0; q < run->nrank; q++)
+			if (run->rank[q].cls == base->rank[k].cls)
+				after = run->rank[q].cost_j;
+		double d = base->rank[k].cost_j - after;
+		if (d > best) {
+			best = d;
+			addressed = base->rank[k].cls;
+		}
+	}
+	return addressed;
+}
+
+/* A measured alternative that lost, with why: its blockers, its place
+ * against the candidate or the baseline, its verdict alone. */
+static json_t *rejected_json(const struct rp_run *r, const struct rp_decision *dec,
+			     const struct rp_run *b, const struct rp_run *c, bool lost_to_cand)
+{
+	char why[2048] = "";
+	size_t l;
+	for (size_t k = 0; k < dec->n; k++)
+		if (dec->reasons[k].blocker) {
+			l = strlen(why);
+			snprintf(why + l, sizeof(why) - l, "%s%s", l ? "; " : "", dec->reasons[k].text);
+		}
+	l = strlen(why);
+	if (lost_to_cand)
+		snprintf(why + l, sizeof(why) - l,
+			 "%stokens/J %.4f against the candidate's %.4f (%+.2f%%)%s", l ? "; " : "",
+			 r->tpj, c->tpj, 100 * (r->tpj / c->tpj - 1),
+			 dec->verdict == RP_NOGO ? ""
+			 : r->tpj >= c->tpj	 ? ": within the noise margin of the candidate, "
+						   "no measured advantage"
+						 : ": a smaller gain for the same demand");
+	else if (!(r->tpj > b->tpj) && !strstr(why, "below the baseline"))
+		snprintf(why + l, sizeof(why) - l, "%sno perf-per-watt gain over the baseline "
+						   "(tokens/J %.4f vs %.4f)",
+			 l ? "; " : "", r->tpj, b->tpj);
+	l = strlen(why);
+	if (dec->verdict != RP_NOGO) {
+		size_t nc = 0;
+		for (size_t k = 0; k < dec->n; k++)
+			nc += !dec->reasons[k].blocker;
+		snprintf(why + l, sizeof(why) - l, "; against the baseline alone it would be %s "
+						   "(%zu condition(s))",
+			 rp_verdict_name(dec->verdict), nc);
+	}
+	json_t *x = json_object();
+	json_object_set_new(x, "alternative", json_sprintf("policy %s (controller %s)", r->policy,
+							   r->controller));
+	json_object_set_new(x, "run", json_string(r->label));
+	json_object_set_new(x, "label", json_string("measured"));
+	json_object_set_new(x, "tokens_per_joule", jsonx_real(r->tpj));
+	json_object_set_new(x, "gain_vs_baseline", jsonx_real(r->tpj / b->tpj - 1));
+	json_object_set_new(x, "verdict_vs_baseline", json_string(rp_verdict_name(dec->verdict)));
+	json_object_set_new(x, "why", json_string(why));
+	return x;
+}
+
+/* Predicted: the candidate's breaching slices served in BF16. */
+static json_t *quality_gate_row(const struct rp_run *c, int rank)
+{
+	char names[256] = "";
+	for (size_t s = 0; s < c->n_slices; s++)
+		if (c->slices[s].breaches > 0) {
+			size_t l = strlen(names);
+			snprintf(names + l, sizeof(names) - l, "%s%s", l ? ", " : "", c->slices[s].name);
+		}
+	json_t *x = json_object();
+	json_object_set_new(x, "rank", json_integer(rank));
+	json_object_set_new(x, "intervention",
+			    json_sprintf("quality gate: serve slice(s) %s in BF16 until the shadow "
+					 "drop bound is under the threshold", names));
+	json_object_set_new(x, "addresses", json_string("quality breaches"));
+	json_object_set_new(x, "owner", json_string("runtime scheduler"));
+	json_object_set_new(x, "label", json_string("predicted"));
+	json_object_set_new(x, "before", point(c));
+	json_t *a = json_object();
+	json_object_set_new(a, "quality_breaches", json_integer(0));
+	json_object_set_new(a, "basis", json_string("breaches come only from INT8 on the named "
+						    "slices; their tokens move to BF16, so tokens/J "
+						    "falls toward the BF16 baseline's in proportion to "
+						    "their INT8 token share"));
+	json_object_set_new(x, "after", a);
+	json_object_set_new(x, "gain", json_null());
+	return x;
+}
+
 static json_t *mitigation(struct rp_run **runs, size_t n, size_t bi, const struct runinfo *ri,
 			  const struct rp_thresholds *th)
 {
@@ -919,19 +1014,7 @@ static json_t *mitigation(struct rp_run **runs, size_t n, size_t bi, const struc
 	for (size_t a = 0; a < m; a++) {
 		size_t i = order[a];
 		const struct rp_run *r = runs[i];
-		enum rp_class addressed = RP_C_UNRESOLVED;
-		double best = 0;
-		for (size_t k = 0; k < ri[bi].nrank; k++) {
-			double after = 0;
-			for (size_t q = 0; q < ri[i].nrank; q++)
-				if (ri[i].rank[q].cls == ri[bi].rank[k].cls)
-					after = ri[i].rank[q].cost_j;
-			double d = ri[bi].rank[k].cost_j - after;
-			if (d > best) {
-				best = d;
-				addressed = ri[bi].rank[k].cls;
-			}
-		}
+		enum rp_class addressed = addressed_class(&ri[bi], &ri[i]);
 		/* An alternative that lost (blocked, no gain over the baseline, or
 		 * not better than the candidate's by more than the noise margin,
 		 * thresholds min_gain:
@@ -939,46 +1022,7 @@ static json_t *mitigation(struct rp_run **runs, size_t n, size_t bi, const struc
 		 * report recommends) is a rejected alternative, with why. */
 		bool lost_to_cand = i != 0 && !(r->tpj > c->tpj * (1 + th->min_gain));
 		if (ri[i].dec.verdict == RP_NOGO || !(r->tpj > b->tpj) || lost_to_cand) {
-			char why[2048] = "";
-			size_t l;
-			for (size_t k = 0; k < ri[i].dec.n; k++)
-				if (ri[i].dec.reasons[k].blocker) {
-					l = strlen(why);
-					snprintf(why + l, sizeof(why) - l, "%s%s", l ? "; " : "",
-						 ri[i].dec.reasons[k].text);
-				}
-			l = strlen(why);
-			if (lost_to_cand)
-				snprintf(why + l, sizeof(why) - l,
-					 "%stokens/J %.4f against the candidate's %.4f (%+.2f%%)%s", l ? "; " : "",
-					 r->tpj, c->tpj, 100 * (r->tpj / c->tpj - 1),
-					 ri[i].dec.verdict == RP_NOGO ? ""
-					 : r->tpj >= c->tpj	      ? ": within the noise margin of the candidate, "
-									"no measured advantage"
-								      : ": a smaller gain for the same demand");
-			else if (!(r->tpj > b->tpj) && !strstr(why, "below the baseline"))
-				snprintf(why + l, sizeof(why) - l, "%sno perf-per-watt gain over the baseline "
-								   "(tokens/J %.4f vs %.4f)",
-					 l ? "; " : "", r->tpj, b->tpj);
-			l = strlen(why);
-			if (ri[i].dec.verdict != RP_NOGO) {
-				size_t nc = 0;
-				for (size_t k = 0; k < ri[i].dec.n; k++)
-					nc += !ri[i].dec.reasons[k].blocker;
-				snprintf(why + l, sizeof(why) - l, "; against the baseline alone it would be %s "
-								   "(%zu condition(s))",
-					 rp_verdict_name(ri[i].dec.verdict), nc);
-			}
-			json_t *x = json_object();
-			json_object_set_new(x, "alternative", json_sprintf("policy %s (controller %s)", r->policy,
-									   r->controller));
-			json_object_set_new(x, "run", json_string(r->label));
-			json_object_set_new(x, "label", json_string("measured"));
-			json_object_set_new(x, "tokens_per_joule", jsonx_real(r->tpj));
-			json_object_set_new(x, "gain_vs_baseline", jsonx_real(r->tpj / b->tpj - 1));
-			json_object_set_new(x, "verdict_vs_baseline", json_string(rp_verdict_name(ri[i].dec.verdict)));
-			json_object_set_new(x, "why", json_string(why));
-			json_array_append_new(rej, x);
+			json_array_append_new(rej, rejected_json(r, &ri[i].dec, b, c, lost_to_cand));
 			continue;
 		}
 		json_t *x = json_object();
@@ -1017,32 +1061,8 @@ static json_t *mitigation(struct rp_run **runs, size_t n, size_t bi, const struc
 		json_object_set_new(x, "gain", jsonx_real(rk->tpj_if_removed / c->tpj - 1));
 		json_array_append_new(iv, x);
 	}
-	if (c->breaches > 0) {
-		char names[256] = "";
-		for (size_t s = 0; s < c->n_slices; s++)
-			if (c->slices[s].breaches > 0) {
-				size_t l = strlen(names);
-				snprintf(names + l, sizeof(names) - l, "%s%s", l ? ", " : "", c->slices[s].name);
-			}
-		json_t *x = json_object();
-		json_object_set_new(x, "rank", json_integer(rank++));
-		json_object_set_new(x, "intervention",
-				    json_sprintf("quality gate: serve slice(s) %s in BF16 until the shadow "
-						 "drop bound is under the threshold", names));
-		json_object_set_new(x, "addresses", json_string("quality breaches"));
-		json_object_set_new(x, "owner", json_string("runtime scheduler"));
-		json_object_set_new(x, "label", json_string("predicted"));
-		json_object_set_new(x, "before", point(c));
-		json_t *a = json_object();
-		json_object_set_new(a, "quality_breaches", json_integer(0));
-		json_object_set_new(a, "basis", json_string("breaches come only from INT8 on the named "
-							    "slices; their tokens move to BF16, so tokens/J "
-							    "falls toward the BF16 baseline's in proportion to "
-							    "their INT8 token share"));
-		json_object_set_new(x, "after", a);
-		json_object_set_new(x, "gain", json_null());
-		json_array_append_new(iv, x);
-	}
+	if (c->breaches > 0)
+		json_array_append_new(iv, quality_gate_row(c, rank++));
 	if (ri[0].cls == RP_C_THERMAL) {
 		json_t *x = json_object();
 		json_object_set_new(x, "alternative", json_string("raise the hardware slowdown threshold or "
