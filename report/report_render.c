@@ -657,13 +657,103 @@ static void sec_validation(struct doc *d, json_t *rep, const struct rp_plots *pl
 	list_end(d);
 }
 
+/* Monitors: each clamp event against its window's latency tails. */
+static void sec_thermal_latency(struct doc *d, json_t *m)
+{
+	size_t i;
+	json_t *x;
+	char a[B], b_[B], c[B], e[B], f[B];
+
+	h(d, 3, "Thermal events against latency tails", "mon-thermal-latency");
+	json_array_foreach(g(m, "thermal_latency"), i, x)
+	{
+		if (json_is_string(g(x, "correlation_note")))
+			para(d, "%s: %s; median window TBT p99 without a clamp %s ms.", s_(x, "run"),
+			     s_(x, "correlation_note"), n_(x, "median_tbt_p99_ms_without_clamp", 1, c, B));
+		else
+			para(d, "%s: correlation of per-window thermal stress (clamp periods, + 1 when the "
+				"junction reached the ceiling) with TTFT p99 %s, with TBT p99 %s; median "
+				"window TBT p99 without a clamp %s ms.",
+			     s_(x, "run"), n_(x, "corr_thermal_vs_ttft_p99", 2, a, B),
+			     n_(x, "corr_thermal_vs_tbt_p99", 2, b_, B),
+			     n_(x, "median_tbt_p99_ms_without_clamp", 1, c, B));
+		json_t *ev = g(x, "clamp_events");
+		if (!json_array_size(ev))
+			continue;
+		const char *ec[] = { "clamp at (s)", "duration (s)", "max junction (C)", "min clock (MHz)",
+				     "window TTFT p99 (ms)", "window TBT p99 (ms)", "window SLA met" };
+		thead(d, ec, 7);
+		size_t k;
+		json_t *z;
+		json_array_foreach(ev, k, z)
+		{
+			char g1[B], g2[B];
+			const char *cells[] = { n_(z, "t_s", 0, a, B), n_(z, "duration_s", 0, b_, B),
+						n_(z, "max_junction_c", 1, c, B), n_(z, "min_clock_mhz", 0, e, B),
+						n_(z, "window_ttft_p99_ms", 0, f, B),
+						n_(z, "window_tbt_p99_ms", 1, g1, B),
+						n_(z, "window_sla_met", 0, g2, B) };
+			trow(d, cells, 7, NULL);
+		}
+		tend(d);
+	}
+}
+
+/* Monitors: every decision that lowered a slice's INT8 share. */
+static void sec_fallback_audit(struct doc *d, json_t *m)
+{
+	size_t i;
+	json_t *x;
+	char a[B], b_[B], c[B], e[B];
+
+	h(d, 3, "Precision fallback audit", "mon-audit");
+	para(d, "Every decision that lowered a slice's INT8 share, with its reason codes "
+		"(int8_gate_closed, rollback, prec_saturated, safe_point ...) and the quality evidence "
+		"it saw.");
+	json_array_foreach(g(m, "precision_fallback_audit"), i, x)
+	{
+		json_t *cn = g(x, "periods_with_reason"), *fb = g(x, "fallbacks");
+		para(d, "%s: %zu fallback(s); periods carrying int8_gate_closed %s, rollback %s, "
+			"prec_saturated %s, safe_point %s.",
+		     s_(x, "run"), json_array_size(fb), n_(cn, "int8_gate_closed", 0, a, B),
+		     n_(cn, "rollback", 0, b_, B), n_(cn, "prec_saturated", 0, c, B),
+		     n_(cn, "safe_point", 0, e, B));
+		if (!json_array_size(fb))
+			continue;
+		const char *ac[] = { "t (s)", "seq", "slice: INT8 before -> after (drop bound, samples)",
+				     "reasons", "faults" };
+		thead(d, ac, 5);
+		size_t k;
+		json_t *z;
+		json_array_foreach(fb, k, z)
+		{
+			char sl[1024] = "", q[B];
+			size_t s;
+			json_t *w;
+			json_array_foreach(g(z, "slices"), s, w)
+			{
+				char p1[B], p2[B], p3[B], p4[B];
+				size_t l = strlen(sl);
+				snprintf(sl + l, sizeof(sl) - l, "%s%s: %s -> %s (%s, %s)", l ? "; " : "",
+					 s_(w, "slice"), n_(w, "int8_before", 2, p1, B),
+					 n_(w, "int8_after", 2, p2, B), n_(w, "drop_upper", 4, p3, B),
+					 n_(w, "samples", 0, p4, B));
+			}
+			const char *cells[] = { n_(z, "t_s", 0, a, B), n_(z, "seq", 0, b_, B), sl,
+						s_(z, "reasons"), n_(z, "faults", 0, q, B) };
+			trow(d, cells, 5, NULL);
+		}
+		tend(d);
+	}
+}
+
 static void sec_monitors(struct doc *d, json_t *rep, const struct rp_plots *pl)
 {
 	json_t *m = g(rep, "monitors");
 	sec_h(d, SEC_MONITORS);
 	size_t i;
 	json_t *x;
-	char a[B], b_[B], c[B], e[B], f[B], y[B];
+	char a[B], b_[B], c[B], e[B], f[B];
 
 	h(d, 3, "Precision-mode mix", "mon-mix");
 	const char *mc[] = { "run", "INT8 token fraction", "window INT8 share min", "max",
@@ -734,80 +824,8 @@ static void sec_monitors(struct doc *d, json_t *rep, const struct rp_plots *pl)
 	}
 	tend(d);
 
-	h(d, 3, "Thermal events against latency tails", "mon-thermal-latency");
-	json_array_foreach(g(m, "thermal_latency"), i, x)
-	{
-		if (json_is_string(g(x, "correlation_note")))
-			para(d, "%s: %s; median window TBT p99 without a clamp %s ms.", s_(x, "run"),
-			     s_(x, "correlation_note"), n_(x, "median_tbt_p99_ms_without_clamp", 1, c, B));
-		else
-			para(d, "%s: correlation of per-window thermal stress (clamp periods, + 1 when the "
-				"junction reached the ceiling) with TTFT p99 %s, with TBT p99 %s; median "
-				"window TBT p99 without a clamp %s ms.",
-			     s_(x, "run"), n_(x, "corr_thermal_vs_ttft_p99", 2, a, B),
-			     n_(x, "corr_thermal_vs_tbt_p99", 2, b_, B),
-			     n_(x, "median_tbt_p99_ms_without_clamp", 1, c, B));
-		json_t *ev = g(x, "clamp_events");
-		if (!json_array_size(ev))
-			continue;
-		const char *ec[] = { "clamp at (s)", "duration (s)", "max junction (C)", "min clock (MHz)",
-				     "window TTFT p99 (ms)", "window TBT p99 (ms)", "window SLA met" };
-		thead(d, ec, 7);
-		size_t k;
-		json_t *z;
-		json_array_foreach(ev, k, z)
-		{
-			char g1[B], g2[B];
-			const char *cells[] = { n_(z, "t_s", 0, a, B), n_(z, "duration_s", 0, b_, B),
-						n_(z, "max_junction_c", 1, c, B), n_(z, "min_clock_mhz", 0, e, B),
-						n_(z, "window_ttft_p99_ms", 0, f, B),
-						n_(z, "window_tbt_p99_ms", 1, g1, B),
-						n_(z, "window_sla_met", 0, g2, B) };
-			trow(d, cells, 7, NULL);
-		}
-		tend(d);
-	}
-
-	h(d, 3, "Precision fallback audit", "mon-audit");
-	para(d, "Every decision that lowered a slice's INT8 share, with its reason codes "
-		"(int8_gate_closed, rollback, prec_saturated, safe_point ...) and the quality evidence "
-		"it saw.");
-	json_array_foreach(g(m, "precision_fallback_audit"), i, x)
-	{
-		json_t *cn = g(x, "periods_with_reason"), *fb = g(x, "fallbacks");
-		para(d, "%s: %zu fallback(s); periods carrying int8_gate_closed %s, rollback %s, "
-			"prec_saturated %s, safe_point %s.",
-		     s_(x, "run"), json_array_size(fb), n_(cn, "int8_gate_closed", 0, a, B),
-		     n_(cn, "rollback", 0, b_, B), n_(cn, "prec_saturated", 0, c, B),
-		     n_(cn, "safe_point", 0, e, B));
-		if (!json_array_size(fb))
-			continue;
-		const char *ac[] = { "t (s)", "seq", "slice: INT8 before -> after (drop bound, samples)",
-				     "reasons", "faults" };
-		thead(d, ac, 5);
-		size_t k;
-		json_t *z;
-		json_array_foreach(fb, k, z)
-		{
-			char sl[1024] = "", q[B];
-			size_t s;
-			json_t *w;
-			json_array_foreach(g(z, "slices"), s, w)
-			{
-				char p1[B], p2[B], p3[B], p4[B];
-				size_t l = strlen(sl);
-				snprintf(sl + l, sizeof(sl) - l, "%s%s: %s -> %s (%s, %s)", l ? "; " : "",
-					 s_(w, "slice"), n_(w, "int8_before", 2, p1, B),
-					 n_(w, "int8_after", 2, p2, B), n_(w, "drop_upper", 4, p3, B),
-					 n_(w, "samples", 0, p4, B));
-			}
-			const char *cells[] = { n_(z, "t_s", 0, a, B), n_(z, "seq", 0, b_, B), sl,
-						s_(z, "reasons"), n_(z, "faults", 0, q, B) };
-			trow(d, cells, 5, NULL);
-		}
-		tend(d);
-	}
-	(void)y;
+	sec_thermal_latency(d, m);
+	sec_fallback_audit(d, m);
 }
 
 /* The sign-off state: every role the workflow asks for, signed or missing,
