@@ -177,6 +177,84 @@ static void events_of(json_t *evs, const struct rp_run *r, const char *role, con
 	json_array_append_new(evs, e);
 }
 
+/* fig-points: every run the report was given, tokens/J against the TTFT
+ * and TBT p99, an arrow from the baseline to the candidate. */
+static void fig_points(json_t *figs, const struct rp_run *c, const struct rp_run *b,
+		       struct rp_run *const *all, const char *const *roles, size_t n)
+{
+	json_t *f, *p;
+	char l[128];
+	f = figure(figs, "fig-points", "scatter", "Operating points: tokens per joule against p99",
+		   "every run of the report; the arrow goes from the baseline (before) to the "
+		   "candidate (after)",
+		   "p99 (ms)");
+	for (int q = 1; q <= 3; q += 2) {
+		snprintf(l, sizeof(l), "%s (ms)", sla_rows[q].label);
+		p = panel(f, "tokens/J (all rails)", NAN, NAN);
+		json_object_set_new(p, "xlabel", json_string(l));
+		for (size_t i = 0; i < n; i++) {
+			const struct rp_run *r = all[i];
+			char lab[260];
+			snprintf(lab, sizeof(lab), "%s (%s)", r->label, roles[i]);
+			json_t *s = series(p, lab, roles[i],
+					   r == c ? color_of(0) : r == b ? color_of(1) : color_of(i + 2),
+					   "points");
+			pt(s, r->q_ms[q], r->tpj);
+		}
+		if (c != b) {
+			json_t *a = json_object();
+			json_object_set_new(a, "x0", num(b->q_ms[q]));
+			json_object_set_new(a, "y0", num(b->tpj));
+			json_object_set_new(a, "x1", num(c->q_ms[q]));
+			json_object_set_new(a, "y1", num(c->tpj));
+			json_object_set_new(p, "arrow", a);
+		}
+		double tgt = c->targets[q];
+		snprintf(l, sizeof(l), "target %.0f ms", tgt);
+		refline(p, "vlines", tgt > 0 ? tgt : NAN, l);
+	}
+
+}
+
+/* fig-seeds: both arms' tokens/J per seed and the paired gain, with medians. */
+static void fig_seeds(json_t *figs, const struct rp_seed_pair *seeds, size_t n_seeds)
+{
+	json_t *f;
+	char l[128];
+	f = figure(figs, "fig-seeds", "seeds", "Spread over seeds",
+		   "tokens/J of candidate and baseline per seed, and the paired gain; lines: "
+		   "medians",
+		   "seed");
+	json_t *pa = panel(f, "tokens/J (all rails)", NAN, NAN), *pg = panel(f, "gain (%)", NAN, NAN);
+	json_t *sc = series(pa, "candidate", "candidate", color_of(0), "points");
+	json_t *sb = series(pa, "baseline", "baseline", color_of(1), "points");
+	json_t *sg = series(pg, "candidate vs baseline", "gain", color_of(2), "points");
+	double *v = calloc(3 * n_seeds, sizeof(*v));
+	for (size_t i = 0; i < n_seeds; i++) {
+		double x = (double)seeds[i].seed;
+		pt(sc, x, seeds[i].cand_tpj);
+		pt(sb, x, seeds[i].base_tpj);
+		pt(sg, x, 100 * (seeds[i].cand_tpj / seeds[i].base_tpj - 1));
+		if (v) {
+			v[i] = seeds[i].cand_tpj;
+			v[n_seeds + i] = seeds[i].base_tpj;
+			v[2 * n_seeds + i] = 100 * (seeds[i].cand_tpj / seeds[i].base_tpj - 1);
+		}
+	}
+	if (v) {
+		struct rp_spread a = rp_spread_of(v, n_seeds), bb = rp_spread_of(v + n_seeds, n_seeds),
+				 g = rp_spread_of(v + 2 * n_seeds, n_seeds);
+		snprintf(l, sizeof(l), "candidate median %.4f", a.median);
+		refline(pa, "hlines", a.median, l);
+		snprintf(l, sizeof(l), "baseline median %.4f", bb.median);
+		refline(pa, "hlines", bb.median, l);
+		snprintf(l, sizeof(l), "median gain %+.1f%%", g.median);
+		refline(pg, "hlines", g.median, l);
+		refline(pg, "hlines", 0, "no gain");
+	}
+	free(v);
+}
+
 json_t *rp_figures(const struct rp_run *c, const struct rp_run *b, struct rp_run *const *all,
 		   const char *const *roles, size_t n, const struct rp_seed_pair *seeds,
 		   size_t n_seeds)
@@ -294,70 +372,8 @@ json_t *rp_figures(const struct rp_run *c, const struct rp_run *b, struct rp_run
 		refline(p, "hlines", tgt > 0 ? tgt : NAN, l);
 	}
 
-	/* Operating points: every run the report was given. */
-	f = figure(figs, "fig-points", "scatter", "Operating points: tokens per joule against p99",
-		   "every run of the report; the arrow goes from the baseline (before) to the "
-		   "candidate (after)",
-		   "p99 (ms)");
-	for (int q = 1; q <= 3; q += 2) {
-		snprintf(l, sizeof(l), "%s (ms)", sla_rows[q].label);
-		p = panel(f, "tokens/J (all rails)", NAN, NAN);
-		json_object_set_new(p, "xlabel", json_string(l));
-		for (size_t i = 0; i < n; i++) {
-			const struct rp_run *r = all[i];
-			char lab[260];
-			snprintf(lab, sizeof(lab), "%s (%s)", r->label, roles[i]);
-			json_t *s = series(p, lab, roles[i],
-					   r == c ? color_of(0) : r == b ? color_of(1) : color_of(i + 2),
-					   "points");
-			pt(s, r->q_ms[q], r->tpj);
-		}
-		if (c != b) {
-			json_t *a = json_object();
-			json_object_set_new(a, "x0", num(b->q_ms[q]));
-			json_object_set_new(a, "y0", num(b->tpj));
-			json_object_set_new(a, "x1", num(c->q_ms[q]));
-			json_object_set_new(a, "y1", num(c->tpj));
-			json_object_set_new(p, "arrow", a);
-		}
-		double tgt = c->targets[q];
-		snprintf(l, sizeof(l), "target %.0f ms", tgt);
-		refline(p, "vlines", tgt > 0 ? tgt : NAN, l);
-	}
-
-	if (n_seeds >= 2) {
-		f = figure(figs, "fig-seeds", "seeds", "Spread over seeds",
-			   "tokens/J of candidate and baseline per seed, and the paired gain; lines: "
-			   "medians",
-			   "seed");
-		json_t *pa = panel(f, "tokens/J (all rails)", NAN, NAN), *pg = panel(f, "gain (%)", NAN, NAN);
-		json_t *sc = series(pa, "candidate", "candidate", color_of(0), "points");
-		json_t *sb = series(pa, "baseline", "baseline", color_of(1), "points");
-		json_t *sg = series(pg, "candidate vs baseline", "gain", color_of(2), "points");
-		double *v = calloc(3 * n_seeds, sizeof(*v));
-		for (size_t i = 0; i < n_seeds; i++) {
-			double x = (double)seeds[i].seed;
-			pt(sc, x, seeds[i].cand_tpj);
-			pt(sb, x, seeds[i].base_tpj);
-			pt(sg, x, 100 * (seeds[i].cand_tpj / seeds[i].base_tpj - 1));
-			if (v) {
-				v[i] = seeds[i].cand_tpj;
-				v[n_seeds + i] = seeds[i].base_tpj;
-				v[2 * n_seeds + i] = 100 * (seeds[i].cand_tpj / seeds[i].base_tpj - 1);
-			}
-		}
-		if (v) {
-			struct rp_spread a = rp_spread_of(v, n_seeds), bb = rp_spread_of(v + n_seeds, n_seeds),
-					 g = rp_spread_of(v + 2 * n_seeds, n_seeds);
-			snprintf(l, sizeof(l), "candidate median %.4f", a.median);
-			refline(pa, "hlines", a.median, l);
-			snprintf(l, sizeof(l), "baseline median %.4f", bb.median);
-			refline(pa, "hlines", bb.median, l);
-			snprintf(l, sizeof(l), "median gain %+.1f%%", g.median);
-			refline(pg, "hlines", g.median, l);
-			refline(pg, "hlines", 0, "no gain");
-		}
-		free(v);
-	}
+	fig_points(figs, c, b, all, roles, n);
+	if (n_seeds >= 2)
+		fig_seeds(figs, seeds, n_seeds);
 	return figs;
 }
