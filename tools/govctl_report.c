@@ -161,6 +161,71 @@ static void generated_at(char *buf, size_t len)
 	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/* The command that made the report, in canonical order (getopt permutes
+ * argv), without the output directory or the key file: the same runs give
+ * the same bytes wherever the report is written. */
+static void command_line(char *cmd, size_t len, char *const *args, size_t nargs,
+			 const char *baseline, const char *const *alt_args, size_t n_alt_args)
+{
+	snprintf(cmd, len, "govctl report");
+	for (size_t i = 0; i < nargs; i++)
+		sim_shell_append(cmd, len, args[i]);
+	size_t l = strlen(cmd);
+	snprintf(cmd + l, len - l, " --baseline");
+	sim_shell_append(cmd, len, baseline);
+	for (size_t a = 0; a < n_alt_args; a++) {
+		l = strlen(cmd);
+		snprintf(cmd + l, len - l, " --alternatives");
+		sim_shell_append(cmd, len, alt_args[a]);
+	}
+}
+
+/* Alternatives: each run once, those given already skipped. */
+static int add_alternatives(char *const *alts, size_t n_alts, struct rp_run *store,
+			    struct rp_run **runs, size_t *n)
+{
+	for (size_t a = 0; a < n_alts; a++) {
+		char ra[PATH_MAX], rb[PATH_MAX];
+		bool dup = false;
+		for (size_t j = 0; j < *n && !dup; j++)
+			dup = realpath(alts[a], ra) && realpath(runs[j]->dir, rb) && !strcmp(ra, rb);
+		if (dup)
+			continue;
+		if (*n == RP_MAX_RUNS) {
+			fprintf(stderr, "govctl report: at most %d runs with the alternatives\n", RP_MAX_RUNS);
+			return GOVCTL_EXIT_USAGE;
+		}
+		char err[1400];
+		if (rp_run_load(alts[a], &store[*n], err, sizeof(err))) {
+			fprintf(stderr, "govctl report: %s\n", err);
+			return GOVCTL_EXIT_FAIL;
+		}
+		runs[*n] = &store[*n];
+		(*n)++;
+	}
+	return GOVCTL_EXIT_OK;
+}
+
+/* -o made, and itself a real directory of this user, never a planted link
+ * to another user's report folder. */
+static bool out_dir_ok(const char *out)
+{
+	int mk = fsafe_mkdirs(out);
+	if (mk) {
+		fprintf(stderr, "govctl report: cannot create %s: %s\n", out, strerror(-mk));
+		return false;
+	}
+	struct stat ost = { 0 };
+	if (lstat(out, &ost) || !S_ISDIR(ost.st_mode) || ost.st_uid != geteuid()) {
+		fprintf(stderr, "govctl report: -o %s: %s; refusing to write there\n", out,
+			S_ISLNK(ost.st_mode) ? "a symbolic link (it may lead to another user's folder)"
+			: !S_ISDIR(ost.st_mode) ? "not a directory"
+						: "owned by another user");
+		return false;
+	}
+	return true;
+}
+
 int govctl_report(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -254,43 +319,11 @@ int govctl_report(int argc, char **argv)
 		n++;
 	}
 	size_t n_cmdline = n;
-	/* Alternatives: each run once, those given already skipped. */
-	for (size_t a = 0; a < n_alts; a++) {
-		char ra[PATH_MAX], rb[PATH_MAX];
-		bool dup = false;
-		for (size_t j = 0; j < n && !dup; j++)
-			dup = realpath(alts[a], ra) && realpath(runs[j]->dir, rb) && !strcmp(ra, rb);
-		if (dup)
-			continue;
-		if (n == RP_MAX_RUNS) {
-			fprintf(stderr, "govctl report: at most %d runs with the alternatives\n", RP_MAX_RUNS);
-			ret = GOVCTL_EXIT_USAGE;
-			goto free_runs;
-		}
-		char err[1400];
-		if (rp_run_load(alts[a], &store[n], err, sizeof(err))) {
-			fprintf(stderr, "govctl report: %s\n", err);
-			goto free_runs;
-		}
-		runs[n] = &store[n];
-		n++;
-	}
-	char cmd[8192] = "govctl report";
-	{
-		/* Canonical order (getopt permutes argv), without the output
-		 * directory or the key file: the same runs give the same bytes
-		 * wherever the report is written. */
-		for (size_t i = 0; i < nargs; i++)
-			sim_shell_append(cmd, sizeof(cmd), argv[optind + i]);
-		size_t l = strlen(cmd);
-		snprintf(cmd + l, sizeof(cmd) - l, " --baseline");
-		sim_shell_append(cmd, sizeof(cmd), baseline);
-		for (size_t a = 0; a < n_alt_args; a++) {
-			l = strlen(cmd);
-			snprintf(cmd + l, sizeof(cmd) - l, " --alternatives");
-			sim_shell_append(cmd, sizeof(cmd), alt_args[a]);
-		}
-	}
+	if ((ret = add_alternatives(alts, n_alts, store, runs, &n)) != GOVCTL_EXIT_OK)
+		goto free_runs;
+	ret = GOVCTL_EXIT_FAIL;
+	char cmd[8192];
+	command_line(cmd, sizeof(cmd), argv + optind, nargs, baseline, alt_args, n_alt_args);
 	char ts[64];
 	generated_at(ts, sizeof(ts));
 	const struct rp_build_meta meta = { .command = cmd,
@@ -312,20 +345,7 @@ int govctl_report(int argc, char **argv)
 	const struct rp_run *b = runs[bi];
 	json_t *rep = res.report;
 
-	int mk = fsafe_mkdirs(out);
-	if (mk) {
-		fprintf(stderr, "govctl report: cannot create %s: %s\n", out, strerror(-mk));
-		rp_build_result_free(&res);
-		goto free_runs;
-	}
-	/* -o itself: a real directory of this user, never a planted link to
-	 * another user's report folder */
-	struct stat ost = { 0 };
-	if (lstat(out, &ost) || !S_ISDIR(ost.st_mode) || ost.st_uid != geteuid()) {
-		fprintf(stderr, "govctl report: -o %s: %s; refusing to write there\n", out,
-			S_ISLNK(ost.st_mode) ? "a symbolic link (it may lead to another user's folder)"
-			: !S_ISDIR(ost.st_mode) ? "not a directory"
-						: "owned by another user");
+	if (!out_dir_ok(out)) {
 		rp_build_result_free(&res);
 		goto free_runs;
 	}
