@@ -387,11 +387,106 @@ static json_t *read_forget(struct fleet_allocator *al, int *rc)
 	return out;
 }
 
-int fleet_allocator_round(struct fleet_allocator *al, uint64_t now, struct fleet_round *out)
+/* Node records that do not parse, said at most once a minute: a bad
+ * record must not flood the journal. */
+static void warn_malformed(struct fleet_allocator *al, uint64_t now, size_t n_malformed,
+			   const char *first_bad)
+{
+	if (n_malformed && (!al->malformed_log_ms || now - al->malformed_log_ms >= 60000)) {
+		log_warn("fleet %s: %zu malformed record(s) ignored (no lease, a figure out of range, "
+			 "or not JSON), e.g. %s",
+			 al->prefix, n_malformed, first_bad);
+		al->malformed_log_ms = now;
+	}
+}
+
+/* The group's budget: 0 and *budget_mw; 1 when there is none usable (no
+ * grants; said once until one is there); -EIO. */
+static int read_budget(struct fleet_allocator *al, uint64_t *budget_mw)
 {
 	char key[FLEET_PREFIX_LEN + 16];
 	struct etcd_kv kv;
-	int found = 0, rc = 0;
+	int found = 0;
+	key_of(al->prefix, "budget", key, sizeof(key));
+	if (etcd_get(al->e, key, &kv, &found, NULL))
+		return -EIO;
+	if (!found) {
+		if (!al->warned_no_budget)
+			log_warn("fleet %s: no budget at %s (govctl fleet set-budget): no grants",
+				 al->prefix, key);
+		al->warned_no_budget = true;
+		return 1;
+	}
+	json_t *bj = load_value(&kv);
+	etcd_kv_free(&kv);
+	uint64_t budget = u64_of(bj, "budget_mw", FLEET_NO_GRANT);
+	json_decref(bj);
+	if (budget == FLEET_NO_GRANT || budget > FLEET_MW_MAX * FLEET_MAX_NODES) {
+		if (!al->warned_no_budget)
+			log_err("fleet %s: %s is not {\"budget_mw\": N}: no grants", al->prefix, key);
+		al->warned_no_budget = true;
+		return 1;
+	}
+	al->warned_no_budget = false;
+	*budget_mw = budget;
+	return 0;
+}
+
+/* The allocation's state: the ledger at key, a copy of the grants that
+ * outlives the allocator's lease (the grants go with it). The allocation
+ * in force is what this allocator wrote last: a ledger of another term or
+ * author is a forgery (or a deposed allocator's), so its own copy counts.
+ * A new allocator has none and takes the ledger as its predecessor left
+ * it. *prev (may be NULL) to decref. */
+static int ledger_in_force(struct fleet_allocator *al, const char *key, json_t **prev)
+{
+	struct etcd_kv kv;
+	int found = 0;
+	*prev = NULL;
+	if (etcd_get(al->e, key, &kv, &found, NULL))
+		return -EIO;
+	if (found) {
+		*prev = load_value(&kv);
+		etcd_kv_free(&kv);
+	}
+	const json_t *pe = json_object_get(*prev, "epoch");
+	const char *pa = json_string_value(json_object_get(*prev, "allocator"));
+	if (al->last_grants && (!json_is_integer(pe) || json_integer_value(pe) != al->epoch ||
+				!pa || strcmp(pa, al->id))) {
+		json_decref(*prev);
+		*prev = json_incref(al->last_grants);
+	}
+	return 0;
+}
+
+/* The grants and the ledger (at ledger_key) in one txn, only while the
+ * leader key is the one this allocator created: a deposed allocator (lease
+ * gone, key re-created) cannot write. The forget keys it acted on go in
+ * the same txn. *ok: the compare held. */
+static int write_grants(struct fleet_allocator *al, const char *txt, const char *ledger_key,
+			json_t *forget, int *ok)
+{
+	char lkey[FLEET_PREFIX_LEN + 16], gkey[FLEET_PREFIX_LEN + 16];
+	char fkey[FLEET_PREFIX_LEN + FLEET_NAME_LEN + 16];
+	key_of(al->prefix, "leader", lkey, sizeof(lkey));
+	key_of(al->prefix, "grants", gkey, sizeof(gkey));
+	json_t *cmp = json_array(), *succ = json_array();
+	json_array_append_new(cmp, etcd_cmp_create(lkey, al->epoch));
+	json_array_append_new(succ, etcd_op_put(gkey, txt, al->lease));
+	json_array_append_new(succ, etcd_op_put(ledger_key, txt, 0)); /* the ledger */
+	const char *fk;
+	json_t *fv;
+	json_object_foreach(forget, fk, fv) {
+		snprintf(fkey, sizeof(fkey), "%s/forget/%s", al->prefix, fk);
+		json_array_append_new(succ, etcd_op_delete(fkey));
+	}
+	return etcd_txn(al->e, cmp, succ, NULL, ok, NULL, NULL) ? -EIO : 0;
+}
+
+int fleet_allocator_round(struct fleet_allocator *al, uint64_t now, struct fleet_round *out)
+{
+	char key[FLEET_PREFIX_LEN + 16];
+	int rc = 0;
 	struct etcd_kv *kvs = NULL;
 	size_t nkv = 0;
 	json_t *prev = NULL, *forget = NULL, *reserved = NULL;
@@ -413,48 +508,14 @@ int fleet_allocator_round(struct fleet_allocator *al, uint64_t now, struct fleet
 		return 0;
 	uint64_t elapsed = al->last_round_ms && now > al->last_round_ms ? now - al->last_round_ms : 0;
 
-	key_of(al->prefix, "budget", key, sizeof(key));
-	if (etcd_get(al->e, key, &kv, &found, NULL))
-		return -EIO;
-	if (!found) {
-		if (!al->warned_no_budget)
-			log_warn("fleet %s: no budget at %s (govctl fleet set-budget): no grants",
-				 al->prefix, key);
-		al->warned_no_budget = true;
-		return 0;
-	}
-	json_t *bj = load_value(&kv);
-	etcd_kv_free(&kv);
-	uint64_t budget = u64_of(bj, "budget_mw", FLEET_NO_GRANT);
-	json_decref(bj);
-	if (budget == FLEET_NO_GRANT || budget > FLEET_MW_MAX * FLEET_MAX_NODES) {
-		if (!al->warned_no_budget)
-			log_err("fleet %s: %s is not {\"budget_mw\": N}: no grants", al->prefix, key);
-		al->warned_no_budget = true;
-		return 0;
-	}
-	al->warned_no_budget = false;
-
-	/* the allocation's state: the ledger, a copy of the grants that
-	 * outlives the allocator's lease (the grants go with it) */
+	uint64_t budget;
+	if ((rc = read_budget(al, &budget)) < 0)
+		return rc;
+	if (rc > 0)
+		return 0; /* no budget: no grants (said once) */
 	key_of(al->prefix, "ledger", key, sizeof(key));
-	if (etcd_get(al->e, key, &kv, &found, NULL))
-		return -EIO;
-	if (found) {
-		prev = load_value(&kv);
-		etcd_kv_free(&kv);
-	}
-	/* The allocation in force is what this allocator wrote last: a ledger
-	 * of another term or author is a forgery (or a deposed allocator's),
-	 * so its own copy counts. A new allocator has none and takes the
-	 * ledger as its predecessor left it. */
-	const json_t *pe = json_object_get(prev, "epoch");
-	const char *pa = json_string_value(json_object_get(prev, "allocator"));
-	if (al->last_grants && (!json_is_integer(pe) || json_integer_value(pe) != al->epoch ||
-				!pa || strcmp(pa, al->id))) {
-		json_decref(prev);
-		prev = json_incref(al->last_grants);
-	}
+	if ((rc = ledger_in_force(al, key, &prev)))
+		return rc;
 	forget = read_forget(al, &rc);
 	if (rc)
 		goto out_free;
@@ -492,13 +553,7 @@ int fleet_allocator_round(struct fleet_allocator *al, uint64_t now, struct fleet
 		}
 		json_decref(j);
 	}
-	/* at most once a minute: a bad record must not flood the journal */
-	if (n_malformed && (!al->malformed_log_ms || now - al->malformed_log_ms >= 60000)) {
-		log_warn("fleet %s: %zu malformed record(s) ignored (no lease, a figure out of range, "
-			 "or not JSON), e.g. %s",
-			 al->prefix, n_malformed, first_bad);
-		al->malformed_log_ms = now;
-	}
+	warn_malformed(al, now, n_malformed, first_bad);
 	uint64_t res_sum = 0;
 	reserved = carry_reserves(prev, r, n, forget, elapsed, &res_sum);
 	uint64_t avail = budget > res_sum ? budget - res_sum : 0;
@@ -534,26 +589,10 @@ int fleet_allocator_round(struct fleet_allocator *al, uint64_t now, struct fleet
 		rc = -ENOMEM;
 		goto out_free;
 	}
-	/* Only while the leader key is the one this allocator created: a
-	 * deposed allocator (lease gone, key re-created) cannot write. The
-	 * forget keys it acted on go in the same txn. */
-	char lkey[FLEET_PREFIX_LEN + 16], gkey[FLEET_PREFIX_LEN + 16];
-	char fkey[FLEET_PREFIX_LEN + FLEET_NAME_LEN + 16];
-	key_of(al->prefix, "leader", lkey, sizeof(lkey));
-	key_of(al->prefix, "grants", gkey, sizeof(gkey));
-	json_t *cmp = json_array(), *succ = json_array();
-	json_array_append_new(cmp, etcd_cmp_create(lkey, al->epoch));
-	json_array_append_new(succ, etcd_op_put(gkey, txt, al->lease));
-	json_array_append_new(succ, etcd_op_put(key, txt, 0)); /* the ledger */
-	const char *fk;
-	json_t *fv;
-	json_object_foreach(forget, fk, fv) {
-		snprintf(fkey, sizeof(fkey), "%s/forget/%s", al->prefix, fk);
-		json_array_append_new(succ, etcd_op_delete(fkey));
-	}
-	free(txt);
 	int ok = 0;
-	if (etcd_txn(al->e, cmp, succ, NULL, &ok, NULL, NULL)) {
+	int wrc = write_grants(al, txt, key, forget, &ok);
+	free(txt);
+	if (wrc) {
 		json_decref(val);
 		rc = -EIO;
 		goto out_free;
@@ -566,6 +605,8 @@ int fleet_allocator_round(struct fleet_allocator *al, uint64_t now, struct fleet
 	}
 	json_decref(al->last_grants);
 	al->last_grants = val;
+	const char *fk;
+	json_t *fv;
 	json_object_foreach(forget, fk, fv)
 		log_notice("fleet %s: node %s forgotten: its reserve is released", al->prefix, fk);
 	al->last_round_ms = now;
