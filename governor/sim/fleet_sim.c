@@ -192,6 +192,52 @@ struct acc {
 
 static double clampd(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }
 
+/* govd's allocator over the nodes (two rounds a step: the real one runs
+ * every 500 ms, so a lowered node acknowledges within a step), then each
+ * node's grant divided among its accelerators as govd divides it. */
+static void govd_caps(const struct fleet_sim_cfg *c, struct acc *a, const bool *high,
+		      struct fleet_rec *rec, uint64_t *grant, uint64_t *tgt, uint64_t *w,
+		      uint64_t budget_mw, const struct fleet_params *pfp)
+{
+	size_t N = c->nodes, M = c->per_node;
+	const struct fleet_params fp = *pfp;
+	for (size_t i = 0; i < N; i++) {
+		double need = 0;
+		for (size_t j = 0; j < M; j++)
+			need += a[i * M + j].need_w;
+		rec[i] = (struct fleet_rec){
+			.floor_mw = (uint64_t)(M * c->min_w * 1000.0),
+			.max_mw = (uint64_t)(M * c->max_w * 1000.0),
+			.demand_mw = (uint64_t)(need * 1000.0),
+			.applied_mw = grant[i] == FLEET_NO_GRANT ? 0 : grant[i],
+			.priority = high[i],
+		};
+	}
+	for (int round = 0; round < 2; round++) {
+		struct fleet_target_result tr;
+		fleet_target(budget_mw, rec, N, grant, &fp, tgt, &tr);
+		/* nodes acknowledge at once here: no exposure carried */
+		fleet_phase(budget_mw, rec, N, grant, NULL, tgt, w, NULL);
+		for (size_t i = 0; i < N; i++) {
+			grant[i] = w[i];
+			rec[i].applied_mw = w[i];
+		}
+	}
+	for (size_t i = 0; i < N; i++) {
+		struct budget_actor ba[BUDGET_MAX_DEVICES];
+		struct budget_result br;
+		for (size_t j = 0; j < M; j++)
+			ba[j] = (struct budget_actor){
+				.min_mw = (uint32_t)(c->min_w * 1000.0),
+				.max_mw = (uint32_t)(c->max_w * 1000.0),
+				.request_mw = (uint32_t)(a[i * M + j].need_w * 1000.0),
+				.weight = 1.0 };
+		budget_divvy(grant[i], ba, M, &br);
+		for (size_t j = 0; j < M; j++)
+			a[i * M + j].cap_w = (double)br.granted_mw[j] / 1000.0;
+	}
+}
+
 int fleet_sim_run(const struct fleet_sim_cfg *c, const struct fleet_trace *t, enum fleet_policy p,
 		  struct fleet_sim_result *out)
 {
@@ -260,43 +306,7 @@ int fleet_sim_run(const struct fleet_sim_cfg *c, const struct fleet_trace *t, en
 				for (size_t j = 0; j < M; j++)
 					a[i * M + j].cap_w = high[i] ? hp_cap : lp_cap;
 		} else {
-			for (size_t i = 0; i < N; i++) {
-				double need = 0;
-				for (size_t j = 0; j < M; j++)
-					need += a[i * M + j].need_w;
-				rec[i] = (struct fleet_rec){
-					.floor_mw = (uint64_t)(M * c->min_w * 1000.0),
-					.max_mw = (uint64_t)(M * c->max_w * 1000.0),
-					.demand_mw = (uint64_t)(need * 1000.0),
-					.applied_mw = grant[i] == FLEET_NO_GRANT ? 0 : grant[i],
-					.priority = high[i],
-				};
-			}
-			/* two allocator rounds a step: the real one runs every
-			 * 500 ms, so a lowered node acknowledges within a step */
-			for (int round = 0; round < 2; round++) {
-				struct fleet_target_result tr;
-				fleet_target(budget_mw, rec, N, grant, &fp, tgt, &tr);
-				/* nodes acknowledge at once here: no exposure carried */
-				fleet_phase(budget_mw, rec, N, grant, NULL, tgt, w, NULL);
-				for (size_t i = 0; i < N; i++) {
-					grant[i] = w[i];
-					rec[i].applied_mw = w[i];
-				}
-			}
-			for (size_t i = 0; i < N; i++) {
-				struct budget_actor ba[BUDGET_MAX_DEVICES];
-				struct budget_result br;
-				for (size_t j = 0; j < M; j++)
-					ba[j] = (struct budget_actor){
-						.min_mw = (uint32_t)(c->min_w * 1000.0),
-						.max_mw = (uint32_t)(c->max_w * 1000.0),
-						.request_mw = (uint32_t)(a[i * M + j].need_w * 1000.0),
-						.weight = 1.0 };
-				budget_divvy(grant[i], ba, M, &br);
-				for (size_t j = 0; j < M; j++)
-					a[i * M + j].cap_w = (double)br.granted_mw[j] / 1000.0;
-			}
+			govd_caps(c, a, high, rec, grant, tgt, w, budget_mw, &fp);
 		}
 		double draw = 0;
 		for (size_t i = 0; i < N; i++) {
