@@ -35,6 +35,29 @@ static json_t *res_json(const struct fleet_sim_result *r)
 			 r->max_draw_w, "mean_draw_w", r->mean_draw_w);
 }
 
+/* --fit: the most nodes policy p serves at <= 1 % high-priority SLA loss,
+ * against static's (the first). */
+static void fit_one(const struct fleet_sim_cfg *c, const struct fleet_trace *t, int p,
+		    size_t *fit_static, json_t *pol, bool json, clock_t c0)
+{
+	struct fleet_sim_result r;
+	size_t n = fleet_sim_fit(c, t, (enum fleet_policy)p, 0.01, 4 * c->nodes, &r);
+	if (p == FLEET_STATIC)
+		*fit_static = n;
+	double more = *fit_static ? 100.0 * ((double)n / (double)*fit_static - 1) : 0;
+	json_t *j = res_json(&r);
+	json_object_set_new(j, "fit_nodes", json_integer((json_int_t)n));
+	json_object_set_new(j, "fit_accelerators", json_integer((json_int_t)(n * c->per_node)));
+	json_object_set_new(j, "more_than_static_pct", json_real(more));
+	json_object_set_new(pol, fleet_policy_names[p], j);
+	if (!json)
+		printf("  %-7s fits %5zu accelerators (%4zu nodes) at <= 1 %% high-priority SLA "
+		       "loss: %+.1f %% vs static; there hp loss %.3f %%, lp loss %.2f %%, "
+		       "max draw %.0f W (%.1f s CPU)\n",
+		       fleet_policy_names[p], n * c->per_node, n, more, 100 * r.hp_loss,
+		       100 * r.lp_loss, r.max_draw_w, (double)(clock() - c0) / CLOCKS_PER_SEC);
+}
+
 int govctl_fleet_sim(int argc, char **argv)
 {
 	enum { O_FLEET = 256, O_NODES, O_PER, O_HOURS, O_BUDGET, O_TRACE, O_SEED, O_HIGH, O_FIT, O_JSON, O_STEP, O_UTIL };
@@ -141,21 +164,7 @@ int govctl_fleet_sim(int argc, char **argv)
 		struct fleet_sim_result r;
 		clock_t c0 = clock();
 		if (fit) {
-			size_t n = fleet_sim_fit(&c, &t, (enum fleet_policy)p, 0.01, 4 * c.nodes, &r);
-			if (p == FLEET_STATIC)
-				fit_static = n;
-			double more = fit_static ? 100.0 * ((double)n / (double)fit_static - 1) : 0;
-			json_t *j = res_json(&r);
-			json_object_set_new(j, "fit_nodes", json_integer((json_int_t)n));
-			json_object_set_new(j, "fit_accelerators", json_integer((json_int_t)(n * c.per_node)));
-			json_object_set_new(j, "more_than_static_pct", json_real(more));
-			json_object_set_new(pol, fleet_policy_names[p], j);
-			if (!json)
-				printf("  %-7s fits %5zu accelerators (%4zu nodes) at <= 1 %% high-priority SLA "
-				       "loss: %+.1f %% vs static; there hp loss %.3f %%, lp loss %.2f %%, "
-				       "max draw %.0f W (%.1f s CPU)\n",
-				       fleet_policy_names[p], n * c.per_node, n, more, 100 * r.hp_loss,
-				       100 * r.lp_loss, r.max_draw_w, (double)(clock() - c0) / CLOCKS_PER_SEC);
+			fit_one(&c, &t, p, &fit_static, pol, json, c0);
 		} else {
 			if (fleet_sim_run(&c, &t, (enum fleet_policy)p, &r)) {
 				fprintf(stderr, "govctl sim --fleet: bad parameters\n");
