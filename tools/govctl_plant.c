@@ -260,6 +260,43 @@ static int write_plot(const char *path, const struct plant_query *q, const struc
 	return rc;
 }
 
+/* The names of the query (preset, model, stack, precision, phase) into
+ * its tables; false with the valid names on stderr. */
+static bool resolve_query(struct plant_query *q, const char *preset, const char *model,
+			  const char *stack, const char *precision, const char *phase)
+{
+	q->preset = plant_preset_find(preset);
+	if (!q->preset) {
+		list_names("preset", preset, plant_preset_names());
+		return false;
+	}
+	q->model = model_spec_find(model);
+	if (!q->model) {
+		list_names("model", model, model_spec_names());
+		return false;
+	}
+	if (stack && !(q->stack = serving_stack_find(stack))) {
+		list_names("stack", stack, serving_stack_names());
+		return false;
+	}
+	if (!strcmp(precision, "bf16") || !strcmp(precision, "fp16")) {
+		q->int8 = false;
+	} else if (!strcmp(precision, "int8") || !strcmp(precision, "fp8")) {
+		q->int8 = true;
+	} else {
+		fprintf(stderr, "govctl plant: --precision: '%s'; known: bf16, fp16, int8, fp8\n",
+			precision);
+		return false;
+	}
+	if (!strcmp(phase, "prefill")) {
+		q->prefill = true;
+	} else if (strcmp(phase, "decode")) {
+		fprintf(stderr, "govctl plant: --phase: '%s'; known: decode, prefill\n", phase);
+		return false;
+	}
+	return true;
+}
+
 int govctl_plant(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -332,35 +369,8 @@ int govctl_plant(int argc, char **argv)
 	}
 	struct plant_query q = { .inlet_c = inlet, .batch = batch, .context = context,
 				 .prompt = prompt };
-	q.preset = plant_preset_find(preset);
-	if (!q.preset) {
-		list_names("preset", preset, plant_preset_names());
+	if (!resolve_query(&q, preset, model, stack, precision, phase))
 		return GOVCTL_EXIT_USAGE;
-	}
-	q.model = model_spec_find(model);
-	if (!q.model) {
-		list_names("model", model, model_spec_names());
-		return GOVCTL_EXIT_USAGE;
-	}
-	if (stack && !(q.stack = serving_stack_find(stack))) {
-		list_names("stack", stack, serving_stack_names());
-		return GOVCTL_EXIT_USAGE;
-	}
-	if (!strcmp(precision, "bf16") || !strcmp(precision, "fp16")) {
-		q.int8 = false;
-	} else if (!strcmp(precision, "int8") || !strcmp(precision, "fp8")) {
-		q.int8 = true;
-	} else {
-		fprintf(stderr, "govctl plant: --precision: '%s'; known: bf16, fp16, int8, fp8\n",
-			precision);
-		return GOVCTL_EXIT_USAGE;
-	}
-	if (!strcmp(phase, "prefill")) {
-		q.prefill = true;
-	} else if (strcmp(phase, "decode")) {
-		fprintf(stderr, "govctl plant: --phase: '%s'; known: decode, prefill\n", phase);
-		return GOVCTL_EXIT_USAGE;
-	}
 	const struct dvfs_params *v = &q.preset->dvfs;
 	const struct power_params *pw = &q.preset->power;
 	double vals[MAX_ROWS];
