@@ -150,6 +150,90 @@ static const char *shown(const char *s, size_t len, char *buf, size_t blen)
 	return buf;
 }
 
+/* A row's three fields: 1 and the values (l1: the timestamp's length, for
+ * messages); 0 when the row is refused (an error recorded, go on); -1 when
+ * the errors are too many (stop). */
+static int parse_fields(struct trace_reader *rd, long lineno, const char *line, size_t len,
+			int64_t *ns, uint32_t *ctx, uint32_t *gen, size_t *l1_out)
+{
+	char fbuf[48];
+	const char *c1 = memchr(line, ',', len);
+	const char *c2 = c1 ? memchr(c1 + 1, ',', len - (size_t)(c1 + 1 - line)) : NULL;
+	const char *c3 = c2 ? memchr(c2 + 1, ',', len - (size_t)(c2 + 1 - line)) : NULL;
+	if (!c2 || c3) {
+		size_t nf = 1;
+		for (size_t i = 0; i < len; i++)
+			nf += line[i] == ',';
+		return row_error(rd, lineno,
+				 "expected 3 fields TIMESTAMP,ContextTokens,GeneratedTokens, got %zu", nf)
+			       ? 0
+			       : -1;
+	}
+	size_t l1 = (size_t)(c1 - line), l2 = (size_t)(c2 - c1 - 1),
+	       l3 = len - (size_t)(c2 + 1 - line);
+	*l1_out = l1;
+	if (!parse_timestamp(line, l1, ns))
+		return row_error(rd, lineno,
+				 "expected TIMESTAMP like 2023-11-16 18:17:03.9799600, got '%s'",
+				 shown(line, l1, fbuf, sizeof(fbuf)))
+			       ? 0
+			       : -1;
+	if (!parse_u32(c1 + 1, l2, ctx))
+		return row_error(rd, lineno,
+				 "expected ContextTokens as a whole number 0..4294967295, got '%s'",
+				 shown(c1 + 1, l2, fbuf, sizeof(fbuf)))
+			       ? 0
+			       : -1;
+	if (!parse_u32(c2 + 1, l3, gen))
+		return row_error(rd, lineno,
+				 "expected GeneratedTokens as a whole number 0..4294967295, got '%s'",
+				 shown(c2 + 1, l3, fbuf, sizeof(fbuf)))
+			       ? 0
+			       : -1;
+	return 1;
+}
+
+static int push_row(struct trace *t, size_t *cap, struct trace_row row)
+{
+	if (t->n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 1024;
+		struct trace_row *nr = realloc(t->rows, ncap * sizeof(*nr));
+		if (!nr)
+			return -ENOMEM;
+		t->rows = nr;
+		*cap = ncap;
+	}
+	t->rows[t->n++] = row;
+	return 0;
+}
+
+/* The file as a whole: a header, no refused row, at least one row. */
+static int whole_file_ok(const struct trace_reader *rd, bool header_seen, size_t n, long lineno)
+{
+	if (!header_seen) {
+		diag_add(rd->diags, DIAG_ERROR, rd->path, 0, 0, "", "trace-row",
+			 "empty file; expected the header '" TRACE_HEADER "' and at least one row");
+		return -EINVAL;
+	}
+	if (rd->errors)
+		return -EINVAL;
+	if (n == 0) {
+		diag_add(rd->diags, DIAG_ERROR, rd->path, (int)lineno, 0, "", "trace-row",
+			 "expected at least one row after the header");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Zeros are served as 1 token, said in one warning per column. */
+static void warn_zeros(struct diag_list *diags, const char *path, const char *column, size_t n,
+		       long first)
+{
+	if (n)
+		diag_add(diags, DIAG_WARNING, path, (int)first, 0, "", "trace-zero",
+			 "%zu row(s) with %s 0 (first here); replayed as 1 token", n, column);
+}
+
 int trace_load(const char *path, struct trace **out, struct diag_list *diags)
 {
 	*out = NULL;
@@ -220,46 +304,14 @@ int trace_load(const char *path, struct trace **out, struct diag_list *diags)
 				break;
 			continue;
 		}
-		const char *c1 = memchr(line, ',', len);
-		const char *c2 = c1 ? memchr(c1 + 1, ',', len - (size_t)(c1 + 1 - line)) : NULL;
-		const char *c3 = c2 ? memchr(c2 + 1, ',', len - (size_t)(c2 + 1 - line)) : NULL;
-		if (!c2 || c3) {
-			size_t nf = 1;
-			for (size_t i = 0; i < len; i++)
-				nf += line[i] == ',';
-			if (!row_error(&rd, lineno,
-				       "expected 3 fields TIMESTAMP,ContextTokens,GeneratedTokens, got %zu",
-				       nf))
-				break;
-			continue;
-		}
 		int64_t ns;
 		uint32_t ctx, gen;
-		size_t l1 = (size_t)(c1 - line), l2 = (size_t)(c2 - c1 - 1),
-		       l3 = len - (size_t)(c2 + 1 - line);
-		bool ok = true;
-		if (!parse_timestamp(line, l1, &ns)) {
-			ok = row_error(&rd, lineno,
-				       "expected TIMESTAMP like 2023-11-16 18:17:03.9799600, got '%s'",
-				       shown(line, l1, fbuf, sizeof(fbuf)));
-			if (!ok)
-				break;
+		size_t l1;
+		int pr = parse_fields(&rd, lineno, line, len, &ns, &ctx, &gen, &l1);
+		if (pr < 0)
+			break;
+		if (pr == 0)
 			continue;
-		}
-		if (!parse_u32(c1 + 1, l2, &ctx)) {
-			if (!row_error(&rd, lineno,
-				       "expected ContextTokens as a whole number 0..4294967295, got '%s'",
-				       shown(c1 + 1, l2, fbuf, sizeof(fbuf))))
-				break;
-			continue;
-		}
-		if (!parse_u32(c2 + 1, l3, &gen)) {
-			if (!row_error(&rd, lineno,
-				       "expected GeneratedTokens as a whole number 0..4294967295, got '%s'",
-				       shown(c2 + 1, l3, fbuf, sizeof(fbuf))))
-				break;
-			continue;
-		}
 		if (prev_line && ns < prev_ns) {
 			if (!row_error(&rd, lineno,
 				       "expected a timestamp not before the previous row's (line %ld); "
@@ -293,18 +345,10 @@ int trace_load(const char *path, struct trace **out, struct diag_list *diags)
 			if (!zero_ctx++)
 				zero_ctx_first = lineno;
 		}
-		if (t->n == cap) {
-			size_t ncap = cap ? cap * 2 : 1024;
-			struct trace_row *nr = realloc(t->rows, ncap * sizeof(*nr));
-			if (!nr) {
-				rc = -ENOMEM;
-				goto free_line;
-			}
-			t->rows = nr;
-			cap = ncap;
-		}
-		t->rows[t->n++] = (struct trace_row){
-			.t_s = (double)since_ns * 1e-9, .ctx_tokens = ctx, .gen_tokens = gen};
+		if ((rc = push_row(t, &cap, (struct trace_row){ .t_s = (double)since_ns * 1e-9,
+								  .ctx_tokens = ctx,
+								  .gen_tokens = gen })))
+			goto free_line;
 	}
 	if (got == -ENOMEM || ferror(f)) {
 		int err = got == -ENOMEM ? ENOMEM : errno ? errno : EIO;
@@ -313,30 +357,10 @@ int trace_load(const char *path, struct trace **out, struct diag_list *diags)
 		rc = -err;
 		goto free_line;
 	}
-	if (!header_seen) {
-		diag_add(diags, DIAG_ERROR, path, 0, 0, "", "trace-row",
-			 "empty file; expected the header '" TRACE_HEADER "' and at least one row");
-		rc = -EINVAL;
+	if ((rc = whole_file_ok(&rd, header_seen, t->n, lineno)))
 		goto free_line;
-	}
-	if (rd.errors) {
-		rc = -EINVAL;
-		goto free_line;
-	}
-	if (t->n == 0) {
-		diag_add(diags, DIAG_ERROR, path, (int)lineno, 0, "", "trace-row",
-			 "expected at least one row after the header");
-		rc = -EINVAL;
-		goto free_line;
-	}
-	if (zero_gen)
-		diag_add(diags, DIAG_WARNING, path, (int)zero_gen_first, 0, "", "trace-zero",
-			 "%zu row(s) with GeneratedTokens 0 (first here); replayed as 1 token",
-			 zero_gen);
-	if (zero_ctx)
-		diag_add(diags, DIAG_WARNING, path, (int)zero_ctx_first, 0, "", "trace-zero",
-			 "%zu row(s) with ContextTokens 0 (first here); replayed as 1 token",
-			 zero_ctx);
+	warn_zeros(diags, path, "GeneratedTokens", zero_gen, zero_gen_first);
+	warn_zeros(diags, path, "ContextTokens", zero_ctx, zero_ctx_first);
 	t->span_s = t->rows[t->n - 1].t_s;
 	free(line);
 	fclose(f);
