@@ -590,6 +590,170 @@ static bool metric_names(struct sv *s, enum metric m, const char *user, double l
 
 /* Open, or with dev NULL only judge the options (check_options): every
  * option is judged before the first socket, file or request. */
+/* What the options parsing hands the opening: the precision actuator's
+ * kind and settings. */
+struct sv_parsed {
+	uint64_t ptimeout, pretries; /* precision_timeout_ms (0: the scrape's), _retries */
+	enum pact_kind pk;
+	bool haproxy;
+	struct hap_cfg hc;
+};
+
+/* The scrape's options: the server's URL(s), its format and labels,
+ * timeouts and sizes, the metric names and their units, the slices. 0, or
+ * 1 with diags. */
+static int sv_parse_scrape(struct sv *s, struct bopts *o, const struct hal_dev_cfg *cfg,
+			   struct diag_list *diags, struct sv_parsed *p, int *oom_out)
+{
+	int bad = 0, oom = 0;
+	const char *v = bopts_str(o, "url", NULL);
+	if (!v || strncmp(v, "http", 4) != 0) {
+		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.url", v ? "bad-value" : "missing-key",
+			 "the metrics endpoint, http://host:port/metrics");
+		bad = 1;
+	}
+	if (v) {
+		s->rep[0].url = dup_or_null(v, &oom);
+		s->n_rep = 1;
+	}
+	if ((v = bopts_str(o, "replica_urls", NULL)) && parse_replicas(s, cfg, v, diags, &oom))
+		bad = 1;
+	v = bopts_str(o, "format", NULL);
+	s->fmt = FMT_VLLM;
+	if (v) {
+		int k = 0;
+		while (k < FMT_N && strcmp(v, fmt_name[k]))
+			k++;
+		if (k == FMT_N) {
+			diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.format", "bad-enum",
+				 "'%s' is not one of vllm, sglang, triton, generic", v);
+			bad = 1;
+		} else {
+			s->fmt = (enum fmt)k;
+		}
+	}
+	char err[200];
+	if (prom_matcher_parse(bopts_str(o, "labels", NULL), &s->match, err, sizeof(err))) {
+		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.labels", "bad-value", "%s", err);
+		bad = 1;
+	}
+	uint64_t timeout_ms = 500, max_bytes = 8u << 20, grace = 5000;
+	bad |= bopts_u64(o, "timeout_ms", 10, 600000, timeout_ms, &timeout_ms) != 0;
+	bad |= bopts_u64(o, "max_bytes", 1024, UINT64_C(1) << 30, max_bytes, &max_bytes) != 0;
+	bad |= bopts_u64(o, "precision_timeout_ms", 10, 600000, p->ptimeout, &p->ptimeout) != 0;
+	bad |= bopts_u64(o, "precision_retries", 0, 10, p->pretries, &p->pretries) != 0;
+	bad |= bopts_u64(o, "confirm_grace_ms", 0, UINT64_C(86400000), grace, &grace) != 0;
+	s->timeout_ms = (uint32_t)timeout_ms;
+	s->max_bytes = (size_t)max_bytes;
+	s->confirm_grace_ms = grace;
+	uint64_t qmax = 10000;
+	bad |= bopts_u64(o, "quality_max_samples", 1, UINT64_C(1000000000), qmax, &qmax) != 0;
+	s->q_max_samples = qmax;
+
+	const struct fmt_info *d = &fmt_info[s->fmt];
+	double lat_unit_ms = 0; /* latency_unit: every histogram's unit */
+	if ((v = bopts_str(o, "latency_unit", NULL))) {
+		if (!strcmp(v, "s"))
+			lat_unit_ms = 1000.0;
+		else if (!strcmp(v, "ms"))
+			lat_unit_ms = 1.0;
+		else if (!strcmp(v, "us"))
+			lat_unit_ms = 0.001;
+		else {
+			diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.latency_unit", "bad-enum",
+				 "'%s' is not one of s, ms, us", v);
+			bad = 1;
+		}
+	}
+	for (int m = 0; m < M_N; m++) {
+		const char *user = bopts_str(o, metric_key[m], NULL);
+		if (user && !*user)
+			continue; /* "" switches a default off */
+		if (metric_names(s, (enum metric)m, user, lat_unit_ms, &oom))
+			s->required[m] = user || (d->required & BIT(m));
+	}
+	/* per-slice metrics are matched per slice; absence is not a fault */
+	for (int m = M_SLICE_REQ; m <= M_Q_MISM; m++)
+		s->required[m] = false;
+	s->required[M_CONFIRM] = false;
+	s->slice_label = dup_or_null(bopts_str(o, "slice_label", "slice"), &oom);
+	if ((v = bopts_str(o, "slices", NULL)) && parse_slices(s, cfg, v, diags))
+		bad = 1;
+	*oom_out |= oom;
+	return bad;
+}
+
+/* The precision actuator's options: file/http/exec, or HAProxy weights
+ * (their keys refused without it). 0, or 1 with diags. */
+static int sv_parse_precision(struct sv *s, struct bopts *o, const struct hal_dev_cfg *cfg,
+			      struct diag_list *diags, struct sv_parsed *p)
+{
+	int bad = 0;
+	const char *v;
+	p->pk = PACT_NONE;
+	bool haproxy = p->haproxy = (v = bopts_str(o, "precision", NULL)) && !strcmp(v, "haproxy");
+	if (v && !haproxy && pact_kind_parse(v, &p->pk)) {
+		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.precision", "bad-enum",
+			 "'%s' is not one of file, http, exec, haproxy, none", v);
+		bad = 1;
+	}
+	if ((p->pk != PACT_NONE || haproxy) && !bopts_str(o, "precision_target", NULL)) {
+		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.precision_target", "missing-key",
+			 "precision: %s needs precision_target (a path, URL, command or, for "
+			 "haproxy, the stats socket)", v);
+		bad = 1;
+	}
+	struct hap_cfg *hc = &p->hc;
+	uint64_t hap_total = 100, hap_step = 25, hap_budget = 0;
+	bad |= bopts_u64(o, "haproxy_total_weight", 1, HAP_WEIGHT_MAX, hap_total, &hap_total) != 0;
+	bad |= bopts_u64(o, "haproxy_max_step", 1, HAP_WEIGHT_MAX, hap_step, &hap_step) != 0;
+	bad |= bopts_u64(o, "haproxy_budget_ms", 10, 60000, hap_budget, &hap_budget) != 0;
+	if (!haproxy) {
+		static const char *const hk[] = { "haproxy_backends", "haproxy_server_full",
+						  "haproxy_server_low", "haproxy_total_weight",
+						  "haproxy_max_step", "haproxy_budget_ms" };
+		for (size_t i = 0; i < sizeof(hk) / sizeof(hk[0]); i++)
+			if (bopts_str(o, hk[i], NULL)) {
+				char path[64];
+				snprintf(path, sizeof(path), "options.%s", hk[i]);
+				diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, path, "unused-key",
+					 "%s is for precision: haproxy", hk[i]);
+				bad = 1;
+			}
+	}
+	if (haproxy && s->n_slices && hap_backends(s, cfg, bopts_str(o, "haproxy_backends", NULL),
+						   hc, diags))
+		bad = 1;
+	if (haproxy && s->n_slices && !bad) {
+		hc->socket_path = bopts_str(o, "precision_target", NULL);
+		hc->n_slices = s->n_slices;
+		hc->total_weight = (unsigned)hap_total;
+		hc->max_step = (unsigned)hap_step;
+		hc->timeout_ms = (uint32_t)(p->ptimeout ? p->ptimeout : s->timeout_ms);
+		hc->read_only = cfg->read_only;
+		hc->period_budget_ms = (uint32_t)hap_budget; /* 0: one command's timeout */
+		const char *full = bopts_str(o, "haproxy_server_full", "bf16");
+		const char *low = bopts_str(o, "haproxy_server_low", "fp8");
+		for (size_t i = 0; i < s->n_slices; i++) {
+			hc->slice[i].server_hi = full;
+			hc->slice[i].server_lo = low;
+		}
+		char herr[200], hpath[64];
+		const char *hkey;
+		if (hap_cfg_check(hc, &hkey, herr, sizeof(herr))) {
+			snprintf(hpath, sizeof(hpath), "options.%s", hkey);
+			diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, hpath, "bad-value", "%s", herr);
+			bad = 1;
+		}
+	}
+	if ((p->pk != PACT_NONE || haproxy) && s->n_slices == 0) {
+		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.slices", "missing-key",
+			 "a precision actuator needs the slice names (slices: code,chat)");
+		bad = 1;
+	}
+	return bad;
+}
+
 static int sv_setup(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct diag_list *diags)
 {
 	char cerr[160];
@@ -641,142 +805,12 @@ static int sv_setup(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct d
 	bopts_init(o, cfg, diags, "serving");
 	if (bopts_check_keys(o, allowed))
 		bad = 1;
-	const char *v = bopts_str(o, "url", NULL);
-	if (!v || strncmp(v, "http", 4) != 0) {
-		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.url", v ? "bad-value" : "missing-key",
-			 "the metrics endpoint, http://host:port/metrics");
-		bad = 1;
-	}
-	if (v) {
-		s->rep[0].url = dup_or_null(v, &oom);
-		s->n_rep = 1;
-	}
-	if ((v = bopts_str(o, "replica_urls", NULL)) && parse_replicas(s, cfg, v, diags, &oom))
-		bad = 1;
-	v = bopts_str(o, "format", NULL);
-	s->fmt = FMT_VLLM;
-	if (v) {
-		int k = 0;
-		while (k < FMT_N && strcmp(v, fmt_name[k]))
-			k++;
-		if (k == FMT_N) {
-			diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.format", "bad-enum",
-				 "'%s' is not one of vllm, sglang, triton, generic", v);
-			bad = 1;
-		} else {
-			s->fmt = (enum fmt)k;
-		}
-	}
-	char err[200];
-	if (prom_matcher_parse(bopts_str(o, "labels", NULL), &s->match, err, sizeof(err))) {
-		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.labels", "bad-value", "%s", err);
-		bad = 1;
-	}
-	uint64_t timeout_ms = 500, max_bytes = 8u << 20, ptimeout = 0,
-		 pretries = 0, grace = 5000;
-	bad |= bopts_u64(o, "timeout_ms", 10, 600000, timeout_ms, &timeout_ms) != 0;
-	bad |= bopts_u64(o, "max_bytes", 1024, UINT64_C(1) << 30, max_bytes, &max_bytes) != 0;
-	bad |= bopts_u64(o, "precision_timeout_ms", 10, 600000, ptimeout, &ptimeout) != 0;
-	bad |= bopts_u64(o, "precision_retries", 0, 10, pretries, &pretries) != 0;
-	bad |= bopts_u64(o, "confirm_grace_ms", 0, UINT64_C(86400000), grace, &grace) != 0;
-	s->timeout_ms = (uint32_t)timeout_ms;
-	s->max_bytes = (size_t)max_bytes;
-	s->confirm_grace_ms = grace;
-	uint64_t qmax = 10000;
-	bad |= bopts_u64(o, "quality_max_samples", 1, UINT64_C(1000000000), qmax, &qmax) != 0;
-	s->q_max_samples = qmax;
-
-	const struct fmt_info *d = &fmt_info[s->fmt];
-	double lat_unit_ms = 0; /* latency_unit: every histogram's unit */
-	if ((v = bopts_str(o, "latency_unit", NULL))) {
-		if (!strcmp(v, "s"))
-			lat_unit_ms = 1000.0;
-		else if (!strcmp(v, "ms"))
-			lat_unit_ms = 1.0;
-		else if (!strcmp(v, "us"))
-			lat_unit_ms = 0.001;
-		else {
-			diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.latency_unit", "bad-enum",
-				 "'%s' is not one of s, ms, us", v);
-			bad = 1;
-		}
-	}
-	for (int m = 0; m < M_N; m++) {
-		const char *user = bopts_str(o, metric_key[m], NULL);
-		if (user && !*user)
-			continue; /* "" switches a default off */
-		if (metric_names(s, (enum metric)m, user, lat_unit_ms, &oom))
-			s->required[m] = user || (d->required & BIT(m));
-	}
-	/* per-slice metrics are matched per slice; absence is not a fault */
-	for (int m = M_SLICE_REQ; m <= M_Q_MISM; m++)
-		s->required[m] = false;
-	s->required[M_CONFIRM] = false;
-	s->slice_label = dup_or_null(bopts_str(o, "slice_label", "slice"), &oom);
-	if ((v = bopts_str(o, "slices", NULL)) && parse_slices(s, cfg, v, diags))
-		bad = 1;
-
-	enum pact_kind pk = PACT_NONE;
-	bool haproxy = (v = bopts_str(o, "precision", NULL)) && !strcmp(v, "haproxy");
-	if (v && !haproxy && pact_kind_parse(v, &pk)) {
-		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.precision", "bad-enum",
-			 "'%s' is not one of file, http, exec, haproxy, none", v);
-		bad = 1;
-	}
-	if ((pk != PACT_NONE || haproxy) && !bopts_str(o, "precision_target", NULL)) {
-		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.precision_target", "missing-key",
-			 "precision: %s needs precision_target (a path, URL, command or, for "
-			 "haproxy, the stats socket)", v);
-		bad = 1;
-	}
-	struct hap_cfg hc = { 0 };
-	uint64_t hap_total = 100, hap_step = 25, hap_budget = 0;
-	bad |= bopts_u64(o, "haproxy_total_weight", 1, HAP_WEIGHT_MAX, hap_total, &hap_total) != 0;
-	bad |= bopts_u64(o, "haproxy_max_step", 1, HAP_WEIGHT_MAX, hap_step, &hap_step) != 0;
-	bad |= bopts_u64(o, "haproxy_budget_ms", 10, 60000, hap_budget, &hap_budget) != 0;
-	if (!haproxy) {
-		static const char *const hk[] = { "haproxy_backends", "haproxy_server_full",
-						  "haproxy_server_low", "haproxy_total_weight",
-						  "haproxy_max_step", "haproxy_budget_ms" };
-		for (size_t i = 0; i < sizeof(hk) / sizeof(hk[0]); i++)
-			if (bopts_str(o, hk[i], NULL)) {
-				char path[64];
-				snprintf(path, sizeof(path), "options.%s", hk[i]);
-				diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, path, "unused-key",
-					 "%s is for precision: haproxy", hk[i]);
-				bad = 1;
-			}
-	}
-	if (haproxy && s->n_slices && hap_backends(s, cfg, bopts_str(o, "haproxy_backends", NULL),
-						   &hc, diags))
-		bad = 1;
-	if (haproxy && s->n_slices && !bad) {
-		hc.socket_path = bopts_str(o, "precision_target", NULL);
-		hc.n_slices = s->n_slices;
-		hc.total_weight = (unsigned)hap_total;
-		hc.max_step = (unsigned)hap_step;
-		hc.timeout_ms = (uint32_t)(ptimeout ? ptimeout : timeout_ms);
-		hc.read_only = cfg->read_only;
-		hc.period_budget_ms = (uint32_t)hap_budget; /* 0: one command's timeout */
-		const char *full = bopts_str(o, "haproxy_server_full", "bf16");
-		const char *low = bopts_str(o, "haproxy_server_low", "fp8");
-		for (size_t i = 0; i < s->n_slices; i++) {
-			hc.slice[i].server_hi = full;
-			hc.slice[i].server_lo = low;
-		}
-		char herr[200], hpath[64];
-		const char *hkey;
-		if (hap_cfg_check(&hc, &hkey, herr, sizeof(herr))) {
-			snprintf(hpath, sizeof(hpath), "options.%s", hkey);
-			diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, hpath, "bad-value", "%s", herr);
-			bad = 1;
-		}
-	}
-	if ((pk != PACT_NONE || haproxy) && s->n_slices == 0) {
-		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.slices", "missing-key",
-			 "a precision actuator needs the slice names (slices: code,chat)");
-		bad = 1;
-	}
+	struct sv_parsed pp = { 0 };
+	bad |= sv_parse_scrape(s, o, cfg, diags, &pp, &oom);
+	bad |= sv_parse_precision(s, o, cfg, diags, &pp);
+	enum pact_kind pk = pp.pk;
+	bool haproxy = pp.haproxy;
+	const char *v;
 	const char *power_backend = bopts_str(o, "power_backend", NULL);
 	if (power_backend && !strcmp(power_backend, "serving")) {
 		diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.power_backend", "bad-value",
@@ -813,8 +847,8 @@ static int sv_setup(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct d
 		goto out_free;
 	struct pact_cfg pc = { .kind = pk,
 			       .target = bopts_str(o, "precision_target", NULL),
-			       .timeout_ms = (uint32_t)(ptimeout ? ptimeout : timeout_ms),
-			       .retries = (unsigned)pretries };
+			       .timeout_ms = (uint32_t)(pp.ptimeout ? pp.ptimeout : s->timeout_ms),
+			       .retries = (unsigned)pp.pretries };
 	if ((rc = pact_init(&s->act, &pc)))
 		goto out_free;
 	s->act_on = pk != PACT_NONE;
@@ -822,7 +856,7 @@ static int sv_setup(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct d
 		rc = -ENOMEM;
 		if (!(s->hap = calloc(1, sizeof(*s->hap))))
 			goto out_free;
-		if ((rc = hap_open(s->hap, &hc))) {
+		if ((rc = hap_open(s->hap, &pp.hc))) {
 			diag_add(diags, DIAG_ERROR, SRC(cfg), 0, 0, "options.precision_target", "io",
 				 "%.400s", s->hap->err);
 			free(s->hap);
