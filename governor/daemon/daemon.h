@@ -172,6 +172,18 @@ int daemon_plan_check(const struct daemon_plan *p, struct diag_list *diags);
  * writable by group/others; a diag names the one that is not. */
 int daemon_check_dirs(const struct config *c, struct diag_list *diags);
 
+/* Between daemon.c and daemon_ctl.c (the endpoints). */
+/* The node budget in force (W): the fleet's grant, else govctl's, else the
+ * config's budget_w; 0: none (under a fleet 0 W is a budget). */
+double daemon_budget_w(const struct daemon *d);
+/* The metrics server, the control socket and the fleet agent, as the
+ * config asks; stop undoes what start did. */
+int daemon_start_endpoints(struct daemon *d, struct diag_list *diags);
+void daemon_stop_endpoints(struct daemon *d);
+/* A reload with every diagnostic logged; the first error's text in
+ * first_err (may be NULL): what the control socket replies. */
+int daemon_reload_logged(struct daemon *d, char *first_err, size_t len);
+
 /* govd's side of the fleet (docs/fleet.md, daemon_fleet.c): the agent started
  * with the endpoints, the node's range, draw and demand handed to it each
  * period, and the budget it grants used as the node budget. */
