@@ -73,7 +73,7 @@ static void key_of(const struct declog_record *r, struct declog_key *k)
 	memcpy(k->faults, r->faults, sizeof(k->faults));
 	k->serving_faults = r->serving_faults;
 	k->quality_faults = r->quality_faults;
-	snprintf(k->rb_state, sizeof(k->rb_state), "%s", r->rb_state ? r->rb_state : "normal");
+	snprintf(k->rb_state, sizeof(k->rb_state), "%s", rollback_state_name(r->rb_state));
 	k->have_lkg = r->lkg != NULL;
 	if (r->lkg)
 		k->lkg = *r->lkg;
@@ -352,7 +352,7 @@ int declog_decision(struct declog *d, const struct declog_record *r)
 										 sizeof(fired)))
 						 : json_null());
 	json_t *rb = json_object();
-	json_object_set_new(rb, "state", json_string(r->rb_state ? r->rb_state : "normal"));
+	json_object_set_new(rb, "state", json_string(rollback_state_name(r->rb_state)));
 	json_object_set_new(rb, "lkg", r->lkg ? op_json(r->lkg) : json_null());
 	json_object_set_new(rb, "hold_left_s", jsonx_real(r->hold_left_s));
 	json_object_set_new(rb, "rollbacks", json_integer((json_int_t)r->rollbacks));

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "governor/loop/rollback.h"
 #include "governor/telemetry/estimate.h"
 #include "governor/policy/opoint.h"
 #include "governor/telemetry/validate.h"
@@ -54,7 +55,7 @@ struct declog_record {
 	const char *serving_fault_msg, *quality_fault_msg;
 	/* Rollback manager (docs/rollback.md). */
 	uint32_t armed, fired;        /* enum gov_trigger bits */
-	const char *rb_state;         /* "normal", "canary", "hold"; NULL: "normal" */
+	enum rb_state rb_state;       /* logged as "normal", "canary", "hold" */
 	const struct gov_opoint *lkg; /* NULL: no last known good yet */
 	double hold_left_s;
 	uint64_t rollbacks;

@@ -414,7 +414,7 @@ static void fill_rb_record(const struct governor *g, uint64_t now, struct declog
 {
 	rec->armed = g->rb.armed;
 	rec->fired = g->rb.fired;
-	rec->rb_state = rollback_state_name(g->rb.state);
+	rec->rb_state = g->rb.state;
 	rec->lkg = g->rb.have_lkg ? &g->rb.lkg : NULL;
 	rec->hold_left_s = rollback_hold_left_s(&g->rb, now);
 	rec->rollbacks = g->rb.rollbacks;
@@ -579,24 +579,9 @@ int governor_tick(struct governor *g)
 	int stop = 0;
 	if (g->cfg.on_period) {
 		struct gov_period p = {
-			.t_ms = now,
-			.seq = g->seq,
+			.rec = &rec,
 			.sample = &g->sample,
 			.serving = sv,
-			.est = est,
-			.faults = g->faults,
-			.before = &before,
-			.after = &after,
-			.reasons = reasons,
-			.binding = binding,
-			.armed = g->rb.armed,
-			.fired = g->rb.fired,
-			.rb_state = g->rb.state,
-			.envelope = g->outside_envelope ? g->envelope_why : NULL,
-			.serving_faults = sv_faults,
-			.quality_faults = q_faults,
-			.serving_fault_msg = rec.serving_fault_msg,
-			.quality_fault_msg = rec.quality_fault_msg,
 		};
 		stop = g->cfg.on_period(g->cfg.cb_ctx, &p);
 	}

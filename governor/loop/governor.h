@@ -22,24 +22,15 @@
 #include "governor/telemetry/validate.h"
 #include "hal/hal.h"
 
-/* What one period saw and did, for observers (sim summary, metrics). */
+/* What one period saw and did, for observers (the sim's accounting,
+ * metrics, the fault log): the period's one record, the decision the
+ * decision log wrote (time, seq, estimates, faults, before/after, reasons,
+ * binding, rollback triggers, envelope, serving and quality read faults),
+ * and the raw readings behind it. */
 struct gov_period {
-	uint64_t t_ms;
-	uint64_t seq;
+	const struct declog_record *rec;
 	const struct hal_sample *sample;
 	const struct hal_serving *serving; /* NULL if not offered or invalid */
-	const struct gov_estimates *est;
-	const enum gov_fault *faults;      /* GOV_SIG_N */
-	const struct gov_opoint *before, *after;
-	uint32_t reasons;
-	enum gov_binding binding;
-	uint32_t armed, fired;             /* rollback triggers (enum gov_trigger bits) */
-	enum rb_state rb_state;
-	const char *envelope;              /* NULL: inside the policy's envelope; else why */
-	/* The serving and quality reads' faults (enum hal_serving_fault) and
-	 * messages, also when the read was invalid. */
-	uint32_t serving_faults, quality_faults;
-	const char *serving_fault_msg, *quality_fault_msg;
 };
 
 /* Return nonzero to stop the run after this period. */

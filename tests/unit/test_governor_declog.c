@@ -137,7 +137,7 @@ static void test_rollback_fields(void **state)
 				  .power_limit_mw = 500000, .n_slices = 1 };
 	f.rec.armed = GOV_T_SLA | GOV_T_THERMAL;
 	f.rec.fired = GOV_T_THERMAL;
-	f.rec.rb_state = "hold";
+	f.rec.rb_state = RB_HOLD;
 	f.rec.lkg = &lkg;
 	f.rec.hold_left_s = 600;
 	f.rec.rollbacks = 2;
