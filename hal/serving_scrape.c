@@ -90,6 +90,26 @@ struct scrape {
 
 enum agg { AGG_SUM, AGG_MAX };
 
+/* The next name of an "a|b" list into buf, moving *p past it and counting
+ * it in *k; false at the end. A name too long for buf is passed over (and
+ * counted, so an index still names its alternative). */
+static bool next_alt(const char **p, size_t *k, char *buf, size_t len)
+{
+	while (**p) {
+		const char *e = strchr(*p, '|');
+		size_t n = e ? (size_t)(e - *p) : strlen(*p);
+		const char *name = *p;
+		*p += n + (e ? 1 : 0);
+		(*k)++;
+		if (n < len) {
+			memcpy(buf, name, n);
+			buf[n] = '\0';
+			return true;
+		}
+	}
+	return false;
+}
+
 /* Tries each '|' alternative; 0 and the index of the name used in *alt,
  * or the last error. */
 static int get_hist(const struct prom_doc *doc, const char *names, const struct prom_matcher *m,
@@ -98,19 +118,12 @@ static int get_hist(const struct prom_doc *doc, const char *names, const struct 
 	int rc = -ENOENT;
 	char buf[256];
 	const char *p = names;
-	for (size_t k = 0; *p; k++) {
-		const char *e = strchr(p, '|');
-		size_t n = e ? (size_t)(e - p) : strlen(p);
-		if (n < sizeof(buf)) {
-			memcpy(buf, p, n);
-			buf[n] = '\0';
-			rc = prom_histogram_get(doc, buf, m, out);
-			if (rc != -ENOENT) {
-				*alt = k < SV_MAX_ALT ? k : SV_MAX_ALT - 1;
-				return rc;
-			}
+	for (size_t k = 0; next_alt(&p, &k, buf, sizeof(buf));) {
+		rc = prom_histogram_get(doc, buf, m, out);
+		if (rc != -ENOENT) {
+			*alt = k - 1 < SV_MAX_ALT ? k - 1 : SV_MAX_ALT - 1;
+			return rc;
 		}
-		p += n + (e ? 1 : 0);
 	}
 	return rc;
 }
@@ -121,21 +134,14 @@ static int get_value(const struct prom_doc *doc, const char *names, const struct
 	int rc = -ENOENT;
 	char buf[256];
 	const char *p = names;
-	for (size_t k = 0; *p; k++) {
-		const char *e = strchr(p, '|');
-		size_t n = e ? (size_t)(e - p) : strlen(p);
-		if (n < sizeof(buf)) {
-			memcpy(buf, p, n);
-			buf[n] = '\0';
-			rc = agg == AGG_MAX ? prom_value_max(doc, buf, m, out)
-					    : prom_value_sum(doc, buf, m, ln, lv, out);
-			if (rc != -ENOENT) {
-				if (alt)
-					*alt = k < SV_MAX_ALT ? k : SV_MAX_ALT - 1;
-				return rc;
-			}
+	for (size_t k = 0; next_alt(&p, &k, buf, sizeof(buf));) {
+		rc = agg == AGG_MAX ? prom_value_max(doc, buf, m, out)
+				    : prom_value_sum(doc, buf, m, ln, lv, out);
+		if (rc != -ENOENT) {
+			if (alt)
+				*alt = k - 1 < SV_MAX_ALT ? k - 1 : SV_MAX_ALT - 1;
+			return rc;
 		}
-		p += n + (e ? 1 : 0);
 	}
 	return rc;
 }
