@@ -490,18 +490,21 @@ static int expand_copy(const struct config_device *src, const struct hal_expansi
 	*dst = *src;
 	dst->n_opts = 0;
 	snprintf(dst->name, sizeof(dst->name), "%s", x->value[k]);
-	for (size_t o = 0; o < src->n_opts; o++) {
-		if (!strcmp(src->keys[o], x->drop_key) || !strcmp(src->keys[o], x->set_key))
+	for (size_t o = 0; o <= src->n_opts; o++) {
+		/* the entry's options but the selector, then the device's own */
+		bool own = o == src->n_opts;
+		if (!own && (!strcmp(src->keys[o], x->drop_key) || !strcmp(src->keys[o], x->set_key)))
 			continue;
-		dst->keys[dst->n_opts] = strdup(src->keys[o]);
-		dst->values[dst->n_opts] = strdup(src->values[o]);
-		if (!dst->keys[dst->n_opts] || !dst->values[dst->n_opts++])
+		char *key = strdup(own ? x->set_key : src->keys[o]);
+		char *val = strdup(own ? x->value[k] : src->values[o]);
+		if (!key || !val) {
+			free(key);
+			free(val);
 			return -ENOMEM;
+		}
+		dst->keys[dst->n_opts] = key;
+		dst->values[dst->n_opts++] = val;
 	}
-	dst->keys[dst->n_opts] = strdup(x->set_key);
-	dst->values[dst->n_opts] = strdup(x->value[k]);
-	if (!dst->keys[dst->n_opts] || !dst->values[dst->n_opts++])
-		return -ENOMEM;
 	return 0;
 }
 
