@@ -871,6 +871,17 @@ static int nvml_load(const char *libname, struct diag_list *diags, void **lib_ou
 	return 0;
 }
 
+/* Every symbol of the table from the loaded library (an optional one
+ * missing: NULL). */
+static void resolve_symbols(struct nvml_fns *fn, void *lib)
+{
+	for (size_t i = 0; i < N_SYMBOLS; i++) {
+		void *sym = dlsym(lib, symbols[i].name);
+		/* POSIX dlsym: an object pointer that holds a function address. */
+		memcpy((char *)fn + symbols[i].off, &sym, sizeof(sym));
+	}
+}
+
 /* govd --check: the options, and that the NVIDIA driver's library loads
  * with what govd needs (no GPU is touched: nvmlInit is not called). */
 static int nvml_check_options(const struct hal_dev_cfg *cfg, struct diag_list *diags)
@@ -911,11 +922,7 @@ static int nvml_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct 
 	rc = nvml_load(no.libname, diags, &n->lib);
 	if (rc)
 		goto err_free;
-	for (size_t i = 0; i < N_SYMBOLS; i++) {
-		void *sym = dlsym(n->lib, symbols[i].name);
-		/* POSIX dlsym: an object pointer that holds a function address. */
-		memcpy((char *)&n->fn + symbols[i].off, &sym, sizeof(sym));
-	}
+	resolve_symbols(&n->fn, n->lib);
 	nvml_ret r = n->fn.init();
 	if (r != NVML_SUCCESS) {
 		diag_add(diags, DIAG_ERROR, "nvml", 0, 0, "", "nvml-init",
@@ -1019,10 +1026,7 @@ static int nvml_expand(const struct hal_dev_cfg *cfg, struct hal_expansion *out,
 	struct nvml n = { 0 };
 	if ((rc = nvml_load(no.libname, diags, &n.lib)))
 		return rc;
-	for (size_t i = 0; i < N_SYMBOLS; i++) {
-		void *sym = dlsym(n.lib, symbols[i].name);
-		memcpy((char *)&n.fn + symbols[i].off, &sym, sizeof(sym));
-	}
+	resolve_symbols(&n.fn, n.lib);
 	unsigned count = 0;
 	nvml_ret r = n.fn.init();
 	if (r != NVML_SUCCESS) {

@@ -209,18 +209,11 @@ static int open_etcd(const struct target *t, struct etcd *e, char *prefix, size_
 		return GOVCTL_EXIT_USAGE;
 	}
 	etcd_set_tls(e, t->tls_ca, t->tls_cert, t->tls_key);
-	if (t->auth_user[0]) {
-		char pw[256], why[FLEET_PATH_LEN + 64];
-		int rc = fleet_read_password(t->auth_password_file, pw, sizeof(pw), why, sizeof(why));
-		if (rc)
-			fprintf(stderr, "govctl fleet: fleet.auth.password_file: %s\n", why);
-		else if ((rc = etcd_set_auth(e, t->auth_user, pw)))
-			fprintf(stderr, "govctl fleet: %s\n", e->err);
-		explicit_bzero(pw, sizeof(pw));
-		if (rc) {
-			etcd_fini(e);
-			return GOVCTL_EXIT_USAGE;
-		}
+	char err[FLEET_PATH_LEN + 128];
+	if (fleet_etcd_auth(e, t->auth_user, t->auth_password_file, err, sizeof(err))) {
+		fprintf(stderr, "govctl fleet: %s\n", err);
+		etcd_fini(e);
+		return GOVCTL_EXIT_USAGE;
 	}
 	fleet_prefix(t->cluster, t->group, prefix, len);
 	return 0;

@@ -1087,17 +1087,8 @@ int fleet_agent_start(struct fleet_agent **out, const struct fleet_config *c, co
 		snprintf(err, len, "fleet: %s", a->e.err);
 		goto out_free;
 	}
-	if (c->auth_user[0]) {
-		char pw[256], why[FLEET_PATH_LEN + 64];
-		rc = fleet_read_password(c->auth_password_file, pw, sizeof(pw), why, sizeof(why));
-		if (rc)
-			snprintf(err, len, "fleet.auth.password_file: %s", why);
-		else if ((rc = etcd_set_auth(&a->e, c->auth_user, pw)))
-			snprintf(err, len, "fleet: %s", a->e.err);
-		explicit_bzero(pw, sizeof(pw));
-		if (rc)
-			goto out_fini;
-	}
+	if ((rc = fleet_etcd_auth(&a->e, c->auth_user, c->auth_password_file, err, len)))
+		goto out_fini;
 	const struct fleet_params p = { .up_frac = c->up_frac, .down_frac = c->down_frac };
 	fleet_allocator_init(&a->al, &a->e, a->prefix, a->node, c->lease_ttl_s, &p);
 	a->st.budget_mw = 0;

@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "governor/fleet/fleet_etcd.h"
+
 static const char *const fleet_keys[] = {
 	"endpoints",   "cluster",    "group",	     "priority",      "safe_budget_w",
 	"floor_w",     "max_w",	     "period_ms",    "lease_ttl_s",   "grant_ttl_ms",
@@ -74,6 +76,21 @@ out_close:
 	fclose(f);
 	if (rc)
 		explicit_bzero(out, len);
+	return rc;
+}
+
+int fleet_etcd_auth(struct etcd *e, const char *user, const char *password_file, char *err,
+		    size_t errlen)
+{
+	if (!user || !user[0])
+		return 0;
+	char pw[256], why[FLEET_PATH_LEN + 64];
+	int rc = fleet_read_password(password_file, pw, sizeof(pw), why, sizeof(why));
+	if (rc)
+		snprintf(err, errlen, "fleet.auth.password_file: %s", why);
+	else if ((rc = etcd_set_auth(e, user, pw)))
+		snprintf(err, errlen, "fleet.auth: %s", e->err);
+	explicit_bzero(pw, sizeof(pw));
 	return rc;
 }
 

@@ -46,5 +46,11 @@ void fleet_config_read(struct ycfg *y, yaml_node_t *node, struct fleet_config *f
  * newline. 0, or a negative errno with err saying why (unreadable, empty,
  * too long). */
 int fleet_read_password(const char *path, char *out, size_t len, char *err, size_t errlen);
+/* fleet.auth on a client: the password read from its file and handed to
+ * e (etcd_set_auth), never kept beyond. No user: nothing. 0, or a negative
+ * errno with err saying why (the file, or the name's length). */
+struct etcd;
+int fleet_etcd_auth(struct etcd *e, const char *user, const char *password_file, char *err,
+		    size_t errlen);
 
 #endif
