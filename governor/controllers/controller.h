@@ -20,10 +20,7 @@ struct ctl_input {
 	const struct hal_limits *lim;
 	const struct gov_opoint *cur; /* in force now */
 	double period_s;
-	size_t n_slices;
-	const double *policy_int8;    /* per device slice, resolved from the policy */
-	const double *max_drop;       /* per device slice */
-	const struct policy_slice_rule *rule; /* per device slice, resolved */
+	const struct policy_slices *slices; /* the device's, with their rules; never NULL */
 };
 
 struct ctl_output {

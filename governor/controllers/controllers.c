@@ -105,7 +105,7 @@ void ctl_default_op(const struct ctl_input *in, struct gov_opoint *op)
 	op->clk_min_khz = in->lim->clk_min_khz;
 	op->clk_max_khz = in->lim->clk_default_max_khz;
 	op->power_limit_mw = in->lim->power_limit_default_mw;
-	op->n_slices = in->n_slices;
+	op->n_slices = in->slices->n;
 }
 
 /* firmware-default: what an unmanaged GPU does (max boost, default TGP, BF16). */
@@ -135,8 +135,8 @@ static void static_step(void *state, const struct ctl_input *in, struct ctl_outp
 		out->op.clk_max_khz = gov_mhz_to_khz(p->frequency.max_mhz);
 	if (p->power.cap_w > 0)
 		out->op.power_limit_mw = gov_w_to_mw(p->power.cap_w);
-	for (size_t s = 0; s < in->n_slices; s++)
-		out->op.int8_frac[s] = in->policy_int8[s];
+	for (size_t s = 0; s < in->slices->n; s++)
+		out->op.int8_frac[s] = in->slices->rule[s].int8_fraction;
 	out->reasons = GOV_R_STATIC;
 	out->binding = GOV_B_POLICY;
 }
@@ -151,7 +151,7 @@ const struct controller_ops ctl_static = {
 static void int8_step(void *state, const struct ctl_input *in, struct ctl_output *out)
 {
 	ctl_default_op(in, &out->op);
-	for (size_t s = 0; s < in->n_slices; s++)
+	for (size_t s = 0; s < in->slices->n; s++)
 		out->op.int8_frac[s] = 1.0;
 	out->reasons = GOV_R_INT8_ALL;
 	out->binding = GOV_B_POLICY;

@@ -520,7 +520,7 @@ void ctl_govd_evidence(const struct ctl_input *in, const double *int8_served, bo
 	const struct gov_estimates *e = in->est;
 	const struct policy *pol = in->pol;
 	double rate[HAL_MAX_SLICES] = { 0 }, total = 0, extra = 0;
-	size_t n = in->n_slices < HAL_MAX_SLICES ? in->n_slices : HAL_MAX_SLICES;
+	size_t n = in->slices->n < HAL_MAX_SLICES ? in->slices->n : HAL_MAX_SLICES;
 
 	for (size_t i = 0; i < n; i++)
 		total += (double)e->slice_requests[i];
@@ -534,13 +534,11 @@ void ctl_govd_evidence(const struct ctl_input *in, const double *int8_served, bo
 		out->evidence[i] = GOV_EV_NONE;
 	}
 	out->evidence_budget = false;
-	if (!in->rule)
-		return;
 	double all = 0;
 	for (size_t i = 0; i < n; i++)
 		all += rate[i];
 	for (size_t i = 0; i < n; i++) {
-		const struct policy_slice_rule *r = &in->rule[i];
+		const struct policy_slice_rule *r = &in->slices->rule[i];
 		if (!r->int8_allowed || !(r->max_drop > 0))
 			continue;
 		double own = r->shadow_rate, ask = 0;
@@ -571,7 +569,7 @@ void ctl_govd_evidence(const struct ctl_input *in, const double *int8_served, bo
 	double k = budget / extra;
 	out->evidence_budget = true;
 	for (size_t i = 0; i < n; i++) {
-		double own = in->rule[i].shadow_rate;
+		double own = in->slices->rule[i].shadow_rate;
 		if (out->evidence[i] != GOV_EV_NONE) /* asked over own: stays over it */
 			out->op.shadow_rate[i] = own + (out->op.shadow_rate[i] - own) * k;
 	}
@@ -871,15 +869,15 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 
 		/* Precision: the gate per slice, then whether mixing pays. */
 		size_t n_open = 0;
-		for (size_t i = 0; i < in->n_slices; i++) {
-			bool open = in->rule && in->rule[i].int8_allowed && e->q_gate_open[i] &&
-				    ctl_govd_detect_ok(s, e, &in->rule[i], i);
+		for (size_t i = 0; i < in->slices->n; i++) {
+			bool open = in->slices->rule[i].int8_allowed && e->q_gate_open[i] &&
+				    ctl_govd_detect_ok(s, e, &in->slices->rule[i], i);
 			n_open += open;
 			if (open != s->gate_was_open[i])
 				reasons |= open ? GOV_R_INT8_GATE_OPEN : GOV_R_INT8_GATE_CLOSED;
 			s->gate_was_open[i] = open;
 		}
-		bool mixed = n_open > 0 && n_open < in->n_slices;
+		bool mixed = n_open > 0 && n_open < in->slices->n;
 		double tbt_ratio = ctl_govd_sla_ratio(e, pol, SLA_TBT);
 		if (mixed && busy && tbt_ratio > 0)
 			s->bf16_until_s = ctl_govd_mix_decide(t, &s->mix, e->t_s, s->bf16_until_s,
@@ -902,12 +900,12 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 		}
 		s->was_bf16_hold = bf16;
 		s->cur_mode = 0;
-		for (size_t i = 0; i < in->n_slices; i++) {
-			bool open = in->rule && s->gate_was_open[i];
-			out->op.int8_frac[i] = open && !bf16 ? in->rule[i].int8_max_fraction : 0;
+		for (size_t i = 0; i < in->slices->n; i++) {
+			bool open = s->gate_was_open[i];
+			out->op.int8_frac[i] = open && !bf16 ? in->slices->rule[i].int8_max_fraction : 0;
 			if (out->op.int8_frac[i] > 0)
 				s->cur_mode = 1;
-			if (in->rule && in->rule[i].int8_allowed && !open && binding == GOV_B_SLA)
+			if (in->slices->rule[i].int8_allowed && !open && binding == GOV_B_SLA)
 				binding = GOV_B_QUALITY;
 		}
 		ctl_govd_evidence(in, out->op.int8_frac, s->ev_bad, out);

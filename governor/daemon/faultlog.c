@@ -51,21 +51,21 @@ static const char *signal_of_bit(uint32_t bit)
 
 void fault_episodes_period(struct fault_episodes *eps, const char *dev, const struct gov_period *p)
 {
-	fault_episode_note(&eps->serving, dev, "serving", p->rec->serving_faults & SV_EPISODE_MASK,
-			   hal_serving_fault_name, p->rec->serving_fault_msg, p->rec->seq);
-	fault_episode_note(&eps->quality, dev, "quality", p->rec->quality_faults & SV_EPISODE_MASK,
-			   hal_serving_fault_name, p->rec->quality_fault_msg, p->rec->seq);
+	fault_episode_note(&eps->serving, dev, "serving", p->rec.serving_faults & SV_EPISODE_MASK,
+			   hal_serving_fault_name, p->rec.serving_fault_msg, p->rec.seq);
+	fault_episode_note(&eps->quality, dev, "quality", p->rec.quality_faults & SV_EPISODE_MASK,
+			   hal_serving_fault_name, p->rec.quality_fault_msg, p->rec.seq);
 	uint32_t sb = 0;
 	char msg[256] = "";
 	size_t o = 0;
-	for (int s = 0; s < GOV_SIG_N && p->rec->faults; s++) {
-		if (p->rec->faults[s] == GOV_FAULT_NONE)
+	for (int s = 0; s < GOV_SIG_N && p->rec.faults; s++) {
+		if (p->rec.faults[s] == GOV_FAULT_NONE)
 			continue;
 		sb |= 1u << s;
 		if (o < sizeof(msg))
 			o += (size_t)snprintf(msg + o, sizeof(msg) - o, "%s%s %s", o ? ", " : "",
 					      gov_signal_name((enum gov_signal)s),
-					      gov_fault_name(p->rec->faults[s]));
+					      gov_fault_name(p->rec.faults[s]));
 	}
-	fault_episode_note(&eps->sensors, dev, "sensor", sb, signal_of_bit, sb ? msg : NULL, p->rec->seq);
+	fault_episode_note(&eps->sensors, dev, "sensor", sb, signal_of_bit, sb ? msg : NULL, p->rec.seq);
 }

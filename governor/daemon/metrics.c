@@ -234,9 +234,9 @@ void metrics_device_update_from(struct metrics_device *d, const struct hal_limit
 				uint32_t fired_triggers)
 {
 	struct metrics_dev_acc *a = &d->acc;
-	const struct gov_opoint *op = p->rec->after;
-	const struct gov_estimates *e = p->rec->est;
-	double dt_s = a->started && p->rec->t_ms > a->prev_t_ms ? (double)(p->rec->t_ms - a->prev_t_ms) / 1000.0
+	const struct gov_opoint *op = p->rec.after;
+	const struct gov_estimates *e = p->rec.est;
+	double dt_s = a->started && p->rec.t_ms > a->prev_t_ms ? (double)(p->rec.t_ms - a->prev_t_ms) / 1000.0
 							    : 0;
 
 	d->periods++;
@@ -244,8 +244,8 @@ void metrics_device_update_from(struct metrics_device *d, const struct hal_limit
 	d->n_slices = op->n_slices < HAL_MAX_SLICES ? op->n_slices : HAL_MAX_SLICES;
 	for (size_t s = 0; s < d->n_slices; s++)
 		d->int8_share[s] = op->int8_frac[s];
-	d->binding = p->rec->binding;
-	d->outside_envelope = p->rec->envelope != NULL;
+	d->binding = p->rec.binding;
+	d->outside_envelope = p->rec.envelope != NULL;
 
 	d->clk_hz = e->clk_mhz * 1e6;
 	for (int r = 0; r < HAL_RAIL_N; r++)
@@ -290,7 +290,7 @@ void metrics_device_update_from(struct metrics_device *d, const struct hal_limit
 	 * reading only re-bases (the gap was integrated from power). */
 	for (int r = 0; r < HAL_RAIL_N; r++) {
 		const struct hal_value *ev = &p->sample->energy_mj[r];
-		bool good = ev->valid && !ev->nan && p->rec->faults[GOV_SIG_ENERGY_ACCEL + r] == GOV_FAULT_NONE;
+		bool good = ev->valid && !ev->nan && p->rec.faults[GOV_SIG_ENERGY_ACCEL + r] == GOV_FAULT_NONE;
 		if (good) {
 			double mj = (double)ev->v;
 			if (a->have_energy[r] && mj >= a->prev_energy_mj[r])
@@ -309,14 +309,14 @@ void metrics_device_update_from(struct metrics_device *d, const struct hal_limit
 					    p->sample->clamp_time_ms) / 1000.0;
 
 	for (int i = 0; i < GOV_R_COUNT; i++)
-		if (p->rec->reasons & (1u << i))
+		if (p->rec.reasons & (1u << i))
 			d->decisions[i]++;
 	for (int i = 0; i < GOV_T_COUNT; i++)
 		if (fired_triggers & (1u << i))
 			d->rollbacks[i]++;
-	if ((p->rec->reasons & GOV_R_ROLLBACK) && !(fired_triggers & ((1u << GOV_T_COUNT) - 1)))
+	if ((p->rec.reasons & GOV_R_ROLLBACK) && !(fired_triggers & ((1u << GOV_T_COUNT) - 1)))
 		d->rollbacks_unattributed++;
-	if (p->rec->reasons & GOV_R_ACTUATE_ERROR)
+	if (p->rec.reasons & GOV_R_ACTUATE_ERROR)
 		d->actuate_errors++;
 	for (size_t s = 0; s < d->n_slices; s++) {
 		d->gate_open[s] = e->q_gate_open[s];
@@ -325,21 +325,21 @@ void metrics_device_update_from(struct metrics_device *d, const struct hal_limit
 		a->prev_gate_open[s] = e->q_gate_open[s];
 	}
 	for (int s = 0; s < GOV_SIG_N; s++) {
-		if (p->rec->faults[s] != GOV_FAULT_NONE && a->prev_fault[s] == GOV_FAULT_NONE)
+		if (p->rec.faults[s] != GOV_FAULT_NONE && a->prev_fault[s] == GOV_FAULT_NONE)
 			d->telemetry_faults[s]++;
-		a->prev_fault[s] = p->rec->faults[s];
+		a->prev_fault[s] = p->rec.faults[s];
 	}
 
 	if (pol && pol->sla.window_s > 0) {
 		uint64_t win_ms = (uint64_t)llround(pol->sla.window_s * 1000.0);
 		if (!a->started) {
-			a->win_start_ms = p->rec->t_ms;
-		} else if (p->rec->t_ms >= a->win_start_ms + win_ms) {
+			a->win_start_ms = p->rec.t_ms;
+		} else if (p->rec.t_ms >= a->win_start_ms + win_ms) {
 			sla_window(d, pol, e);
-			a->win_start_ms = p->rec->t_ms;
+			a->win_start_ms = p->rec.t_ms;
 		}
 	}
-	a->prev_t_ms = p->rec->t_ms;
+	a->prev_t_ms = p->rec.t_ms;
 	a->started = true;
 }
 
@@ -351,9 +351,7 @@ void metrics_device_update(struct metrics_device *d, const struct governor *g,
 	for (size_t s = 0; s < n && s < HAL_MAX_SLICES; s++)
 		snprintf(d->slice_name[s], sizeof(d->slice_name[s]), "%s", names[s]);
 	metrics_device_update_from(d, governor_limits(g), governor_policy(g), p, fired_triggers);
-	struct governor_status gs;
-	governor_status(g, &gs);
-	d->oob_changes = gs.oob_changes;
+	d->oob_changes = p->counters.oob_changes;
 	/* A dry run wrote nothing: the gauges show what the device runs, the
 	 * decision goes to the would-set ones. */
 	struct gov_opoint in_force;

@@ -7,32 +7,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "governor/loop/guard.h"
+#include "governor/loop/stage.h"
 
-/* Validator defaults when the policy leaves telemetry unset are in
- * policy_util.c (policy_defaults); the witness threshold is fixed: 5 W or
- * 5 % utilisation. */
-#define STUCK_WITNESS 5.0
-#define TREND_TAU_S 5.0
-/* Back inside an inlet range only this far from its edges: a sensor
- * dithering on the edge must not flip the device every period. */
-#define ENVELOPE_HYST_C 1.0
+enum { STAGE_READ, STAGE_VALIDATE, STAGE_ESTIMATE, STAGE_DECIDE, STAGE_ROLLBACK, STAGE_GUARD,
+       STAGE_ACTUATE, STAGE_N };
 
 struct governor {
 	struct governor_cfg cfg;
-	const struct controller_ops *ctl;
-	void *ctl_state;
 	struct hal_limits lim;
+	struct policy_slices slices; /* the serving side's, with the policy's rules */
+	/* The stages' state; stage[] runs them in order. */
 	struct validator val;
 	struct estimator est;
-	struct guard guard;
+	struct gov_decider dec;
 	struct rollback rb;
+	struct gov_guard_stage guard;
+	struct {
+		const struct gov_stage_ops *ops;
+		void *state;
+	} stage[STAGE_N];
+	bool stages_up;
 	struct declog log;
-	double period_s;
-	size_t n_slices;
-	char slice_name[HAL_MAX_SLICES][HAL_NAME_LEN];
-	double policy_int8[HAL_MAX_SLICES], max_drop[HAL_MAX_SLICES];
-	struct policy_slice_rule rule[HAL_MAX_SLICES];
+	struct gov_period period; /* the last one */
+	/* read and actuate: the device */
 	struct gov_opoint cur;   /* in force */
 	bool started;            /* first period done (cur adopted from the device) */
 	bool wrote;              /* a HAL write happened: restore needed */
@@ -49,13 +46,12 @@ struct governor {
 	uint64_t emergencies;
 	bool safety;             /* the last applied point was forced by safety (not canaried) */
 	bool operator_hold;      /* governor_hold */
-	bool outside_envelope;
-	char envelope_why[512];
 	struct hal_sample sample;
 	struct hal_serving serving;
 	struct hal_quality quality;
-	enum gov_fault faults[GOV_SIG_N];
 };
+
+static const struct gov_stage_ops stage_read, stage_actuate;
 
 static void warn_missing(struct diag_list *diags, const struct hal_dev *dev, const char *what)
 {
@@ -65,44 +61,15 @@ static void warn_missing(struct diag_list *diags, const struct hal_dev *dev, con
 }
 
 /* The serving side's slices, and the policy's rule for each (resolved once:
- * the controller, estimator and rollback read these). */
+ * every stage reads these). None where the device cannot steer precision. */
 static void init_slices(struct governor *g, struct hal_dev *dev, const struct policy *pol)
 {
-	if (hal_can_read_serving(dev) && dev->ops->read_serving(dev, &g->serving) == 0) {
-		g->n_slices = g->serving.n_slices < HAL_MAX_SLICES ? g->serving.n_slices : HAL_MAX_SLICES;
-		for (size_t s = 0; s < g->n_slices; s++)
-			memcpy(g->slice_name[s], g->serving.slice_name[s], HAL_NAME_LEN);
-	}
+	size_t n = 0;
+	if (hal_can_read_serving(dev) && dev->ops->read_serving(dev, &g->serving) == 0)
+		n = g->serving.n_slices;
 	if (!hal_can_set_precision(dev))
-		g->n_slices = 0; /* nothing to steer; op points carry no slices */
-	for (size_t s = 0; s < g->n_slices; s++) {
-		g->policy_int8[s] = policy_slice_int8(pol, g->slice_name[s]);
-		g->max_drop[s] = policy_slice_max_drop(pol, g->slice_name[s]);
-		policy_slice_rule(pol, g->slice_name[s], &g->rule[s]);
-	}
-}
-
-/* The rollback manager: the safe point and the last-known-good fallback
- * the policy names, the per-slice quality triggers. */
-static int init_rollback(struct governor *g, const struct policy *pol)
-{
-	struct rb_cfg rc_cfg = { .pol = pol, .lim = &g->lim, .n_slices = g->n_slices };
-	guard_safe_point(&g->guard, g->n_slices, &rc_cfg.safe);
-	if (pol->rollback.lkg_fallback == POLICY_LKG_SAFE_POINT) {
-		rc_cfg.fallback = rc_cfg.safe;
-	} else { /* firmware default: unlocked clocks, default limit, BF16 */
-		rc_cfg.fallback.clk_min_khz = g->lim.clk_min_khz;
-		rc_cfg.fallback.clk_max_khz = g->lim.clk_default_max_khz;
-		rc_cfg.fallback.power_limit_mw = g->lim.power_limit_default_mw;
-		rc_cfg.fallback.n_slices = g->n_slices;
-	}
-	for (size_t s = 0; s < g->n_slices; s++) {
-		struct policy_slice_rule rule;
-		policy_slice_rule(pol, g->slice_name[s], &rule);
-		rc_cfg.max_drop[s] = rule.max_drop;
-		rc_cfg.min_samples[s] = rule.min_samples;
-	}
-	return rollback_init(&g->rb, &rc_cfg);
+		n = 0; /* nothing to steer; op points carry no slices */
+	policy_slices_resolve(pol, (const char(*)[HAL_NAME_LEN])g->serving.slice_name, n, &g->slices);
 }
 
 /* The decision log's header: the run, the policy, the device and slices. */
@@ -118,13 +85,13 @@ static int init_log(struct governor *g, const struct governor_cfg *cfg)
 		.policy_name = pol->name,
 		.policy_path = pol->path,
 		.policy_hash = pol->hash_hex,
-		.controller = g->ctl->name,
+		.controller = g->dec.ctl->name,
 		.period_ms = pol->control.period_ms,
 		.seed = cfg->seed,
 		.lim = &g->lim,
 		.device_name = cfg->dev->name,
-		.n_slices = g->n_slices,
-		.slice_name = (const char(*)[HAL_NAME_LEN])g->slice_name,
+		.n_slices = g->slices.n,
+		.slice_name = (const char(*)[HAL_NAME_LEN])g->slices.name,
 		.dry_run = cfg->dry_run || cfg->dry_run_device,
 		.workload_profile = pol->metadata.workload_profile,
 		.model_revision = pol->metadata.model_revision,
@@ -133,19 +100,47 @@ static int init_log(struct governor *g, const struct governor_cfg *cfg)
 	return declog_header(&g->log, &h);
 }
 
-static int governor_init(struct governor *g, const struct governor_cfg *cfg,
-			 struct diag_list *diags)
+static void fini_stages(struct governor *g, size_t n)
 {
-	const struct policy *pol = cfg->pol;
-	int rc;
+	while (n--)
+		if (g->stage[n].ops->fini)
+			g->stage[n].ops->fini(g->stage[n].state);
+}
 
-	memset(g, 0, sizeof(*g));
-	g->cfg = *cfg;
-	/* policy_load() refused any other name, with its location: the one
-	 * place an unknown controller is reported (policy.c). */
-	g->ctl = controller_find(pol->control.controller);
-	assert(g->ctl);
-	if (!g->ctl)
+/* Every stage's init(pol, lim, slices), in order; on a failure the ones
+ * before are undone. */
+static int init_stages(struct governor *g, const struct policy *pol, struct diag_list *diags)
+{
+	void *state[STAGE_N] = { g, &g->val, &g->est, &g->dec, &g->rb, &g->guard, g };
+	const struct gov_stage_ops *ops[STAGE_N] = {
+		&stage_read, &gov_stage_validate, &gov_stage_estimate, &gov_stage_decide,
+		&gov_stage_rollback, &gov_stage_guard, &stage_actuate,
+	};
+	for (size_t i = 0; i < STAGE_N; i++) {
+		g->stage[i].ops = ops[i];
+		g->stage[i].state = state[i];
+		int rc = ops[i]->init ? ops[i]->init(state[i], pol, &g->lim, &g->slices) : 0;
+		if (!rc)
+			continue;
+		if (i == STAGE_DECIDE)
+			diag_add(diags, DIAG_ERROR, pol->path, 0, 0, "control.params", "controller-init",
+				 "controller %s rejected its parameters: %s", g->dec.ctl->name,
+				 strerror(-rc));
+		fini_stages(g, i);
+		return rc;
+	}
+	g->stages_up = true;
+	return 0;
+}
+
+/* The device's capabilities against what the policy asks: a device that
+ * writes must restore; one with nothing to write is observed. */
+static int check_device(struct governor *g, const struct governor_cfg *cfg,
+			struct diag_list *diags)
+{
+	const struct controller_ops *ctl = controller_find(cfg->pol->control.controller);
+	assert(ctl);
+	if (!ctl)
 		return -ENOENT;
 	if (!cfg->dev || !cfg->dev->ops || !cfg->clock)
 		return -EINVAL;
@@ -156,7 +151,7 @@ static int governor_init(struct governor *g, const struct governor_cfg *cfg,
 			 cfg->dev->ops->name);
 		return -EINVAL;
 	}
-	rc = cfg->dev->ops->get_limits(cfg->dev, &g->lim);
+	int rc = cfg->dev->ops->get_limits(cfg->dev, &g->lim);
 	if (rc) {
 		diag_add(diags, DIAG_ERROR, cfg->dev->name, 0, 0, "", "limits",
 			 "cannot read device limits: %s", strerror(-rc));
@@ -170,47 +165,28 @@ static int governor_init(struct governor *g, const struct governor_cfg *cfg,
 	 * observed: a governing controller needs a clock or power range to work
 	 * in and refuses a device without one, which would stop the daemon. */
 	if (!hal_can_set_clocks(cfg->dev) && !hal_can_set_power_limit(cfg->dev) &&
-	    !hal_can_set_precision(cfg->dev) && strcmp(g->ctl->name, "firmware-default")) {
+	    !hal_can_set_precision(cfg->dev) && strcmp(ctl->name, "firmware-default")) {
 		const struct controller_ops *obs = controller_find("firmware-default");
 		assert(obs);
 		diag_add(diags, DIAG_WARNING, cfg->dev->name, 0, 0, "control.controller", "observe-only",
 			 "offers nothing to govern (no clock locking, power limit or precision): "
-			 "observed with controller firmware-default instead of %s", g->ctl->name);
-		g->ctl = obs;
+			 "observed with controller firmware-default instead of %s", ctl->name);
+		g->dec.ctl = obs; /* decide's init keeps it */
 	}
-	init_slices(g, cfg->dev, pol);
-	g->period_s = pol->control.period_ms / 1000.0;
+	return 0;
+}
 
-	struct validate_cfg vc = {
-		.stale_ms = pol->telemetry.stale_ms,
-		.stuck_periods = pol->telemetry.stuck_periods,
-		.stuck_witness_w = STUCK_WITNESS,
-	};
-	if ((rc = validate_init(&g->val, &vc)))
-		goto err_validate;
-	struct estimate_cfg ec = {
-		.period_s = g->period_s,
-		.ewma_tau_s = pol->telemetry.ewma_tau_s,
-		.trend_tau_s = TREND_TAU_S,
-		.window_s = pol->sla.window_s,
-		.ceiling_c = pol->thermal.ceiling_c,
-		.n_q = g->n_slices,
-	};
-	for (size_t s = 0; s < g->n_slices; s++)
-		ec.q[s] = (struct est_quality_cfg){
-			.max_drop = g->rule[s].max_drop,
-			.confidence = g->rule[s].confidence,
-			.min_samples = g->rule[s].min_samples,
-			.prior_samples = g->rule[s].offline_samples,
-			.prior_mismatches = g->rule[s].offline_mismatches,
-			.confirm_samples = g->rule[s].confirm_samples,
-		};
-	if ((rc = estimate_init(&g->est, &ec)))
-		goto err_estimate;
-	if ((rc = guard_init(&g->guard, pol, &g->lim)))
-		goto err_guard;
-	if ((rc = init_rollback(g, pol)))
-		goto err_rollback;
+static int governor_init(struct governor *g, const struct governor_cfg *cfg,
+			 struct diag_list *diags)
+{
+	const struct policy *pol = cfg->pol;
+	int rc;
+
+	memset(g, 0, sizeof(*g));
+	g->cfg = *cfg;
+	if ((rc = check_device(g, cfg, diags)))
+		return rc;
+	init_slices(g, cfg->dev, pol);
 	/* The device part of the envelope is known now; the inlet is judged each
 	 * period (any value inside the policy's range stands in for it here). */
 	double inlet_c = isfinite(pol->envelope.inlet_min_c) ? pol->envelope.inlet_min_c
@@ -220,30 +196,15 @@ static int governor_init(struct governor *g, const struct governor_cfg *cfg,
 		diag_add(diags, DIAG_WARNING, pol->path, 0, 0, "envelope", "outside-envelope",
 			 "device %s is outside the policy's envelope (%s); the governor will hold "
 			 "the safe point", cfg->dev->name, why);
-	if (g->ctl->init && (rc = g->ctl->init(&g->ctl_state, pol, &g->lim))) {
-		diag_add(diags, DIAG_ERROR, pol->path, 0, 0, "control.params", "controller-init",
-			 "controller %s rejected its parameters: %s", g->ctl->name, strerror(-rc));
-		goto err_ctl;
+	if ((rc = init_stages(g, pol, diags)))
+		return rc;
+	if ((rc = init_log(g, cfg))) {
+		declog_fini(&g->log);
+		fini_stages(g, STAGE_N);
+		g->stages_up = false;
+		return rc;
 	}
-	if ((rc = init_log(g, cfg)))
-		goto err_log;
 	return 0;
-
-err_log:
-	declog_fini(&g->log);
-	if (g->ctl->fini)
-		g->ctl->fini(g->ctl_state);
-err_ctl:
-	rollback_fini(&g->rb);
-err_rollback:
-	guard_fini(&g->guard);
-err_guard:
-	estimate_fini(&g->est);
-err_estimate:
-	validate_fini(&g->val);
-err_validate:
-	g->ctl = NULL;
-	return rc;
 }
 
 /* What the device runs before the governor touched it. */
@@ -257,7 +218,7 @@ void governor_device_point(const struct governor *g, struct gov_opoint *op)
 	if (g->sample.power_limit_mw.valid && g->sample.power_limit_mw.v > 0 &&
 	    g->sample.power_limit_mw.v <= (int64_t)g->lim.power_limit_max_mw)
 		op->power_limit_mw = (uint32_t)g->sample.power_limit_mw.v;
-	op->n_slices = g->n_slices;
+	op->n_slices = g->slices.n;
 }
 
 bool governor_in_force(const struct governor *g, struct gov_opoint *op)
@@ -346,16 +307,15 @@ static uint32_t actuate(struct governor *g, struct gov_opoint *want)
  * safe point or where the backend cannot take them; an operator hold keeps
  * what is in force. Outside the rollback: evidence is what a rolled-back
  * slice needs most. */
-static void apply_asks(const struct governor *g, const struct ctl_output *out,
-		       struct gov_opoint *after, enum gov_evidence *why)
+static void apply_asks(const struct governor *g, struct gov_period *p)
 {
 	for (size_t s = 0; s < HAL_MAX_SLICES; s++) {
-		bool ask = s < after->n_slices && !g->safety && hal_can_set_shadow_rate(g->cfg.dev);
-		after->shadow_rate[s] = ask ? out->op.shadow_rate[s] : 0;
-		why[s] = ask ? out->evidence[s] : GOV_EV_NONE;
-		if (g->operator_hold && s < after->n_slices) {
-			after->shadow_rate[s] = g->cur.shadow_rate[s];
-			why[s] = GOV_EV_NONE;
+		bool ask = s < p->after.n_slices && !p->safety && hal_can_set_shadow_rate(g->cfg.dev);
+		p->after.shadow_rate[s] = ask ? p->want.op.shadow_rate[s] : 0;
+		p->evidence[s] = ask ? p->want.evidence[s] : GOV_EV_NONE;
+		if (p->hold && s < p->after.n_slices) {
+			p->after.shadow_rate[s] = p->cur.shadow_rate[s];
+			p->evidence[s] = GOV_EV_NONE;
 		}
 	}
 }
@@ -389,41 +349,6 @@ static bool check_out_of_band(struct governor *g)
 	g->cur.power_limit_mw = (uint32_t)pl->v;
 	return true;
 }
-
-/* The envelope this period: device limits and the inlet (last good
- * reading), with hysteresis on the way back in. */
-static void check_envelope(struct governor *g, double inlet_c)
-{
-	const struct policy *pol = g->cfg.pol;
-	bool in = policy_envelope_check(pol, &g->lim, inlet_c, g->envelope_why,
-					sizeof(g->envelope_why));
-	if (in && g->outside_envelope && isfinite(inlet_c)) {
-		char tmp[8];
-		in = policy_envelope_check(pol, &g->lim, inlet_c - ENVELOPE_HYST_C, tmp, sizeof(tmp)) &&
-		     policy_envelope_check(pol, &g->lim, inlet_c + ENVELOPE_HYST_C, tmp, sizeof(tmp));
-		if (!in)
-			snprintf(g->envelope_why, sizeof(g->envelope_why),
-				 "inlet %.1f C within %.1f C of the envelope's edge (%g..%g C)", inlet_c,
-				 ENVELOPE_HYST_C, pol->envelope.inlet_min_c, pol->envelope.inlet_max_c);
-	}
-	g->outside_envelope = !in;
-	guard_set_envelope(&g->guard, !in);
-}
-
-static void fill_rb_record(const struct governor *g, uint64_t now, struct declog_record *rec)
-{
-	rec->armed = g->rb.armed;
-	rec->fired = g->rb.fired;
-	rec->rb_state = g->rb.state;
-	rec->lkg = g->rb.have_lkg ? &g->rb.lkg : NULL;
-	rec->hold_left_s = rollback_hold_left_s(&g->rb, now);
-	rec->rollbacks = g->rb.rollbacks;
-	rec->envelope = g->outside_envelope ? g->envelope_why : NULL;
-	rec->operator_hold = g->operator_hold;
-	rec->power_budget_on = g->guard.budget_on;
-	rec->power_budget_mw = g->guard.budget_on ? g->guard.budget_mw : 0;
-}
-
 /* Actuates the guarded point (not in dry run, where the device keeps what
  * it runs and only the log shows the decision); *before gets the point in
  * force until now. Returns actuate_error reasons. */
@@ -438,155 +363,118 @@ static uint32_t apply_point(struct governor *g, struct gov_opoint *after, struct
 		g->cur = *after;
 	return reasons;
 }
+/* ---- the read and actuate stages: the device's side of the loop ---- */
 
-/* The fields every decision record has, the periodic and the emergency one. */
-static void record_init(const struct governor *g, uint64_t now, const struct gov_estimates *est,
-			const struct gov_opoint *before, const struct gov_opoint *after,
-			uint32_t reasons, enum gov_binding binding, struct declog_record *rec)
+/* The device, serving and quality readings (an invalid read still names
+ * its faults: they go to the log); the point in force, adopted from the
+ * device on the first period and checked for another writer's change. */
+static void read_stage_step(void *state, struct gov_period *p)
+{
+	struct governor *g = state;
+	struct hal_dev *dev = g->cfg.dev;
+
+	/* Backends fill the whole sample; a failed read counts as nothing valid
+	 * (every required signal a dropout), whatever it wrote before failing. */
+	if (dev->ops->sample(dev, &g->sample))
+		memset(&g->sample, 0, sizeof(g->sample));
+	p->sample = &g->sample;
+	p->serving = NULL;
+	p->quality = NULL;
+	if (hal_can_read_serving(dev) && dev->ops->read_serving(dev, &g->serving) == 0) {
+		p->rec.serving_faults = g->serving.fault_bits;
+		if (g->serving.valid)
+			p->serving = &g->serving;
+	}
+	if (hal_can_read_quality(dev) && dev->ops->read_quality(dev, &g->quality) == 0) {
+		p->rec.quality_faults = g->quality.fault_bits;
+		if (g->quality.valid)
+			p->quality = &g->quality;
+	}
+	p->rec.serving_fault_msg = p->rec.serving_faults ? g->serving.fault_msg : NULL;
+	p->rec.quality_fault_msg = p->rec.quality_faults ? g->quality.fault_msg : NULL;
+	if (!g->started) {
+		adopt_device(g);
+		g->started = true;
+		p->reasons |= GOV_R_INIT;
+	}
+	if (check_out_of_band(g)) {
+		p->rec.oob_found_mw = g->oob_found_mw;
+		p->rec.oob_expected_mw = g->oob_expected_mw;
+	}
+	p->cur = g->cur;
+	p->cur_safety = g->safety;
+	p->hold = g->operator_hold;
+	p->rec.operator_hold = g->operator_hold;
+}
+
+static const struct gov_stage_ops stage_read = {
+	.name = "read",
+	.step = read_stage_step,
+};
+
+/* The guarded point with the controller's shadow-rate asks, written to
+ * the device (not in a dry run). */
+static void actuate_stage_step(void *state, struct gov_period *p)
+{
+	struct governor *g = state;
+	apply_asks(g, p);
+	p->reasons |= apply_point(g, &p->after, &p->before);
+	g->safety = p->safety;
+	p->counters.actuate_errors = g->actuate_errors;
+	p->counters.oob_changes = g->oob_changes;
+	p->counters.emergencies = g->emergencies;
+	p->rec.before = &p->before;
+	p->rec.after = &p->after;
+	p->rec.reasons = p->reasons;
+	p->rec.binding = p->binding;
+	p->rec.evidence = p->evidence;
+}
+
+static const struct gov_stage_ops stage_actuate = {
+	.name = "actuate",
+	.step = actuate_stage_step,
+};
+
+/* What every decision record names besides its stages' parts. */
+static void record_begin(const struct governor *g, uint64_t now, struct declog_record *rec)
 {
 	*rec = (struct declog_record){
 		.t_ms = now,
 		.seq = g->seq,
-		.est = est,
-		.faults = g->faults,
-		.before = before,
-		.after = after,
-		.reasons = reasons,
-		.binding = binding,
 		.policy_name = g->cfg.pol->name,
 		.policy_hash = g->cfg.pol->hash_hex,
 		.seed = g->cfg.seed,
 	};
-	fill_rb_record(g, now, rec);
 }
 
-/* The policy's INT8 bounds per slice, whatever the controller asked:
- * none where int8 is not in precision.modes, at most int8_max_fraction, and
- * at least int8_min_fraction while the slice's quality gate is open (a
- * minimum never forces INT8 past the quality threshold). */
-static void clamp_int8(const struct governor *g, const struct gov_estimates *est,
-		       struct gov_opoint *op)
+/* The period's observers: the decision log, then the caller's (the sim's
+ * accounting, metrics and the fault log). */
+static int observe(struct governor *g, const struct gov_period *p)
 {
-	for (size_t s = 0; s < op->n_slices; s++) {
-		const struct policy_slice_rule *r = &g->rule[s];
-		double f = op->int8_frac[s];
-		if (!r->int8_allowed || isnan(f) || f < 0)
-			f = 0;
-		if (f > r->int8_max_fraction)
-			f = r->int8_max_fraction;
-		if (est->q_gate_open[s] && f < r->int8_min_fraction)
-			f = r->int8_min_fraction;
-		op->int8_frac[s] = f;
-	}
+	int rc = declog_decision(&g->log, &p->rec);
+	if (rc)
+		return rc;
+	if (g->cfg.on_period && g->cfg.on_period(g->cfg.cb_ctx, p))
+		return 1;
+	return 0;
 }
 
 int governor_tick(struct governor *g)
 {
-	struct hal_dev *dev = g->cfg.dev;
+	struct gov_period *p = &g->period;
 	uint64_t now = govd_clock_now_ms(g->cfg.clock);
-	struct gov_reading rd[GOV_SIG_N];
-	uint32_t reasons = 0;
-	int rc;
 
-	/* Backends fill the whole sample; a failed read counts as nothing valid
-	 * (every required signal a dropout), whatever it wrote before failing. */
-	rc = dev->ops->sample(dev, &g->sample);
-	if (rc)
-		memset(&g->sample, 0, sizeof(g->sample));
-	/* An invalid read still names its faults: they go to the log. */
-	const struct hal_serving *sv = NULL;
-	uint32_t sv_faults = 0, q_faults = 0;
-	if (hal_can_read_serving(dev) && dev->ops->read_serving(dev, &g->serving) == 0) {
-		sv_faults = g->serving.fault_bits;
-		if (g->serving.valid)
-			sv = &g->serving;
-	}
-	const struct hal_quality *q = NULL;
-	if (hal_can_read_quality(dev) && dev->ops->read_quality(dev, &g->quality) == 0) {
-		q_faults = g->quality.fault_bits;
-		if (g->quality.valid)
-			q = &g->quality;
-	}
-
-	gov_readings_from_sample(&g->sample, rd);
-	unsigned n_faults = validate_step(&g->val, now, rd, g->faults);
-	const struct gov_estimates *est =
-		estimate_step(&g->est, now, rd, g->faults, n_faults, g->sample.throttle, sv, q);
-
-	if (!g->started) {
-		adopt_device(g);
-		g->started = true;
-		reasons |= GOV_R_INIT;
-	}
-	bool oob = check_out_of_band(g);
-	struct ctl_input in = {
-		.est = est,
-		.pol = g->cfg.pol,
-		.lim = &g->lim,
-		.cur = &g->cur,
-		.period_s = g->period_s,
-		.n_slices = g->n_slices,
-		.policy_int8 = g->policy_int8,
-		.max_drop = g->max_drop,
-		.rule = g->rule,
-	};
-	struct ctl_output out = { .binding = GOV_B_NONE };
-	g->ctl->step(g->ctl_state, &in, &out);
-	out.op.n_slices = g->n_slices;
-	clamp_int8(g, est, &out.op);
-	reasons |= out.reasons;
-	enum gov_binding binding = out.binding;
-
-	struct rb_input ri = {
-		.t_ms = now,
-		.est = est,
-		.cur = &g->cur,
-		.safety = g->safety,
-		.clamp_events = g->sample.clamp_events,
-		.fault_onsets = g->val.onsets,
-	};
-	rollback_step(&g->rb, &ri, &out.op, &reasons, &binding);
-	if (g->operator_hold) {
-		out.op = g->cur;
-		out.op.n_slices = g->n_slices;
-	}
-	check_envelope(g, est->temp_c[HAL_TEMP_INLET]);
-
-	struct gov_opoint after;
-	guard_policy_budget(&g->guard, est->power_w, g->period_s);
-	guard_apply(&g->guard, &g->cur, &out.op, est->critical_fault, &after, &reasons, &binding);
-	g->safety = (reasons & (GOV_R_SAFE_POINT | GOV_R_SAFE_HOLD | GOV_R_ENVELOPE)) != 0;
-	enum gov_evidence ev[HAL_MAX_SLICES];
-	apply_asks(g, &out, &after, ev);
-	struct gov_opoint before;
-	reasons |= apply_point(g, &after, &before);
-	struct declog_record rec;
-	record_init(g, now, est, &before, &after, reasons, binding, &rec);
-	rec.why = &out.why;
-	rec.evidence = ev;
-	rec.evidence_budget = out.evidence_budget;
-	if (oob) {
-		rec.oob_found_mw = g->oob_found_mw;
-		rec.oob_expected_mw = g->oob_expected_mw;
-	}
-	rec.serving_faults = sv_faults;
-	rec.serving_fault_msg = sv_faults ? g->serving.fault_msg : NULL;
-	rec.quality_faults = q_faults;
-	rec.quality_fault_msg = q_faults ? g->quality.fault_msg : NULL;
-	rc = declog_decision(&g->log, &rec);
-	if (rc)
+	p->t_ms = now;
+	p->reasons = 0;
+	p->binding = GOV_B_NONE;
+	record_begin(g, now, &p->rec);
+	for (size_t i = 0; i < STAGE_N; i++)
+		g->stage[i].ops->step(g->stage[i].state, p);
+	int rc = observe(g, p);
+	if (rc < 0)
 		return rc;
-	int stop = 0;
-	if (g->cfg.on_period) {
-		struct gov_period p = {
-			.rec = &rec,
-			.sample = &g->sample,
-			.serving = sv,
-		};
-		stop = g->cfg.on_period(g->cfg.cb_ctx, &p);
-	}
 	g->seq++;
-	return stop ? 1 : 0;
+	return rc;
 }
 
 int governor_run(struct governor *g, uint64_t end_ms)
@@ -610,29 +498,25 @@ int governor_run(struct governor *g, uint64_t end_ms)
 			return rc;
 	}
 }
-
 int governor_set_power_budget_mw(struct governor *g, uint32_t cap_mw)
 {
-	if (!g->ctl)
+	if (!g->stages_up)
 		return -EINVAL;
-	guard_set_budget_mw(&g->guard, cap_mw);
+	guard_set_budget_mw(&g->guard.guard, cap_mw);
 	return 0;
 }
-
 void governor_clear_power_budget(struct governor *g)
 {
-	if (g->ctl)
-		guard_clear_budget(&g->guard);
+	if (g->stages_up)
+		guard_clear_budget(&g->guard.guard);
 }
-
 void governor_hold(struct governor *g, bool hold)
 {
 	g->operator_hold = hold;
 }
-
 int governor_emergency(struct governor *g, const char *why)
 {
-	if (!g->ctl)
+	if (!g->stages_up)
 		return -EINVAL;
 	uint64_t now = govd_clock_now_ms(g->cfg.clock);
 	uint32_t reasons = 0;
@@ -644,16 +528,26 @@ int governor_emergency(struct governor *g, const char *why)
 		reasons |= GOV_R_INIT;
 	}
 	struct gov_opoint after;
-	guard_emergency(&g->guard, g->n_slices, &after, &reasons, &binding);
+	guard_emergency(&g->guard.guard, g->slices.n, &after, &reasons, &binding);
 	g->safety = true;
 	struct gov_opoint before;
 	reasons |= apply_point(g, &after, &before);
 	g->emergencies++;
 	struct declog_record rec;
-	/* The last period's estimates: nothing was sampled outside it. */
-	record_init(g, now, &g->est.est, &before, &after, reasons, binding, &rec);
+	record_begin(g, now, &rec);
+	/* The last period's estimates and faults: nothing was sampled outside it;
+	 * nothing was judged outside it either (no armed or fired triggers). */
+	rec.est = &g->est.est;
+	rec.faults = g->period.faults;
+	rec.before = &before;
+	rec.after = &after;
+	rec.reasons = reasons;
+	rec.binding = binding;
+	rec.operator_hold = g->operator_hold;
+	gov_rollback_record(&g->rb, now, &rec);
+	gov_guard_record(&g->guard, &rec);
+	rec.armed = rec.fired = 0;
 	rec.emergency = why ? why : "";
-	rec.armed = rec.fired = 0; /* nothing was judged outside the period */
 	g->seq++;
 	return declog_decision(&g->log, &rec);
 }
@@ -693,7 +587,7 @@ int governor_restore(struct governor *g)
 				   .clk_min_khz = g->lim.clk_min_khz,
 				   .clk_max_khz = g->lim.clk_default_max_khz,
 				   .power_limit_mw = restored_limit_mw(g),
-				   .n_slices = g->n_slices };
+				   .n_slices = g->slices.n };
 	/* Done only when every write went through: a failed restore is tried
 	 * again (governor_fini, the daemon's shutdown) rather than forgotten. */
 	g->restored = rc == 0;
@@ -705,17 +599,12 @@ int governor_restore(struct governor *g)
 
 static void governor_fini(struct governor *g)
 {
-	if (!g->ctl)
+	if (!g->stages_up)
 		return;
 	governor_restore(g);
 	declog_fini(&g->log);
-	if (g->ctl->fini)
-		g->ctl->fini(g->ctl_state);
-	rollback_fini(&g->rb);
-	guard_fini(&g->guard);
-	estimate_fini(&g->est);
-	validate_fini(&g->val);
-	g->ctl = NULL;
+	fini_stages(g, STAGE_N);
+	g->stages_up = false;
 }
 
 int governor_new(const struct governor_cfg *cfg, struct governor **out, struct diag_list *diags)
@@ -783,13 +672,13 @@ const struct gov_estimates *governor_estimates(const struct governor *g)
 
 const enum gov_fault *governor_faults(const struct governor *g)
 {
-	return g->faults;
+	return g->period.faults;
 }
 
 size_t governor_slices(const struct governor *g, const char (**names)[HAL_NAME_LEN])
 {
-	*names = (const char(*)[HAL_NAME_LEN])g->slice_name;
-	return g->n_slices;
+	*names = (const char(*)[HAL_NAME_LEN])g->slices.name;
+	return g->slices.n;
 }
 
 void governor_status(const struct governor *g, struct governor_status *out)
@@ -807,8 +696,8 @@ void governor_status(const struct governor *g, struct governor_status *out)
 		.rb_state = g->rb.state,
 		.fault_onsets = g->val.onsets,
 		.orig_power_limit_mw = g->orig_power_limit_mw,
-		.envelope = g->outside_envelope ? g->envelope_why : NULL,
-		.controller = g->ctl ? g->ctl->name : "",
+		.envelope = g->guard.outside_envelope ? g->guard.envelope_why : NULL,
+		.controller = g->stages_up ? g->dec.ctl->name : "",
 	};
 }
 

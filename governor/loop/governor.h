@@ -4,7 +4,9 @@
  * loop never reads the time or sleeps by itself. The device's original
  * settings are recorded before the first write and restored by
  * governor_restore()/governor_free(). The governor is opaque: its users
- * read it through the functions below and the period record (gov_period). */
+ * read it through the functions below and the period record (struct
+ * gov_period, governor/loop/stage.h), which the stages fill and every
+ * observer (on_period) reads. */
 #ifndef GOVD_GOVERNOR_GOVERNOR_H
 #define GOVD_GOVERNOR_GOVERNOR_H
 #include <stdbool.h>
@@ -19,19 +21,9 @@
 #include "governor/policy/opoint.h"
 #include "governor/policy/policy.h"
 #include "governor/loop/rollback.h"
+#include "governor/loop/stage.h"
 #include "governor/telemetry/validate.h"
 #include "hal/hal.h"
-
-/* What one period saw and did, for observers (the sim's accounting,
- * metrics, the fault log): the period's one record, the decision the
- * decision log wrote (time, seq, estimates, faults, before/after, reasons,
- * binding, rollback triggers, envelope, serving and quality read faults),
- * and the raw readings behind it. */
-struct gov_period {
-	const struct declog_record *rec;
-	const struct hal_sample *sample;
-	const struct hal_serving *serving; /* NULL if not offered or invalid */
-};
 
 /* Return nonzero to stop the run after this period. */
 typedef int (*gov_period_cb)(void *ctx, const struct gov_period *p);

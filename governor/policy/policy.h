@@ -88,6 +88,15 @@ struct policy_slice_rule {
 	uint32_t confirm_samples; /* quality.confirm_samples */
 };
 
+/* The device's slices (as the serving side names them) with the policy's
+ * rule for each, resolved once per governor: what every stage that
+ * steers or judges a slice reads. */
+struct policy_slices {
+	size_t n;
+	char name[HAL_MAX_SLICES][HAL_NAME_LEN];
+	struct policy_slice_rule rule[HAL_MAX_SLICES];
+};
+
 struct policy {
 	char name[POLICY_NAME_LEN];
 	char description[256];
@@ -240,6 +249,9 @@ double policy_slice_int8(const struct policy *p, const char *slice);
 double policy_slice_max_drop(const struct policy *p, const char *slice);
 /* Every per-slice setting resolved against the policy-wide values. */
 void policy_slice_rule(const struct policy *p, const char *slice, struct policy_slice_rule *out);
+/* n named slices (at most HAL_MAX_SLICES kept) and their rules. */
+void policy_slices_resolve(const struct policy *p, const char (*names)[HAL_NAME_LEN], size_t n,
+			   struct policy_slices *out);
 /* Whether the running system is inside the policy's envelope: device limits
  * (power-limit and clock ranges, slowdown, driver/firmware versions) and the
  * inlet temperature now (NaN: unknown, which is outside when the policy

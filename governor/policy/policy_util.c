@@ -118,6 +118,17 @@ void policy_slice_rule(const struct policy *p, const char *slice, struct policy_
 		out->int8_fraction = out->int8_min_fraction = out->int8_max_fraction = 0;
 }
 
+void policy_slices_resolve(const struct policy *p, const char (*names)[HAL_NAME_LEN], size_t n,
+			   struct policy_slices *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->n = n < HAL_MAX_SLICES ? n : HAL_MAX_SLICES;
+	for (size_t s = 0; s < out->n; s++) {
+		memcpy(out->name[s], names[s], HAL_NAME_LEN);
+		policy_slice_rule(p, out->name[s], &out->rule[s]);
+	}
+}
+
 double policy_slice_int8(const struct policy *p, const char *slice)
 {
 	struct policy_slice_rule r;

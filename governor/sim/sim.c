@@ -332,28 +332,28 @@ static int on_period(void *ctx, const struct gov_period *p)
 {
 	struct acc *a = ctx;
 	struct plant *pl = a->plant;
-	const struct gov_estimates *e = p->rec->est;
+	const struct gov_estimates *e = p->rec.est;
 
-	account_period(a, p->rec->t_ms, e->n_faults);
+	account_period(a, p->rec.t_ms, e->n_faults);
 	if (a->ts) {
 		char reasons[512];
 		double int8 = 0;
-		for (size_t s = 0; s < p->rec->after->n_slices; s++)
-			int8 += p->rec->after->int8_frac[s] * pl->sc->slices[s].fraction;
+		for (size_t s = 0; s < p->rec.after->n_slices; s++)
+			int8 += p->rec.after->int8_frac[s] * pl->sc->slices[s].fraction;
 		int n = fprintf(a->ts,
 				"%.3f,%.0f,%d,%.0f,%.0f,%.1f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.1f,%.2f,"
 				"%.2f,%.2f,%.4f,%.4f,%u,%u,%s,%s\n",
-				(double)p->rec->t_ms / 1000.0, isfinite(e->clk_mhz) ? e->clk_mhz : -1,
-				p->rec->after->clk_locked, mhz(p->rec->after->clk_min_khz),
-				mhz(p->rec->after->clk_max_khz), p->rec->after->power_limit_mw / 1000.0,
+				(double)p->rec.t_ms / 1000.0, isfinite(e->clk_mhz) ? e->clk_mhz : -1,
+				p->rec.after->clk_locked, mhz(p->rec.after->clk_min_khz),
+				mhz(p->rec.after->clk_max_khz), p->rec.after->power_limit_mw / 1000.0,
 				e->power_w[HAL_RAIL_ACCEL], e->power_w[HAL_RAIL_MEMORY],
 				e->power_w[HAL_RAIL_HOST], e->temp_c[HAL_TEMP_JUNCTION],
 				e->temp_c[HAL_TEMP_MEMORY], e->temp_c[HAL_TEMP_INLET], e->tokens_per_s,
 				e->quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P99)],
 				e->quantile_ms[SLA_INDEX(SLA_TBT, SLA_P99)],
 				e->quantile_ms[SLA_INDEX(SLA_E2E, SLA_P99)], e->int8_token_share, int8,
-				e->throttle, e->n_faults, gov_binding_name(p->rec->binding),
-				gov_reasons_join(p->rec->reasons, reasons, sizeof(reasons)));
+				e->throttle, e->n_faults, gov_binding_name(p->rec.binding),
+				gov_reasons_join(p->rec.reasons, reasons, sizeof(reasons)));
 		if (n < 0 || ferror(a->ts))
 			a->io_error = true;
 	}

@@ -35,9 +35,8 @@ static void period(struct fault_episodes *eps, uint64_t seq, uint32_t sv, const 
 {
 	enum gov_fault f[GOV_SIG_N] = { 0 };
 	f[GOV_SIG_POWER_ACCEL] = power;
-	struct declog_record rec = { .seq = seq, .faults = f, .serving_faults = sv,
-				     .serving_fault_msg = msg };
-	struct gov_period p = { .rec = &rec };
+	struct gov_period p = { .rec = { .seq = seq, .faults = f, .serving_faults = sv,
+					 .serving_fault_msg = msg } };
 	fault_episodes_period(eps, "srv0", &p);
 }
 

@@ -30,7 +30,7 @@ struct fixture {
 	struct hal_limits lim;
 	struct gov_estimates est;
 	struct gov_opoint cur;
-	double pint8[HAL_MAX_SLICES], maxdrop[HAL_MAX_SLICES];
+	struct policy_slices slices;
 	struct ctl_input in;
 };
 
@@ -47,8 +47,8 @@ static void fx_init(struct fixture *f)
 	f->cur.power_limit_mw = 700000;
 	f->cur.n_slices = 2;
 	f->in = (struct ctl_input){ .est = &f->est, .pol = &f->pol, .lim = &f->lim, .cur = &f->cur,
-				    .period_s = 0.5, .n_slices = 2, .policy_int8 = f->pint8,
-				    .max_drop = f->maxdrop };
+				    .period_s = 0.5, .slices = &f->slices };
+	f->slices.n = 2;
 }
 
 static void add_param(struct policy *p, const char *name, double v)
@@ -112,8 +112,8 @@ static void test_static_and_naive_int8(void **state)
 	f.pol.frequency.min_mhz = 900;
 	f.pol.frequency.max_mhz = 1410;
 	f.pol.power.cap_w = 450;
-	f.pint8[0] = 0.25;
-	f.pint8[1] = 1.0;
+	f.slices.rule[0].int8_fraction = 0.25;
+	f.slices.rule[1].int8_fraction = 1.0;
 	run_step(&ctl_static, &f, &out);
 	assert_true(out.op.clk_locked);
 	assert_int_equal(out.op.clk_min_khz, 900000);

@@ -413,8 +413,9 @@ static uint32_t search_hot_at(struct search_rig *r, double t_s, double win_tbt_m
 	for (int k = 0; k < HAL_TEMP_N; k++)
 		e.temp_c[k] = temp_c;
 	e.power_w[HAL_RAIL_ACCEL] = power_w;
+	static const struct policy_slices none; /* the clock loop alone */
 	struct ctl_input in = { .est = &e, .pol = r->pol, .lim = &r->lim, .cur = &r->cur,
-				.period_s = 0.5 };
+				.period_s = 0.5, .slices = &none };
 	struct ctl_output out;
 	memset(&out, 0, sizeof(out));
 	ctl_govd.step(r->st, &in, &out);
@@ -569,9 +570,11 @@ static void test_evidence_on_demand(void **state)
 	assert_int_equal(policy_load_string("e.yaml", text, strlen(text), &pol, &d), 0);
 	diag_clear(&d);
 	static const char *const names[] = { "a", "b", "c" };
-	struct policy_slice_rule rule[3];
+	char slice_names[3][HAL_NAME_LEN] = { 0 };
 	for (int i = 0; i < 3; i++)
-		policy_slice_rule(pol, names[i], &rule[i]);
+		snprintf(slice_names[i], HAL_NAME_LEN, "%s", names[i]);
+	struct policy_slices slices;
+	policy_slices_resolve(pol, (const char(*)[HAL_NAME_LEN])slice_names, 3, &slices);
 	struct gov_estimates e;
 	memset(&e, 0, sizeof(e));
 	e.window_s = 60;
@@ -580,7 +583,7 @@ static void test_evidence_on_demand(void **state)
 	e.slice_requests[1] = e.slice_requests[2] = 30;
 	e.window_requests = 120;
 	e.q_drop_upper[0] = e.q_drop_upper[1] = e.q_drop_upper[2] = 1;
-	struct ctl_input in = { .est = &e, .pol = pol, .n_slices = 3, .rule = rule };
+	struct ctl_input in = { .est = &e, .pol = pol, .slices = &slices };
 	struct ctl_output out;
 	double served[3] = { 0 };
 	bool bad[3] = { false, false, false };
@@ -628,7 +631,7 @@ static void test_evidence_on_demand(void **state)
 
 	/* A slice INT8 may not serve asks nothing; nor does a decided-open
 	 * slice INT8 does not serve. */
-	rule[0].int8_allowed = false;
+	slices.rule[0].int8_allowed = false;
 	served[1] = 0;
 	memset(&out, 0, sizeof(out));
 	ctl_govd_evidence(&in, served, bad, &out);

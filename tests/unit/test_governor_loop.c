@@ -295,6 +295,62 @@ static void rig_free(struct rig *r)
  * the second period it persists, counted, logged with what was found and
  * expected, and govd's own limit written again; a dry run (govd set
  * nothing) and a change that settles within a period are not counted. */
+/* The one period record: the decision record points into the period, the
+ * counters in it are the governor's as the period ends, and an observer
+ * sees the record before the next one is begun. */
+struct watch {
+	struct rig *r;
+	uint64_t periods, oob_seen;
+};
+
+static int watch_period(void *ctx, const struct gov_period *p)
+{
+	struct watch *w = ctx;
+	struct governor_status gs = gstat(w->r->g);
+	assert_ptr_equal(p->rec.after, &p->after);
+	assert_ptr_equal(p->rec.before, &p->before);
+	assert_ptr_equal(p->rec.est, p->est);
+	assert_ptr_equal(p->rec.faults, p->faults);
+	assert_ptr_equal(p->est, governor_estimates(w->r->g));
+	assert_int_equal(p->rec.reasons, p->reasons);
+	assert_int_equal(p->rec.binding, p->binding);
+	assert_int_equal(p->rec.seq, w->periods);
+	assert_int_equal(gs.periods, w->periods); /* counted after the observers */
+	assert_int_equal(p->counters.oob_changes, gs.oob_changes);
+	assert_int_equal(p->counters.actuate_errors, gs.actuate_errors);
+	assert_int_equal(p->counters.rollbacks, gs.rollbacks);
+	assert_int_equal(p->counters.fault_onsets, gs.fault_onsets);
+	assert_true(gov_opoint_equal(&p->after, governor_point(w->r->g)));
+	if (p->rec.oob_found_mw) {
+		w->oob_seen++;
+		assert_int_equal(p->counters.oob_changes, w->oob_seen);
+		assert_int_equal(p->before.power_limit_mw, p->rec.oob_found_mw);
+	}
+	w->periods++;
+	return 0;
+}
+
+static void test_period_record(void **state)
+{
+	(void)state;
+	struct rig *r = rig_new("static");
+	struct watch w = { .r = r };
+	struct governor_cfg cfg = { .pol = &r->pol, .dev = &r->dev, .clock = &r->clk,
+				    .declog = r->log, .scenario = "unit", .seed = 7,
+				    .on_period = watch_period, .cb_ctx = &w };
+	assert_int_equal(governor_new(&cfg, &r->g, NULL), 0);
+	assert_int_equal(governor_run(r->g, 1000), 0);
+	r->f.power_limit_mw = 400000; /* another writer, two periods: found once */
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(governor_tick(r->g), 0);
+	assert_int_equal(w.oob_seen, 1);
+	assert_int_equal(gstat(r->g).periods, w.periods);
+	assert_true(w.periods > 3);
+	governor_free(r->g);
+	fclose(r->log);
+	rig_free(r);
+}
+
 static void test_out_of_band_power_limit(void **state)
 {
 	(void)state;
@@ -896,6 +952,7 @@ int main(void)
 		cmocka_unit_test(test_static_actuates_once_and_restores),
 		cmocka_unit_test(test_failed_restore_is_retried),
 		cmocka_unit_test(test_out_of_band_power_limit),
+		cmocka_unit_test(test_period_record),
 		cmocka_unit_test(test_fault_goes_to_safe_point),
 		cmocka_unit_test(test_serving_faults_logged),
 		cmocka_unit_test(test_backend_owns_restore),

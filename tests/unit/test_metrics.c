@@ -37,8 +37,7 @@ struct fake {
 	struct gov_estimates est;
 	enum gov_fault faults[GOV_SIG_N];
 	struct gov_opoint before, after;
-	struct declog_record rec;
-	struct gov_period p;
+	struct gov_period p; /* its rec is the decision record */
 	struct hal_limits lim;
 };
 
@@ -75,22 +74,21 @@ static void fake_init(struct fake *f)
 	f->lim.clk_min_khz = 345000;
 	f->lim.clk_max_khz = 1980000;
 	f->lim.clk_default_max_khz = 1980000;
-	f->p.rec = &f->rec;
 	f->p.sample = &f->sample;
 	f->p.serving = &f->serving;
-	f->rec.est = &f->est;
-	f->rec.faults = f->faults;
-	f->rec.before = &f->before;
-	f->rec.after = &f->after;
-	f->rec.binding = GOV_B_UTILISATION;
+	f->p.rec.est = &f->est;
+	f->p.rec.faults = f->faults;
+	f->p.rec.before = &f->before;
+	f->p.rec.after = &f->after;
+	f->p.rec.binding = GOV_B_UTILISATION;
 }
 
 static void step(struct metrics_device *d, struct fake *f, uint64_t t_ms, const struct policy *pol,
 		 uint32_t reasons, uint32_t fired)
 {
-	f->rec.t_ms = t_ms;
+	f->p.rec.t_ms = t_ms;
 	f->sample.t_ms = t_ms;
-	f->rec.reasons = reasons;
+	f->p.rec.reasons = reasons;
 	metrics_device_update_from(d, &f->lim, pol, &f->p, fired);
 }
 
