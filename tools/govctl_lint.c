@@ -15,11 +15,12 @@
 static void lint_usage(FILE *f)
 {
 	fprintf(f, "usage: govctl lint [--format text|json] [--strict] FILE...\n"
-		   "       govctl lint --controllers\n"
+		   "       govctl lint --controllers | --keys\n"
 		   "  checks policy files; exit 0 valid, 1 any error (or warning with --strict),\n"
 		   "  2 usage. --controllers prints the controller registry and its parameters\n"
 		   "  (range, default: null when the controller derives it) as JSON (what\n"
-		   "  control.controller and control.params accept).\n");
+		   "  control.controller and control.params accept). --keys prints every key of\n"
+		   "  the policy language (type, unit, default, range, meaning) as JSON.\n");
 }
 
 static json_t *finding_json(const struct diag *d)
@@ -61,16 +62,77 @@ static int print_controllers(void)
 	return GOVCTL_EXIT_OK;
 }
 
+static const char *const key_type_names[] = {
+	[POLICY_KEY_NUMBER] = "number", [POLICY_KEY_UINT] = "integer",
+	[POLICY_KEY_INT64] = "integer", [POLICY_KEY_BOOL] = "boolean",
+	[POLICY_KEY_TEXT] = "string",   [POLICY_KEY_ENUM] = "enum",
+	[POLICY_KEY_LIST] = "list",     [POLICY_KEY_MAP] = "map",
+	[POLICY_KEY_SLA_ROWS] = "number",
+};
+
+static json_t *num_or_null(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *key_json(const struct policy_key *k, const char *path, double hi, const char *doc)
+{
+	bool scalar = policy_key_scalar(k) || k->type == POLICY_KEY_SLA_ROWS;
+	json_t *o = json_object();
+	json_object_set_new(o, "path", json_string(path));
+	json_object_set_new(o, "type", json_string(key_type_names[k->type]));
+	json_object_set_new(o, "unit", json_string(k->unit));
+	json_t *def = json_null();
+	if (k->type == POLICY_KEY_BOOL)
+		def = json_boolean(k->def != 0);
+	else if (scalar)
+		def = num_or_null(k->def);
+	json_object_set_new(o, "default", def);
+	json_object_set_new(o, "default_doc", k->def_doc ? json_string(k->def_doc) : json_null());
+	bool ranged = scalar && k->type != POLICY_KEY_BOOL;
+	json_object_set_new(o, "min", ranged ? json_real(k->lo) : json_null());
+	json_object_set_new(o, "max", ranged ? json_real(hi) : json_null());
+	json_object_set_new(o, "range_doc", k->range_doc ? json_string(k->range_doc) : json_null());
+	json_object_set_new(o, "doc", doc ? json_string(doc) : json_null());
+	return o;
+}
+
+/* The key table (governor/policy/policy_keys.c), sla's latency rows
+ * expanded from common/sla.h: what tools/gen-policy-keys writes the
+ * schema and docs/policy.md from. */
+static int print_keys(void)
+{
+	json_t *root = json_array();
+	for (size_t i = 0; i < policy_key_count(); i++) {
+		const struct policy_key *k = policy_key_at(i);
+		if (k->type != POLICY_KEY_SLA_ROWS) {
+			json_array_append_new(root, key_json(k, k->path, k->hi, k->doc));
+			continue;
+		}
+		for (size_t r = 0; r < SLA_N_ROWS; r++) {
+			char path[64], doc[128];
+			snprintf(path, sizeof(path), "sla.%s", sla_rows[r].key);
+			snprintf(doc, sizeof(doc), "%s target", sla_rows[r].label);
+			json_array_append_new(root, key_json(k, path, sla_rows[r].max_ms, doc));
+		}
+	}
+	json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+	fputc('\n', stdout);
+	json_decref(root);
+	return GOVCTL_EXIT_OK;
+}
+
 int govctl_lint(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "format", required_argument, NULL, 'f' },
 		{ "strict", no_argument, NULL, 's' },
 		{ "controllers", no_argument, NULL, 'c' },
+		{ "keys", no_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	bool json = false, strict = false, controllers = false;
+	bool json = false, strict = false, controllers = false, keys = false;
 	int c;
 
 	optind = 1;
@@ -92,6 +154,9 @@ int govctl_lint(int argc, char **argv)
 		case 'c':
 			controllers = true;
 			break;
+		case 'k':
+			keys = true;
+			break;
 		case 'h':
 			lint_usage(stdout);
 			return GOVCTL_EXIT_OK;
@@ -100,12 +165,12 @@ int govctl_lint(int argc, char **argv)
 			return GOVCTL_EXIT_USAGE;
 		}
 	}
-	if (controllers) {
-		if (optind < argc) {
-			fprintf(stderr, "govctl lint: --controllers takes no files\n");
+	if (controllers || keys) {
+		if (optind < argc || (controllers && keys)) {
+			fprintf(stderr, "govctl lint: --controllers and --keys take no files, one at a time\n");
 			return GOVCTL_EXIT_USAGE;
 		}
-		return print_controllers();
+		return controllers ? print_controllers() : print_keys();
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "govctl lint: no files given\n");

@@ -30,46 +30,8 @@
 #define CEILING_MARGIN_C 2.0
 #define SHORT_PERIOD_MS 50
 
-static const char *const root_keys[] = { "name",      "description", "metadata",  "objective",
-					 "control",   "sla",	     "thermal",	  "power",
-					 "frequency", "precision",   "quality",	  "envelope",
-					 "safe_point", "rollback",   "telemetry", NULL };
-static const char *const meta_keys[] = { "owners",	   "workload_profile", "model_revision",
-					 "validated_with", "power_mode",       NULL };
-static const char *const validated_keys[] = { "compiler", "runtime", "driver", "firmware", NULL };
-static const char *const objective_keys[] = { "kind", "power_rails", NULL };
-static const char *const control_keys[] = { "controller", "period_ms", "params", NULL };
-static const char *const thermal_keys[] = { "ceiling_c", "hysteresis_c", NULL };
-static const char *const power_keys[] = { "cap_w", "budget_w", "budget_window_s", NULL };
-static const char *const freq_keys[] = { "min_mhz", "max_mhz", "max_step_mhz", NULL };
-static const char *const precision_keys[] = { "modes",		   "fallback",
-					      "int8_fraction",	   "int8_min_fraction",
-					      "int8_max_fraction", "slices",
-					      NULL };
-static const char *const pslice_keys[] = { "int8_fraction", "int8_min_fraction",
-					   "int8_max_fraction", NULL };
-static const char *const quality_keys[] = { "default_max_drop", "confidence", "min_samples",
-					    "shadow_rate",	"slices",     "confirm_samples",
-					    "probation_rate",	"max_detect_s", "shadow_budget",
-					    NULL };
-static const char *const qslice_keys[] = { "max_drop", "confidence", "min_samples", "shadow_rate",
-					    "offline_samples", "offline_mismatches",
-					   NULL };
-static const char *const envelope_keys[] = { "inlet_min_c",	  "inlet_max_c",
-					     "power_limit_min_w", "power_limit_max_w",
-					     "clk_min_mhz",	  "clk_max_mhz",
-					     "slowdown_c",	  "driver_versions",
-					     "firmware_versions", NULL };
-static const char *const safe_keys[] = { "clk_max_mhz", "power_cap_w", "int8_fraction",
-					 "hold_periods", NULL };
-static const char *const rollback_keys[] = { "triggers",       "canary_s",   "hold_s",
-					     "backoff_factor", "max_hold_s", "last_known_good",
-					     NULL };
-static const char *const trigger_keys[] = { "sla_violated_windows", "sla_of_windows",
-					    "quality_breach",	    "thermal_clamp_events",
-					    "telemetry_faults",	    NULL };
-static const char *const lkg_keys[] = { "min_clean_windows", "fallback", NULL };
-static const char *const telemetry_keys[] = { "ewma_tau_s", "stale_ms", "stuck_periods", NULL };
+/* A section's allowed keys come from the key table (policy_keys.c). */
+#define SECTION_MAX_KEYS 32
 
 static const char *const rail_names[] = { "accel", "memory", "host", NULL };
 
@@ -407,9 +369,37 @@ static size_t text_list(struct ctx *c, yaml_node_t *map, const char *path, const
 	return got;
 }
 
+/* The names of section's keys in the key table, NULL-terminated in buf
+ * (sla's latency rows are common/sla.h's). */
+static const char *const *allowed_keys(const char *section, const char **buf, size_t len)
+{
+	const struct policy_key *k[SECTION_MAX_KEYS];
+	size_t n = policy_section_keys(section, k, SECTION_MAX_KEYS), o = 0;
+	assert(n <= SECTION_MAX_KEYS);
+	for (size_t i = 0; i < n && o + 1 < len; i++) {
+		if (k[i]->type != POLICY_KEY_SLA_ROWS) {
+			buf[o++] = policy_key_name(k[i]);
+			continue;
+		}
+		for (size_t r = 0; r < SLA_N_ROWS && o + 1 < len; r++)
+			buf[o++] = sla_rows[r].key;
+	}
+	assert(o + 1 < len);
+	buf[o] = NULL;
+	return buf;
+}
+
+/* Checks map's keys against section's (a key path, "quality.slices.*" for
+ * any slice); path names it in messages. */
+static void check_keys(struct ctx *c, yaml_node_t *map, const char *section, const char *path)
+{
+	const char *buf[SECTION_MAX_KEYS + SLA_N_ROWS + 1];
+	ycfg_check_keys(c->y, map, path, allowed_keys(section, buf, sizeof(buf) / sizeof(buf[0])));
+}
+
 /* A section: absent is fine; present must be a mapping with known keys. */
 static yaml_node_t *section(struct ctx *c, yaml_node_t *parent, const char *ppath,
-			    const char *key, const char *const *allowed)
+			    const char *key)
 {
 	char kp[256];
 	yaml_node_t *n = ycfg_get(c->y, parent, key);
@@ -418,8 +408,54 @@ static yaml_node_t *section(struct ctx *c, yaml_node_t *parent, const char *ppat
 	ycfg_join(kp, sizeof(kp), ppath, key);
 	if (!ycfg_is_map(c->y, n, kp))
 		return NULL;
-	ycfg_check_keys(c->y, n, kp, allowed);
+	check_keys(c, n, kp, kp);
 	return n;
+}
+
+/* Units the key's name tells (its suffix); a range error names any other. */
+static bool unit_in_name(const struct policy_key *k)
+{
+	static const char *const told[] = { "", "ms", "s", "C", "W", "MHz", "samples", "periods",
+					    "windows", "events", "faults", NULL };
+	for (size_t i = 0; told[i]; i++)
+		if (!strcmp(k->unit, told[i]))
+			return true;
+	return false;
+}
+
+/* Every number and boolean of section (table rows) found in map, checked
+ * against its row and stored into base (struct policy, or the slice's
+ * struct policy_slice); path names the map in messages. */
+static void read_scalars(struct ctx *c, yaml_node_t *map, const char *section, const char *path,
+			 void *base)
+{
+	const struct policy_key *k[SECTION_MAX_KEYS];
+	size_t n = policy_section_keys(section, k, SECTION_MAX_KEYS);
+	for (size_t i = 0; i < n; i++) {
+		const char *name = policy_key_name(k[i]);
+		void *at = (char *)base + k[i]->off;
+		uint32_t u;
+		switch (k[i]->type) {
+		case POLICY_KEY_NUMBER:
+			if (unit_in_name(k[i]))
+				num(c, map, path, name, k[i]->lo, k[i]->hi, at);
+			else
+				num_unit(c, map, path, name, k[i]->lo, k[i]->hi, k[i]->unit, at);
+			break;
+		case POLICY_KEY_UINT:
+			uint_key(c, map, path, name, (long long)k[i]->lo, (long long)k[i]->hi, at);
+			break;
+		case POLICY_KEY_INT64:
+			if (uint_key(c, map, path, name, (long long)k[i]->lo, (long long)k[i]->hi, &u))
+				*(int64_t *)at = u;
+			break;
+		case POLICY_KEY_BOOL:
+			bool_key(c, map, path, name, at);
+			break;
+		default: /* read by the section's own code */
+			break;
+		}
+	}
 }
 
 /* ---- sections ---- */
@@ -427,7 +463,7 @@ static yaml_node_t *section(struct ctx *c, yaml_node_t *parent, const char *ppat
 static void read_metadata(struct ctx *c)
 {
 	struct policy *p = c->p;
-	yaml_node_t *m = c->meta = section(c, c->root, "", "metadata", meta_keys);
+	yaml_node_t *m = c->meta = section(c, c->root, "", "metadata");
 	if (!m)
 		return;
 	p->metadata.n_owners = text_list(c, m, "metadata", "owners", POLICY_MAX_OWNERS,
@@ -438,7 +474,7 @@ static void read_metadata(struct ctx *c)
 	     sizeof(p->metadata.model_revision));
 	text(c, m, "metadata", "power_mode", false, p->metadata.power_mode,
 	     sizeof(p->metadata.power_mode));
-	yaml_node_t *v = section(c, m, "metadata", "validated_with", validated_keys);
+	yaml_node_t *v = section(c, m, "metadata", "validated_with");
 	if (v) {
 		text(c, v, "metadata.validated_with", "compiler", false,
 		     p->metadata.validated_with.compiler, POLICY_TEXT_LEN);
@@ -453,7 +489,7 @@ static void read_metadata(struct ctx *c)
 
 static void read_objective(struct ctx *c)
 {
-	yaml_node_t *o = c->objective = section(c, c->root, "", "objective", objective_keys);
+	yaml_node_t *o = c->objective = section(c, c->root, "", "objective");
 	int k;
 	if (!o)
 		return;
@@ -532,7 +568,7 @@ static void read_control(struct ctx *c)
 	if (!ycfg_is_map(c->y, n, "control"))
 		return;
 	c->control = n;
-	ycfg_check_keys(c->y, n, "control", control_keys);
+	check_keys(c, n, "control", "control");
 	if (text(c, n, "control", "controller", true, p->control.controller,
 		 sizeof(p->control.controller))) {
 		/* Whether it names a controller is binding's question
@@ -541,7 +577,7 @@ static void read_control(struct ctx *c)
 		p->control.controller_line = (int)cn->start_mark.line + 1;
 		p->control.controller_col = (int)cn->start_mark.column + 1;
 	}
-	uint_key(c, n, "control", "period_ms", 10, 60000, &p->control.period_ms);
+	read_scalars(c, n, "control", "control", p);
 	yaml_node_t *params = ycfg_get(c->y, n, "params");
 	if (params)
 		read_params(c, params);
@@ -550,20 +586,13 @@ static void read_control(struct ctx *c)
 static void read_sla(struct ctx *c)
 {
 	struct policy *p = c->p;
-	/* The allowed keys follow sla_rows[], so a new target row is one edit. */
-	const char *sla_keys[2 + SLA_N_ROWS + 2] = { "window_s", "attainment" };
-	for (size_t i = 0; i < SLA_N_ROWS; i++)
-		sla_keys[2 + i] = sla_rows[i].key;
-	sla_keys[2 + SLA_N_ROWS] = "min_tokens_per_s";
-	sla_keys[3 + SLA_N_ROWS] = NULL;
-	yaml_node_t *n = c->sla = section(c, c->root, "", "sla", sla_keys);
+	/* The latency targets follow sla_rows[], so a new target row is one edit. */
+	yaml_node_t *n = c->sla = section(c, c->root, "", "sla");
 	if (!n)
 		return;
-	num(c, n, "sla", "window_s", 1, 3600, &p->sla.window_s);
-	num(c, n, "sla", "attainment", 0, 1, &p->sla.attainment);
+	read_scalars(c, n, "sla", "sla", p);
 	for (size_t i = 0; i < SLA_N_ROWS; i++)
 		num(c, n, "sla", sla_rows[i].key, 0, sla_rows[i].max_ms, &p->sla.latency_ms[i]);
-	num_unit(c, n, "sla", "min_tokens_per_s", 0, 1e9, "tokens/s", &p->sla.min_tokens_per_s);
 }
 
 static void read_limits(struct ctx *c)
@@ -571,31 +600,16 @@ static void read_limits(struct ctx *c)
 	struct policy *p = c->p;
 	yaml_node_t *n;
 
-	if ((n = c->thermal = section(c, c->root, "", "thermal", thermal_keys))) {
-		num(c, n, "thermal", "ceiling_c", 20, 150, &p->thermal.ceiling_c);
-		num(c, n, "thermal", "hysteresis_c", 0, 30, &p->thermal.hysteresis_c);
-	}
-	if ((n = c->power = section(c, c->root, "", "power", power_keys))) {
-		num(c, n, "power", "cap_w", 0, 5000, &p->power.cap_w);
-		num(c, n, "power", "budget_w", 0, 100000, &p->power.budget_w);
-		num(c, n, "power", "budget_window_s", 1, 86400, &p->power.budget_window_s);
-	}
-	if ((n = c->freq = section(c, c->root, "", "frequency", freq_keys))) {
-		num(c, n, "frequency", "min_mhz", 0, 10000, &p->frequency.min_mhz);
-		num(c, n, "frequency", "max_mhz", 0, 10000, &p->frequency.max_mhz);
-		num(c, n, "frequency", "max_step_mhz", 0, 10000, &p->frequency.max_step_mhz);
-	}
-	if ((n = c->safe = section(c, c->root, "", "safe_point", safe_keys))) {
-		num(c, n, "safe_point", "clk_max_mhz", 0, 10000, &p->safe_point.clk_max_mhz);
-		num(c, n, "safe_point", "power_cap_w", 0, 5000, &p->safe_point.power_cap_w);
-		num(c, n, "safe_point", "int8_fraction", 0, 1, &p->safe_point.int8_fraction);
-		uint_key(c, n, "safe_point", "hold_periods", 0, 100000, &p->safe_point.hold_periods);
-	}
-	if ((n = c->tele = section(c, c->root, "", "telemetry", telemetry_keys))) {
-		num(c, n, "telemetry", "ewma_tau_s", 0.01, 600, &p->telemetry.ewma_tau_s);
-		uint_key(c, n, "telemetry", "stale_ms", 1, 600000, &p->telemetry.stale_ms);
-		uint_key(c, n, "telemetry", "stuck_periods", 2, 100000, &p->telemetry.stuck_periods);
-	}
+	if ((n = c->thermal = section(c, c->root, "", "thermal")))
+		read_scalars(c, n, "thermal", "thermal", p);
+	if ((n = c->power = section(c, c->root, "", "power")))
+		read_scalars(c, n, "power", "power", p);
+	if ((n = c->freq = section(c, c->root, "", "frequency")))
+		read_scalars(c, n, "frequency", "frequency", p);
+	if ((n = c->safe = section(c, c->root, "", "safe_point")))
+		read_scalars(c, n, "safe_point", "safe_point", p);
+	if ((n = c->tele = section(c, c->root, "", "telemetry")))
+		read_scalars(c, n, "telemetry", "telemetry", p);
 	/* The default follows the period the file sets. */
 	if (!given(c, c->tele, "stale_ms"))
 		p->telemetry.stale_ms = policy_default_stale_ms(p->control.period_ms);
@@ -680,29 +694,18 @@ static void prec_slice(struct ctx *c, int idx, yaml_node_t *key, yaml_node_t *v,
 	}
 	if (!ycfg_is_map(c->y, v, path))
 		return;
-	ycfg_check_keys(c->y, v, path, pslice_keys);
-	num(c, v, path, "int8_fraction", 0, 1, &s->int8_fraction);
-	num(c, v, path, "int8_min_fraction", 0, 1, &s->int8_min_fraction);
-	num(c, v, path, "int8_max_fraction", 0, 1, &s->int8_max_fraction);
+	check_keys(c, v, "precision.slices.*", path);
+	read_scalars(c, v, "precision.slices.*", path, s);
 }
 
 static void qual_slice(struct ctx *c, int idx, yaml_node_t *key, yaml_node_t *v, const char *path)
 {
 	struct policy_slice *s = &c->p->slices[idx];
-	uint32_t ms;
 	c->slice_qual[idx] = key;
 	if (!ycfg_is_map(c->y, v, path))
 		return;
-	ycfg_check_keys(c->y, v, path, qslice_keys);
-	num(c, v, path, "max_drop", 0, 1, &s->max_drop);
-	num(c, v, path, "confidence", 0.5, 0.9999, &s->confidence);
-	num(c, v, path, "shadow_rate", 0, 1, &s->shadow_rate);
-	if (uint_key(c, v, path, "min_samples", 1, 1000000000, &ms))
-		s->min_samples = ms;
-	if (uint_key(c, v, path, "offline_samples", 0, 1000000000, &ms))
-		s->offline_samples = ms;
-	if (uint_key(c, v, path, "offline_mismatches", 0, 1000000000, &ms))
-		s->offline_mismatches = ms;
+	check_keys(c, v, "quality.slices.*", path);
+	read_scalars(c, v, "quality.slices.*", path, s);
 	if (s->offline_mismatches > s->offline_samples) {
 		char kp[256];
 		ycfg_join(kp, sizeof(kp), path, "offline_mismatches");
@@ -718,26 +721,16 @@ static void read_precision_quality(struct ctx *c)
 	yaml_node_t *n, *sl;
 	int k;
 
-	if ((n = c->prec = section(c, c->root, "", "precision", precision_keys))) {
+	if ((n = c->prec = section(c, c->root, "", "precision"))) {
 		enum_set(c, n, "precision", "modes", policy_prec_names, &p->precision.modes);
 		if (enum_key(c, n, "precision", "fallback", policy_prec_names, &k))
 			p->precision.fallback = (enum policy_prec)k;
-		num(c, n, "precision", "int8_fraction", 0, 1, &p->precision.int8_fraction);
-		num(c, n, "precision", "int8_min_fraction", 0, 1, &p->precision.int8_min_fraction);
-		num(c, n, "precision", "int8_max_fraction", 0, 1, &p->precision.int8_max_fraction);
+		read_scalars(c, n, "precision", "precision", p);
 		if ((sl = ycfg_get(c->y, n, "slices")))
 			each_slice(c, sl, "precision.slices", prec_slice);
 	}
-	if ((n = c->qual = section(c, c->root, "", "quality", quality_keys))) {
-		num(c, n, "quality", "default_max_drop", 0, 1, &p->quality.default_max_drop);
-		num(c, n, "quality", "confidence", 0.5, 0.9999, &p->quality.confidence);
-		num(c, n, "quality", "shadow_rate", 0, 1, &p->quality.shadow_rate);
-		uint_key(c, n, "quality", "min_samples", 1, 1000000000, &p->quality.min_samples);
-		uint_key(c, n, "quality", "confirm_samples", 0, 1000000000,
-			 &p->quality.confirm_samples);
-		num(c, n, "quality", "probation_rate", 0, 1, &p->quality.probation_rate);
-		num(c, n, "quality", "max_detect_s", 0, 86400, &p->quality.max_detect_s);
-		num(c, n, "quality", "shadow_budget", 0, 1, &p->quality.shadow_budget);
+	if ((n = c->qual = section(c, c->root, "", "quality"))) {
+		read_scalars(c, n, "quality", "quality", p);
 		if ((sl = ycfg_get(c->y, n, "slices")))
 			each_slice(c, sl, "quality.slices", qual_slice);
 	}
@@ -747,16 +740,10 @@ static void read_envelope(struct ctx *c)
 {
 	struct policy *p = c->p;
 	struct policy_envelope *e = &p->envelope;
-	yaml_node_t *n = c->env = section(c, c->root, "", "envelope", envelope_keys);
+	yaml_node_t *n = c->env = section(c, c->root, "", "envelope");
 	if (!n)
 		return;
-	num(c, n, "envelope", "inlet_min_c", -40, 80, &e->inlet_min_c);
-	num(c, n, "envelope", "inlet_max_c", -40, 80, &e->inlet_max_c);
-	num(c, n, "envelope", "power_limit_min_w", 0, 5000, &e->power_limit_min_w);
-	num(c, n, "envelope", "power_limit_max_w", 0, 5000, &e->power_limit_max_w);
-	num(c, n, "envelope", "clk_min_mhz", 0, 10000, &e->clk_min_mhz);
-	num(c, n, "envelope", "clk_max_mhz", 0, 10000, &e->clk_max_mhz);
-	num(c, n, "envelope", "slowdown_c", 50, 150, &e->slowdown_c);
+	read_scalars(c, n, "envelope", "envelope", p);
 	e->n_driver = text_list(c, n, "envelope", "driver_versions", POLICY_MAX_PATTERNS,
 				&e->driver_versions[0][0], POLICY_PATTERN_LEN);
 	e->n_firmware = text_list(c, n, "envelope", "firmware_versions", POLICY_MAX_PATTERNS,
@@ -766,25 +753,15 @@ static void read_envelope(struct ctx *c)
 static void read_rollback(struct ctx *c)
 {
 	struct policy *p = c->p;
-	yaml_node_t *n = c->rb = section(c, c->root, "", "rollback", rollback_keys), *t;
+	yaml_node_t *n = c->rb = section(c, c->root, "", "rollback"), *t;
 	int k;
 	if (!n)
 		return;
-	if ((t = c->trig = section(c, n, "rollback", "triggers", trigger_keys))) {
-		const char *tp = "rollback.triggers";
-		uint_key(c, t, tp, "sla_violated_windows", 0, 1000, &p->rollback.sla_violated_windows);
-		uint_key(c, t, tp, "sla_of_windows", 1, 1000, &p->rollback.sla_of_windows);
-		bool_key(c, t, tp, "quality_breach", &p->rollback.quality_breach);
-		uint_key(c, t, tp, "thermal_clamp_events", 0, 1000000, &p->rollback.thermal_clamp_events);
-		uint_key(c, t, tp, "telemetry_faults", 0, 1000000, &p->rollback.telemetry_faults);
-	}
-	num(c, n, "rollback", "canary_s", 0, 86400, &p->rollback.canary_s);
-	num(c, n, "rollback", "hold_s", 0, 604800, &p->rollback.hold_s);
-	num(c, n, "rollback", "backoff_factor", 1, 10, &p->rollback.backoff_factor);
-	num(c, n, "rollback", "max_hold_s", 0, 604800, &p->rollback.max_hold_s);
-	if ((t = c->lkg = section(c, n, "rollback", "last_known_good", lkg_keys))) {
-		uint_key(c, t, "rollback.last_known_good", "min_clean_windows", 1, 10000,
-			 &p->rollback.lkg_min_clean_windows);
+	if ((t = c->trig = section(c, n, "rollback", "triggers")))
+		read_scalars(c, t, "rollback.triggers", "rollback.triggers", p);
+	read_scalars(c, n, "rollback", "rollback", p);
+	if ((t = c->lkg = section(c, n, "rollback", "last_known_good"))) {
+		read_scalars(c, t, "rollback.last_known_good", "rollback.last_known_good", p);
 		if (enum_key(c, t, "rollback.last_known_good", "fallback", policy_lkg_names, &k))
 			p->rollback.lkg_fallback = (enum policy_lkg_fallback)k;
 	}
@@ -1194,7 +1171,7 @@ static void parse(struct ycfg *y, struct policy *p)
 	}
 	if (!ycfg_is_map(y, c.root, ""))
 		return;
-	ycfg_check_keys(y, c.root, "", root_keys);
+	check_keys(&c, c.root, "", "");
 	if (text(&c, c.root, "", "name", true, p->name, sizeof(p->name)) && !name_ok(p->name))
 		msg_at(&c, DIAG_ERROR, ycfg_get(y, c.root, "name"), "name", "name",
 		       "'%s' is not allowed (it names output directories); use letters, digits, '.', "

@@ -207,6 +207,46 @@ struct policy {
 };
 
 
+/* One key of the policy language (governor/policy/policy_keys.c has them
+ * all): what drives the loader's allowed keys and number checks, the
+ * defaults, the JSON Schema and the doc's key tables. */
+enum policy_key_type {
+	POLICY_KEY_NUMBER,   /* double */
+	POLICY_KEY_UINT,     /* uint32_t */
+	POLICY_KEY_INT64,    /* int64_t (a slice's, -1 unset) */
+	POLICY_KEY_BOOL,
+	POLICY_KEY_TEXT,     /* read by its own code in policy.c, as the rest below */
+	POLICY_KEY_ENUM,
+	POLICY_KEY_LIST,
+	POLICY_KEY_MAP,      /* a section, or a map of slices */
+	POLICY_KEY_SLA_ROWS, /* stands for common/sla.h's rows (sla.ttft_p99_ms, ...) */
+};
+
+struct policy_key {
+	const char *path;  /* "thermal.ceiling_c"; "quality.slices.*.max_drop": per slice */
+	enum policy_key_type type;
+	const char *unit;  /* "C", "W", "tokens/s"; "" */
+	double def;        /* what policy_defaults sets; NaN: derived or inherited (def_doc) */
+	const char *def_doc; /* the default as the doc shows it; NULL: def */
+	double lo, hi;     /* allowed range of a number */
+	const char *range_doc; /* what else bounds it (a number), or the range (other types) */
+	size_t off;        /* in struct policy, or struct policy_slice where slice */
+	bool slice;
+	const char *doc;   /* its meaning; NULL: a section, documented by its keys */
+};
+
+size_t policy_key_count(void);
+const struct policy_key *policy_key_at(size_t i);
+/* A number, integer or boolean: read, checked and defaulted from its row. */
+bool policy_key_scalar(const struct policy_key *k);
+/* The last part of the path ("ceiling_c"). */
+const char *policy_key_name(const struct policy_key *k);
+/* The direct children of section ("" top level, "quality.slices.*"), in
+ * table order; returns their count (at most max are stored). */
+size_t policy_section_keys(const char *section, const struct policy_key **out, size_t max);
+/* The rows' defaults written into p (the rest of policy_defaults). */
+void policy_key_defaults(struct policy *p);
+
 /* A numeric parameter a controller accepts under control.params. def is the
  * one place its default lives (NaN: none; the controller derives one). The
  * policy language checks values against it; each controller owns its table. */

@@ -13,44 +13,14 @@
 void policy_defaults(struct policy *p)
 {
 	memset(p, 0, sizeof(*p));
+	/* Numbers and booleans: their rows (policy_keys.c). */
+	policy_key_defaults(p);
 	p->objective.kind = POLICY_OBJ_PERF_PER_WATT;
 	p->objective.rails = POLICY_RAILS_ALL;
-	p->control.period_ms = 500;
-	p->sla.window_s = 60;
-	p->sla.attainment = 0.99;
-	p->thermal.ceiling_c = 83;
-	p->thermal.hysteresis_c = 2;
-	p->power.budget_window_s = 60;
 	/* INT8 may be chosen by a controller, but only through the quality gate. */
 	p->precision.modes = POLICY_PREC_BIT(POLICY_PREC_BF16) | POLICY_PREC_BIT(POLICY_PREC_INT8);
 	p->precision.fallback = POLICY_PREC_BF16;
-	p->precision.int8_max_fraction = 1;
-	p->quality.default_max_drop = 0.01;
-	p->quality.confidence = 0.95;
-	p->quality.min_samples = 200;
-	p->quality.shadow_rate = 0.02;
-	/* Evidence on demand is opt-in: on the scenario family it opens INT8
-	 * sooner where the mix does not pay yet (docs/govd-controller.md). */
-	p->quality.probation_rate = 0;
-	p->quality.max_detect_s = 0;
-	p->quality.shadow_budget = 0.1;
-	p->safe_point.hold_periods = 5;
-	p->envelope.inlet_min_c = -INFINITY;
-	p->envelope.inlet_max_c = INFINITY;
-	p->envelope.slowdown_c = 89; /* Hopper's hardware slowdown (docs/plant-models.md) */
-	p->rollback.sla_violated_windows = 3;
-	p->rollback.sla_of_windows = 5;
-	p->rollback.quality_breach = true;
-	p->rollback.thermal_clamp_events = 1;
-	p->rollback.telemetry_faults = 3;
-	p->rollback.canary_s = 300;
-	p->rollback.hold_s = 600;
-	p->rollback.backoff_factor = 2;
-	p->rollback.max_hold_s = 3600;
-	p->rollback.lkg_min_clean_windows = 5;
 	p->rollback.lkg_fallback = POLICY_LKG_SAFE_POINT;
-	p->telemetry.ewma_tau_s = 2.0;
-	p->telemetry.stuck_periods = 10;
 	p->telemetry.stale_ms = policy_default_stale_ms(p->control.period_ms);
 }
 

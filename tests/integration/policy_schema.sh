@@ -93,4 +93,16 @@ codes = {f["code"] for f in d["findings"]}
 assert {"p95-above-p99", "ceiling-above-slowdown", "min-above-max", "unknown-key",
         "no-hysteresis", "ceiling-near-slowdown"} <= codes, codes
 PY
+# 4. keys: the schema's types, ranges, defaults and descriptions and
+# docs/policy.md's key tables are what the loader's key table says
+# (tools/gen-policy-keys writes both; a hand edit of either shows here)
+GOVCTL=$govctl $py tools/gen-policy-keys "$build" --check >"$tmp/keys.diff" ||
+	{ head -40 "$tmp/keys.diff"; fail "schema or docs/policy.md differ from the key table: run tools/gen-policy-keys $build"; }
+mkdir -p "$tmp/stale/policies/schema" "$tmp/stale/docs"
+sed 's/"maximum": 150,/"maximum": 151,/' policies/schema/policy.schema.json >"$tmp/stale/policies/schema/policy.schema.json"
+sed 's/| 20..150, < `envelope.slowdown_c` |/| 20..151 |/' docs/policy.md >"$tmp/stale/docs/policy.md"
+cmp -s "$tmp/stale/docs/policy.md" docs/policy.md && fail "the doc-edit check did not edit the doc"
+abs_govctl=$(realpath "$govctl") abs_build=$(realpath "$build") top=$PWD
+(cd "$tmp/stale" && ! GOVCTL=$abs_govctl $py "$top/tools/gen-policy-keys" "$abs_build" --check >/dev/null 2>&1) ||
+	fail "gen-policy-keys --check passed a hand-edited schema and doc"
 echo "policy_schema: ok ($n bad examples)"

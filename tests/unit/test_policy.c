@@ -265,6 +265,138 @@ static void test_errors_have_positions(void **state)
 
 /* The loader alone keeps control.params as located raw values; binding to a
  * controller's table checks names and ranges at those locations. */
+/* The key table drives the loader: every number and boolean it lists is read
+ * into its field, a value past its range (or not a boolean) is an error at
+ * its path, and policy_defaults gives its default. A row the loader did not
+ * read, or read with another range, fails here. */
+static void key_yaml(const struct policy_key *k, const char *value, char *buf, size_t len)
+{
+	char parts[8][48] = { { 0 } };
+	size_t n = 0;
+	const char *s = k->path;
+	while (*s && n < 8) {
+		size_t l = strcspn(s, ".");
+		snprintf(parts[n], sizeof(parts[n]), "%.*s", (int)l, s);
+		if (!strcmp(parts[n], "*"))
+			snprintf(parts[n], sizeof(parts[n]), "a");
+		n++;
+		s += l + (s[l] == '.');
+	}
+	bool in_control = !strcmp(parts[0], "control");
+	size_t o = (size_t)snprintf(buf, len, "name: t\n%s", in_control ? "" : "control: {controller: static}\n");
+	for (size_t i = 0; i < n; i++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%s: %s%s",
+				      /* its bound, the other key, out of the way */
+				      i + 1 == n && !strcmp(parts[i], "offline_mismatches")
+					      ? "offline_samples: 1000000000, " : "",
+				      parts[i],
+				      i + 1 < n ? "{" : "", in_control && i == 0 ? "controller: static, " : "");
+	o += (size_t)snprintf(buf + o, len - o, "%s", value);
+	for (size_t i = 1; i < n; i++)
+		o += (size_t)snprintf(buf + o, len - o, "}");
+	snprintf(buf + o, len - o, "\n");
+}
+
+static void fmt_num(double v, char *buf, size_t len)
+{
+	if (v == floor(v))
+		snprintf(buf, len, "%.0f", v);
+	else
+		snprintf(buf, len, "%.10g", v);
+}
+
+/* The parsed policy and whether an error with code (NULL: any) names path. */
+static struct policy *parse_key(const struct policy_key *k, const char *value, const char *code,
+				bool *found)
+{
+	char text[512], path[128];
+	key_yaml(k, value, text, sizeof(text));
+	snprintf(path, sizeof(path), "%s", k->path);
+	char *star = strchr(path, '*');
+	if (star)
+		*star = 'a';
+	struct diag_list d = { 0 };
+	struct policy *p = NULL;
+	policy_parse_string("t.yaml", text, strlen(text), &p, &d);
+	assert_non_null(p);
+	*found = false;
+	for (size_t i = 0; i < d.n; i++)
+		if (d.v[i].sev == DIAG_ERROR && !strcmp(d.v[i].path, path) &&
+		    (!code || !strcmp(d.v[i].code, code)))
+			*found = true;
+	diag_clear(&d);
+	return p;
+}
+
+static const void *key_field(const struct policy *p, const struct policy_key *k)
+{
+	if (k->slice) {
+		assert_true(p->n_slices == 1);
+		return (const char *)&p->slices[0] + k->off;
+	}
+	return (const char *)p + k->off;
+}
+
+static void test_key_table(void **state)
+{
+	(void)state;
+	struct policy def;
+	policy_defaults(&def);
+	size_t scalars = 0;
+	for (size_t i = 0; i < policy_key_count(); i++) {
+		const struct policy_key *k = policy_key_at(i);
+		if (!policy_key_scalar(k))
+			continue;
+		scalars++;
+		bool err;
+		struct policy *p;
+		if (k->type == POLICY_KEY_BOOL) {
+			p = parse_key(k, "false", NULL, &err);
+			assert_false(err);
+			assert_false(*(const bool *)key_field(p, k));
+			policy_free(p);
+			p = parse_key(k, "maybe", "type", &err);
+			assert_true(err);
+			policy_free(p);
+			if (!k->slice)
+				assert_true(*(const bool *)key_field(&def, k) == (k->def != 0));
+			continue;
+		}
+		char v[64];
+		double mid = k->lo + (k->hi - k->lo) / 2;
+		if (k->type != POLICY_KEY_NUMBER)
+			mid = floor(mid);
+		fmt_num(mid, v, sizeof(v));
+		p = parse_key(k, v, "range", &err);
+		if (err)
+			fail_msg("%s: %s is inside %g..%g but refused", k->path, v, k->lo, k->hi);
+		double got = k->type == POLICY_KEY_NUMBER ? *(const double *)key_field(p, k)
+			   : k->type == POLICY_KEY_UINT ? *(const uint32_t *)key_field(p, k)
+						      : (double)*(const int64_t *)key_field(p, k);
+		if (got != mid)
+			fail_msg("%s: %s read as %g", k->path, v, got);
+		policy_free(p);
+		fmt_num(k->hi + 1, v, sizeof(v));
+		p = parse_key(k, v, "range", &err);
+		if (!err)
+			fail_msg("%s: %s is over %g but no range error", k->path, v, k->hi);
+		policy_free(p);
+		fmt_num(k->lo - 1, v, sizeof(v));
+		p = parse_key(k, v, "range", &err);
+		if (!err)
+			fail_msg("%s: %s is under %g but no range error", k->path, v, k->lo);
+		policy_free(p);
+		if (k->slice || isnan(k->def))
+			continue;
+		double d = k->type == POLICY_KEY_NUMBER ? *(const double *)key_field(&def, k)
+			 : k->type == POLICY_KEY_UINT ? *(const uint32_t *)key_field(&def, k)
+						    : (double)*(const int64_t *)key_field(&def, k);
+		if (d != k->def)
+			fail_msg("%s: default %g, its row says %g", k->path, d, k->def);
+	}
+	assert_true(scalars >= 50);
+}
+
 static void test_parse_then_bind(void **state)
 {
 	(void)state;
@@ -681,6 +813,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_full_policy),
 		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_key_table),
 		cmocka_unit_test(test_errors_have_positions),
 		cmocka_unit_test(test_unknown_controller_and_missing),
 		cmocka_unit_test(test_parse_then_bind),

@@ -1,0 +1,360 @@
+/* Every key of the policy language, one row each: its path, type, unit,
+ * default, range and meaning. The rows drive the loader's allowed keys and
+ * its checks of every number and boolean (policy.c), the defaults
+ * (policy_defaults), and through `govctl lint --keys` the JSON Schema's
+ * types, ranges, defaults and descriptions and the key tables of
+ * docs/policy.md (tools/gen-policy-keys writes both; CI checks them). */
+#include "governor/policy/policy.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#define P(field) offsetof(struct policy, field), false
+#define S(field) offsetof(struct policy_slice, field), true
+#define NONE 0, false
+
+static const struct policy_key keys[] = {
+	/* top level */
+	{ "name", POLICY_KEY_TEXT, "", NAN, "required", 0, 0, "name, <= 63 chars", NONE,
+	  "labels runs, logs and output directories" },
+	{ "description", POLICY_KEY_TEXT, "", NAN, "\"\"", 0, 0, "<= 255 chars", NONE,
+	  "one line on the purpose" },
+	{ "metadata", POLICY_KEY_MAP, "", NAN, NULL, 0, 0, NULL, NONE, NULL },
+	{ "objective", POLICY_KEY_MAP, "", NAN, NULL, 0, 0, NULL, NONE, NULL },
+	{ "control", POLICY_KEY_MAP, "", NAN, NULL, 0, 0, NULL, NONE, NULL },
+	{ "sla", POLICY_KEY_MAP, "", NAN, NULL, 0, 0, NULL, NONE, NULL },
+	{ "thermal", POLICY_KEY_MAP, "", NAN, NULL, 0, 0, NULL, NONE, NULL },
+	{ "power", POLICY_KEY_MAP, "", NAN, NULL, 0, 0, NULL, NONE, NULL },
+	{ "frequency", POLICY_KEY_MAP, "", NAN, NULL, 0, 0, NULL, NONE, NULL },
+	{ "precision", POLICY_KEY_MAP, "", NAN, NULL, 0, 0, NULL, NONE, NULL },
+	{ "quality", POLICY_KEY_MAP, "", NAN, NULL, 0, 0, NULL, NONE, NULL },
+	{ "envelope", POLICY_KEY_MAP, "", NAN, NULL, 0, 0, NULL, NONE, NULL },
+	{ "safe_point", POLICY_KEY_MAP, "", NAN, NULL, 0, 0, NULL, NONE, NULL },
+	{ "rollback", POLICY_KEY_MAP, "", NAN, NULL, 0, 0, NULL, NONE, NULL },
+	{ "telemetry", POLICY_KEY_MAP, "", NAN, NULL, 0, 0, NULL, NONE, NULL },
+
+	/* metadata */
+	{ "metadata.owners", POLICY_KEY_LIST, "", NAN, "none (warning)", 0, 0,
+	  "list of 1..8 strings", NONE, "who answers for the policy" },
+	{ "metadata.workload_profile", POLICY_KEY_TEXT, "", NAN, "\"\"", 0, 0, "string", NONE,
+	  "workload it was tuned on (scenario, trace, traffic class)" },
+	{ "metadata.model_revision", POLICY_KEY_TEXT, "", NAN, "\"\"", 0, 0, "string", NONE,
+	  "model and revision served" },
+	{ "metadata.validated_with", POLICY_KEY_MAP, "", NAN, NULL, 0, 0, NULL, NONE, NULL },
+	{ "metadata.power_mode", POLICY_KEY_TEXT, "", NAN, "\"\"", 0, 0, "string", NONE,
+	  "platform power mode validated in (MaxQ, MaxP, default ...)" },
+	{ "metadata.validated_with.compiler", POLICY_KEY_TEXT, "", NAN, "\"\"", 0, 0, "string", NONE,
+	  "compiler version of the perf-per-watt workflow the policy was validated with (provenance "
+	  "only; what is enforced is `envelope`)" },
+	{ "metadata.validated_with.runtime", POLICY_KEY_TEXT, "", NAN, "\"\"", 0, 0, "string", NONE,
+	  "runtime version it was validated with (provenance only)" },
+	{ "metadata.validated_with.driver", POLICY_KEY_TEXT, "", NAN, "\"\"", 0, 0, "string", NONE,
+	  "driver version it was validated with (provenance only; one that no "
+	  "`envelope.driver_versions` pattern matches is a warning)" },
+	{ "metadata.validated_with.firmware", POLICY_KEY_TEXT, "", NAN, "\"\"", 0, 0, "string", NONE,
+	  "firmware version it was validated with (provenance only)" },
+
+	/* objective */
+	{ "objective.kind", POLICY_KEY_ENUM, "", NAN, "`perf_per_watt`", 0, 0,
+	  "`perf_per_watt`, `min_energy`, `max_throughput`", NONE,
+	  "perf_per_watt: most tokens per joule while the SLA holds; min_energy: least energy while "
+	  "the SLA (incl. `min_tokens_per_s`) holds; max_throughput: most tokens/s within the power "
+	  "and thermal limits" },
+	{ "objective.power_rails", POLICY_KEY_LIST, "", NAN, "`[accel, memory, host]`", 0, 0,
+	  "non-empty set of `accel`, `memory`, `host`", NONE,
+	  "which power counts in tokens per joule and in `power.budget_w`" },
+
+	/* control */
+	{ "control.controller", POLICY_KEY_TEXT, "", NAN, "required", 0, 0,
+	  "a name in the governor's controller registry", NONE,
+	  "the closed-loop `govd` (docs/govd-controller.md) and the baselines: firmware-default, "
+	  "static, naive-int8, ondemand, ipa, slo-dvfs (`govctl lint --controllers` lists them with "
+	  "their parameters, ranges and defaults). The loader asks the registry, so a new controller "
+	  "needs no loader change" },
+	{ "control.period_ms", POLICY_KEY_UINT, "ms", 500, NULL, 10, 60000, NULL,
+	  P(control.period_ms), "control period (warning under 50 ms)" },
+	{ "control.params", POLICY_KEY_MAP, "per parameter", NAN, "the controller's", 0, 0,
+	  "the controller's table", NONE,
+	  "controller gains and parameters, `params.<name>`: the controller's own table (`struct "
+	  "ctl_param`) gives names, ranges and defaults (the controller reads its defaults from there "
+	  "too); docs/baselines.md. A controller without parameters rejects the section. Every value "
+	  "must be a plain number whatever its key (`expected a number` even beside `unknown key`); "
+	  "the name and the range are checked when the policy is bound to its controller, with the "
+	  "same file:line:col" },
+
+	/* sla */
+	{ "sla.window_s", POLICY_KEY_NUMBER, "s", 60, NULL, 1, 3600, ">= one period",
+	  P(sla.window_s), "SLA window: latency quantiles and attainment are judged per window" },
+	{ "sla.attainment", POLICY_KEY_NUMBER, "", 0.99, NULL, 0, 1, NULL, P(sla.attainment),
+	  "share of windows that must meet every target" },
+	{ "sla.<latency>", POLICY_KEY_SLA_ROWS, "ms", 0, "0 (none)", 0, 0, NULL, NONE,
+	  "target of that quantile of that latency (common/sla.h's rows)" },
+	{ "sla.min_tokens_per_s", POLICY_KEY_NUMBER, "tokens/s", 0, "0 (none)", 0, 1e9, NULL,
+	  P(sla.min_tokens_per_s),
+	  "throughput floor of a window; meant for windows where demand exceeds it (a window with "
+	  "less offered load cannot meet a floor and is judged by the governor on latency only)" },
+
+	/* thermal, power, frequency */
+	{ "thermal.ceiling_c", POLICY_KEY_NUMBER, "C", 83, NULL, 20, 150, "< `envelope.slowdown_c`",
+	  P(thermal.ceiling_c),
+	  "soft junction ceiling the governor keeps below the hardware slowdown (warning within 2 C "
+	  "of it: one period of a load step can climb that far)" },
+	{ "thermal.hysteresis_c", POLICY_KEY_NUMBER, "C", 2, NULL, 0, 30, NULL,
+	  P(thermal.hysteresis_c),
+	  "a controller that backs off at the ceiling resumes below `ceiling_c - hysteresis_c` "
+	  "(warning at 0)" },
+	{ "power.cap_w", POLICY_KEY_NUMBER, "W", 0, "0 (device max)", 0, 5000,
+	  "inside the envelope's power-limit range", P(power.cap_w),
+	  "upper bound on the device power limit any controller may set" },
+	{ "power.budget_w", POLICY_KEY_NUMBER, "W", 0, "0 (none)", 0, 100000, NULL, P(power.budget_w),
+	  "mean power of `objective.power_rails` over `budget_window_s`, enforced by the guard for "
+	  "every controller: each period the accelerator's power limit is capped at the budget less "
+	  "what the other counted rails draw now, less the excess the window (an EWMA with that time "
+	  "constant) has accumulated, so an overshoot is paid back (`guard_policy_budget`). It holds "
+	  "through rollbacks and the safe point. A budget below the device's minimum power limit plus "
+	  "the other rails cannot be met: the minimum applies (azure-code-30c with 230 W: the 60 s "
+	  "means stay at or under 273 W = 200 W minimum + host and memory, against 577 W without the "
+	  "budget). The daemon's node `budget_w` (docs/daemon.md) is a separate cap on each device's "
+	  "limit, split among the devices" },
+	{ "power.budget_window_s", POLICY_KEY_NUMBER, "s", 60, NULL, 1, 86400, NULL,
+	  P(power.budget_window_s), "averaging window (EWMA time constant) of `power.budget_w`" },
+	{ "frequency.min_mhz", POLICY_KEY_NUMBER, "MHz", 0, "0 (device)", 0, 10000,
+	  "<= `max_mhz`, inside the envelope's clock range", P(frequency.min_mhz),
+	  "lowest clock the guard allows" },
+	{ "frequency.max_mhz", POLICY_KEY_NUMBER, "MHz", 0, "0 (device)", 0, 10000,
+	  "inside the envelope's clock range", P(frequency.max_mhz), "highest clock the guard allows" },
+	{ "frequency.max_step_mhz", POLICY_KEY_NUMBER, "MHz", 0, "0 (none)", 0, 10000, NULL,
+	  P(frequency.max_step_mhz), "largest clock change per period" },
+
+	/* precision */
+	{ "precision.modes", POLICY_KEY_LIST, "", NAN, "`[bf16, int8]`", 0, 0,
+	  "non-empty set of `bf16`, `int8`", NONE,
+	  "precisions the governor may serve. Without `int8` every INT8 share must be 0 (load error) "
+	  "and the govd controller never serves INT8 (`policy_slice_rule` closes every slice)" },
+	{ "precision.fallback", POLICY_KEY_ENUM, "", NAN, "`bf16`", 0, 0, "one of `modes`", NONE,
+	  "meant to be served when the quality gate denies INT8 and after a rollback (warning if "
+	  "`int8`). What runs today is BF16 in both cases whatever this says: the govd controller "
+	  "writes share 0 on a closed gate and the rollback manager writes 0 on a breached slice" },
+	{ "precision.int8_fraction", POLICY_KEY_NUMBER, "", 0, NULL, 0, 1, "within min..max",
+	  P(precision.int8_fraction),
+	  "INT8 share of requests for slices not named: what open-loop controllers (static) serve" },
+	{ "precision.int8_min_fraction", POLICY_KEY_NUMBER, "", 0, NULL, 0, 1, NULL,
+	  P(precision.int8_min_fraction),
+	  "lowest INT8 share while a slice's quality gate is open: the loop raises any controller's "
+	  "share to it then, never past a closed gate (warning `int8-forced` above 0); it also bounds "
+	  "`int8_fraction` at load" },
+	{ "precision.int8_max_fraction", POLICY_KEY_NUMBER, "", 1, NULL, 0, 1, NULL,
+	  P(precision.int8_max_fraction),
+	  "highest INT8 share: the loop lowers any controller's share to it (the naive-int8 "
+	  "baseline's 1 everywhere included), and it is the share the govd controller serves on a "
+	  "slice whose quality gate is open; 0 forbids INT8. It bounds `int8_fraction` at load" },
+	{ "precision.slices", POLICY_KEY_MAP, "", NAN, "none", 0, 0, "up to 8 slices",
+	  NONE,
+	  "per-slice override, `slices.<slice>`: a number is the slice's `int8_fraction`; a mapping "
+	  "has the keys below (unset ones inherit the policy-wide value)" },
+	{ "precision.slices.*.int8_fraction", POLICY_KEY_NUMBER, "", NAN, "policy-wide", 0, 1, NULL,
+	  S(int8_fraction), "the slice's INT8 share" },
+	{ "precision.slices.*.int8_min_fraction", POLICY_KEY_NUMBER, "", NAN, "policy-wide", 0, 1,
+	  NULL, S(int8_min_fraction), "the slice's lowest INT8 share" },
+	{ "precision.slices.*.int8_max_fraction", POLICY_KEY_NUMBER, "", NAN, "policy-wide", 0, 1,
+	  NULL, S(int8_max_fraction), "the slice's highest INT8 share" },
+
+	/* quality */
+	{ "quality.default_max_drop", POLICY_KEY_NUMBER, "", 0.01, NULL, 0, 1, NULL,
+	  P(quality.default_max_drop),
+	  "allowed drop for slices not named (0.01 = 1 point; MLPerf's 99 %-of-reference target)" },
+	{ "quality.confidence", POLICY_KEY_NUMBER, "", 0.95, NULL, 0.5, 0.9999, NULL,
+	  P(quality.confidence), "one-sided level of the upper bound (warning under 0.9)" },
+	{ "quality.min_samples", POLICY_KEY_UINT, "samples", 200, NULL, 1, 1e9, NULL,
+	  P(quality.min_samples), "shadow samples before INT8 may serve a slice" },
+	{ "quality.shadow_rate", POLICY_KEY_NUMBER, "", 0.02, NULL, 0, 1, NULL, P(quality.shadow_rate),
+	  "share of a slice's requests also run in the reference precision (warning at 0 with INT8 "
+	  "allowed: the bound never moves)" },
+	{ "quality.slices", POLICY_KEY_MAP, "", NAN, "none", 0, 0, "up to 8 slices", NONE,
+	  "per-slice quality settings, `slices.<slice>`: a mapping of the keys below" },
+	{ "quality.confirm_samples", POLICY_KEY_UINT, "samples", 0, NULL, 0, 1e9, NULL,
+	  P(quality.confirm_samples),
+	  "online shadow samples of a slice before its offline prior counts; meanwhile, and whenever "
+	  "the online mismatches reject the prior's rate (Poisson tail < 0.001), only online "
+	  "evidence counts (docs/govd-controller.md, \"Wrong priors\"). balanced: 50" },
+	{ "quality.probation_rate", POLICY_KEY_NUMBER, "", 0, NULL, 0, 1, NULL,
+	  P(quality.probation_rate),
+	  "evidence on demand: the shadow rate govd asks the serving side for on a slice INT8 may "
+	  "serve whose gate is undecided (closed, the drop's lower bound not over `max_drop`); 0: none "
+	  "asked (docs/govd-controller.md, \"Evidence on demand\")" },
+	{ "quality.max_detect_s", POLICY_KEY_NUMBER, "s", 0, NULL, 0, 86400, NULL,
+	  P(quality.max_detect_s),
+	  "on a slice INT8 serves, the shadow rate that lets the detectors catch a drift to 3 x "
+	  "`max_drop` within this many seconds at the slice's measured request rate (at most 1); 0: "
+	  "none asked" },
+	{ "quality.shadow_budget", POLICY_KEY_NUMBER, "", 0.1, NULL, 0, 1, NULL,
+	  P(quality.shadow_budget),
+	  "the asks' extra re-runs (over each slice's `shadow_rate`) together, as a share of all "
+	  "requests; over it every ask is scaled down by the same factor" },
+	{ "quality.slices.*.max_drop", POLICY_KEY_NUMBER, "", NAN, "policy-wide", 0, 1, NULL,
+	  S(max_drop), "the slice's allowed INT8 accuracy drop" },
+	{ "quality.slices.*.confidence", POLICY_KEY_NUMBER, "", NAN, "policy-wide", 0.5, 0.9999, NULL,
+	  S(confidence), "the slice's confidence level" },
+	{ "quality.slices.*.min_samples", POLICY_KEY_INT64, "samples", NAN, "policy-wide", 1, 1e9, NULL,
+	  S(min_samples), "the slice's shadow samples before INT8 may serve it" },
+	{ "quality.slices.*.shadow_rate", POLICY_KEY_NUMBER, "", NAN, "policy-wide", 0, 1, NULL,
+	  S(shadow_rate), "the slice's shadow-evaluated share" },
+	{ "quality.slices.*.offline_samples", POLICY_KEY_UINT, "samples", NAN, "0", 0, 1e9, NULL,
+	  S(offline_samples),
+	  "evidence from the precision qualification run (the slice's held-out set run in both "
+	  "precisions): samples compared, the prior the online shadow samples add to. Without it a "
+	  "slice needs `min_samples` online samples first, which at a 2 % shadow rate takes hours "
+	  "(docs/govd-controller.md)" },
+	{ "quality.slices.*.offline_mismatches", POLICY_KEY_UINT, "samples", NAN, "0", 0, 1e9,
+	  "<= `offline_samples`", S(offline_mismatches),
+	  "of those, the samples whose INT8 answer differed from the reference" },
+
+	/* envelope */
+	{ "envelope.inlet_min_c", POLICY_KEY_NUMBER, "C", -INFINITY, "none", -40, 80,
+	  "<= `inlet_max_c`", P(envelope.inlet_min_c),
+	  "outside when the inlet temperature is below it, or unknown (NaN) while a range is set" },
+	{ "envelope.inlet_max_c", POLICY_KEY_NUMBER, "C", INFINITY, "none", -40, 80, NULL,
+	  P(envelope.inlet_max_c),
+	  "outside when the inlet temperature is above it, or unknown (NaN) while a range is set" },
+	{ "envelope.power_limit_min_w", POLICY_KEY_NUMBER, "W", 0, "0 (any)", 0, 5000,
+	  "<= `power_limit_max_w`", P(envelope.power_limit_min_w),
+	  "outside when the device cannot set limits that low" },
+	{ "envelope.power_limit_max_w", POLICY_KEY_NUMBER, "W", 0, "0 (any)", 0, 5000, NULL,
+	  P(envelope.power_limit_max_w), "outside when the device cannot set limits that high" },
+	{ "envelope.clk_min_mhz", POLICY_KEY_NUMBER, "MHz", 0, "0 (any)", 0, 10000, "<= `clk_max_mhz`",
+	  P(envelope.clk_min_mhz), "outside when the device cannot clock that low" },
+	{ "envelope.clk_max_mhz", POLICY_KEY_NUMBER, "MHz", 0, "0 (any)", 0, 10000, NULL,
+	  P(envelope.clk_max_mhz), "outside when the device cannot clock that high" },
+	{ "envelope.slowdown_c", POLICY_KEY_NUMBER, "C", 89, "89 (Hopper)", 50, 150, NULL,
+	  P(envelope.slowdown_c),
+	  "outside when the device's hardware slowdown is lower (a higher one only adds headroom)" },
+	{ "envelope.driver_versions", POLICY_KEY_LIST, "", NAN, "any", 0, 0,
+	  "1..8 fnmatch(3) patterns, <= 47 chars", NONE,
+	  "outside when the device's driver version matches none (or is unknown)" },
+	{ "envelope.firmware_versions", POLICY_KEY_LIST, "", NAN, "any", 0, 0,
+	  "1..8 fnmatch(3) patterns, <= 47 chars", NONE,
+	  "outside when the device's firmware version matches none (or is unknown)" },
+
+	/* safe_point */
+	{ "safe_point.clk_max_mhz", POLICY_KEY_NUMBER, "MHz", 0, "0 (unlocked)", 0, 10000,
+	  "<= `frequency.max_mhz`", P(safe_point.clk_max_mhz), "clock cap" },
+	{ "safe_point.power_cap_w", POLICY_KEY_NUMBER, "W", 0, "0 (device default)", 0, 5000,
+	  "<= `power.cap_w`", P(safe_point.power_cap_w), "power limit" },
+	{ "safe_point.int8_fraction", POLICY_KEY_NUMBER, "", 0, NULL, 0, 1, "<= `int8_max_fraction`",
+	  P(safe_point.int8_fraction),
+	  "INT8 share (warning above 0: quality cannot be watched while telemetry is faulty)" },
+	{ "safe_point.hold_periods", POLICY_KEY_UINT, "periods", 5, NULL, 0, 100000, NULL,
+	  P(safe_point.hold_periods), "clean periods before leaving the safe point" },
+
+	/* rollback */
+	{ "rollback.triggers", POLICY_KEY_MAP, "", NAN, NULL, 0, 0, NULL, NONE, NULL },
+	{ "rollback.canary_s", POLICY_KEY_NUMBER, "s", 300, NULL, 0, 86400, NULL, P(rollback.canary_s),
+	  "watch window after a change (warning if it cannot hold N SLA windows)" },
+	{ "rollback.hold_s", POLICY_KEY_NUMBER, "s", 600, NULL, 0, 604800, "<= `max_hold_s`",
+	  P(rollback.hold_s),
+	  "after a rollback, stay at the last known good at least this long" },
+	{ "rollback.backoff_factor", POLICY_KEY_NUMBER, "", 2, NULL, 1, 10, NULL,
+	  P(rollback.backoff_factor), "`hold_s` multiplier for each further rollback of the same change" },
+	{ "rollback.max_hold_s", POLICY_KEY_NUMBER, "s", 3600, NULL, 0, 604800, NULL,
+	  P(rollback.max_hold_s), "longest hold" },
+	{ "rollback.last_known_good", POLICY_KEY_MAP, "", NAN, NULL, 0, 0, NULL, NONE, NULL },
+	{ "rollback.triggers.sla_violated_windows", POLICY_KEY_UINT, "windows", 3, NULL, 0, 1000,
+	  "0 off, <= `sla_of_windows`", P(rollback.sla_violated_windows),
+	  "N of the N-of-M SLA trigger" },
+	{ "rollback.triggers.sla_of_windows", POLICY_KEY_UINT, "windows", 5, NULL, 1, 1000, NULL,
+	  P(rollback.sla_of_windows), "M: the last M SLA windows" },
+	{ "rollback.triggers.quality_breach", POLICY_KEY_BOOL, "", 1, "true", 0, 0, NULL,
+	  P(rollback.quality_breach), "a slice's drop upper bound above its `max_drop`" },
+	{ "rollback.triggers.thermal_clamp_events", POLICY_KEY_UINT, "events", 1, NULL, 0, 1e6,
+	  "0 off", P(rollback.thermal_clamp_events), "hardware slowdown entries within the canary" },
+	{ "rollback.triggers.telemetry_faults", POLICY_KEY_UINT, "faults", 3, NULL, 0, 1e6, "0 off",
+	  P(rollback.telemetry_faults), "fault onsets within the canary" },
+	{ "rollback.last_known_good.min_clean_windows", POLICY_KEY_UINT, "windows", 5, NULL, 1, 10000,
+	  NULL, P(rollback.lkg_min_clean_windows),
+	  "consecutive SLA windows met with no trigger armed before an operating point counts as "
+	  "last known good" },
+	{ "rollback.last_known_good.fallback", POLICY_KEY_ENUM, "", NAN, "`safe_point`", 0, 0,
+	  "`safe_point`, `firmware_default`", NONE,
+	  "where to roll back to before anything qualified" },
+
+	/* telemetry */
+	{ "telemetry.ewma_tau_s", POLICY_KEY_NUMBER, "s", 2, NULL, 0.01, 600, NULL,
+	  P(telemetry.ewma_tau_s), "rail power filter time constant" },
+	{ "telemetry.stale_ms", POLICY_KEY_UINT, "ms", NAN, "3 periods", 1, 600000, ">= `period_ms`",
+	  P(telemetry.stale_ms), "age at which a reading is stale" },
+	{ "telemetry.stuck_periods", POLICY_KEY_UINT, "periods", 10, NULL, 2, 100000, NULL,
+	  P(telemetry.stuck_periods), "identical readings before a signal is stuck" },
+};
+
+size_t policy_key_count(void)
+{
+	return sizeof(keys) / sizeof(keys[0]);
+}
+
+const struct policy_key *policy_key_at(size_t i)
+{
+	return i < policy_key_count() ? &keys[i] : NULL;
+}
+
+bool policy_key_scalar(const struct policy_key *k)
+{
+	return k->type == POLICY_KEY_NUMBER || k->type == POLICY_KEY_UINT ||
+	       k->type == POLICY_KEY_INT64 || k->type == POLICY_KEY_BOOL;
+}
+
+/* Whether k is a direct child of section ("" for the top level). */
+static bool child_of(const struct policy_key *k, const char *section)
+{
+	size_t n = strlen(section);
+	const char *rest = k->path;
+	if (n) {
+		if (strncmp(k->path, section, n) || k->path[n] != '.')
+			return false;
+		rest = k->path + n + 1;
+	}
+	return !strchr(rest, '.');
+}
+
+const char *policy_key_name(const struct policy_key *k)
+{
+	const char *dot = strrchr(k->path, '.');
+	return dot ? dot + 1 : k->path;
+}
+
+size_t policy_section_keys(const char *section, const struct policy_key **out, size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < policy_key_count(); i++)
+		if (child_of(&keys[i], section) && n < max)
+			out[n++] = &keys[i];
+	return n;
+}
+
+/* The defaults the rows give, in place (a slice key's is its policy-wide
+ * value, resolved by policy_slice_rule; NaN: derived by the caller). */
+void policy_key_defaults(struct policy *p)
+{
+	for (size_t i = 0; i < policy_key_count(); i++) {
+		const struct policy_key *k = &keys[i];
+		if (!policy_key_scalar(k) || k->slice || isnan(k->def))
+			continue;
+		char *at = (char *)p + k->off;
+		switch (k->type) {
+		case POLICY_KEY_NUMBER:
+			*(double *)(void *)at = k->def;
+			break;
+		case POLICY_KEY_UINT:
+			*(uint32_t *)(void *)at = (uint32_t)k->def;
+			break;
+		case POLICY_KEY_INT64:
+			*(int64_t *)(void *)at = (int64_t)k->def;
+			break;
+		case POLICY_KEY_BOOL:
+			*(bool *)(void *)at = k->def != 0;
+			break;
+		default:
+			break;
+		}
+	}
+}
