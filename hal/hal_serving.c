@@ -702,8 +702,6 @@ static int sv_check_options(const struct hal_dev_cfg *cfg, struct diag_list *dia
 	return sv_setup(NULL, cfg, diags);
 }
 
-static int sv_restore(struct hal_dev *dev);
-
 static void sv_close(struct hal_dev *dev)
 {
 	if (dev->priv)
@@ -726,7 +724,7 @@ static int sv_sample(struct hal_dev *dev, struct hal_sample *out)
 
 static int sv_write_doc(struct sv *s, const double *int8_frac, const double *shadow);
 
-static int sv_set_precision(struct hal_dev *dev, const double *int8_frac, size_t n_slices)
+int sv_set_precision(struct hal_dev *dev, const double *int8_frac, size_t n_slices)
 {
 	struct sv *s = dev->priv;
 	if (!s || (!int8_frac && n_slices))
@@ -766,7 +764,7 @@ static int sv_write_doc(struct sv *s, const double *int8_frac, const double *sha
 	return 0;
 }
 
-static int sv_set_shadow_rate(struct hal_dev *dev, const double *rate, size_t n_slices)
+int sv_set_shadow_rate(struct hal_dev *dev, const double *rate, size_t n_slices)
 {
 	struct sv *s = dev->priv;
 	if (!s || (!rate && n_slices))
@@ -784,7 +782,7 @@ static int sv_set_shadow_rate(struct hal_dev *dev, const double *rate, size_t n_
 /* The server as govd may assume it ran before it: BF16 on every slice
  * through a file/http/exec actuator (it cannot read the server's own
  * setting back), the router's original weights with HAProxy. */
-static int sv_restore(struct hal_dev *dev)
+int sv_restore(struct hal_dev *dev)
 {
 	struct sv *s = dev->priv;
 	if (!s->act_on)
@@ -850,204 +848,9 @@ static const struct hal_ops sv_ops_variant[2][2] = {
 	  SV_OPS(sv_set_precision, sv_set_shadow_rate, sv_read_quality) },
 };
 
-/* ---- the power side (power_backend) ---- */
-
-static struct hal_dev *inner_of(struct hal_dev *dev)
-{
-	return &((struct sv *)dev->priv)->inner;
-}
-
-static int pw_get_limits(struct hal_dev *dev, struct hal_limits *out)
-{
-	struct hal_dev *in = inner_of(dev);
-	return in->ops->get_limits(in, out);
-}
-
-static void shift(struct hal_value *v, uint64_t d)
-{
-	v->t_ms += d;
-}
-
-static int pw_sample(struct hal_dev *dev, struct hal_sample *out)
-{
-	struct sv *s = dev->priv;
-	struct hal_dev *in = &s->inner;
-	if (s->inner_sim) {
-		uint64_t now = govd_clock_now_or_mono_ms(s->clock);
-		int rc = govd_clock_wait_until(&s->pclk, now > s->t0_ms ? now - s->t0_ms : 0);
-		if (rc)
-			return rc; /* -EHOSTDOWN: the plant shut down (thermal) */
-	}
-	int rc = in->ops->sample(in, out);
-	if (rc || !s->inner_sim)
-		return rc;
-	/* plant time (from 0 at open) onto the device's clock */
-	uint64_t d = s->t0_ms;
-	out->t_ms += d;
-	for (int i = 0; i < HAL_RAIL_N; i++) {
-		shift(&out->power_mw[i], d);
-		shift(&out->energy_mj[i], d);
-	}
-	for (int i = 0; i < HAL_TEMP_N; i++)
-		shift(&out->temp_mc[i], d);
-	shift(&out->clk_khz, d);
-	shift(&out->power_limit_mw, d);
-	shift(&out->util_pct, d);
-	return 0;
-}
-
-static int pw_set_clock_range(struct hal_dev *dev, uint32_t min_khz, uint32_t max_khz)
-{
-	struct hal_dev *in = inner_of(dev);
-	return in->ops->set_clock_range(in, min_khz, max_khz);
-}
-
-static int pw_reset_clocks(struct hal_dev *dev)
-{
-	struct hal_dev *in = inner_of(dev);
-	return in->ops->reset_clocks(in);
-}
-
-static int pw_set_power_limit(struct hal_dev *dev, uint32_t limit_mw)
-{
-	struct hal_dev *in = inner_of(dev);
-	return in->ops->set_power_limit(in, limit_mw);
-}
-
-static int pw_get_original(struct hal_dev *dev, char *json, size_t len)
-{
-	struct hal_dev *in = inner_of(dev);
-	return in->ops->get_original(in, json, len);
-}
-
-static const char *pw_last_error(struct hal_dev *dev)
-{
-	struct hal_dev *in = inner_of(dev);
-	return in->ops->last_error(in);
-}
-
-static int pw_alert_fd(struct hal_dev *dev)
-{
-	struct hal_dev *in = inner_of(dev);
-	return in->ops->alert_fd(in);
-}
-
-static int pw_alert_read(struct hal_dev *dev, struct hal_alert *ev)
-{
-	struct hal_dev *in = inner_of(dev);
-	return in->ops->alert_read(in, ev);
-}
-
-static int pw_set_brake(struct hal_dev *dev, bool on)
-{
-	struct hal_dev *in = inner_of(dev);
-	return in->ops->set_brake(in, on);
-}
-
-/* The server's side, then the power side's own restore. */
-static int pw_restore(struct hal_dev *dev)
-{
-	struct sv *s = dev->priv;
-	int rc = sv_restore(dev);
-	if (hal_can_restore(&s->inner)) {
-		int r = s->inner.ops->restore(&s->inner);
-		if (r && !rc)
-			rc = r;
-	}
-	return rc;
-}
-
-/* The server's document first; the plant's share only if the server took it. */
-static int pw_set_precision(struct hal_dev *dev, const double *int8_frac, size_t n_slices)
-{
-	struct sv *s = dev->priv;
-	int rc = sv_set_precision(dev, int8_frac, n_slices);
-	if (!rc && s->fwd_precision)
-		s->inner.ops->set_precision(&s->inner, int8_frac, n_slices);
-	return rc;
-}
-
-static int pw_set_shadow_rate(struct hal_dev *dev, const double *rate, size_t n_slices)
-{
-	struct sv *s = dev->priv;
-	int rc = sv_set_shadow_rate(dev, rate, n_slices);
-	if (!rc && s->fwd_precision && s->inner.ops->set_shadow_rate)
-		s->inner.ops->set_shadow_rate(&s->inner, rate, n_slices);
-	return rc;
-}
-
-/* haproxy: the weights found at open, for the state file, in the generic
- * record's shape (the restore reopens the device and sets BF16) plus the
- * router's servers, which close() then puts back. */
-static int hap_get_original(struct hal_dev *dev, char *json, size_t len)
-{
-	struct sv *s = dev->priv;
-	char *h = hap_original_json(s->hap);
-	if (!h)
-		return -ENOMEM;
-	int n = snprintf(json, len,
-			 "{\"generic\":true,\"power_limit_mw\":null,\"locked_clocks\":\"reset\","
-			 "\"int8_slices\":%zu,\"haproxy\":%s}",
-			 s->n_slices, h);
-	free(h);
-	return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
-}
-
-static int hap_adopt(struct hal_dev *dev, const char *json)
-{
-	struct sv *s = dev->priv;
-	json_t *o = json_loads(json, 0, NULL);
-	char *h = o ? json_dumps(json_object_get(o, "haproxy"), JSON_COMPACT) : NULL;
-	int rc = h ? hap_adopt_original(s->hap, h) : -EINVAL;
-	free(h);
-	json_decref(o);
-	return rc;
-}
-
-static const char *hap_last_error(struct hal_dev *dev)
-{
-	struct sv *s = dev->priv;
-	return s->hap->err;
-}
-
 static void sv_pick_ops(struct hal_dev *dev, struct sv *s)
 {
 	bool q = s->qfd >= 0 || sv_quality_from_scrape(s);
 	dev->ops = &sv_ops_variant[s->act_on][q];
-	if (s->hap && !s->has_inner) {
-		s->ops = *dev->ops;
-		s->ops.get_original = hap_get_original;
-		s->ops.adopt_original = hap_adopt;
-		s->ops.last_error = hap_last_error;
-		s->ops.set_shadow_rate = NULL; /* weights carry no shadow rate */
-		dev->ops = &s->ops;
-		return;
-	}
-	if (!s->has_inner)
-		return;
-	/* a per-device table: the capabilities are the power side's */
-	struct sv *w = s;
-	const struct hal_ops *io = s->inner.ops;
-	w->ops = *dev->ops;
-	w->ops.get_limits = pw_get_limits;
-	w->ops.sample = pw_sample;
-	w->ops.set_clock_range = io->set_clock_range ? pw_set_clock_range : NULL;
-	w->ops.reset_clocks = io->reset_clocks ? pw_reset_clocks : NULL;
-	w->ops.set_power_limit = io->set_power_limit ? pw_set_power_limit : NULL;
-	w->ops.get_original = io->get_original ? pw_get_original : NULL;
-	w->ops.last_error = io->last_error ? pw_last_error : NULL;
-	w->ops.alert_fd = io->alert_fd ? pw_alert_fd : NULL;
-	w->ops.alert_read = io->alert_read ? pw_alert_read : NULL;
-	w->ops.set_brake = io->set_brake ? pw_set_brake : NULL;
-	if (w->ops.set_precision)
-		w->ops.set_precision = pw_set_precision;
-	if (w->ops.set_shadow_rate)
-		w->ops.set_shadow_rate = s->hap ? NULL : pw_set_shadow_rate;
-	w->ops.restore = pw_restore;
-	if (s->hap && !io->get_original && !io->adopt_original) {
-		/* a power side without its own record (the sim): the router's */
-		w->ops.get_original = hap_get_original;
-		w->ops.adopt_original = hap_adopt;
-	}
-	dev->ops = &w->ops;
+	sv_power_ops(dev, s); /* the power side's or the router's record, where either is */
 }

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "hal/hal.h"
+#include "hal/hal_fwd.h"
 #include "hal/precision_act.h"
 #include "hal/promtext.h"
 #include "hal/router_haproxy.h"
@@ -65,6 +66,8 @@ struct replica {
 #define Q_DRAIN_MAX 1024
 
 struct sv {
+	/* First: the power side's view (hal_fwd.h finds inner through priv). */
+	struct hal_fwd pw;
 	size_t n_rep;
 	struct replica rep[SV_MAX_REPLICAS];
 	enum fmt fmt;
@@ -132,7 +135,6 @@ struct sv {
 	 * shadow-rate request keeps the INT8 shares and the reverse. */
 	double int8_sent[HAL_MAX_SLICES], shadow_sent[HAL_MAX_SLICES];
 	struct hal_dev inner;
-	struct hal_ops ops;
 	struct govd_clock pclk;
 	uint64_t t0_ms;
 	const char **okeys, **ovals, **ikeys, **ivals; /* the options split */
@@ -173,5 +175,12 @@ int sv_quality_socket_open(struct sv *s, const struct hal_dev_cfg *cfg, const ch
 			   struct diag_list *diags);
 bool sv_quality_from_scrape(const struct sv *s);
 int sv_read_quality(struct hal_dev *dev, struct hal_quality *out);
+/* hal_serving.c: the server's precision writes and restore. */
+int sv_set_precision(struct hal_dev *dev, const double *int8_frac, size_t n_slices);
+int sv_set_shadow_rate(struct hal_dev *dev, const double *rate, size_t n_slices);
+int sv_restore(struct hal_dev *dev);
+/* serving_power.c: the ops table with the power side (power_backend)
+ * behind it, or the router's record; dev->ops is the server's on entry. */
+void sv_power_ops(struct hal_dev *dev, struct sv *s);
 
 #endif

@@ -73,29 +73,29 @@ static int dry_restore(struct hal_dev *dev)
 	return 0;
 }
 
-/* The device as the governor sees it in a dry run: reads go to the backend,
- * writes succeed without touching it, so every decision is computed and
- * logged as if applied. */
+/* The device as the governor sees it in a dry run: a view of hw whose reads
+ * forward to it and whose writes succeed without touching it, so every
+ * decision is computed and logged as if applied. */
 static void make_dry(struct daemon_dev *dd)
 {
-	dd->dry_ops = *dd->hw.ops;
-	if (dd->dry_ops.set_clock_range)
-		dd->dry_ops.set_clock_range = dry_clock_range;
-	if (dd->dry_ops.reset_clocks)
-		dd->dry_ops.reset_clocks = dry_reset_clocks;
-	if (dd->dry_ops.set_power_limit)
-		dd->dry_ops.set_power_limit = dry_power_limit;
-	if (dd->dry_ops.set_precision)
-		dd->dry_ops.set_precision = dry_precision;
-	if (dd->dry_ops.set_shadow_rate)
-		dd->dry_ops.set_shadow_rate = dry_shadow_rate;
-	if (dd->dry_ops.set_brake)
-		dd->dry_ops.set_brake = dry_brake;
-	if (dd->dry_ops.restore)
-		dd->dry_ops.restore = dry_restore;
-	dd->dry_ops.close = NULL; /* hw is closed, not this view */
-	dd->dry = dd->hw;
-	dd->dry.ops = &dd->dry_ops;
+	hal_fwd_init(&dd->dry_fwd, &dd->hw);
+	struct hal_ops *o = &dd->dry_fwd.ops;
+	if (o->set_clock_range)
+		o->set_clock_range = dry_clock_range;
+	if (o->reset_clocks)
+		o->reset_clocks = dry_reset_clocks;
+	if (o->set_power_limit)
+		o->set_power_limit = dry_power_limit;
+	if (o->set_precision)
+		o->set_precision = dry_precision;
+	if (o->set_shadow_rate)
+		o->set_shadow_rate = dry_shadow_rate;
+	if (o->set_brake)
+		o->set_brake = dry_brake;
+	if (o->restore)
+		o->restore = dry_restore;
+	dd->dry = (struct hal_dev){ .ops = o, .priv = &dd->dry_fwd };
+	memcpy(dd->dry.name, dd->hw.name, sizeof(dd->dry.name));
 	dd->dev = &dd->dry;
 }
 

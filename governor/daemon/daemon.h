@@ -18,6 +18,7 @@
 #include "governor/daemon/ctlsock.h"
 #include "governor/daemon/metrics.h"
 #include "governor/daemon/faultlog.h"
+#include "hal/hal_fwd.h"
 #include "governor/loop/governor.h"
 #include "governor/daemon/logrot.h"
 #include "governor/policy/policy.h"
@@ -44,8 +45,8 @@ struct daemon_dev {
 	size_t idx;
 	int metrics_idx;            /* in d->snap, -1: beyond METRICS_MAX_DEVICES */
 	struct hal_dev hw;          /* the open device */
-	struct hal_dev dry;         /* dry run: hw with the write ops made no-ops */
-	struct hal_ops dry_ops;
+	struct hal_dev dry;         /* dry run: a view of hw whose writes are no-ops */
+	struct hal_fwd dry_fwd;     /* that view's forwarders (hal/hal_fwd.h) */
 	struct hal_dev *dev;        /* what the governor drives: &hw or &dry */
 	struct govd_clock sim_clk;  /* sim: plant time, advanced to real time x time_scale */
 	bool is_sim;

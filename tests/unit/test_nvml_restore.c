@@ -87,35 +87,62 @@ static int open_gpu(struct fx *f, struct hal_dev *dev, const char *index)
 	return hal_open(dev, &cfg, &f->diags);
 }
 
-static struct config *load_cfg(struct fx *f)
+/* The same GPU as the serving backend's power side (power_backend: nvml):
+ * the record and its adoption are the power side's, through the view. */
+static int open_serving(struct fx *f, struct hal_dev *dev)
+{
+	const char *keys[] = { "url", "timeout_ms", "power_backend", "power.library", "power.index" };
+	const char *vals[] = { "http://127.0.0.1:1/metrics", "100", "nvml", f->lib, "0" };
+	struct hal_dev_cfg cfg = { .name = "gpu0", .backend = "serving", .n_opts = 5, .keys = keys,
+				   .values = vals };
+	memset(dev, 0, sizeof(*dev));
+	return hal_open(dev, &cfg, &f->diags);
+}
+
+static struct config *load_cfg(struct fx *f, bool serving)
 {
 	char yaml[2048];
-	snprintf(yaml, sizeof(yaml),
-		 "policy: %s/policies/default.yaml\n"
-		 "state_file: %s\n"
-		 "devices:\n"
-		 "  - name: gpu0\n"
-		 "    backend: nvml\n"
-		 "    options:\n"
-		 "      library: %s\n"
-		 "      index: 0\n",
-		 GOVD_SOURCE_DIR, f->state, f->lib);
+	if (serving)
+		snprintf(yaml, sizeof(yaml),
+			 "policy: %s/policies/default.yaml\n"
+			 "state_file: %s\n"
+			 "devices:\n"
+			 "  - name: gpu0\n"
+			 "    backend: serving\n"
+			 "    options:\n"
+			 "      url: http://127.0.0.1:1/metrics\n"
+			 "      timeout_ms: 100\n"
+			 "      power_backend: nvml\n"
+			 "      power.library: %s\n"
+			 "      power.index: 0\n",
+			 GOVD_SOURCE_DIR, f->state, f->lib);
+	else
+		snprintf(yaml, sizeof(yaml),
+			 "policy: %s/policies/default.yaml\n"
+			 "state_file: %s\n"
+			 "devices:\n"
+			 "  - name: gpu0\n"
+			 "    backend: nvml\n"
+			 "    options:\n"
+			 "      library: %s\n"
+			 "      index: 0\n",
+			 GOVD_SOURCE_DIR, f->state, f->lib);
 	struct config *c = NULL;
 	assert_int_equal(config_load_string("restore.yaml", yaml, strlen(yaml), &c, &f->diags), 0);
 	return c;
 }
 
 /* The daemon's start up to its first writes, then death without close. */
-static void crashing_run(struct fx *f)
+static void crashing_run_as(struct fx *f, bool serving)
 {
-	struct config *c = load_cfg(f);
+	struct config *c = load_cfg(f, serving);
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		struct hal_dev dev;
 		struct diag_list d = { 0 };
 		json_t *orig[1] = { NULL };
-		if (open_gpu(f, &dev, "0"))
+		if (serving ? open_serving(f, &dev) : open_gpu(f, &dev, "0"))
 			_exit(10);
 		if (statefile_original(&dev, &orig[0], &d))
 			_exit(11);
@@ -136,10 +163,18 @@ static void crashing_run(struct fx *f)
 	assert_non_null(strstr(slurp(f->driver), "gpu 0 450000 1000 1500"));
 }
 
-static void test_crash_then_restore_puts_back_true_originals(void **st)
+static void crashing_run(struct fx *f)
 {
-	struct fx *f = *st;
-	crashing_run(f);
+	crashing_run_as(f, false);
+}
+
+/* A crashed run (as the nvml backend, or serving with it as the power
+ * side), then the daemon's restore: the recorded originals go back (700 W,
+ * unlocked), never the governed limit (the bug: close restored what open
+ * found, 450 W). */
+static void crash_then_restore(struct fx *f, bool serving)
+{
+	crashing_run_as(f, serving);
 	size_t mark = strlen(slurp(f->log));
 
 	bool found = false;
@@ -154,10 +189,22 @@ static void test_crash_then_restore_puts_back_true_originals(void **st)
 	const char *after = slurp(f->log) + mark;
 	assert_non_null(strstr(after, "nvmlDeviceResetGpuLockedClocks 0 -> 0"));
 	assert_non_null(strstr(after, "nvmlDeviceSetPowerManagementLimit 0 700000 -> 0"));
-	/* the governed limit is never written back (the bug: close restored
-	 * what open found, 450 W) */
 	assert_null(strstr(after, "nvmlDeviceSetPowerManagementLimit 0 450000"));
 	assert_non_null(strstr(slurp(f->driver), "gpu 0 700000 0 0"));
+}
+
+static void test_crash_then_restore_puts_back_true_originals(void **st)
+{
+	crash_then_restore(*st, false);
+}
+
+/* The serving backend with the GPU as its power side: the restore reopens
+ * it and the power side adopts the recorded originals, so its close puts
+ * them back (before the view forwarded adopt_original it put back what it
+ * found at open, the crashed run's 450 W, after the restore's writes). */
+static void test_serving_power_side_restore(void **st)
+{
+	crash_then_restore(*st, true);
 }
 
 static void test_restore_refuses_another_gpu(void **st)
@@ -227,6 +274,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_crash_then_restore_puts_back_true_originals,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_serving_power_side_restore, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restore_refuses_another_gpu, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_adopt_checks_the_record, setup, teardown),
 	};
