@@ -1,17 +1,19 @@
-#include "governor/controllers/controller.h"
+/* govd: the devices opened (one writer each, a dry run's view), their
+ * governors and decision logs, the state file, start and stop, and one
+ * period of every device with the node budget divided. The reload is in
+ * daemon_reload.c, the loop in daemon_loop.c, the endpoints in
+ * daemon_ctl.c. */
 #include "governor/daemon/daemon.h"
+
+#include "governor/controllers/controller.h"
 #include "governor/daemon/devlock.h"
 
 #include <errno.h>
 #include <math.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <pthread.h>
-#include <sys/eventfd.h>
-#include <sys/inotify.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -134,7 +136,7 @@ static int on_period(void *ctx, const struct gov_period *p)
 	return 0;
 }
 
-static int gov_new(struct daemon *d, struct daemon_dev *dd, struct policy *pol, FILE *log,
+int daemon_gov_new(struct daemon *d, struct daemon_dev *dd, struct policy *pol, FILE *log,
 		   struct governor **out, struct diag_list *diags)
 {
 	struct governor_cfg gc = {
@@ -197,13 +199,13 @@ int daemon_block_signals(void)
 	return 0;
 }
 
-static void notify(struct daemon *d, const char *state)
+void daemon_notify(struct daemon *d, const char *state)
 {
 	if (d->hooks.notify)
 		d->hooks.notify(d->hooks.ctx, state);
 }
 
-static int arm_timer(struct daemon *d)
+int daemon_arm_timer(struct daemon *d)
 {
 	uint32_t p = d->plan.period_ms;
 	struct itimerspec its = {
@@ -261,8 +263,6 @@ static void unlock_writers(struct daemon_dev *dd)
 			dd->lock_fd[k] = -1;
 		}
 }
-
-static int watch_config(struct daemon *d, struct diag_list *diags);
 
 /* A state file left behind: a run ended without restoring. Its originals
  * are the true ones; recording the devices as they are now would lose them,
@@ -335,7 +335,7 @@ static int open_device(struct daemon *d, size_t i, struct diag_list *diags)
 		make_dry(dd);
 	if ((rc = open_log(d, dd, diags)))
 		return rc;
-	return gov_new(d, dd, d->plan.pol[i], dd->log ? logrot_file(dd->log) : NULL, &dd->g,
+	return daemon_gov_new(d, dd, d->plan.pol[i], dd->log ? logrot_file(dd->log) : NULL, &dd->g,
 		       diags);
 }
 
@@ -398,9 +398,9 @@ int daemon_init(struct daemon *d, const char *config_path, bool dry_run,
 		goto err_fds;
 	}
 	d->start_ms = govd_mono_ms();
-	if ((rc = arm_timer(d)))
+	if ((rc = daemon_arm_timer(d)))
 		goto err_fds;
-	if ((rc = watch_config(d, diags)))
+	if ((rc = daemon_watch_config(d, diags)))
 		goto err_fds;
 	char budget[48] = "";
 	if (c->budget_w > 0)
@@ -622,500 +622,4 @@ int daemon_tick(struct daemon *d)
 		metrics_publish(d->msrv, d->snap);
 	}
 	return first_err;
-}
-
-/* ---- reload ---- */
-
-/* ---- reload: parsing off the loop ---- */
-
-/* A reload's parse runs in a thread: a huge or hostile policy costs that
- * thread, not the periods. The loop waits for it while still ticking and
- * reading signals; SIGTERM abandons it (the thread frees its own result),
- * and so does the time bound. */
-struct reload_job {
-	pthread_mutex_t mu;
-	bool done, abandoned;
-	int efd;
-	char *path;
-	struct daemon_plan plan;
-	struct diag_list diags;
-	int rc;
-};
-
-static void job_free(struct reload_job *j)
-{
-	if (j->rc == 0)
-		daemon_plan_free(&j->plan);
-	diag_clear(&j->diags);
-	close(j->efd);
-	free(j->path);
-	pthread_mutex_destroy(&j->mu);
-	free(j);
-}
-
-static void *reload_thread(void *arg)
-{
-	struct reload_job *j = arg;
-	int rc = daemon_plan_load(j->path, true, &j->plan, &j->diags);
-	pthread_mutex_lock(&j->mu);
-	j->rc = rc;
-	j->done = true;
-	bool abandoned = j->abandoned;
-	uint64_t one = 1;
-	if (!abandoned) {
-		ssize_t w = write(j->efd, &one, sizeof(one)); /* cannot fail: a counter */
-		(void)w;
-	}
-	pthread_mutex_unlock(&j->mu);
-	if (abandoned)
-		job_free(j);
-	return NULL;
-}
-
-/* The loop's own work while it waits: periods and signals. */
-static void on_timer(struct daemon *d);
-
-static int plan_load_off_loop(struct daemon *d, const char *path, struct daemon_plan *out,
-			      struct diag_list *diags)
-{
-	struct reload_job *j = calloc(1, sizeof(*j));
-	if (!j)
-		return -ENOMEM;
-	pthread_mutex_init(&j->mu, NULL);
-	j->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	j->path = strdup(path);
-	j->rc = -EINTR;
-	pthread_t th;
-	pthread_attr_t at;
-	if (j->efd < 0 || !j->path || pthread_attr_init(&at)) {
-		j->rc = -ENOMEM;
-		job_free(j);
-		return -ENOMEM;
-	}
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	int e = pthread_create(&th, &at, reload_thread, j);
-	pthread_attr_destroy(&at);
-	if (e) {
-		job_free(j);
-		return -e;
-	}
-	uint64_t t0 = govd_mono_ms();
-	int rc = 0;
-	for (;;) {
-		struct pollfd pfd[3] = { { .fd = j->efd, .events = POLLIN },
-					 { .fd = d->tfd, .events = POLLIN },
-					 { .fd = d->sfd, .events = POLLIN } };
-		uint64_t now = govd_mono_ms();
-		if (now - t0 >= DAEMON_RELOAD_PARSE_MAX_MS) {
-			diag_add(diags, DIAG_ERROR, path, 0, 0, "", "reload-timeout",
-				 "parsing the config and its policies took longer than %d ms; "
-				 "reload abandoned",
-				 DAEMON_RELOAD_PARSE_MAX_MS);
-			rc = -ETIMEDOUT;
-			break;
-		}
-		int n = poll(pfd, d->tfd >= 0 ? 3 : 1, (int)(DAEMON_RELOAD_PARSE_MAX_MS - (now - t0)));
-		if (n < 0 && errno != EINTR) {
-			rc = -errno;
-			break;
-		}
-		if (n <= 0)
-			continue;
-		if (pfd[0].revents & POLLIN)
-			break;
-		if (d->tfd >= 0 && (pfd[2].revents & POLLIN)) {
-			struct signalfd_siginfo si;
-			while (read(d->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-				if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
-					log_notice("%s from pid %u during a reload: abandoning it, "
-						   "restoring and stopping",
-						   si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT",
-						   si.ssi_pid);
-					d->stop = true;
-				} else if (si.ssi_signo == SIGHUP) {
-					log_notice("SIGHUP from pid %u: a reload is already running",
-						   si.ssi_pid);
-				}
-			}
-			if (d->stop) {
-				diag_add(diags, DIAG_ERROR, path, 0, 0, "", "reload-abandoned",
-					 "stopping: reload abandoned");
-				rc = -ECANCELED;
-				break;
-			}
-		}
-		if (d->tfd >= 0 && (pfd[1].revents & POLLIN))
-			on_timer(d); /* periods go on while the thread parses */
-	}
-	pthread_mutex_lock(&j->mu);
-	bool done = j->done;
-	if (!done || rc)
-		j->abandoned = true;
-	pthread_mutex_unlock(&j->mu);
-	if (!done)
-		return rc; /* the thread frees the job when it ends */
-	if (rc) {
-		job_free(j);
-		return rc;
-	}
-	for (size_t i = 0; i < j->diags.n; i++) {
-		const struct diag *g = &j->diags.v[i];
-		diag_add(diags, g->sev, g->file, g->line, g->col, g->path, g->code, "%s", g->msg);
-	}
-	rc = j->rc;
-	if (rc == 0) {
-		*out = j->plan;
-		j->rc = -1; /* ownership moved: job_free must not free it */
-	}
-	job_free(j);
-	return rc;
-}
-
-int daemon_reload(struct daemon *d, struct diag_list *diags)
-{
-	struct daemon_plan np;
-	struct governor *ng[CONFIG_MAX_DEVICES] = { 0 };
-	char why[512];
-	int rc;
-
-	rc = plan_load_off_loop(d, d->plan.cfg->path, &np, diags);
-	if (rc)
-		return rc;
-	const struct config *oc = d->plan.cfg, *nc = np.cfg;
-	int wl, wc;
-	if (!config_reloadable_at(oc, nc, why, sizeof(why), &wl, &wc)) {
-		diag_add(diags, DIAG_ERROR, nc->path, wl, wc, "", "not-reloadable", "%s", why);
-		rc = -EINVAL;
-		goto err_plan;
-	}
-	if ((d->dry_run_cli || nc->dry_run) != d->dry_run) {
-		diag_add(diags, DIAG_ERROR, nc->path, 0, 0, "dry_run", "not-reloadable",
-			 "dry_run changed: restart govd to switch between observing and acting");
-		rc = -EINVAL;
-		goto err_plan;
-	}
-	/* Check every new governor against its device before any swap. */
-	for (size_t i = 0; i < d->n; i++) {
-		struct governor *t;
-		if ((rc = gov_new(d, &d->dev[i], np.pol[i], NULL, &t, diags)))
-			goto err_plan;
-		governor_free(t); /* never ticked: nothing to restore */
-	}
-	for (size_t i = 0; i < d->n; i++) {
-		struct daemon_dev *dd = &d->dev[i];
-		rc = gov_new(d, dd, np.pol[i], dd->log ? logrot_file(dd->log) : NULL, &ng[i], diags);
-		if (rc)
-			goto err_new;
-	}
-	/* Commit: nothing below fails. */
-	for (size_t i = 0; i < d->n; i++) {
-		struct daemon_dev *dd = &d->dev[i];
-		governor_handover(ng[i], dd->g);
-		governor_free(dd->g);
-		dd->g = ng[i];
-		dd->cfg = &nc->dev[i];
-		/* govctl hold outlasts a reload: the new governor starts held */
-		governor_hold(dd->g, d->held);
-		if (dd->has_grant)
-			governor_set_power_budget_mw(dd->g, dd->grant_mw);
-	}
-	bool period_changed = np.period_ms != d->plan.period_ms;
-	struct daemon_plan old = d->plan;
-	d->plan = np;
-	daemon_plan_free(&old);
-	log_set_level(d->log_level_cli_set ? d->log_level_cli : d->plan.cfg->log_level);
-	for (size_t i = 0; d->snap && i < d->n; i++)
-		if (d->dev[i].metrics_idx >= 0)
-			metrics_device_set_policy(&d->snap->dev[d->dev[i].metrics_idx], d->plan.pol[i]);
-	if (d->cs)
-		ctlsock_set_acl(d->cs, &d->plan.cfg->control.acl);
-	if (period_changed && (rc = arm_timer(d)))
-		log_err("re-arming the timer at %u ms failed: %s", d->plan.period_ms, strerror(-rc));
-	return 0;
-
-err_new:
-	for (size_t i = 0; i < d->n; i++) {
-		if (ng[i])
-			governor_abandon(ng[i]); /* the old one still runs the device */
-		governor_free(ng[i]);
-	}
-err_plan:
-	daemon_plan_free(&np);
-	return rc;
-}
-
-/* A reload with every diagnostic logged; the first error's text in
- * first_err (the control socket's reply). */
-int daemon_reload_logged(struct daemon *d, char *first_err, size_t len)
-{
-	struct diag_list dl = { 0 };
-	notify(d, "RELOADING=1");
-	int rc = daemon_reload(d, &dl);
-	for (size_t i = 0; i < dl.n; i++) {
-		char line[1200];
-		diag_format(&dl.v[i], line, sizeof(line));
-		if (dl.v[i].sev == DIAG_ERROR) {
-			log_err("reload: %s", line);
-			if (first_err && !first_err[0])
-				snprintf(first_err, len, "%.*s", (int)(len - 1), line);
-		} else {
-			log_warn("reload: %s", line);
-		}
-	}
-	diag_clear(&dl);
-	if (rc) {
-		d->st.reload_failures++;
-		log_err("reload refused: the running config and policies stay in force");
-	} else {
-		d->st.reloads++;
-		char pols[512] = "";
-		size_t off = 0;
-		for (size_t i = 0; i < d->n && off < sizeof(pols); i++)
-			off += (size_t)snprintf(pols + off, sizeof(pols) - off, "%s%s=%s (%s)",
-						i ? ", " : "", d->dev[i].cfg->name,
-						d->plan.pol[i]->name, d->plan.pol[i]->hash_hex);
-		log_notice("reloaded %s: %s", d->plan.cfg->path, pols);
-	}
-	notify(d, "READY=1");
-	return rc;
-}
-
-static void do_reload(struct daemon *d)
-{
-	daemon_reload_logged(d, NULL, 0);
-}
-
-/* reload_on_change: a burst of events in the config's folder (an editor's
- * save, a ConfigMap's ..data swap) is one reload; the reload is the same
- * transaction as SIGHUP's, so a half-written file is refused and the next
- * event retries. */
-/* A name in the config's folder whose change is a config change: a YAML file
- * (the config, a policy) or a ConfigMap's ..data link; not govd's own files
- * there (a state file, its lock, a socket), which would reload in a loop. */
-static bool config_name(const char *name)
-{
-	size_t n = strlen(name);
-	return !strcmp(name, "..data") || (n > 5 && !strcmp(name + n - 5, ".yaml")) ||
-	       (n > 4 && !strcmp(name + n - 4, ".yml"));
-}
-
-static void on_config_change(void *ctx, int fd)
-{
-	struct daemon *d = ctx;
-	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-	bool any = false;
-	ssize_t r;
-	while ((r = read(fd, buf, sizeof(buf))) > 0)
-		for (ssize_t off = 0; off + (ssize_t)sizeof(struct inotify_event) <= r;) {
-			const struct inotify_event *ev = (const void *)(buf + off);
-			if (ev->len && config_name(ev->name))
-				any = true;
-			off += (ssize_t)(sizeof(*ev) + ev->len);
-		}
-	if (!any)
-		return;
-	log_notice("config folder changed: reloading");
-	do_reload(d);
-}
-
-static int watch_config(struct daemon *d, struct diag_list *diags)
-{
-	const struct config *c = d->plan.cfg;
-	d->wfd = -1;
-	if (!c->reload_on_change)
-		return 0;
-	char dir[CONFIG_PATH_LEN];
-	snprintf(dir, sizeof(dir), "%s", c->path);
-	char *slash = strrchr(dir, '/');
-	if (slash)
-		*(slash == dir ? slash + 1 : slash) = '\0';
-	else
-		snprintf(dir, sizeof(dir), ".");
-	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	if (fd < 0 || inotify_add_watch(fd, dir, IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE |
-							 IN_DELETE | IN_ATTRIB) < 0) {
-		int err = errno;
-		if (fd >= 0)
-			close(fd);
-		diag_add(diags, DIAG_ERROR, c->path, 0, 0, "reload_on_change", "watch",
-			 "cannot watch %s: %s", dir, strerror(err));
-		return -err;
-	}
-	int rc = daemon_add_fd(d, fd, on_config_change, d);
-	if (rc) {
-		close(fd);
-		return rc;
-	}
-	d->wfd = fd;
-	log_notice("reloading on changes in %s", dir);
-	return 0;
-}
-
-/* ---- the loop ---- */
-
-/* The brake outputs follow the alert lines: asserted while any alert is,
- * released when none is. A failed write is logged and retried at the next
- * change; close drives each line to its brake_safe level. In a dry run the
- * device's write ops are no-ops, so the decision is logged, not driven. */
-static void drive_brakes(struct daemon *d)
-{
-	bool want = false;
-	for (size_t i = 0; i < d->n; i++)
-		want |= d->dev[i].alert_on;
-	for (size_t i = 0; i < d->n; i++) {
-		struct daemon_dev *dd = &d->dev[i];
-		if (!hal_can_brake(dd->dev) || dd->brake_on == want)
-			continue;
-		int rc = dd->dev->ops->set_brake(dd->dev, want);
-		if (rc) {
-			log_err("%s: brake output: %s", dd->cfg->name, strerror(-rc));
-			continue;
-		}
-		dd->brake_on = want;
-		if (want)
-			log_warn("%s: brake asserted (an alert line is asserted)%s", dd->cfg->name,
-				 d->dry_run ? " [dry run: not driven]" : "");
-		else
-			log_notice("%s: brake released (no alert line asserted)%s", dd->cfg->name,
-				   d->dry_run ? " [dry run: not driven]" : "");
-	}
-}
-
-static void on_alert(struct daemon *d, struct daemon_dev *dd)
-{
-	struct hal_alert ev;
-	int rc;
-	while ((rc = dd->hw.ops->alert_read(&dd->hw, &ev)) == 1) {
-		if (ev.kind != HAL_ALERT_ASSERTED) {
-			log_notice("%s: alert cleared (seq %llu)", dd->cfg->name,
-				   (unsigned long long)ev.seq);
-			dd->alert_on = false;
-			continue;
-		}
-		dd->alert_on = true;
-		log_warn("%s: alert asserted (seq %llu): emergency on every device", dd->cfg->name,
-			 (unsigned long long)ev.seq);
-		for (size_t i = 0; i < d->n; i++) {
-			int r = governor_emergency(d->dev[i].g, "alert line asserted");
-			if (r)
-				log_err("%s: emergency path failed: %s", d->dev[i].cfg->name,
-					strerror(-r));
-		}
-	}
-	if (rc < 0)
-		log_err("%s: reading the alert line: %s", dd->cfg->name, strerror(-rc));
-	drive_brakes(d);
-}
-
-void daemon_handle_alerts(struct daemon *d)
-{
-	for (size_t i = 0; i < d->n; i++)
-		if (hal_can_alert(&d->dev[i].hw))
-			on_alert(d, &d->dev[i]);
-}
-
-static void on_timer(struct daemon *d)
-{
-	uint64_t exp;
-	ssize_t n = read(d->tfd, &exp, sizeof(exp));
-	if (n != (ssize_t)sizeof(exp))
-		return; /* EAGAIN: spurious wake-up */
-	d->st.periods += exp;
-	if (exp > 1) {
-		d->st.overruns += exp - 1;
-		/* once per doubling of the count (a steady overload of several
-		 * periods each time must not log every period) */
-		uint64_t o = d->st.overruns, prev = o - (exp - 1);
-		if (prev == 0 || __builtin_clzll(o) < __builtin_clzll(prev))
-			log_warn("loop overrun: %llu period(s) missed (%llu in total)",
-				 (unsigned long long)(exp - 1), (unsigned long long)o);
-	}
-	daemon_tick(d);
-	notify(d, "WATCHDOG=1");
-}
-
-static void on_signal(struct daemon *d)
-{
-	struct signalfd_siginfo si;
-	while (read(d->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-		switch (si.ssi_signo) {
-		case SIGHUP:
-			log_notice("SIGHUP from pid %u: reloading", si.ssi_pid);
-			do_reload(d);
-			break;
-		case SIGTERM:
-		case SIGINT:
-			log_notice("%s from pid %u: restoring and stopping",
-				   si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT", si.ssi_pid);
-			d->stop = true;
-			break;
-		default:
-			break;
-		}
-	}
-}
-
-int daemon_run(struct daemon *d)
-{
-	struct pollfd pfd[2 + CONFIG_MAX_DEVICES + DAEMON_MAX_FDS];
-	struct daemon_dev *alert_dev[CONFIG_MAX_DEVICES];
-	char status[160];
-
-	snprintf(status, sizeof(status), "STATUS=%zu device(s), %u ms period%s", d->n,
-		 d->plan.period_ms, d->dry_run ? ", dry run" : "");
-	notify(d, "READY=1");
-	notify(d, status);
-	while (!d->stop) {
-		size_t n = 0, n_alert = 0;
-		pfd[n++] = (struct pollfd){ .fd = d->tfd, .events = POLLIN };
-		pfd[n++] = (struct pollfd){ .fd = d->sfd, .events = POLLIN };
-		for (size_t i = 0; i < d->n; i++) {
-			if (!hal_can_alert(&d->dev[i].hw))
-				continue;
-			int fd = d->dev[i].hw.ops->alert_fd(&d->dev[i].hw);
-			if (fd < 0)
-				continue;
-			alert_dev[n_alert++] = &d->dev[i];
-			pfd[n++] = (struct pollfd){ .fd = fd, .events = POLLIN };
-		}
-		size_t first_extra = n;
-		for (size_t i = 0; i < d->n_fds; i++)
-			pfd[n++] = (struct pollfd){ .fd = d->fds[i].fd, .events = POLLIN };
-		if (poll(pfd, n, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			log_err("poll: %s", strerror(errno));
-			d->exit_code = 1;
-			break;
-		}
-		/* The alert path first: it must not wait behind a period. */
-		for (size_t i = 0; i < n_alert; i++)
-			if (pfd[2 + i].revents & POLLIN)
-				on_alert(d, alert_dev[i]);
-		if (pfd[1].revents & POLLIN)
-			on_signal(d);
-		if (d->stop)
-			break;
-		if (pfd[0].revents & POLLIN)
-			on_timer(d);
-		for (size_t i = 0; i < d->n_fds; i++)
-			if (pfd[first_extra + i].revents & (POLLIN | POLLHUP | POLLERR))
-				d->fds[i].cb(d->fds[i].ctx, d->fds[i].fd);
-	}
-	notify(d, "STOPPING=1");
-	int rc = daemon_restore_all(d);
-	/* The histogram's p99 is a bucket edge (2 % wide) and can sit just
-	 * above the largest tick seen. */
-	double p99 = hist_quantile(&d->st.tick_ms, 0.99);
-	if (p99 > d->st.tick_ms.max_ms)
-		p99 = d->st.tick_ms.max_ms;
-	log_notice("stopped after %llu period(s), %llu overrun(s), %llu reload(s) (%llu refused), "
-		   "tick p99 %.3f ms max %.3f ms%s",
-		   (unsigned long long)d->st.periods, (unsigned long long)d->st.overruns,
-		   (unsigned long long)d->st.reloads, (unsigned long long)d->st.reload_failures,
-		   p99, d->st.tick_ms.max_ms,
-		   rc ? "; RESTORE FAILED: the state file stays for `govctl restore`" : "");
-	if (rc)
-		return 1;
-	return d->exit_code;
 }

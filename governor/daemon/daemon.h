@@ -185,6 +185,19 @@ void daemon_stop_endpoints(struct daemon *d);
  * first_err (may be NULL): what the control socket replies. */
 int daemon_reload_logged(struct daemon *d, char *first_err, size_t len);
 
+/* Between daemon.c, daemon_reload.c and daemon_loop.c. */
+/* A governor for dd's device under pol, logging to log (NULL: none). */
+int daemon_gov_new(struct daemon *d, struct daemon_dev *dd, struct policy *pol, FILE *log,
+		   struct governor **out, struct diag_list *diags);
+/* sd_notify(3) where systemd is there. */
+void daemon_notify(struct daemon *d, const char *state);
+/* The period timer at the plan's period. 0 or -errno. */
+int daemon_arm_timer(struct daemon *d);
+/* The timer fired: the periods it counts, one tick. */
+void daemon_on_timer(struct daemon *d);
+/* reload_on_change: watch the config's folder. 0 or -errno + diags. */
+int daemon_watch_config(struct daemon *d, struct diag_list *diags);
+
 /* govd's side of the fleet (docs/fleet.md, daemon_fleet.c): the agent started
  * with the endpoints, the node's range, draw and demand handed to it each
  * period, and the budget it grants used as the node budget. */
