@@ -65,7 +65,7 @@ static int print_controllers(void)
 static const char *const key_type_names[] = {
 	[POLICY_KEY_NUMBER] = "number", [POLICY_KEY_UINT] = "integer",
 	[POLICY_KEY_INT64] = "integer", [POLICY_KEY_BOOL] = "boolean",
-	[POLICY_KEY_TEXT] = "string",   [POLICY_KEY_ENUM] = "enum",
+	[POLICY_KEY_TEXT] = "string",   [POLICY_KEY_ENUM] = "enum", [POLICY_KEY_SET] = "set",
 	[POLICY_KEY_LIST] = "list",     [POLICY_KEY_MAP] = "map",
 	[POLICY_KEY_SLA_ROWS] = "number",
 };
@@ -75,9 +75,22 @@ static json_t *num_or_null(double v)
 	return isfinite(v) ? json_real(v) : json_null();
 }
 
+/* An enum's default as its name, a set's as the list of its names. */
+static json_t *named_default(const struct policy_key *k)
+{
+	if (k->type == POLICY_KEY_ENUM)
+		return json_string(k->names[(int)k->def]);
+	json_t *a = json_array();
+	for (size_t i = 0; k->names[i]; i++)
+		if ((uint32_t)k->def & (1u << i))
+			json_array_append_new(a, json_string(k->names[i]));
+	return a;
+}
+
 static json_t *key_json(const struct policy_key *k, const char *path, double hi, const char *doc)
 {
-	bool scalar = policy_key_scalar(k) || k->type == POLICY_KEY_SLA_ROWS;
+	bool named = k->type == POLICY_KEY_ENUM || k->type == POLICY_KEY_SET;
+	bool scalar = (policy_key_scalar(k) && !named) || k->type == POLICY_KEY_SLA_ROWS;
 	json_t *o = json_object();
 	json_object_set_new(o, "path", json_string(path));
 	json_object_set_new(o, "type", json_string(key_type_names[k->type]));
@@ -85,10 +98,19 @@ static json_t *key_json(const struct policy_key *k, const char *path, double hi,
 	json_t *def = json_null();
 	if (k->type == POLICY_KEY_BOOL)
 		def = json_boolean(k->def != 0);
+	else if (named)
+		def = named_default(k);
 	else if (scalar)
 		def = num_or_null(k->def);
 	json_object_set_new(o, "default", def);
 	json_object_set_new(o, "default_doc", k->def_doc ? json_string(k->def_doc) : json_null());
+	json_t *values = json_null();
+	if (named) {
+		values = json_array();
+		for (size_t i = 0; k->names[i]; i++)
+			json_array_append_new(values, json_string(k->names[i]));
+	}
+	json_object_set_new(o, "values", values);
 	bool ranged = scalar && k->type != POLICY_KEY_BOOL;
 	json_object_set_new(o, "min", ranged ? json_real(k->lo) : json_null());
 	json_object_set_new(o, "max", ranged ? json_real(hi) : json_null());

@@ -33,7 +33,6 @@
 /* A section's allowed keys come from the key table (policy_keys.c). */
 #define SECTION_MAX_KEYS 32
 
-static const char *const rail_names[] = { "accel", "memory", "host", NULL };
 
 struct ctx {
 	struct ycfg *y;
@@ -452,6 +451,12 @@ static void read_scalars(struct ctx *c, yaml_node_t *map, const char *section, c
 		case POLICY_KEY_BOOL:
 			bool_key(c, map, path, name, at);
 			break;
+		case POLICY_KEY_ENUM:
+			enum_key(c, map, path, name, k[i]->names, at);
+			break;
+		case POLICY_KEY_SET:
+			enum_set(c, map, path, name, k[i]->names, at);
+			break;
 		default: /* read by the section's own code */
 			break;
 		}
@@ -490,12 +495,8 @@ static void read_metadata(struct ctx *c)
 static void read_objective(struct ctx *c)
 {
 	yaml_node_t *o = c->objective = section(c, c->root, "", "objective");
-	int k;
-	if (!o)
-		return;
-	if (enum_key(c, o, "objective", "kind", policy_objective_names, &k))
-		c->p->objective.kind = (enum policy_objective)k;
-	enum_set(c, o, "objective", "power_rails", rail_names, &c->p->objective.rails);
+	if (o)
+		read_scalars(c, o, "objective", "objective", c->p);
 }
 
 /* control.params as located raw values: each a plain number, its name and
@@ -719,12 +720,8 @@ static void read_precision_quality(struct ctx *c)
 {
 	struct policy *p = c->p;
 	yaml_node_t *n, *sl;
-	int k;
 
 	if ((n = c->prec = section(c, c->root, "", "precision"))) {
-		enum_set(c, n, "precision", "modes", policy_prec_names, &p->precision.modes);
-		if (enum_key(c, n, "precision", "fallback", policy_prec_names, &k))
-			p->precision.fallback = (enum policy_prec)k;
 		read_scalars(c, n, "precision", "precision", p);
 		if ((sl = ycfg_get(c->y, n, "slices")))
 			each_slice(c, sl, "precision.slices", prec_slice);
@@ -754,7 +751,6 @@ static void read_rollback(struct ctx *c)
 {
 	struct policy *p = c->p;
 	yaml_node_t *n = c->rb = section(c, c->root, "", "rollback"), *t;
-	int k;
 	if (!n)
 		return;
 	if ((t = c->trig = section(c, n, "rollback", "triggers")))
@@ -762,8 +758,6 @@ static void read_rollback(struct ctx *c)
 	read_scalars(c, n, "rollback", "rollback", p);
 	if ((t = c->lkg = section(c, n, "rollback", "last_known_good"))) {
 		read_scalars(c, t, "rollback.last_known_good", "rollback.last_known_good", p);
-		if (enum_key(c, t, "rollback.last_known_good", "fallback", policy_lkg_names, &k))
-			p->rollback.lkg_fallback = (enum policy_lkg_fallback)k;
 	}
 }
 

@@ -215,9 +215,10 @@ enum policy_key_type {
 	POLICY_KEY_UINT,     /* uint32_t */
 	POLICY_KEY_INT64,    /* int64_t (a slice's, -1 unset) */
 	POLICY_KEY_BOOL,
+	POLICY_KEY_ENUM,     /* one of names: an enum (int-sized) */
+	POLICY_KEY_SET,      /* a non-empty list of names, each once: uint32_t bits */
 	POLICY_KEY_TEXT,     /* read by its own code in policy.c, as the rest below */
-	POLICY_KEY_ENUM,
-	POLICY_KEY_LIST,
+	POLICY_KEY_LIST,     /* a list of strings */
 	POLICY_KEY_MAP,      /* a section, or a map of slices */
 	POLICY_KEY_SLA_ROWS, /* stands for common/sla.h's rows (sla.ttft_p99_ms, ...) */
 };
@@ -233,11 +234,13 @@ struct policy_key {
 	size_t off;        /* in struct policy, or struct policy_slice where slice */
 	bool slice;
 	const char *doc;   /* its meaning; NULL: a section, documented by its keys */
+	const char *const *names; /* an enum's or a set's values, NULL-terminated */
 };
 
 size_t policy_key_count(void);
 const struct policy_key *policy_key_at(size_t i);
-/* A number, integer or boolean: read, checked and defaulted from its row. */
+/* A number, integer, boolean, enum or set: read, checked and defaulted
+ * from its row. */
 bool policy_key_scalar(const struct policy_key *k);
 /* The last part of the path ("ceiling_c"). */
 const char *policy_key_name(const struct policy_key *k);
@@ -303,6 +306,7 @@ bool policy_envelope_check(const struct policy *p, const struct hal_limits *lim,
 extern const char *const policy_objective_names[]; /* POLICY_OBJ_N + 1 */
 extern const char *const policy_prec_names[];      /* POLICY_PREC_N + 1 */
 extern const char *const policy_lkg_names[];       /* POLICY_LKG_N + 1 */
+extern const char *const policy_rail_names[];      /* HAL_RAIL_N + 1: objective.power_rails */
 const char *policy_prec_name(enum policy_prec m);
 uint64_t fnv1a64(const void *data, size_t len);
 

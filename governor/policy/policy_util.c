@@ -13,14 +13,10 @@
 void policy_defaults(struct policy *p)
 {
 	memset(p, 0, sizeof(*p));
-	/* Numbers and booleans: their rows (policy_keys.c). */
+	/* Numbers, booleans, enums and sets: their rows (policy_keys.c). INT8
+	 * is in the default modes: a controller may choose it, but only
+	 * through the quality gate. */
 	policy_key_defaults(p);
-	p->objective.kind = POLICY_OBJ_PERF_PER_WATT;
-	p->objective.rails = POLICY_RAILS_ALL;
-	/* INT8 may be chosen by a controller, but only through the quality gate. */
-	p->precision.modes = POLICY_PREC_BIT(POLICY_PREC_BF16) | POLICY_PREC_BIT(POLICY_PREC_INT8);
-	p->precision.fallback = POLICY_PREC_BF16;
-	p->rollback.lkg_fallback = POLICY_LKG_SAFE_POINT;
 	p->telemetry.stale_ms = policy_default_stale_ms(p->control.period_ms);
 }
 

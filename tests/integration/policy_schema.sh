@@ -105,4 +105,17 @@ cmp -s "$tmp/stale/docs/policy.md" docs/policy.md && fail "the doc-edit check di
 abs_govctl=$(realpath "$govctl") abs_build=$(realpath "$build") top=$PWD
 (cd "$tmp/stale" && ! GOVCTL=$abs_govctl $py "$top/tools/gen-policy-keys" "$abs_build" --check >/dev/null 2>&1) ||
 	fail "gen-policy-keys --check passed a hand-edited schema and doc"
+# a key the schema lacks is added from its row (a new key is a row)
+mkdir -p "$tmp/new/policies/schema" "$tmp/new/docs"
+cp docs/policy.md "$tmp/new/docs/"
+$py - policies/schema/policy.schema.json "$tmp/new/policies/schema/policy.schema.json" <<'PY'
+import collections, json, sys
+s = json.load(open(sys.argv[1]), object_pairs_hook=collections.OrderedDict)
+del s["properties"]["telemetry"]["properties"]["stuck_periods"]
+open(sys.argv[2], "w").write(json.dumps(s, indent=2) + "\n")
+PY
+(cd "$tmp/new" && GOVCTL=$abs_govctl $py "$top/tools/gen-policy-keys" "$abs_build") ||
+	fail "gen-policy-keys could not add a key the schema lacks"
+cmp -s "$tmp/new/policies/schema/policy.schema.json" policies/schema/policy.schema.json ||
+	fail "gen-policy-keys added telemetry.stuck_periods other than the committed schema has it"
 echo "policy_schema: ok ($n bad examples)"

@@ -265,10 +265,10 @@ static void test_errors_have_positions(void **state)
 
 /* The loader alone keeps control.params as located raw values; binding to a
  * controller's table checks names and ranges at those locations. */
-/* The key table drives the loader: every number and boolean it lists is read
- * into its field, a value past its range (or not a boolean) is an error at
- * its path, and policy_defaults gives its default. A row the loader did not
- * read, or read with another range, fails here. */
+/* The key table drives the loader: every number, boolean, enum and set it
+ * lists is read into its field, a value past its range (or not one of its
+ * values) is an error at its path, and policy_defaults gives its default.
+ * A row the loader did not read, or read with another range, fails here. */
 static void key_yaml(const struct policy_key *k, const char *value, char *buf, size_t len)
 {
 	char parts[8][48] = { { 0 } };
@@ -350,6 +350,30 @@ static void test_key_table(void **state)
 		scalars++;
 		bool err;
 		struct policy *p;
+		if (k->type == POLICY_KEY_ENUM) {
+			p = parse_key(k, k->names[1], NULL, &err);
+			assert_false(err);
+			assert_int_equal(*(const int *)key_field(p, k), 1);
+			policy_free(p);
+			p = parse_key(k, "no_such_value", "enum", &err);
+			assert_true(err);
+			policy_free(p);
+			assert_int_equal(*(const int *)key_field(&def, k), (int)k->def);
+			continue;
+		}
+		if (k->type == POLICY_KEY_SET) {
+			char v[64];
+			snprintf(v, sizeof(v), "[%s]", k->names[0]);
+			p = parse_key(k, v, NULL, &err);
+			assert_false(err);
+			assert_int_equal(*(const uint32_t *)key_field(p, k), 1);
+			policy_free(p);
+			p = parse_key(k, "[]", "range", &err);
+			assert_true(err);
+			policy_free(p);
+			assert_int_equal(*(const uint32_t *)key_field(&def, k), (uint32_t)k->def);
+			continue;
+		}
 		if (k->type == POLICY_KEY_BOOL) {
 			p = parse_key(k, "false", NULL, &err);
 			assert_false(err);
@@ -394,7 +418,7 @@ static void test_key_table(void **state)
 		if (d != k->def)
 			fail_msg("%s: default %g, its row says %g", k->path, d, k->def);
 	}
-	assert_true(scalars >= 50);
+	assert_true(scalars >= 55);
 }
 
 static void test_parse_then_bind(void **state)
