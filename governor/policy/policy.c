@@ -411,7 +411,8 @@ static yaml_node_t *section(struct ctx *c, yaml_node_t *parent, const char *ppat
 	return n;
 }
 
-/* Units the key's name tells (its suffix); a range error names any other. */
+/* Units a number's name tells (its suffix) or that need no saying; a range
+ * error names any other (tokens/s). */
 static bool unit_in_name(const struct policy_key *k)
 {
 	static const char *const told[] = { "", "ms", "s", "C", "W", "MHz", "samples", "periods",
@@ -422,9 +423,9 @@ static bool unit_in_name(const struct policy_key *k)
 	return false;
 }
 
-/* Every number and boolean of section (table rows) found in map, checked
- * against its row and stored into base (struct policy, or the slice's
- * struct policy_slice); path names the map in messages. */
+/* Every number, boolean, enum and set of section (table rows) found in
+ * map, checked against its row and stored into base (struct policy, or the
+ * slice's struct policy_slice); path names the map in messages. */
 static void read_scalars(struct ctx *c, yaml_node_t *map, const char *section, const char *path,
 			 void *base)
 {
