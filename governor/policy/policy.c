@@ -423,9 +423,11 @@ static bool unit_in_name(const struct policy_key *k)
 	return false;
 }
 
-/* Every number, boolean, enum and set of section (table rows) found in
- * map, checked against its row and stored into base (struct policy, or the
- * slice's struct policy_slice); path names the map in messages. */
+/* Every number, boolean, enum, set, text and list of texts of section
+ * (table rows) found in map, checked against its row and stored into base
+ * (struct policy, or the slice's struct policy_slice); path names the map
+ * in messages. Rows without a reader here (sections, slice maps, the name,
+ * the controller) are their sections' own code's. */
 static void read_scalars(struct ctx *c, yaml_node_t *map, const char *section, const char *path,
 			 void *base)
 {
@@ -458,6 +460,15 @@ static void read_scalars(struct ctx *c, yaml_node_t *map, const char *section, c
 		case POLICY_KEY_SET:
 			enum_set(c, map, path, name, k[i]->names, at);
 			break;
+		case POLICY_KEY_TEXT:
+			if (k[i]->size)
+				text(c, map, path, name, false, at, k[i]->size);
+			break;
+		case POLICY_KEY_LIST:
+			if (k[i]->size)
+				*(size_t *)((char *)base + k[i]->count_off) =
+					text_list(c, map, path, name, k[i]->max_items, at, k[i]->size);
+			break;
 		default: /* read by the section's own code */
 			break;
 		}
@@ -468,29 +479,13 @@ static void read_scalars(struct ctx *c, yaml_node_t *map, const char *section, c
 
 static void read_metadata(struct ctx *c)
 {
-	struct policy *p = c->p;
 	yaml_node_t *m = c->meta = section(c, c->root, "", "metadata");
 	if (!m)
 		return;
-	p->metadata.n_owners = text_list(c, m, "metadata", "owners", POLICY_MAX_OWNERS,
-					 &p->metadata.owners[0][0], POLICY_TEXT_LEN);
-	text(c, m, "metadata", "workload_profile", false, p->metadata.workload_profile,
-	     sizeof(p->metadata.workload_profile));
-	text(c, m, "metadata", "model_revision", false, p->metadata.model_revision,
-	     sizeof(p->metadata.model_revision));
-	text(c, m, "metadata", "power_mode", false, p->metadata.power_mode,
-	     sizeof(p->metadata.power_mode));
+	read_scalars(c, m, "metadata", "metadata", c->p);
 	yaml_node_t *v = section(c, m, "metadata", "validated_with");
-	if (v) {
-		text(c, v, "metadata.validated_with", "compiler", false,
-		     p->metadata.validated_with.compiler, POLICY_TEXT_LEN);
-		text(c, v, "metadata.validated_with", "runtime", false,
-		     p->metadata.validated_with.runtime, POLICY_TEXT_LEN);
-		text(c, v, "metadata.validated_with", "driver", false,
-		     p->metadata.validated_with.driver, POLICY_TEXT_LEN);
-		text(c, v, "metadata.validated_with", "firmware", false,
-		     p->metadata.validated_with.firmware, POLICY_TEXT_LEN);
-	}
+	if (v)
+		read_scalars(c, v, "metadata.validated_with", "metadata.validated_with", c->p);
 }
 
 static void read_objective(struct ctx *c)
@@ -736,16 +731,9 @@ static void read_precision_quality(struct ctx *c)
 
 static void read_envelope(struct ctx *c)
 {
-	struct policy *p = c->p;
-	struct policy_envelope *e = &p->envelope;
 	yaml_node_t *n = c->env = section(c, c->root, "", "envelope");
-	if (!n)
-		return;
-	read_scalars(c, n, "envelope", "envelope", p);
-	e->n_driver = text_list(c, n, "envelope", "driver_versions", POLICY_MAX_PATTERNS,
-				&e->driver_versions[0][0], POLICY_PATTERN_LEN);
-	e->n_firmware = text_list(c, n, "envelope", "firmware_versions", POLICY_MAX_PATTERNS,
-				  &e->firmware_versions[0][0], POLICY_PATTERN_LEN);
+	if (n)
+		read_scalars(c, n, "envelope", "envelope", c->p);
 }
 
 static void read_rollback(struct ctx *c)
@@ -1172,7 +1160,7 @@ static void parse(struct ycfg *y, struct policy *p)
 		       "'%s' is not allowed (it names output directories); use letters, digits, '.', "
 		       "'_' and '-', starting with a letter or digit",
 		       p->name);
-	text(&c, c.root, "", "description", false, p->description, sizeof(p->description));
+	read_scalars(&c, c.root, "", "", p); /* description; name above */
 	read_metadata(&c);
 	read_objective(&c);
 	read_control(&c);

@@ -217,9 +217,9 @@ enum policy_key_type {
 	POLICY_KEY_BOOL,
 	POLICY_KEY_ENUM,     /* one of names: an enum (int-sized) */
 	POLICY_KEY_SET,      /* a non-empty list of names, each once: uint32_t bits */
-	POLICY_KEY_TEXT,     /* read by its own code in policy.c, as the rest below */
-	POLICY_KEY_LIST,     /* a list of strings */
-	POLICY_KEY_MAP,      /* a section, or a map of slices */
+	POLICY_KEY_TEXT,     /* a string (size > 0; else read by its own code) */
+	POLICY_KEY_LIST,     /* a list of strings (size > 0; else its own code) */
+	POLICY_KEY_MAP,      /* a section, or a map of slices: its own code */
 	POLICY_KEY_SLA_ROWS, /* stands for common/sla.h's rows (sla.ttft_p99_ms, ...) */
 };
 
@@ -233,6 +233,9 @@ struct policy_key {
 	const char *range_doc; /* what else bounds it (a number), or the range (other types) */
 	size_t off;        /* in struct policy, or struct policy_slice where slice */
 	bool slice;
+	/* A text's buffer size, or a list's item size, its most items and
+	 * where its count is; 0: read by its own code in policy.c. */
+	size_t size, max_items, count_off;
 	const char *doc;   /* its meaning; NULL: a section, documented by its keys */
 	const char *const *names; /* an enum's or a set's values, NULL-terminated */
 };

@@ -10,9 +10,15 @@
 #include <stddef.h>
 #include <string.h>
 
-#define P(field) offsetof(struct policy, field), false
-#define S(field) offsetof(struct policy_slice, field), true
-#define NONE 0, false
+#define P(field) offsetof(struct policy, field), false, 0, 0, 0
+#define S(field) offsetof(struct policy_slice, field), true, 0, 0, 0
+#define NONE 0, false, 0, 0, 0
+/* a text: its buffer; a list of texts: its items and their count */
+#define T(field) offsetof(struct policy, field), false, sizeof(((struct policy *)0)->field), 0, 0
+#define L(field, count)                                                                         \
+	offsetof(struct policy, field), false, sizeof(((struct policy *)0)->field[0]),            \
+		sizeof(((struct policy *)0)->field) / sizeof(((struct policy *)0)->field[0]),     \
+		offsetof(struct policy, count)
 
 const char *const policy_rail_names[] = { "accel", "memory", "host", NULL };
 
@@ -20,7 +26,7 @@ static const struct policy_key keys[] = {
 	/* top level */
 	{ "name", POLICY_KEY_TEXT, "", NAN, "required", 0, 0, "name, <= 63 chars", NONE,
 	  "labels runs, logs and output directories", NULL },
-	{ "description", POLICY_KEY_TEXT, "", NAN, "\"\"", 0, 0, "<= 255 chars", NONE,
+	{ "description", POLICY_KEY_TEXT, "", NAN, "\"\"", 0, 0, "<= 255 chars", T(description),
 	  "one line on the purpose", NULL },
 	{ "metadata", POLICY_KEY_MAP, "", NAN, NULL, 0, 0, NULL, NONE, NULL, NULL },
 	{ "objective", POLICY_KEY_MAP, "", NAN, NULL, 0, 0, NULL, NONE, NULL, NULL },
@@ -38,23 +44,23 @@ static const struct policy_key keys[] = {
 
 	/* metadata */
 	{ "metadata.owners", POLICY_KEY_LIST, "", NAN, "none (warning)", 0, 0,
-	  "list of 1..8 strings", NONE, "who answers for the policy", NULL },
-	{ "metadata.workload_profile", POLICY_KEY_TEXT, "", NAN, "\"\"", 0, 0, "string", NONE,
+	  "list of 1..8 strings", L(metadata.owners, metadata.n_owners), "who answers for the policy", NULL },
+	{ "metadata.workload_profile", POLICY_KEY_TEXT, "", NAN, "\"\"", 0, 0, "string", T(metadata.workload_profile),
 	  "workload it was tuned on (scenario, trace, traffic class)", NULL },
-	{ "metadata.model_revision", POLICY_KEY_TEXT, "", NAN, "\"\"", 0, 0, "string", NONE,
+	{ "metadata.model_revision", POLICY_KEY_TEXT, "", NAN, "\"\"", 0, 0, "string", T(metadata.model_revision),
 	  "model and revision served", NULL },
 	{ "metadata.validated_with", POLICY_KEY_MAP, "", NAN, NULL, 0, 0, NULL, NONE, NULL, NULL },
-	{ "metadata.power_mode", POLICY_KEY_TEXT, "", NAN, "\"\"", 0, 0, "string", NONE,
+	{ "metadata.power_mode", POLICY_KEY_TEXT, "", NAN, "\"\"", 0, 0, "string", T(metadata.power_mode),
 	  "platform power mode validated in (MaxQ, MaxP, default ...)", NULL },
-	{ "metadata.validated_with.compiler", POLICY_KEY_TEXT, "", NAN, "\"\"", 0, 0, "string", NONE,
+	{ "metadata.validated_with.compiler", POLICY_KEY_TEXT, "", NAN, "\"\"", 0, 0, "string", T(metadata.validated_with.compiler),
 	  "compiler version of the perf-per-watt workflow the policy was validated with (provenance "
 	  "only; what is enforced is `envelope`)", NULL },
-	{ "metadata.validated_with.runtime", POLICY_KEY_TEXT, "", NAN, "\"\"", 0, 0, "string", NONE,
+	{ "metadata.validated_with.runtime", POLICY_KEY_TEXT, "", NAN, "\"\"", 0, 0, "string", T(metadata.validated_with.runtime),
 	  "runtime version it was validated with (provenance only)", NULL },
-	{ "metadata.validated_with.driver", POLICY_KEY_TEXT, "", NAN, "\"\"", 0, 0, "string", NONE,
+	{ "metadata.validated_with.driver", POLICY_KEY_TEXT, "", NAN, "\"\"", 0, 0, "string", T(metadata.validated_with.driver),
 	  "driver version it was validated with (provenance only; one that no "
 	  "`envelope.driver_versions` pattern matches is a warning)", NULL },
-	{ "metadata.validated_with.firmware", POLICY_KEY_TEXT, "", NAN, "\"\"", 0, 0, "string", NONE,
+	{ "metadata.validated_with.firmware", POLICY_KEY_TEXT, "", NAN, "\"\"", 0, 0, "string", T(metadata.validated_with.firmware),
 	  "firmware version it was validated with (provenance only)", NULL },
 
 	/* objective */
@@ -236,10 +242,10 @@ static const struct policy_key keys[] = {
 	  P(envelope.slowdown_c),
 	  "outside when the device's hardware slowdown is lower (a higher one only adds headroom)", NULL },
 	{ "envelope.driver_versions", POLICY_KEY_LIST, "", NAN, "any", 0, 0,
-	  "1..8 fnmatch(3) patterns, <= 47 chars", NONE,
+	  "1..8 fnmatch(3) patterns, <= 47 chars", L(envelope.driver_versions, envelope.n_driver),
 	  "outside when the device's driver version matches none (or is unknown)", NULL },
 	{ "envelope.firmware_versions", POLICY_KEY_LIST, "", NAN, "any", 0, 0,
-	  "1..8 fnmatch(3) patterns, <= 47 chars", NONE,
+	  "1..8 fnmatch(3) patterns, <= 47 chars", L(envelope.firmware_versions, envelope.n_firmware),
 	  "outside when the device's firmware version matches none (or is unknown)", NULL },
 
 	/* safe_point */

@@ -265,9 +265,10 @@ static void test_errors_have_positions(void **state)
 
 /* The loader alone keeps control.params as located raw values; binding to a
  * controller's table checks names and ranges at those locations. */
-/* The key table drives the loader: every number, boolean, enum and set it
- * lists is read into its field, a value past its range (or not one of its
- * values) is an error at its path, and policy_defaults gives its default.
+/* The key table drives the loader: every number, boolean, enum, set, text
+ * and list it lists is read into its field, a value past its range (or not
+ * one of its values) is an error at its path, and policy_defaults gives its
+ * default.
  * A row the loader did not read, or read with another range, fails here. */
 static void key_yaml(const struct policy_key *k, const char *value, char *buf, size_t len)
 {
@@ -342,14 +343,31 @@ static void test_key_table(void **state)
 	(void)state;
 	struct policy def;
 	policy_defaults(&def);
-	size_t scalars = 0;
+	size_t scalars = 0, texts = 0;
 	for (size_t i = 0; i < policy_key_count(); i++) {
 		const struct policy_key *k = policy_key_at(i);
+		bool err;
+		struct policy *p;
+		if (k->type == POLICY_KEY_TEXT && k->size) {
+			p = parse_key(k, "x1", NULL, &err);
+			assert_false(err);
+			assert_string_equal((const char *)key_field(p, k), "x1");
+			policy_free(p);
+			texts++;
+			continue;
+		}
+		if (k->type == POLICY_KEY_LIST && k->size) {
+			p = parse_key(k, "[a1, b2]", NULL, &err);
+			assert_false(err);
+			assert_int_equal(*(const size_t *)((const char *)p + k->count_off), 2);
+			assert_string_equal((const char *)key_field(p, k) + k->size, "b2");
+			policy_free(p);
+			texts++;
+			continue;
+		}
 		if (!policy_key_scalar(k))
 			continue;
 		scalars++;
-		bool err;
-		struct policy *p;
 		if (k->type == POLICY_KEY_ENUM) {
 			p = parse_key(k, k->names[1], NULL, &err);
 			assert_false(err);
@@ -419,6 +437,7 @@ static void test_key_table(void **state)
 			fail_msg("%s: default %g, its row says %g", k->path, d, k->def);
 	}
 	assert_true(scalars >= 55);
+	assert_true(texts >= 10);
 }
 
 static void test_parse_then_bind(void **state)
