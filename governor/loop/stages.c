@@ -1,3 +1,7 @@
+/* The loop's stages that need no device (stage.h): validate, estimate,
+ * decide, rollback and guard, each an adapter of one shape around its
+ * module (telemetry/, controllers/, loop/), where what the policy means
+ * for that module is worked out once, at init. */
 #include "governor/loop/stage.h"
 
 #include <assert.h>
@@ -9,6 +13,7 @@
 /* The stuck detector's witness must have moved 5 W or 5 % utilisation; the
  * validator's other settings are the policy's (defaults: policy_defaults). */
 #define STUCK_WITNESS 5.0
+/* The junction temperature trend's filter time constant (s). */
 #define TREND_TAU_S 5.0
 /* Back inside an inlet range only this far from its edges: a sensor
  * dithering on the edge must not flip the device every period. */
