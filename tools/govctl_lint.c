@@ -90,7 +90,9 @@ static json_t *named_default(const struct policy_key *k)
 static json_t *key_json(const struct policy_key *k, const char *path, double hi, const char *doc)
 {
 	bool named = k->type == POLICY_KEY_ENUM || k->type == POLICY_KEY_SET;
-	bool scalar = (policy_key_scalar(k) && !named) || k->type == POLICY_KEY_SLA_ROWS;
+	bool scalar = k->type == POLICY_KEY_NUMBER || k->type == POLICY_KEY_UINT ||
+		      k->type == POLICY_KEY_INT64 || k->type == POLICY_KEY_BOOL ||
+		      k->type == POLICY_KEY_SLA_ROWS;
 	json_t *o = json_object();
 	json_object_set_new(o, "path", json_string(path));
 	json_object_set_new(o, "type", json_string(key_type_names[k->type]));

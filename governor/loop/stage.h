@@ -83,10 +83,7 @@ struct gov_decider {
 
 /* guard's state: the guard and the policy's envelope, judged each period. */
 struct gov_guard_stage {
-	struct guard guard;
-	const struct policy *pol;
-	const struct hal_limits *lim;
-	double period_s;
+	struct guard guard; /* holds the policy and the limits */
 	size_t n_slices;
 	bool outside_envelope;
 	char envelope_why[512];

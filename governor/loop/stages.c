@@ -254,9 +254,6 @@ static int guard_stage_init(void *state, const struct policy *pol, const struct 
 {
 	struct gov_guard_stage *gs = state;
 	memset(gs, 0, sizeof(*gs));
-	gs->pol = pol;
-	gs->lim = lim;
-	gs->period_s = pol->control.period_ms / 1000.0;
 	gs->n_slices = slices->n;
 	return guard_init(&gs->guard, pol, lim);
 }
@@ -265,13 +262,14 @@ static int guard_stage_init(void *state, const struct policy *pol, const struct 
  * reading), with hysteresis on the way back in. */
 static void check_envelope(struct gov_guard_stage *gs, double inlet_c)
 {
-	const struct policy *pol = gs->pol;
-	bool in = policy_envelope_check(pol, gs->lim, inlet_c, gs->envelope_why,
+	const struct policy *pol = gs->guard.pol;
+	const struct hal_limits *lim = &gs->guard.lim;
+	bool in = policy_envelope_check(pol, lim, inlet_c, gs->envelope_why,
 					sizeof(gs->envelope_why));
 	if (in && gs->outside_envelope && isfinite(inlet_c)) {
 		char tmp[8];
-		in = policy_envelope_check(pol, gs->lim, inlet_c - ENVELOPE_HYST_C, tmp, sizeof(tmp)) &&
-		     policy_envelope_check(pol, gs->lim, inlet_c + ENVELOPE_HYST_C, tmp, sizeof(tmp));
+		in = policy_envelope_check(pol, lim, inlet_c - ENVELOPE_HYST_C, tmp, sizeof(tmp)) &&
+		     policy_envelope_check(pol, lim, inlet_c + ENVELOPE_HYST_C, tmp, sizeof(tmp));
 		if (!in)
 			snprintf(gs->envelope_why, sizeof(gs->envelope_why),
 				 "inlet %.1f C within %.1f C of the envelope's edge (%g..%g C)", inlet_c,
@@ -298,7 +296,7 @@ static void guard_stage_step(void *state, struct gov_period *p)
 		p->want.op.n_slices = gs->n_slices;
 	}
 	check_envelope(gs, p->est->temp_c[HAL_TEMP_INLET]);
-	guard_policy_budget(&gs->guard, p->est->power_w, gs->period_s);
+	guard_policy_budget(&gs->guard, p->est->power_w, gs->guard.pol->control.period_ms / 1000.0);
 	guard_apply(&gs->guard, &p->cur, &p->want.op, p->est->critical_fault, &p->after, &p->reasons,
 		    &p->binding);
 	p->safety = (p->reasons & (GOV_R_SAFE_POINT | GOV_R_SAFE_HOLD | GOV_R_ENVELOPE)) != 0;

@@ -411,16 +411,13 @@ static yaml_node_t *section(struct ctx *c, yaml_node_t *parent, const char *ppat
 	return n;
 }
 
-/* Units a number's name tells (its suffix) or that need no saying; a range
- * error names any other (tokens/s). */
+/* Whether the key's suffix tells its row's unit (ycfg_key_unit, what a
+ * range message names by default); min_tokens_per_s ends in _s but counts
+ * tokens/s, so its messages name the row's unit. */
 static bool unit_in_name(const struct policy_key *k)
 {
-	static const char *const told[] = { "", "ms", "s", "C", "W", "MHz", "samples", "periods",
-					    "windows", "events", "faults", NULL };
-	for (size_t i = 0; told[i]; i++)
-		if (!strcmp(k->unit, told[i]))
-			return true;
-	return false;
+	const char *told = ycfg_key_unit(policy_key_name(k));
+	return *told ? !strcmp(told + 1, k->unit) : !k->unit[0];
 }
 
 /* Every number, boolean, enum, set, text and list of texts of section

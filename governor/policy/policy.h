@@ -242,9 +242,9 @@ struct policy_key {
 
 size_t policy_key_count(void);
 const struct policy_key *policy_key_at(size_t i);
-/* A number, integer, boolean, enum or set: read, checked and defaulted
- * from its row. */
-bool policy_key_scalar(const struct policy_key *k);
+/* A number, integer, boolean, enum or set: its row gives its default
+ * (policy_key_defaults). */
+bool policy_key_defaulted(const struct policy_key *k);
 /* The last part of the path ("ceiling_c"). */
 const char *policy_key_name(const struct policy_key *k);
 /* The direct children of section ("" top level, "quality.slices.*"), in
@@ -290,8 +290,7 @@ static inline uint32_t policy_default_stale_ms(uint32_t period_ms)
 }
 /* Controller parameter by name (validated at load), or def when absent. */
 double policy_param(const struct policy *p, const char *name, double def);
-/* Per device slice, by name: INT8 share and quality threshold. */
-double policy_slice_int8(const struct policy *p, const char *slice);
+/* Per device slice, by name: the quality threshold. */
 double policy_slice_max_drop(const struct policy *p, const char *slice);
 /* Every per-slice setting resolved against the policy-wide values. */
 void policy_slice_rule(const struct policy *p, const char *slice, struct policy_slice_rule *out);

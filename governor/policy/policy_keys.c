@@ -309,7 +309,7 @@ const struct policy_key *policy_key_at(size_t i)
 	return i < policy_key_count() ? &keys[i] : NULL;
 }
 
-bool policy_key_scalar(const struct policy_key *k)
+bool policy_key_defaulted(const struct policy_key *k)
 {
 	return k->type == POLICY_KEY_NUMBER || k->type == POLICY_KEY_UINT ||
 	       k->type == POLICY_KEY_INT64 || k->type == POLICY_KEY_BOOL ||
@@ -350,7 +350,7 @@ void policy_key_defaults(struct policy *p)
 {
 	for (size_t i = 0; i < policy_key_count(); i++) {
 		const struct policy_key *k = &keys[i];
-		if (!policy_key_scalar(k) || k->slice || isnan(k->def))
+		if (!policy_key_defaulted(k) || k->slice || isnan(k->def))
 			continue;
 		char *at = (char *)p + k->off;
 		switch (k->type) {

@@ -95,13 +95,6 @@ void policy_slices_resolve(const struct policy *p, const char (*names)[HAL_NAME_
 	}
 }
 
-double policy_slice_int8(const struct policy *p, const char *slice)
-{
-	struct policy_slice_rule r;
-	policy_slice_rule(p, slice, &r);
-	return r.int8_fraction;
-}
-
 double policy_slice_max_drop(const struct policy *p, const char *slice)
 {
 	struct policy_slice_rule r;

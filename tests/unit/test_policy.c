@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "common/ycfg.h"
 #include "governor/controllers/controller.h"
 #include "governor/policy/policy.h"
 
@@ -162,17 +163,19 @@ static void test_full_policy(void **state)
 						     POLICY_PREC_BIT(POLICY_PREC_INT8));
 	assert_int_equal(p->precision.fallback, POLICY_PREC_BF16);
 	assert_true(p->precision.int8_max_fraction == 0.9);
-	assert_true(policy_slice_int8(p, "code") == 0.9);
-	assert_true(policy_slice_int8(p, "math") == 0);
-	assert_true(policy_slice_int8(p, "chat") == 0.25); /* policy-wide share, slice bound */
-	assert_true(policy_slice_int8(p, "other") == 0.25);
+	struct policy_slice_rule r;
+	policy_slice_rule(p, "code", &r);
+	assert_true(r.int8_fraction == 0.9);
+	policy_slice_rule(p, "other", &r);
+	assert_true(r.int8_fraction == 0.25);
 	assert_true(policy_slice_max_drop(p, "chat") == 0.005);
 	assert_true(policy_slice_max_drop(p, "math") == 0.02);
-	struct policy_slice_rule r;
 	policy_slice_rule(p, "chat", &r);
+	assert_true(r.int8_fraction == 0.25); /* policy-wide share, slice bound */
 	assert_true(r.int8_allowed && r.int8_max_fraction == 0.5 && r.confidence == 0.99);
 	assert_true(r.min_samples == 1000 && r.shadow_rate == 0.1 && r.max_drop == 0.005);
 	policy_slice_rule(p, "math", &r);
+	assert_true(r.int8_fraction == 0);
 	assert_false(r.int8_allowed);
 	assert_true(r.confidence == 0.9 && r.min_samples == 300 && r.shadow_rate == 0.03);
 	policy_slice_rule(p, "unnamed", &r);
@@ -365,8 +368,14 @@ static void test_key_table(void **state)
 			texts++;
 			continue;
 		}
-		if (!policy_key_scalar(k))
+		if (!policy_key_defaulted(k))
 			continue;
+		/* An integer's range message names the unit its suffix tells
+		 * (ycfg_key_unit): the row must say the same, or none. */
+		const char *told = ycfg_key_unit(policy_key_name(k));
+		if ((k->type == POLICY_KEY_UINT || k->type == POLICY_KEY_INT64) && *told &&
+		    strcmp(told + 1, k->unit))
+			fail_msg("%s: row unit '%s', its suffix says '%s'", k->path, k->unit, told + 1);
 		scalars++;
 		if (k->type == POLICY_KEY_ENUM) {
 			p = parse_key(k, k->names[1], NULL, &err);
