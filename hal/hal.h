@@ -24,6 +24,9 @@
 
 enum hal_rail { HAL_RAIL_ACCEL, HAL_RAIL_MEMORY, HAL_RAIL_HOST, HAL_RAIL_N };
 enum hal_temp { HAL_TEMP_JUNCTION, HAL_TEMP_MEMORY, HAL_TEMP_INLET, HAL_TEMP_N };
+/* A slice's low-precision mode (set_low_mode); zero is INT8, the one mode
+ * before the ladder. */
+enum hal_low_mode { HAL_LOW_INT8, HAL_LOW_FP8, HAL_LOW_N };
 
 /* Throttle (clocks-event) reasons, NVML-like bits. */
 enum hal_throttle {
@@ -133,6 +136,10 @@ struct hal_serving {
 	uint64_t slice_completed[HAL_MAX_SLICES];
 	uint64_t slice_int8_completed[HAL_MAX_SLICES];
 	uint64_t slice_tokens_int8[HAL_MAX_SLICES];
+	/* The FP8 answers among the 8-bit ones (the ladder's first rung; a
+	 * backend without set_low_mode leaves them zero). */
+	uint64_t tokens_fp8;
+	uint64_t slice_fp8_completed[HAL_MAX_SLICES];
 	/* Added for the serving backend (a scraped server); the sim leaves them
 	 * zero. Latency quantiles are not here: the governor takes them from
 	 * the cumulative ttft/tbt/e2e histograms (hist_delta + hist_quantile). */
@@ -169,6 +176,10 @@ struct hal_quality {
 	size_t n_slices;
 	uint64_t samples[HAL_MAX_SLICES];
 	uint64_t mismatches[HAL_MAX_SLICES]; /* INT8 answer worse than BF16 */
+	/* The same sampled requests' FP8 answers against BF16, where the
+	 * server evaluates FP8 too (the precision ladder); zero otherwise. */
+	uint64_t samples_fp8[HAL_MAX_SLICES];
+	uint64_t mismatches_fp8[HAL_MAX_SLICES];
 	/* Added for the serving backend: evaluator-reported quality delta
 	 * (INT8 score - BF16 score, last value; meaningful where bit i of
 	 * delta_valid is set), malformed messages (cumulative) and the faults
@@ -247,6 +258,11 @@ struct hal_ops {
 	int (*read_quality)(struct hal_dev *dev, struct hal_quality *out);
 	/* INT8 share per slice in [0,1]; slices in read_serving order. */
 	int (*set_precision)(struct hal_dev *dev, const double *int8_frac, size_t n_slices);
+	/* The low mode per slice (enum hal_low_mode): what its low-precision
+	 * share (set_precision) is served in and what shadow evaluation
+	 * compares with BF16. The precision ladder's actuator; NULL where the
+	 * backend serves one 8-bit mode (INT8). Slices as set_precision. */
+	int (*set_low_mode)(struct hal_dev *dev, const uint8_t *mode, size_t n_slices);
 	/* Shadow-evaluation rate per slice asked of the serving side, in [0,1]
 	 * (share of the slice's completed requests re-run in the other
 	 * precision); 0: the server's own rate. Slices as set_precision. */
@@ -317,6 +333,7 @@ static inline bool hal_can_set_power_limit(const struct hal_dev *d) { return d->
 static inline bool hal_can_read_serving(const struct hal_dev *d) { return d->ops->read_serving != NULL; }
 static inline bool hal_can_read_quality(const struct hal_dev *d) { return d->ops->read_quality != NULL; }
 static inline bool hal_can_set_precision(const struct hal_dev *d) { return d->ops->set_precision != NULL; }
+static inline bool hal_can_set_low_mode(const struct hal_dev *d) { return d->ops->set_low_mode != NULL; }
 static inline bool hal_can_set_shadow_rate(const struct hal_dev *d) { return d->ops->set_shadow_rate != NULL; }
 static inline bool hal_can_alert(const struct hal_dev *d) { return d->ops->alert_fd != NULL && d->ops->alert_read != NULL; }
 static inline bool hal_can_brake(const struct hal_dev *d) { return d->ops->set_brake != NULL; }

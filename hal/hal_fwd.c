@@ -55,6 +55,12 @@ static int fwd_set_precision(struct hal_dev *dev, const double *int8_frac, size_
 	return in->ops->set_precision(in, int8_frac, n_slices);
 }
 
+static int fwd_set_low_mode(struct hal_dev *dev, const uint8_t *mode, size_t n_slices)
+{
+	struct hal_dev *in = hal_fwd_inner(dev);
+	return in->ops->set_low_mode(in, mode, n_slices);
+}
+
 static int fwd_set_shadow_rate(struct hal_dev *dev, const double *rate, size_t n_slices)
 {
 	struct hal_dev *in = hal_fwd_inner(dev);
@@ -127,6 +133,7 @@ void hal_fwd_init(struct hal_fwd *f, struct hal_dev *inner)
 		.read_serving = FWD(read_serving),
 		.read_quality = FWD(read_quality),
 		.set_precision = FWD(set_precision),
+		.set_low_mode = FWD(set_low_mode),
 		.set_shadow_rate = FWD(set_shadow_rate),
 		.get_original = FWD(get_original),
 		.last_error = FWD(last_error),

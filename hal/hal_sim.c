@@ -38,6 +38,8 @@ static int64_t milli(double v)
 	return (int64_t)llround(v * 1000.0);
 }
 
+static const struct hal_ops hal_sim_ops_fp8;
+
 static int sim_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct diag_list *diags)
 {
 	static const char *const keys[] = { "scenario", "seed", NULL };
@@ -77,6 +79,8 @@ static int sim_open(struct hal_dev *dev, const struct hal_dev_cfg *cfg, struct d
 	}
 	s->orig_limit_w = s->plant->dev.power_limit_w;
 	dev->priv = s;
+	if (s->plant->sc->server.fp8_engine)
+		dev->ops = &hal_sim_ops_fp8;
 	return 0;
 
 free_scenario:
@@ -210,6 +214,7 @@ static int sim_read_serving(struct hal_dev *dev, struct hal_serving *out)
 	out->requests_completed = st->completed;
 	out->tokens_generated = st->tokens_generated;
 	out->tokens_int8 = st->tokens_int8;
+	out->tokens_fp8 = st->tokens_fp8;
 	out->queue_len = st->queue_len;
 	out->running = st->running;
 	out->ttft = &st->ttft;
@@ -221,6 +226,7 @@ static int sim_read_serving(struct hal_dev *dev, struct hal_serving *out)
 		out->slice_completed[i] = st->slice_completed[i];
 		out->slice_int8_completed[i] = st->slice_int8_completed[i];
 		out->slice_tokens_int8[i] = st->slice_tokens_int8[i];
+		out->slice_fp8_completed[i] = st->slice_fp8_completed[i];
 	}
 	return 0;
 }
@@ -235,6 +241,8 @@ static int sim_read_quality(struct hal_dev *dev, struct hal_quality *out)
 	for (size_t i = 0; i < out->n_slices && i < HAL_MAX_SLICES; i++) {
 		out->samples[i] = p->q.samples[i];
 		out->mismatches[i] = p->q.mismatches[i];
+		out->samples_fp8[i] = p->q.samples_fp8[i];
+		out->mismatches_fp8[i] = p->q.mismatches_fp8[i];
 	}
 	return 0;
 }
@@ -249,6 +257,19 @@ static int sim_set_precision(struct hal_dev *dev, const double *int8_frac, size_
 			return -EINVAL; /* NaN too; nothing applied */
 	for (size_t i = 0; i < n_slices; i++)
 		plant_set_int8_fraction(p, (uint32_t)i, int8_frac[i]);
+	return 0;
+}
+
+static int sim_set_low_mode(struct hal_dev *dev, const uint8_t *mode, size_t n_slices)
+{
+	struct plant *p = sim_of(dev)->plant;
+	if (n_slices != p->sc->n_slices)
+		return -EINVAL;
+	for (size_t i = 0; i < n_slices; i++)
+		if (mode[i] >= HAL_LOW_N || (mode[i] == HAL_LOW_FP8 && !p->sc->server.fp8_engine))
+			return -EINVAL; /* nothing applied */
+	for (size_t i = 0; i < n_slices; i++)
+		plant_set_low_mode(p, (uint32_t)i, mode[i] == HAL_LOW_FP8);
 	return 0;
 }
 
@@ -274,26 +295,32 @@ static int sim_restore(struct hal_dev *dev)
 	int rc = device_set_power_limit(&s->plant->dev, s->orig_limit_w);
 	for (size_t i = 0; i < s->plant->sc->n_slices; i++) {
 		plant_set_int8_fraction(s->plant, (uint32_t)i, 0.0);
+		plant_set_low_mode(s->plant, (uint32_t)i, false);
 		plant_set_shadow_rate(s->plant, (uint32_t)i, 0.0);
 	}
 	return rc;
 }
 
-const struct hal_ops hal_sim_ops = {
-	.name = "sim",
-	.open = sim_open,
-	.close = sim_close,
-	.get_limits = sim_get_limits,
-	.sample = sim_sample,
-	.set_clock_range = sim_set_clock_range,
-	.reset_clocks = sim_reset_clocks,
-	.set_power_limit = sim_set_power_limit,
-	.read_serving = sim_read_serving,
-	.read_quality = sim_read_quality,
-	.set_precision = sim_set_precision,
-	.set_shadow_rate = sim_set_shadow_rate,
-	.restore = sim_restore,
-};
+#define SIM_OPS(low_mode)                          \
+	{                                          \
+		.name = "sim",                     \
+		.open = sim_open,                  \
+		.close = sim_close,                \
+		.get_limits = sim_get_limits,      \
+		.sample = sim_sample,              \
+		.set_clock_range = sim_set_clock_range, \
+		.reset_clocks = sim_reset_clocks,  \
+		.set_power_limit = sim_set_power_limit, \
+		.read_serving = sim_read_serving,  \
+		.read_quality = sim_read_quality,  \
+		.set_precision = sim_set_precision, \
+		.set_low_mode = low_mode,          \
+		.set_shadow_rate = sim_set_shadow_rate, \
+		.restore = sim_restore,            \
+	}
+const struct hal_ops hal_sim_ops = SIM_OPS(NULL);
+/* A scenario whose server loads an FP8 engine offers the ladder's actuator. */
+static const struct hal_ops hal_sim_ops_fp8 = SIM_OPS(sim_set_low_mode);
 
 static uint64_t clock_now_ms(void *ctx)
 {
@@ -317,7 +344,7 @@ static const struct govd_clock_ops sim_clock_ops = {
 
 int hal_sim_clock(struct hal_dev *dev, struct govd_clock *out)
 {
-	if (dev->ops != &hal_sim_ops || !dev->priv)
+	if ((dev->ops != &hal_sim_ops && dev->ops != &hal_sim_ops_fp8) || !dev->priv)
 		return -EINVAL;
 	out->ops = &sim_clock_ops;
 	out->ctx = dev->priv;
@@ -326,7 +353,7 @@ int hal_sim_clock(struct hal_dev *dev, struct govd_clock *out)
 
 struct plant *hal_sim_plant(struct hal_dev *dev)
 {
-	if (dev->ops != &hal_sim_ops || !dev->priv)
+	if ((dev->ops != &hal_sim_ops && dev->ops != &hal_sim_ops_fp8) || !dev->priv)
 		return NULL;
 	return sim_of(dev)->plant;
 }

@@ -277,6 +277,10 @@ static void finish_batch(struct dynbatch *b, double t_done,
 			st->tokens_int8 += tok;
 			st->slice_int8_completed[s]++;
 			st->slice_tokens_int8[s] += tok;
+			if (r->fp8) {
+				st->tokens_fp8 += tok;
+				st->slice_fp8_completed[s]++;
+			}
 		}
 		if (on_done)
 			on_done(ctx, r, t_done);

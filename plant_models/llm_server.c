@@ -1,9 +1,9 @@
 /* Continuous-batching LLM server (vLLM / TensorRT-LLM in-flight batching).
  * Equations, parameters and sources: docs/serving-model.md.
  *
- * Two engines time-share the GPU, one per precision (INT8, BF16). The cycle
- * is INT8 prefill, INT8 decode, BF16 prefill, BF16 decode; a phase with no
- * work is skipped. A prefill phase processes at most max_prefill_tokens
+ * Engines time-share the GPU, one per precision (FP8 where the deployment
+ * loads it, INT8, BF16). The cycle is FP8 prefill, FP8 decode, INT8 prefill,
+ * INT8 decode, BF16 prefill, BF16 decode; a phase with no work is skipped. A prefill phase processes at most max_prefill_tokens
  * prompt tokens: with chunked_prefill (vLLM V1) it continues the partially
  * prefilled sequence, then admits from the engine's FIFO, splitting the last
  * prompt to fill the budget; without, it admits whole prompts. The decode
@@ -35,7 +35,7 @@
 #define VLLM_CHUNK_BIG 8192
 #define VLLM_CHUNK_SMALL 2048
 
-enum { ENG_INT8, ENG_BF16, ENG_N };
+enum { ENG_FP8, ENG_INT8, ENG_BF16, ENG_N };
 
 struct seq {
 	struct request r;
@@ -61,7 +61,6 @@ struct engine {
 	double w_bytes, peak_flops, mfu, act;
 	double lin_bw;           /* achieved bandwidth of the linear layers, relative to BF16's */
 	double attn_bw;          /* achieved bandwidth of decode attention, relative to streaming */
-	bool int8;
 };
 
 struct phase {
@@ -165,12 +164,15 @@ static double weight_bytes(const struct model_spec *m, bool int8)
 
 /* What low precision changes (docs/serving-model.md, "Precision"): weight
  * bytes, KV bytes where the model's 8-bit engine quantises KV, and the
- * tensor-core peak; mfu and activity are the model's per precision. */
+ * tensor-core peak; mfu and activity are the model's per precision. The
+ * FP8 engine's are the 8-bit ones: the 8-bit fit is FP8's (the published
+ * measurement it rests on is FP8 weights), and Hopper's FP8 and INT8
+ * tensor-core peaks are the same; what sets it apart is its own weights
+ * and batch. */
 static void engine_params(struct engine *e, const struct model_spec *m,
 			  const struct plant_preset *dev, bool int8)
 {
 	uint64_t kvb16 = (uint64_t)llround(m->kv_bytes_per_token);
-	e->int8 = int8;
 	e->w_bytes = weight_bytes(m, int8);
 	e->kvb = int8 && m->kv_bytes_per_token_int8 > 0
 			 ? (uint64_t)llround(m->kv_bytes_per_token_int8)
@@ -213,13 +215,14 @@ int llm_server_create(const struct server_cfg *cfg, const struct plant_preset *d
 		return -EINVAL;
 	}
 	s->dev = dev;
-	/* Both engines' weights stay resident (the router may pick either);
-	 * where they do not fit beside a useful KV cache, only the INT8 engine is
-	 * loaded and BF16 arrivals are rejected. */
+	/* Every engine's weights stay resident (the router may pick any);
+	 * where BF16's do not fit beside a useful KV cache, only the 8-bit
+	 * engines are loaded and BF16 arrivals are rejected. */
 	double usable_b = dev->hbm_gb * 1e9 * (1.0 - KV_RESERVE_FRAC);
-	double both_b = weight_bytes(m, false) + weight_bytes(m, true);
-	s->bf16_loaded = usable_b - both_b >= MIN_KV_SHARE * usable_b;
-	double free_b = usable_b - (s->bf16_loaded ? both_b : weight_bytes(m, true));
+	double low_b = weight_bytes(m, true) * (cfg->fp8_engine ? 2.0 : 1.0);
+	double all_b = weight_bytes(m, false) + low_b;
+	s->bf16_loaded = usable_b - all_b >= MIN_KV_SHARE * usable_b;
+	double free_b = usable_b - (s->bf16_loaded ? all_b : low_b);
 	if (free_b < m->kv_bytes_per_token) {
 		free(s);
 		return -EINVAL;
@@ -229,7 +232,7 @@ int llm_server_create(const struct server_cfg *cfg, const struct plant_preset *d
 	s->kv_cap_b = cfg->kv_capacity_tokens ? cfg->kv_capacity_tokens * kvb16 : (uint64_t)free_b;
 	for (int i = 0; i < ENG_N; i++) {
 		struct engine *e = &s->eng[i];
-		engine_params(e, m, dev, i == ENG_INT8);
+		engine_params(e, m, dev, i != ENG_BF16);
 		e->wait.cap = s->cfg.max_queue;
 		e->wait.v = malloc(sizeof(*e->wait.v) * s->cfg.max_queue);
 		e->run = malloc(sizeof(*e->run) * s->cfg.max_batch);
@@ -258,6 +261,11 @@ void llm_server_destroy(struct llm_server *s)
 	free(s);
 }
 
+static int engine_of(const struct request *r)
+{
+	return !r->int8 ? ENG_BF16 : r->fp8 ? ENG_FP8 : ENG_INT8;
+}
+
 void llm_server_submit(struct llm_server *s, const struct request *r)
 {
 	assert(r->slice < PLANT_MAX_SLICES);
@@ -268,8 +276,10 @@ void llm_server_submit(struct llm_server *s, const struct request *r)
 		s->st.shadow_arrived++;
 	else
 		s->st.arrived++;
-	uint64_t kvb = s->eng[q.int8 ? ENG_INT8 : ENG_BF16].kvb;
+	int ei = engine_of(&q);
+	uint64_t kvb = s->eng[ei].kvb;
 	if (s->n_queued >= s->cfg.max_queue || (!q.int8 && !s->bf16_loaded) ||
+	    (ei == ENG_FP8 && !s->cfg.fp8_engine) ||
 	    ((uint64_t)q.ctx_tokens + q.gen_tokens) * kvb > s->kv_cap_b) {
 		if (q.shadow)
 			s->st.shadow_rejected++;
@@ -277,7 +287,7 @@ void llm_server_submit(struct llm_server *s, const struct request *r)
 			s->st.rejected++;
 		return;
 	}
-	ring_push(&s->eng[q.int8 ? ENG_INT8 : ENG_BF16].wait, &q);
+	ring_push(&s->eng[ei].wait, &q);
 	s->n_queued++;
 	s->st.queue_len = s->n_queued;
 }
@@ -432,6 +442,7 @@ static void emit_token(struct llm_server *s, const struct seq *q)
 	if (q->r.int8) {
 		s->st.tokens_int8++;
 		s->st.slice_tokens_int8[q->r.slice]++;
+		s->st.tokens_fp8 += q->r.fp8;
 	}
 }
 
@@ -445,8 +456,10 @@ static void complete(struct llm_server *s, struct engine *e, uint32_t i, double 
 	} else {
 		s->st.completed++;
 		s->st.slice_completed[q.r.slice]++;
-		if (q.r.int8)
+		if (q.r.int8) {
 			s->st.slice_int8_completed[q.r.slice]++;
+			s->st.slice_fp8_completed[q.r.slice] += q.r.fp8;
+		}
 		hist_add(&s->st.e2e, (t_s - q.r.arrival_s) * 1e3, 1);
 	}
 	s->kv_reserved_b -= ((uint64_t)q.r.ctx_tokens + q.r.gen_tokens) * e->kvb;

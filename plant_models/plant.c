@@ -96,7 +96,10 @@ static void apply_event(struct plant *p, const struct scenario_event *e)
 		break;
 	case EV_QUALITY_DRIFT:
 		assert(e->slice < p->q.n_slices);
-		quality_set_drop(&p->q, e->slice, e->value);
+		if (e->fp8)
+			quality_set_drop_fp8(&p->q, e->slice, e->value);
+		else
+			quality_set_drop(&p->q, e->slice, e->value);
 		p->drift_end_s[e->slice] = end;
 		break;
 	case EV_SENSOR_FAULT:
@@ -127,6 +130,7 @@ static void expire(struct plant *p)
 	for (uint32_t i = 0; i < p->q.n_slices; i++) {
 		if (p->drift_end_s[i] <= t) {
 			quality_set_drop(&p->q, i, p->sc->slices[i].int8_drop);
+			quality_set_drop_fp8(&p->q, i, p->sc->slices[i].fp8_drop);
 			p->drift_end_s[i] = INFINITY;
 		}
 	}
@@ -165,23 +169,33 @@ static void on_done(void *ctx, const struct request *r, double t_done_s)
 	 * re-run on this device. */
 	if (quality_on_complete(&p->q, r->slice) != QUALITY_SAMPLED_ASKED)
 		return;
-	if (p->n_shadow == PLANT_SHADOW_Q) {
-		p->shadow_lost++;
-		return;
+	/* Its cost: the served answer scored in every other evaluated precision
+	 * (BF16, INT8, and FP8 where loaded), teacher forced
+	 * (docs/serving-model.md, "Shadow evaluation's cost"): an LLM prefills
+	 * prompt + answer and stops at one token; a fixed-cost model runs the
+	 * request again. */
+	static const struct {
+		bool int8, fp8;
+	} precs[] = { { false, false }, { true, false }, { true, true } };
+	size_t n_precs = p->sc->server.fp8_engine ? 3 : 2;
+	for (size_t i = 0; i < n_precs; i++) {
+		if (precs[i].int8 == r->int8 && precs[i].fp8 == (r->int8 && r->fp8))
+			continue; /* the served answer */
+		if (p->n_shadow == PLANT_SHADOW_Q) {
+			p->shadow_lost++;
+			return;
+		}
+		struct request sh = *r;
+		sh.int8 = precs[i].int8;
+		sh.fp8 = precs[i].fp8;
+		sh.shadow = true;
+		if (p->srv_kind == SERVER_LLM) {
+			uint64_t n = (uint64_t)r->ctx_tokens + r->gen_tokens;
+			sh.ctx_tokens = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+			sh.gen_tokens = 1;
+		}
+		p->shadow_q[p->n_shadow++] = sh;
 	}
-	/* Its cost: the served answer scored in the other precision, teacher
-	 * forced (docs/serving-model.md, "Shadow evaluation's cost"): an LLM
-	 * prefills prompt + answer and stops at one token; a fixed-cost model
-	 * runs the request again. */
-	struct request sh = *r;
-	sh.int8 = !r->int8;
-	sh.shadow = true;
-	if (p->srv_kind == SERVER_LLM) {
-		uint64_t n = (uint64_t)r->ctx_tokens + r->gen_tokens;
-		sh.ctx_tokens = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
-		sh.gen_tokens = 1;
-	}
-	p->shadow_q[p->n_shadow++] = sh;
 }
 
 static void submit_shadows(struct plant *p)
@@ -200,6 +214,7 @@ static void submit_due(struct plant *p, double t_end_s)
 		/* One draw per request whatever the fraction, so the precision stream
 		 * stays aligned across policies (common random numbers). */
 		p->pending.int8 = rng_bernoulli(&p->rng_precision, p->int8_frac[p->pending.slice]);
+		p->pending.fp8 = p->pending.int8 && p->low_fp8[p->pending.slice];
 		server_submit(p->srv, &p->pending);
 		if (workload_next(p->wl, &p->pending) != 0)
 			p->have_pending = false;
@@ -311,14 +326,18 @@ int plant_create(const struct scenario *sc, uint64_t seed, struct plant **out,
 			 "cannot open the workload: %s", strerror(-rc));
 		goto free_trace;
 	}
-	double drop[PLANT_MAX_SLICES], shadow[PLANT_MAX_SLICES];
+	double drop[PLANT_MAX_SLICES], drop_fp8[PLANT_MAX_SLICES], shadow[PLANT_MAX_SLICES];
 	for (uint32_t i = 0; i < sc->n_slices; i++) {
 		drop[i] = sc->slices[i].int8_drop;
 		shadow[i] = sc->slices[i].shadow_rate;
 		p->int8_frac[i] = 0; /* BF16 until a governor says otherwise */
+		p->low_fp8[i] = false;  /* the low mode INT8, as before the ladder */
+		drop_fp8[i] = sc->slices[i].fp8_drop;
 	}
 	struct rng q_rng = rng_fork(&root, STREAM_QUALITY);
 	quality_init(&p->q, sc->n_slices, drop, shadow, &q_rng);
+	if (sc->server.fp8_engine)
+		quality_init_fp8(&p->q, drop_fp8);
 	p->rng_precision = rng_fork(&root, STREAM_PRECISION);
 
 	p->load_scale_end_s = p->inlet_end_s = p->cooling_end_s = INFINITY;
@@ -389,14 +408,23 @@ void plant_set_int8_fraction(struct plant *p, uint32_t slice, double frac)
 	p->int8_frac[slice] = frac;
 }
 
+int plant_set_low_mode(struct plant *p, uint32_t slice, bool fp8)
+{
+	assert(slice < p->q.n_slices);
+	if (fp8 && !p->sc->server.fp8_engine)
+		return -EOPNOTSUPP;
+	p->low_fp8[slice] = fp8;
+	return 0;
+}
+
 void plant_set_shadow_rate(struct plant *p, uint32_t slice, double rate)
 {
 	assert(slice < p->q.n_slices);
 	quality_set_rate(&p->q, slice, rate);
 }
 
-double plant_true_drop(const struct plant *p, uint32_t slice)
+double plant_true_drop(const struct plant *p, uint32_t slice, bool fp8)
 {
 	assert(slice < p->q.n_slices);
-	return p->q.true_drop[slice];
+	return fp8 ? p->q.true_drop_fp8[slice] : p->q.true_drop[slice];
 }

@@ -41,6 +41,7 @@ struct plant {
 	struct quality_model q;
 	struct rng rng_precision;
 	double int8_frac[PLANT_MAX_SLICES];
+	bool low_fp8[PLANT_MAX_SLICES];          /* plant_set_low_mode */
 	double t_s;
 	uint64_t tick;              /* t_s == tick * PLANT_TICK_S (no float drift) */
 	struct request pending;     /* next arrival not yet due */
@@ -77,7 +78,12 @@ void plant_read(const struct plant *p, struct plant_readings *out);
 void plant_set_int8_fraction(struct plant *p, uint32_t slice, double frac);
 /* The shadow rate a governor asked for on a slice (<= 0: the scenario's). */
 void plant_set_shadow_rate(struct plant *p, uint32_t slice, double rate);
-/* True INT8 drop per slice right now (for breach accounting in summaries). */
-double plant_true_drop(const struct plant *p, uint32_t slice);
+/* True INT8 (fp8: FP8) drop per slice right now (for breach accounting in
+ * summaries). */
+double plant_true_drop(const struct plant *p, uint32_t slice, bool fp8);
+/* The slice's low mode: what its low-precision share (int8_frac) is served
+ * in, FP8 (the ladder's first rung) or INT8. Shadow evaluation scores both
+ * where the FP8 engine is loaded. -EOPNOTSUPP: FP8 without server.fp8_engine. */
+int plant_set_low_mode(struct plant *p, uint32_t slice, bool fp8);
 
 #endif

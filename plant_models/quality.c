@@ -29,6 +29,19 @@ void quality_set_drop(struct quality_model *q, uint32_t slice, double true_drop)
 		q->true_drop[slice] = clamp01(true_drop);
 }
 
+void quality_init_fp8(struct quality_model *q, const double *true_drop_fp8)
+{
+	q->fp8 = true;
+	for (uint32_t i = 0; i < q->n_slices; i++)
+		q->true_drop_fp8[i] = clamp01(true_drop_fp8[i]);
+}
+
+void quality_set_drop_fp8(struct quality_model *q, uint32_t slice, double true_drop)
+{
+	if (slice < q->n_slices)
+		q->true_drop_fp8[slice] = clamp01(true_drop);
+}
+
 void quality_set_rate(struct quality_model *q, uint32_t slice, double rate)
 {
 	if (slice < q->n_slices)
@@ -48,6 +61,10 @@ enum quality_sample quality_on_complete(struct quality_model *q, uint32_t slice)
 	q->samples[slice]++;
 	if (u_match < q->true_drop[slice])
 		q->mismatches[slice]++;
+	if (q->fp8) {
+		q->samples_fp8[slice]++;
+		q->mismatches_fp8[slice] += u_match < q->true_drop_fp8[slice];
+	}
 	/* The same draw decides whether the server's own rate would have
 	 * sampled it: only what a governor added beyond that is "asked". */
 	return u_sample < q->default_rate[slice] ? QUALITY_SAMPLED_OWN : QUALITY_SAMPLED_ASKED;

@@ -1,8 +1,12 @@
 /* Precision quality: each slice has a true INT8 accuracy drop (share of
- * requests whose INT8 answer is wrong where BF16's is right). A monitor sees it
- * only through shadow evaluation: a sampled share of requests is re-run in
- * both precisions and compared, so its estimate carries binomial noise.
- * Scenario events change the true drop (quality drift). Pure model. */
+ * requests whose INT8 answer is wrong where BF16's is right), and where the
+ * server evaluates FP8 too (fp8), a true FP8 drop. A monitor sees them only
+ * through shadow evaluation: a sampled share of requests is re-run in every
+ * evaluated precision and compared with BF16, so its estimates carry
+ * binomial noise. One draw decides both: a prompt FP8 gets wrong is one
+ * INT8 gets wrong where INT8's drop is the larger (the hard prompts are
+ * hard for both). Scenario events change a true drop (quality drift).
+ * Pure model. */
 #ifndef GOVD_PLANT_QUALITY_H
 #define GOVD_PLANT_QUALITY_H
 #include <stdbool.h>
@@ -18,6 +22,9 @@ struct quality_model {
 	double default_rate[PLANT_MAX_SLICES]; /* the server's own (the scenario's) */
 	uint64_t samples[PLANT_MAX_SLICES];
 	uint64_t mismatches[PLANT_MAX_SLICES];
+	bool fp8;                                  /* FP8 evaluated too */
+	double true_drop_fp8[PLANT_MAX_SLICES];
+	uint64_t samples_fp8[PLANT_MAX_SLICES], mismatches_fp8[PLANT_MAX_SLICES];
 	struct rng rng;
 };
 
@@ -26,6 +33,9 @@ struct quality_model {
 void quality_init(struct quality_model *q, uint32_t n_slices, const double *true_drop,
 		  const double *shadow_rate, const struct rng *stream);
 void quality_set_drop(struct quality_model *q, uint32_t slice, double true_drop);
+/* Evaluate FP8 too, from now on, with these true drops (n_slices). */
+void quality_init_fp8(struct quality_model *q, const double *true_drop_fp8);
+void quality_set_drop_fp8(struct quality_model *q, uint32_t slice, double true_drop);
 /* The rate a governor asked for (docs/serving-integration.md, "shadow_rate"):
  * a floor, the server keeps its own rate where that is higher; rate <= 0 or
  * NaN: the server's own. */

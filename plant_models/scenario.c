@@ -218,7 +218,7 @@ static void read_server(struct loader *ld, yaml_node_t *root)
 {
 	static const char *const keys[] = {"max_batch", "max_queue", "kv_capacity_tokens",
 					   "batch_timeout_ms", "chunked_prefill", "max_prefill_tokens",
-					   "stack", NULL};
+					   "stack", "fp8_engine", NULL};
 	yaml_node_t *m = section(ld, root, "server", keys);
 	struct server_cfg *c = &ld->s->server;
 	c->max_batch = (uint32_t)get_i(ld, m, "server", "max_batch", 0, 4096, 0);
@@ -228,6 +228,8 @@ static void read_server(struct loader *ld, yaml_node_t *root)
 	c->batch_timeout_ms = get_d(ld, m, "server", "batch_timeout_ms", false, 0, 10000, 5.0);
 	c->chunked_prefill = true; /* vLLM V1's default scheduling */
 	ycfg_bool(&ld->y, m, "server", "chunked_prefill", false, &c->chunked_prefill);
+	c->fp8_engine = false;
+	ycfg_bool(&ld->y, m, "server", "fp8_engine", false, &c->fp8_engine);
 	c->max_prefill_tokens =
 		(uint32_t)get_i(ld, m, "server", "max_prefill_tokens", 0, 1048576, 0);
 	/* The serving stack's per-iteration costs; absent: the model's own. */
@@ -332,7 +334,8 @@ static void read_workload(struct loader *ld, yaml_node_t *root)
 
 static void read_slices(struct loader *ld, yaml_node_t *root)
 {
-	static const char *const keys[] = {"name", "fraction", "int8_drop", "shadow_rate", NULL};
+	static const char *const keys[] = {"name", "fraction", "int8_drop", "fp8_drop", "shadow_rate",
+					   NULL};
 	struct scenario *s = ld->s;
 	yaml_node_t *seq = ycfg_get(&ld->y, root, "slices");
 	if (!seq) {
@@ -384,6 +387,8 @@ static void read_slices(struct loader *ld, yaml_node_t *root)
 		else
 			sum += sl->fraction;
 		sl->int8_drop = get_d(ld, m, p, "int8_drop", false, 0, 1, 0.0);
+		/* Absent: FP8 answers no better than INT8's (the cautious default). */
+		sl->fp8_drop = get_d(ld, m, p, "fp8_drop", false, 0, 1, sl->int8_drop);
 		sl->shadow_rate = get_d(ld, m, p, "shadow_rate", false, 0, 1, 0.0);
 	}
 	s->n_slices = (uint32_t)n;
@@ -415,7 +420,7 @@ static bool value_range(enum event_kind k, double *min, double *max, const char 
 		*min = 0.01, *max = 100, *unit = "", *what = "the arrival-rate multiplier";
 		return true;
 	case EV_QUALITY_DRIFT:
-		*min = 0, *max = 1, *unit = "", *what = "the slice's new true INT8 drop";
+		*min = 0, *max = 1, *unit = "", *what = "the slice's new true INT8 (or FP8) drop";
 		return true;
 	default:
 		return false;
@@ -425,8 +430,8 @@ static bool value_range(enum event_kind k, double *min, double *max, const char 
 static void read_event(struct loader *ld, yaml_node_t *m, const char *p,
 		       struct scenario_event *e)
 {
-	static const char *const keys[] = {"at_s",  "duration_s", "kind",  "value",
-					   "slice", "sensor",	  "fault", NULL};
+	static const char *const keys[] = {"at_s",  "duration_s", "kind",  "value", "slice",
+					   "mode",  "sensor",	  "fault", NULL};
 	struct scenario *s = ld->s;
 	ycfg_check_keys(&ld->y, m, p, keys);
 	e->line = (int)m->start_mark.line + 1;
@@ -446,6 +451,7 @@ static void read_event(struct loader *ld, yaml_node_t *m, const char *p,
 	} only[] = {
 		{"value", kind != EV_METER_LOSS && kind != EV_SENSOR_FAULT},
 		{"slice", kind == EV_QUALITY_DRIFT},
+		{"mode", kind == EV_QUALITY_DRIFT},
 		{"sensor", kind == EV_SENSOR_FAULT || kind == EV_METER_LOSS},
 		{"fault", kind == EV_SENSOR_FAULT},
 	};
@@ -492,6 +498,12 @@ static void read_event(struct loader *ld, yaml_node_t *m, const char *p,
 				e->slice = (uint32_t)si;
 			}
 		}
+		/* Which precision's answers drift: int8 (the default) or fp8. */
+		static const char *const modes[] = {"int8", "fp8", NULL};
+		int mi = 0;
+		if (ycfg_get(&ld->y, m, "mode"))
+			ycfg_enum(&ld->y, m, p, "mode", false, modes, &mi);
+		e->fp8 = mi == 1;
 	}
 	if (kind == EV_SENSOR_FAULT || kind == EV_METER_LOSS) {
 		int sensor = -1;

@@ -15,7 +15,7 @@ enum event_kind {
 	EV_INLET_C,        /* inlet temperature steps to value (C) */
 	EV_COOLING,        /* cooling factor (r_ha multiplier) becomes value */
 	EV_LOAD_SCALE,     /* arrival rate multiplied by value (burst); duration ends it */
-	EV_QUALITY_DRIFT,  /* slice's true INT8 drop becomes value */
+	EV_QUALITY_DRIFT,  /* slice's true INT8 (fp8: FP8) drop becomes value */
 	EV_SENSOR_FAULT,   /* sensor misbehaves for duration */
 	EV_METER_LOSS,     /* a power rail's meter gives nothing for duration */
 };
@@ -30,6 +30,7 @@ struct scenario_event {
 	enum event_kind kind;
 	double value;         /* C, factor, drop, or the implausible value for FAULT_VALUE */
 	uint32_t slice;       /* EV_QUALITY_DRIFT */
+	bool fp8;             /* EV_QUALITY_DRIFT: the FP8 drop drifts, not the INT8 one */
 	enum sensor_id sensor;/* EV_SENSOR_FAULT, EV_METER_LOSS (a power sensor) */
 	enum fault_kind fault;
 	int line;             /* where it was declared, for messages */
@@ -39,6 +40,7 @@ struct scenario_slice {
 	char name[48];
 	double fraction;      /* share of requests */
 	double int8_drop;     /* true INT8 accuracy drop, 0..1 */
+	double fp8_drop;      /* true FP8 accuracy drop (server.fp8_engine); default int8_drop */
 	double shadow_rate;   /* share of requests shadow-evaluated */
 };
 

@@ -68,7 +68,10 @@ struct request {
 	uint32_t ctx_tokens;  /* prompt tokens */
 	uint32_t gen_tokens;  /* tokens to generate (>= 1) */
 	uint8_t slice;
-	bool int8;            /* precision the router chose at admission */
+	bool int8;            /* precision the router chose at admission: 8-bit (INT8 or FP8) */
+	/* With int8: the 8-bit answer is FP8's, served by its own engine and
+	 * weights (the precision ladder's first rung); without: INT8's. */
+	bool fp8;
 	/* Shadow evaluation's re-run of a served request in the other
 	 * precision: it loads the device like any request but is nobody's
 	 * answer, so no served statistic counts it (shadow_* do). */
@@ -88,15 +91,21 @@ struct server_cfg {
 	 * other than A100, else 2048). */
 	uint32_t max_prefill_tokens;
 	bool chunked_prefill;      /* SERVER_LLM: split prompts to fill the budget (vLLM V1) */
+	/* SERVER_LLM: an FP8 checkpoint is loaded beside the BF16 and INT8 ones
+	 * (a third engine and weight set: the precision ladder bf16 -> fp8 ->
+	 * int8); false: FP8 requests are rejected. */
+	bool fp8_engine;
 	const struct serving_stack *stack; /* SERVER_LLM: NULL = the model's default stack */
 };
 
 struct server_stats {
 	uint64_t arrived, rejected, completed;
-	uint64_t tokens_generated, tokens_int8;
+	/* *_int8: every 8-bit answer (INT8 or FP8); *_fp8: the FP8 ones among them. */
+	uint64_t tokens_generated, tokens_int8, tokens_fp8;
 	uint64_t slice_completed[PLANT_MAX_SLICES];
 	uint64_t slice_int8_completed[PLANT_MAX_SLICES];
 	uint64_t slice_tokens_int8[PLANT_MAX_SLICES];
+	uint64_t slice_fp8_completed[PLANT_MAX_SLICES];
 	uint64_t queue_len, running;
 	struct hist ttft, tbt, e2e;  /* cumulative, ms */
 	/* Shadow re-runs (struct request.shadow): admitted, refused, done, and

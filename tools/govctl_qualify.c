@@ -91,13 +91,15 @@ int govctl_qualify(int argc, char **argv)
 	diag_clear(&d);
 	if (rc)
 		return GOVCTL_EXIT_FAIL;
-	double drop[PLANT_MAX_SLICES];
-	for (uint32_t i = 0; i < s->n_slices; i++)
-		drop[i] = s->slices[i].int8_drop;
+	double drop[2][PLANT_MAX_SLICES]; /* [1]: FP8, where the server loads it */
+	for (uint32_t i = 0; i < s->n_slices; i++) {
+		drop[0][i] = s->slices[i].int8_drop;
+		drop[1][i] = s->slices[i].fp8_drop;
+	}
 	for (size_t e = 0; e < s->n_events; e++)
 		if (s->events[e].kind == EV_QUALITY_DRIFT && s->events[e].at_s <= at_s &&
 		    (s->events[e].duration_s == 0 || s->events[e].at_s + s->events[e].duration_s > at_s))
-			drop[s->events[e].slice] = s->events[e].value;
+			drop[s->events[e].fp8][s->events[e].slice] = s->events[e].value;
 	struct rng root;
 	rng_seed(&root, seed);
 	char at[48] = "";
@@ -108,9 +110,15 @@ int govctl_qualify(int argc, char **argv)
 	printf("quality:\n  slices:\n");
 	for (uint32_t i = 0; i < s->n_slices; i++) {
 		struct rng r = rng_fork(&root, name_stream(s->slices[i].name));
-		uint64_t k = quality_qualify(drop[i], n, &r);
-		printf("    %s: {offline_samples: %llu, offline_mismatches: %llu}\n", s->slices[i].name,
+		uint64_t k = quality_qualify(drop[0][i], n, &r);
+		printf("    %s: {offline_samples: %llu, offline_mismatches: %llu", s->slices[i].name,
 		       (unsigned long long)n, (unsigned long long)k);
+		/* FP8 on the same held-out set, after INT8 (INT8's draws unchanged). */
+		if (s->server.fp8_engine)
+			printf(", fp8_offline_samples: %llu, fp8_offline_mismatches: %llu",
+			       (unsigned long long)n,
+			       (unsigned long long)quality_qualify(drop[1][i], n, &r));
+		printf("}\n");
 	}
 	scenario_free(s);
 	return GOVCTL_EXIT_OK;

@@ -109,6 +109,7 @@ struct ctl_govd_state {
 	double tbt_peak[2];    /* decaying peak of TBT/target scaled to the max clock */
 	bool was_bf16_hold;
 	bool gate_was_open[HAL_MAX_SLICES];
+	uint8_t rung[HAL_MAX_SLICES]; /* the ladder's rung (enum hal_low_mode) while open */
 	bool predict, predict_floor;
 	/* Window search (param search): the base clock and the window it judges. */
 	bool search;
@@ -504,18 +505,52 @@ static double drift_detect_samples(const struct policy_slice_rule *r)
 				       r->offline_mismatches, r->max_drop);
 }
 
+/* row: the gate row (est_q_row) of the rung in question. */
 static bool ctl_govd_detect_ok(const struct ctl_govd_state *s, const struct gov_estimates *e,
-			   const struct policy_slice_rule *r, size_t i)
+			   const struct policy_slice_rule *r, size_t row)
 {
 	if (isnan(s->int8_max_detect_s))
 		return true;
 	double n = drift_detect_samples(r);
-	double rate = (double)e->q_total_samples[i] / fmax(e->t_s, 120.0);
+	double rate = (double)e->q_total_samples[row] / fmax(e->t_s, 120.0);
 	return rate > 0 && n / rate <= s->int8_max_detect_s;
 }
 
-void ctl_govd_evidence(const struct ctl_input *in, const double *int8_served, bool *decided_bad,
-		   struct ctl_output *out)
+/* The precision ladder (docs/govd-controller.md): one rung at a time, each
+ * behind its own gate. Without fp8 in the policy the one rung is INT8, as
+ * before the ladder. Sets s->rung[i] and *row, the gate row that matters now
+ * (the rung served; at BF16 the first rung, for evidence); true while the
+ * rung may serve. */
+static bool ctl_govd_rung(struct ctl_govd_state *s, const struct gov_estimates *e,
+			  const struct policy_slice_rule *r, size_t i, size_t *row)
+{
+	size_t r8 = est_q_row(i, HAL_LOW_INT8), rf = est_q_row(i, HAL_LOW_FP8);
+	bool int8_open = r->int8_allowed && e->q_gate_open[r8] && ctl_govd_detect_ok(s, e, r, r8);
+	if (!r->fp8_allowed) {
+		s->rung[i] = HAL_LOW_INT8;
+		*row = r8;
+		return int8_open;
+	}
+	bool fp8_open = e->q_gate_open[rf] && ctl_govd_detect_ok(s, e, r, rf);
+	bool was = s->gate_was_open[i];
+	if (was && s->rung[i] == HAL_LOW_INT8) {
+		if (!int8_open) /* up one rung, or two where FP8's gate shut too */
+			s->rung[i] = HAL_LOW_FP8, was = fp8_open;
+	} else if (was) {
+		if (!fp8_open)
+			was = false;
+		else if (int8_open) /* down one rung: FP8 served, INT8's gate open */
+			s->rung[i] = HAL_LOW_INT8;
+	} else {
+		s->rung[i] = HAL_LOW_FP8;
+		was = fp8_open;
+	}
+	*row = est_q_row(i, s->rung[i]);
+	return was;
+}
+
+void ctl_govd_evidence(const struct ctl_input *in, const double *int8_served,
+		       const size_t *row, bool *decided_bad, struct ctl_output *out)
 {
 	const struct gov_estimates *e = in->est;
 	const struct policy *pol = in->pol;
@@ -539,18 +574,19 @@ void ctl_govd_evidence(const struct ctl_input *in, const double *int8_served, bo
 		all += rate[i];
 	for (size_t i = 0; i < n; i++) {
 		const struct policy_slice_rule *r = &in->slices->rule[i];
-		if (!r->int8_allowed || !(r->max_drop > 0))
+		if (!r->low_allowed || !(r->max_drop > 0))
 			continue;
 		double own = r->shadow_rate, ask = 0;
 		enum gov_evidence why = GOV_EV_NONE;
-		if (e->q_drop_lower[i] > r->max_drop)
+		size_t q = row[i];
+		if (e->q_drop_lower[q] > r->max_drop)
 			decided_bad[i] = true;
-		else if (e->q_drop_lower[i] < 0.8 * r->max_drop || e->q_gate_open[i])
+		else if (e->q_drop_lower[q] < 0.8 * r->max_drop || e->q_gate_open[q])
 			decided_bad[i] = false;
-		if (!e->q_gate_open[i] && !decided_bad[i]) {
+		if (!e->q_gate_open[q] && !decided_bad[i]) {
 			ask = pol->quality.probation_rate;
 			why = GOV_EV_PROBATION;
-		} else if (e->q_gate_open[i] && int8_served[i] > 0 && pol->quality.max_detect_s > 0 &&
+		} else if (e->q_gate_open[q] && int8_served[i] > 0 && pol->quality.max_detect_s > 0 &&
 			   rate[i] > 0) {
 			ask = fmin(1.0, drift_detect_samples(r) / (pol->quality.max_detect_s * rate[i]));
 			why = GOV_EV_DETECT;
@@ -867,11 +903,11 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 		}
 		s->th_bound = binding == GOV_B_CEILING; /* for the next period's search */
 
-		/* Precision: the gate per slice, then whether mixing pays. */
-		size_t n_open = 0;
+		/* Precision: the gate per slice (its ladder's rung), then whether
+		 * mixing pays. */
+		size_t n_open = 0, row[HAL_MAX_SLICES] = { 0 };
 		for (size_t i = 0; i < in->slices->n; i++) {
-			bool open = in->slices->rule[i].int8_allowed && e->q_gate_open[i] &&
-				    ctl_govd_detect_ok(s, e, &in->slices->rule[i], i);
+			bool open = ctl_govd_rung(s, e, &in->slices->rule[i], i, &row[i]);
 			n_open += open;
 			if (open != s->gate_was_open[i])
 				reasons |= open ? GOV_R_INT8_GATE_OPEN : GOV_R_INT8_GATE_CLOSED;
@@ -903,12 +939,13 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 		for (size_t i = 0; i < in->slices->n; i++) {
 			bool open = s->gate_was_open[i];
 			out->op.int8_frac[i] = open && !bf16 ? in->slices->rule[i].int8_max_fraction : 0;
+			out->op.low_mode[i] = s->rung[i];
 			if (out->op.int8_frac[i] > 0)
 				s->cur_mode = 1;
-			if (in->slices->rule[i].int8_allowed && !open && binding == GOV_B_SLA)
+			if (in->slices->rule[i].low_allowed && !open && binding == GOV_B_SLA)
 				binding = GOV_B_QUALITY;
 		}
-		ctl_govd_evidence(in, out->op.int8_frac, s->ev_bad, out);
+		ctl_govd_evidence(in, out->op.int8_frac, row, s->ev_bad, out);
 	}
 	uint32_t fk = snap(in->lim, f);
 	if (fk > s->fmax_khz)

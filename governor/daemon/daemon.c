@@ -62,6 +62,10 @@ static int dry_precision(struct hal_dev *dev, const double *f, size_t n)
 {
 	return 0;
 }
+static int dry_low_mode(struct hal_dev *dev, const uint8_t *m, size_t n)
+{
+	return 0;
+}
 static int dry_shadow_rate(struct hal_dev *dev, const double *r, size_t n)
 {
 	return 0;
@@ -90,6 +94,8 @@ static void make_dry(struct daemon_dev *dd)
 		o->set_power_limit = dry_power_limit;
 	if (o->set_precision)
 		o->set_precision = dry_precision;
+	if (o->set_low_mode)
+		o->set_low_mode = dry_low_mode;
 	if (o->set_shadow_rate)
 		o->set_shadow_rate = dry_shadow_rate;
 	if (o->set_brake)

@@ -135,6 +135,18 @@ static json_t *op_json(const struct gov_opoint *op)
 		asked |= op->shadow_rate[s] > 0;
 	}
 	json_object_set_new(o, "int8_frac", fr);
+	/* Only where a slice's rung is FP8 (the precision ladder): what the
+	 * int8_frac shares are served in. */
+	bool fp8 = false;
+	for (size_t s = 0; s < op->n_slices; s++)
+		fp8 |= op->low_mode[s] == HAL_LOW_FP8;
+	if (fp8) {
+		json_t *lm = json_array();
+		for (size_t s = 0; s < op->n_slices; s++)
+			json_array_append_new(lm, json_string(op->low_mode[s] == HAL_LOW_FP8 ? "fp8"
+											: "int8"));
+		json_object_set_new(o, "low_mode", lm);
+	}
 	/* Only while govd asks for evidence somewhere: 0 is the server's own. */
 	if (asked) {
 		json_t *sr = json_array();
@@ -301,6 +313,17 @@ int declog_decision(struct declog *d, const struct declog_record *r)
 		json_object_set_new(qs, "cusum", jsonx_real(e->q_cusum[s]));
 		json_object_set_new(qs, "alarm", json_boolean(e->q_alarm[s]));
 		json_object_set_new(qs, "gate_open", json_boolean(e->q_gate_open[s]));
+		/* The FP8 rung's own gate, where the server evaluates FP8. */
+		size_t f8 = est_q_row(s, HAL_LOW_FP8);
+		if (e->q_total_samples[f8] > 0) {
+			json_t *fq = json_object();
+			json_object_set_new(fq, "drop_upper", jsonx_real(e->q_drop_upper[f8]));
+			json_object_set_new(fq, "evidence",
+					    json_integer((json_int_t)e->q_evidence_n[f8]));
+			json_object_set_new(fq, "alarm", json_boolean(e->q_alarm[f8]));
+			json_object_set_new(fq, "gate_open", json_boolean(e->q_gate_open[f8]));
+			json_object_set_new(qs, "fp8", fq);
+		}
 		/* Evidence asked for this slice, and why (docs/decision-log.md). */
 		if (r->evidence && s < r->after->n_slices && r->after->shadow_rate[s] > 0) {
 			json_object_set_new(qs, "ask", json_string(gov_evidence_name(r->evidence[s])));

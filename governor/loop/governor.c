@@ -157,6 +157,16 @@ static int check_device(struct governor *g, const struct governor_cfg *cfg,
 			 "cannot read device limits: %s", strerror(-rc));
 		return rc;
 	}
+	/* An FP8 rung the device cannot select would serve INT8 behind FP8's
+	 * gate: refused, not degraded. */
+	if ((cfg->pol->precision.modes & POLICY_PREC_BIT(POLICY_PREC_FP8)) &&
+	    hal_can_set_precision(cfg->dev) && !hal_can_set_low_mode(cfg->dev)) {
+		diag_add(diags, DIAG_ERROR, cfg->dev->name, 0, 0, "precision.modes", "no-fp8",
+			 "fp8 is in precision.modes but backend %s cannot select a slice's 8-bit "
+			 "mode (FP8 or INT8); allowed: modes without fp8 on this device",
+			 cfg->dev->ops->name);
+		return -EOPNOTSUPP;
+	}
 	if (!hal_can_set_clocks(cfg->dev))
 		warn_missing(diags, cfg->dev, "clock locking");
 	if (!hal_can_set_power_limit(cfg->dev))
@@ -291,6 +301,18 @@ static uint32_t actuate(struct governor *g, struct gov_opoint *want)
 		g->wrote |= rc != -EOPNOTSUPP;
 		if (rc) {
 			want->power_limit_mw = g->cur.power_limit_mw;
+			reasons |= GOV_R_ACTUATE_ERROR;
+		}
+	}
+	/* The rung before the share: a share never runs in a rung it was not
+	 * granted for. */
+	if (memcmp(want->low_mode, g->cur.low_mode, want->n_slices)) {
+		rc = ops->set_low_mode ? ops->set_low_mode(dev, want->low_mode, want->n_slices)
+				       : -EOPNOTSUPP;
+		g->wrote |= rc != -EOPNOTSUPP;
+		if (rc) {
+			memcpy(want->low_mode, g->cur.low_mode, sizeof(want->low_mode));
+			memcpy(want->int8_frac, g->cur.int8_frac, sizeof(want->int8_frac));
 			reasons |= GOV_R_ACTUATE_ERROR;
 		}
 	}

@@ -84,7 +84,8 @@ static bool detect_change(struct rollback *rb, const struct gov_opoint *cur)
 	bool prec = false;
 
 	for (size_t s = 0; s < rb->cfg.n_slices; s++)
-		prec |= fabs(cur->int8_frac[s] - ref->int8_frac[s]) > 1e-9;
+		prec |= fabs(cur->int8_frac[s] - ref->int8_frac[s]) > 1e-9 ||
+			cur->low_mode[s] != ref->low_mode[s];
 	if (prec || below(clk_cap(rb, cur), clk_cap(rb, ref)) ||
 	    below(cur->power_limit_mw, ref->power_limit_mw)) {
 		*ref = *cur;
@@ -172,9 +173,10 @@ static uint32_t check_triggers(struct rollback *rb, const struct rb_input *in, u
 		/* Below min_samples the bound says "not enough evidence", which
 		 * is the quality gate's business, not a breach. */
 		for (size_t s = 0; s < rb->cfg.n_slices && s < e->n_slices; s++) {
+			size_t row = est_q_row(s, in->cur->low_mode[s]); /* the rung served */
 			if (in->cur->int8_frac[s] > 0 && e->q_samples[s] > 0 &&
 			    e->q_samples[s] >= rb->cfg.min_samples[s] &&
-			    e->q_drop_upper[s] > rb->cfg.max_drop[s]) {
+			    e->q_drop_upper[row] > rb->cfg.max_drop[s]) {
 				fired |= GOV_T_QUALITY;
 				*bf16_mask |= 1u << s;
 			}
@@ -333,8 +335,11 @@ bool rollback_step(struct rollback *rb, const struct rb_input *in, struct gov_op
 		 * INT8 than the controller now gives it: an LKG from before the
 		 * regression must not keep serving it INT8 for up to max_hold_s. */
 		for (size_t s = 0; s < rb->cfg.n_slices && s < in->est->n_slices; s++)
-			if (!in->est->q_gate_open[s] && hold.int8_frac[s] > want->int8_frac[s])
+			if (!in->est->q_gate_open[est_q_row(s, hold.low_mode[s])] &&
+			    hold.int8_frac[s] > want->int8_frac[s]) {
 				hold.int8_frac[s] = want->int8_frac[s];
+				hold.low_mode[s] = want->low_mode[s];
+			}
 		hold.n_slices = want->n_slices;
 		*want = hold;
 		*binding = b;

@@ -79,6 +79,11 @@ static int estimate_stage_init(void *state, const struct policy *pol, const stru
 			.prior_mismatches = r->offline_mismatches,
 			.confirm_samples = r->confirm_samples,
 		};
+		if (r->fp8_allowed) { /* the FP8 rung's own gate: its own prior */
+			ec.q[est_q_row(s, HAL_LOW_FP8)] = ec.q[s];
+			ec.q[est_q_row(s, HAL_LOW_FP8)].prior_samples = r->fp8_offline_samples;
+			ec.q[est_q_row(s, HAL_LOW_FP8)].prior_mismatches = r->fp8_offline_mismatches;
+		}
 	}
 	return estimate_init(state, &ec);
 }
@@ -133,11 +138,14 @@ static void clamp_int8(const struct policy_slices *slices, const struct gov_esti
 	for (size_t s = 0; s < op->n_slices; s++) {
 		const struct policy_slice_rule *r = &slices->rule[s];
 		double f = op->int8_frac[s];
-		if (!r->int8_allowed || isnan(f) || f < 0)
+		bool fp8 = op->low_mode[s] == HAL_LOW_FP8;
+		if (fp8 ? !r->fp8_allowed : !r->int8_allowed)
+			op->low_mode[s] = r->fp8_allowed ? HAL_LOW_FP8 : HAL_LOW_INT8, f = 0;
+		if (!r->low_allowed || isnan(f) || f < 0)
 			f = 0;
 		if (f > r->int8_max_fraction)
 			f = r->int8_max_fraction;
-		if (est->q_gate_open[s] && f < r->int8_min_fraction)
+		if (est->q_gate_open[est_q_row(s, op->low_mode[s])] && f < r->int8_min_fraction)
 			f = r->int8_min_fraction;
 		op->int8_frac[s] = f;
 	}

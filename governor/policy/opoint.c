@@ -129,7 +129,7 @@ bool gov_opoint_equal(const struct gov_opoint *a, const struct gov_opoint *b)
 	if (a->clk_locked && (a->clk_min_khz != b->clk_min_khz || a->clk_max_khz != b->clk_max_khz))
 		return false;
 	for (size_t i = 0; i < a->n_slices; i++)
-		if (a->int8_frac[i] != b->int8_frac[i])
+		if (a->int8_frac[i] != b->int8_frac[i] || a->low_mode[i] != b->low_mode[i])
 			return false;
 	return true;
 }

@@ -16,7 +16,10 @@ struct gov_opoint {
 	uint32_t clk_min_khz, clk_max_khz; /* meaningful when clk_locked */
 	uint32_t power_limit_mw;
 	size_t n_slices;
-	double int8_frac[HAL_MAX_SLICES];
+	double int8_frac[HAL_MAX_SLICES]; /* the 8-bit share, served in low_mode */
+	/* The slice's rung (enum hal_low_mode): what its 8-bit share is served
+	 * in. Zero, INT8, unless the policy's ladder has FP8. */
+	uint8_t low_mode[HAL_MAX_SLICES];
 	/* Shadow-evaluation rate asked of the serving side per slice; 0: none
 	 * asked (the server's own). Set by the controller only, outside the
 	 * rollback and the guard (evidence, not an operating point: the loop

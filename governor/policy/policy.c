@@ -635,6 +635,7 @@ static int slice_index(struct ctx *c, yaml_node_t *key, const char *path, const 
 	s->max_drop = s->confidence = s->shadow_rate = -1;
 	s->min_samples = -1;
 	s->offline_samples = s->offline_mismatches = 0;
+	s->fp8_offline_samples = s->fp8_offline_mismatches = 0;
 	return (int)p->n_slices++;
 }
 
@@ -700,12 +701,17 @@ static void qual_slice(struct ctx *c, int idx, yaml_node_t *key, yaml_node_t *v,
 		return;
 	check_keys(c, v, "quality.slices.*", path);
 	read_scalars(c, v, "quality.slices.*", path, s);
-	if (s->offline_mismatches > s->offline_samples) {
-		char kp[256];
-		ycfg_join(kp, sizeof(kp), path, "offline_mismatches");
-		msg_at(c, DIAG_ERROR, ycfg_get(c->y, v, "offline_mismatches"), kp, "range",
-		       "offline_mismatches %u is more than offline_samples %u", s->offline_mismatches,
-		       s->offline_samples);
+	static const char *const pre[] = { "", "fp8_" };
+	const uint32_t n[] = { s->offline_samples, s->fp8_offline_samples };
+	const uint32_t k[] = { s->offline_mismatches, s->fp8_offline_mismatches };
+	for (int m = 0; m < 2; m++) {
+		if (k[m] <= n[m])
+			continue;
+		char kp[256], kname[40];
+		snprintf(kname, sizeof(kname), "%soffline_mismatches", pre[m]);
+		ycfg_join(kp, sizeof(kp), path, kname);
+		msg_at(c, DIAG_ERROR, ycfg_get(c->y, v, kname), kp, "range",
+		       "%s %u is more than %soffline_samples %u", kname, k[m], pre[m], n[m]);
 	}
 }
 
@@ -905,7 +911,9 @@ static yaml_node_t *slice_where(struct ctx *c, size_t i, const char *key)
 static void check_precision(struct ctx *c)
 {
 	const struct policy *p = c->p;
-	bool int8_mode = p->precision.modes & POLICY_PREC_BIT(POLICY_PREC_INT8);
+	/* The int8_* shares are the 8-bit share: INT8's, or FP8's on a ladder. */
+	bool int8_mode = p->precision.modes &
+			 (POLICY_PREC_BIT(POLICY_PREC_INT8) | POLICY_PREC_BIT(POLICY_PREC_FP8));
 	char kp[256];
 
 	if (any_failed(c, "precision.modes", "precision.fallback"))
@@ -1016,13 +1024,13 @@ static void check_precision(struct ctx *c)
 			msg_at(c, DIAG_WARNING, slice_where(c, i, "int8_min_fraction"), sp, "int8-forced",
 			       "slice '%s': a minimum INT8 share of %g overrides the quality gate",
 			       s->name, s->int8_min_fraction);
-		if (c->slice_prec[i] && r.int8_allowed && s->max_drop < 0 && !default_drop_written)
+		if (c->slice_prec[i] && r.low_allowed && s->max_drop < 0 && !default_drop_written)
 			msg_at(c, DIAG_WARNING, c->slice_prec[i], sp, "int8-no-threshold",
 			       "INT8 allowed on slice '%s' with no quality threshold written "
 			       "(quality.slices.%s.max_drop or quality.default_max_drop); the built-in "
 			       "%g applies",
 			       s->name, s->name, r.max_drop);
-		if (r.int8_allowed && r.shadow_rate == 0)
+		if (r.low_allowed && r.shadow_rate == 0)
 			msg_at(c, DIAG_WARNING, c->slice_qual[i] ? c->slice_qual[i] : c->slice_prec[i],
 			       sp, "no-shadow",
 			       "INT8 allowed on slice '%s' with shadow_rate 0: its quality bound never "

@@ -40,7 +40,9 @@ enum policy_objective {
 #define POLICY_RAIL_BIT(r) (1u << (r))
 #define POLICY_RAILS_ALL ((1u << HAL_RAIL_N) - 1u)
 
-enum policy_prec { POLICY_PREC_BF16, POLICY_PREC_INT8, POLICY_PREC_N };
+/* FP8 in precision.modes makes it the first rung of each slice's ladder
+ * (bf16 -> fp8 -> int8; docs/govd-controller.md, "The precision ladder"). */
+enum policy_prec { POLICY_PREC_BF16, POLICY_PREC_INT8, POLICY_PREC_FP8, POLICY_PREC_N };
 #define POLICY_PREC_BIT(m) (1u << (m))
 
 /* What the rollback manager returns to before any operating point has
@@ -72,11 +74,17 @@ struct policy_slice {
 	/* Evidence from the precision qualification run (offline eval of the
 	 * slice in both precisions): the gate's prior. 0/0: none. */
 	uint32_t offline_samples, offline_mismatches;
+	uint32_t fp8_offline_samples, fp8_offline_mismatches; /* the same for FP8 */
 };
 
 /* Everything a controller needs about one slice, resolved. */
 struct policy_slice_rule {
-	bool int8_allowed;        /* int8 in precision.modes and int8_max_fraction > 0 */
+	/* An 8-bit share may serve the slice: int8 or fp8 in precision.modes and
+	 * int8_max_fraction > 0 (the int8_* shares are the 8-bit share, served
+	 * in the slice's rung); and which rungs its ladder has. */
+	bool low_allowed;
+	bool int8_allowed;        /* low_allowed and int8 in precision.modes */
+	bool fp8_allowed;         /* low_allowed and fp8 in precision.modes: the first rung */
 	double int8_fraction;     /* starting / open-loop INT8 share */
 	double int8_min_fraction; /* guard bounds on the INT8 share */
 	double int8_max_fraction;
@@ -85,6 +93,7 @@ struct policy_slice_rule {
 	uint32_t min_samples;     /* shadow samples before INT8 may serve the slice */
 	double shadow_rate;       /* share of the slice's requests shadow-evaluated */
 	uint32_t offline_samples, offline_mismatches; /* qualification evidence (prior) */
+	uint32_t fp8_offline_samples, fp8_offline_mismatches; /* FP8's */
 	uint32_t confirm_samples; /* quality.confirm_samples */
 };
 

@@ -139,8 +139,10 @@ static const struct policy_key keys[] = {
 	/* precision */
 	{ "precision.modes", POLICY_KEY_SET, "", POLICY_PREC_BIT(POLICY_PREC_BF16) |
 	  POLICY_PREC_BIT(POLICY_PREC_INT8), NULL, 0, 0, NULL, P(precision.modes),
-	  "precisions the governor may serve. Without `int8` every INT8 share must be 0 (load error) "
-	  "and the govd controller never serves INT8 (`policy_slice_rule` closes every slice)",
+	  "precisions the governor may serve. Without `int8` and `fp8` every INT8 share must be 0 "
+	  "(load error) and the govd controller serves BF16 only (`policy_slice_rule` closes every "
+	  "slice). With `fp8` the `int8_*` shares are the 8-bit share and each slice climbs down a "
+	  "ladder: FP8 behind its own gate, then INT8 (if listed) behind INT8's",
 	  policy_prec_names },
 	{ "precision.fallback", POLICY_KEY_ENUM, "", POLICY_PREC_BF16, NULL, 0, 0, "one of `modes`",
 	  P(precision.fallback),
@@ -221,6 +223,13 @@ static const struct policy_key keys[] = {
 	{ "quality.slices.*.offline_mismatches", POLICY_KEY_UINT, "samples", NAN, "0", 0, 1e9,
 	  "<= `offline_samples`", S(offline_mismatches),
 	  "of those, the samples whose INT8 answer differed from the reference", NULL },
+	{ "quality.slices.*.fp8_offline_samples", POLICY_KEY_UINT, "samples", NAN, "0", 0, 1e9, NULL,
+	  S(fp8_offline_samples),
+	  "the qualification run's evidence for FP8 (the ladder's first rung, `fp8` in "
+	  "`precision.modes`): samples compared", NULL },
+	{ "quality.slices.*.fp8_offline_mismatches", POLICY_KEY_UINT, "samples", NAN, "0", 0, 1e9,
+	  "<= `fp8_offline_samples`", S(fp8_offline_mismatches),
+	  "of those, the samples whose FP8 answer differed from the reference", NULL },
 
 	/* envelope */
 	{ "envelope.inlet_min_c", POLICY_KEY_NUMBER, "C", -INFINITY, "none", -40, 80,

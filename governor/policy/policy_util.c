@@ -65,10 +65,13 @@ void policy_slice_rule(const struct policy *p, const char *slice, struct policy_
 	out->min_samples = p->quality.min_samples;
 	out->shadow_rate = p->quality.shadow_rate;
 	out->offline_samples = out->offline_mismatches = 0;
+	out->fp8_offline_samples = out->fp8_offline_mismatches = 0;
 	out->confirm_samples = p->quality.confirm_samples;
 	if (s) {
 		out->offline_samples = s->offline_samples;
 		out->offline_mismatches = s->offline_mismatches;
+		out->fp8_offline_samples = s->fp8_offline_samples;
+		out->fp8_offline_mismatches = s->fp8_offline_mismatches;
 		out->int8_fraction = pick(s->int8_fraction, out->int8_fraction);
 		out->int8_min_fraction = pick(s->int8_min_fraction, out->int8_min_fraction);
 		out->int8_max_fraction = pick(s->int8_max_fraction, out->int8_max_fraction);
@@ -78,9 +81,13 @@ void policy_slice_rule(const struct policy *p, const char *slice, struct policy_
 		if (s->min_samples >= 0)
 			out->min_samples = (uint32_t)s->min_samples;
 	}
-	out->int8_allowed = (p->precision.modes & POLICY_PREC_BIT(POLICY_PREC_INT8)) &&
-			    out->int8_max_fraction > 0;
-	if (!out->int8_allowed)
+	uint32_t low_modes = POLICY_PREC_BIT(POLICY_PREC_INT8) | POLICY_PREC_BIT(POLICY_PREC_FP8);
+	out->low_allowed = (p->precision.modes & low_modes) && out->int8_max_fraction > 0;
+	out->int8_allowed = out->low_allowed &&
+			    (p->precision.modes & POLICY_PREC_BIT(POLICY_PREC_INT8));
+	out->fp8_allowed = out->low_allowed &&
+			   (p->precision.modes & POLICY_PREC_BIT(POLICY_PREC_FP8));
+	if (!out->low_allowed)
 		out->int8_fraction = out->int8_min_fraction = out->int8_max_fraction = 0;
 }
 
@@ -197,7 +204,7 @@ bool policy_envelope_check(const struct policy *p, const struct hal_limits *lim,
  * functions print them, so the spellings cannot drift apart. */
 const char *const policy_objective_names[] = { "perf_per_watt", "min_energy", "max_throughput",
 					       NULL };
-const char *const policy_prec_names[] = { "bf16", "int8", NULL };
+const char *const policy_prec_names[] = { "bf16", "int8", "fp8", NULL };
 const char *const policy_lkg_names[] = { "safe_point", "firmware_default", NULL };
 _Static_assert(sizeof(policy_objective_names) / sizeof(policy_objective_names[0]) ==
 		       POLICY_OBJ_N + 1,

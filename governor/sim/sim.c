@@ -129,15 +129,16 @@ struct acc {
 	double period_s;
 	size_t n_slices;
 	double max_drop[PLANT_MAX_SLICES];
-	uint64_t prev_int8_completed[PLANT_MAX_SLICES];
+	/* Per 8-bit mode ([0] INT8, [1] FP8: the precision ladder's rung). */
+	uint64_t prev_low_completed[2][PLANT_MAX_SLICES];
 	uint64_t breach[PLANT_MAX_SLICES];
 	/* Breach requests served after the slice's documented detection delay
 	 * (estimate_detect_samples: shadow samples since the true drop rose over
 	 * max_drop) had passed: what the gate should have prevented. */
 	uint64_t breach_late[PLANT_MAX_SLICES];
-	uint32_t prior_n[PLANT_MAX_SLICES], prior_k[PLANT_MAX_SLICES];
-	bool over[PLANT_MAX_SLICES];
-	uint64_t onset_samples[PLANT_MAX_SLICES]; /* shadow samples at the onset */
+	uint32_t prior_n[2][PLANT_MAX_SLICES], prior_k[2][PLANT_MAX_SLICES];
+	bool over[2][PLANT_MAX_SLICES];
+	uint64_t onset_samples[2][PLANT_MAX_SLICES]; /* shadow samples at the onset */
 	double max_tj_c;
 	double above_ceiling_s;
 	uint64_t fault_periods;
@@ -267,34 +268,37 @@ static void win_close(struct acc *a, uint64_t t_ms)
 	a->win->index++;
 }
 
-/* INT8 completions since the last call on a slice whose true drop is over
- * its threshold are quality breaches. */
+/* 8-bit completions since the last call on a slice whose true drop in the
+ * mode they were served in (INT8, or FP8 on the ladder) is over its
+ * threshold are quality breaches. */
 static void count_breaches(struct acc *a)
 {
 	const struct server_stats *st = server_get_stats(a->plant->srv);
 
+	for (size_t m = 0; m < 2; m++)
 	for (size_t s = 0; s < a->n_slices; s++) {
-		uint64_t now = st->slice_int8_completed[s];
-		uint64_t samples = a->plant->q.samples[s];
-		double p_true = plant_true_drop(a->plant, (uint32_t)s);
+		uint64_t fp8 = st->slice_fp8_completed[s];
+		uint64_t now = m ? fp8 : st->slice_int8_completed[s] - fp8;
+		uint64_t samples = m ? a->plant->q.samples_fp8[s] : a->plant->q.samples[s];
+		double p_true = plant_true_drop(a->plant, (uint32_t)s, m);
 		if (p_true > a->max_drop[s]) {
-			uint64_t n = now - a->prev_int8_completed[s];
-			if (!a->over[s]) {
-				a->over[s] = true;
-				a->onset_samples[s] = samples;
+			uint64_t n = now - a->prev_low_completed[m][s];
+			if (!a->over[m][s]) {
+				a->over[m][s] = true;
+				a->onset_samples[m][s] = samples;
 			}
 			a->breach[s] += n;
 			a->win->over_threshold |= 1u << s;
 			/* The delay at the current drop: a drift that grows is held
 			 * to the shorter delay of its larger drop. */
-			double allow = estimate_detect_samples(p_true, a->prior_n[s], a->prior_k[s],
-							       a->max_drop[s]);
-			if ((double)(samples - a->onset_samples[s]) > allow)
+			double allow = estimate_detect_samples(p_true, a->prior_n[m][s],
+							       a->prior_k[m][s], a->max_drop[s]);
+			if ((double)(samples - a->onset_samples[m][s]) > allow)
 				a->breach_late[s] += n;
 		} else {
-			a->over[s] = false;
+			a->over[m][s] = false;
 		}
-		a->prev_int8_completed[s] = now;
+		a->prev_low_completed[m][s] = now;
 	}
 }
 
@@ -458,11 +462,19 @@ static json_t *summary_json(const struct acc *a, const struct scenario *sc, cons
 	json_object_set_new(pr, "int8_token_fraction",
 			    jsonx_real(st->tokens_generated ? (double)st->tokens_int8 / (double)st->tokens_generated
 						       : 0));
+	if (sc->server.fp8_engine)
+		json_object_set_new(pr, "fp8_token_fraction",
+				    jsonx_real(st->tokens_generated ? (double)st->tokens_fp8 /
+								 (double)st->tokens_generated
+							       : 0));
 	for (size_t s = 0; s < a->n_slices; s++) {
 		json_t *ps = json_object(), *qq = json_object();
 		uint64_t c = st->slice_completed[s], c8 = st->slice_int8_completed[s];
 		json_object_set_new(ps, "requests_completed", json_integer((json_int_t)c));
 		json_object_set_new(ps, "int8_requests", json_integer((json_int_t)c8));
+		if (sc->server.fp8_engine) /* the FP8 ones among them (the ladder's rung) */
+			json_object_set_new(ps, "fp8_requests",
+					    json_integer((json_int_t)st->slice_fp8_completed[s]));
 		json_object_set_new(ps, "int8_request_fraction", jsonx_real(c ? (double)c8 / (double)c : 0));
 		json_object_set_new(ps, "int8_tokens", json_integer((json_int_t)st->slice_tokens_int8[s]));
 		json_object_set_new(ps, "int8_token_share_of_all",
@@ -471,7 +483,7 @@ static json_t *summary_json(const struct acc *a, const struct scenario *sc, cons
 							       : 0));
 		json_object_set_new(prs, sc->slices[s].name, ps);
 		json_object_set_new(qq, "max_drop", jsonx_real(a->max_drop[s]));
-		json_object_set_new(qq, "true_drop_end", jsonx_real(plant_true_drop(pl, (uint32_t)s)));
+		json_object_set_new(qq, "true_drop_end", jsonx_real(plant_true_drop(pl, (uint32_t)s, false)));
 		json_object_set_new(qq, "breach_requests", json_integer((json_int_t)a->breach[s]));
 		json_object_set_new(qq, "breach_requests_beyond_delay",
 				    json_integer((json_int_t)a->breach_late[s]));
@@ -590,8 +602,10 @@ static int acc_init(struct acc *a, const struct sim_opts *o, const struct scenar
 		struct policy_slice_rule rule;
 		a->max_drop[s] = policy_slice_max_drop(pol, sc->slices[s].name);
 		policy_slice_rule(pol, sc->slices[s].name, &rule);
-		a->prior_n[s] = rule.offline_samples;
-		a->prior_k[s] = rule.offline_mismatches;
+		a->prior_n[0][s] = rule.offline_samples;
+		a->prior_k[0][s] = rule.offline_mismatches;
+		a->prior_n[1][s] = rule.fp8_offline_samples;
+		a->prior_k[1][s] = rule.fp8_offline_mismatches;
 	}
 	a->max_tj_c = plant->dev.tj_c;
 	a->per_window = output ? json_array() : NULL;

@@ -90,7 +90,11 @@ int estimate_init(struct estimator *e, const struct estimate_cfg *cfg)
 	memset(e, 0, sizeof(*e));
 	e->cfg = *cfg;
 	for (size_t s = 0; s < cfg->n_q && s < HAL_MAX_SLICES; s++)
-		e->q_z[s] = normal_quantile(cfg->q[s].confidence); /* once, not per period */
+		for (int m = 0; m < HAL_LOW_N; m++) /* once, not per period */
+			e->q_z[est_q_row(s, m)] =
+				normal_quantile(cfg->q[est_q_row(s, m)].confidence > 0
+							? cfg->q[est_q_row(s, m)].confidence
+							: cfg->q[s].confidence);
 	/* Discrete EWMA with time constant tau sampled every period. */
 	e->alpha = 1.0 - exp(-cfg->period_s / cfg->ewma_tau_s);
 	e->trend_alpha = 1.0 - exp(-cfg->period_s / cfg->trend_tau_s);
@@ -210,6 +214,25 @@ static void sparse_clear(struct est_sparse *s)
 }
 
 /* Drops the oldest period from the running window sums. */
+/* One slice's shadow-sample increase since the previous read. A pair
+ * restarts together: either going back means both count from zero. More
+ * than a period can hold is no evidence: dropped whole (the backend bounds
+ * its peers; this bounds any backend, and keeps the window sums from
+ * wrapping). */
+static void q_delta(struct estimator *e, uint64_t n_now, uint64_t k_now, uint64_t n_prev,
+		    uint64_t k_prev, uint64_t *dn_out, uint64_t *dk_out)
+{
+	bool reset = n_now < n_prev || k_now < k_prev;
+	uint64_t dn = reset ? n_now : n_now - n_prev;
+	uint64_t dk = reset ? k_now : k_now - k_prev;
+	if (dn > ESTIMATE_Q_MAX_PER_PERIOD) {
+		dn = dk = 0;
+		e->est.q_rejected_periods++;
+	}
+	*dn_out = dn;
+	*dk_out = dk < dn ? dk : dn;
+}
+
 static void ring_pop(struct estimator *e)
 {
 	size_t tail = (e->ring_head + e->ring_len - e->ring_n) % e->ring_len;
@@ -269,6 +292,8 @@ static int window_update(struct estimator *e, uint64_t now_ms, const struct hal_
 	p->requests = p->tokens = p->tokens_int8 = 0;
 	memset(p->q_samples, 0, sizeof(p->q_samples));
 	memset(p->q_mismatches, 0, sizeof(p->q_mismatches));
+	memset(p->q_samples_fp8, 0, sizeof(p->q_samples_fp8));
+	memset(p->q_mismatches_fp8, 0, sizeof(p->q_mismatches_fp8));
 	memset(p->slice_requests, 0, sizeof(p->slice_requests));
 	for (int h = 0; h < SLA_N_METRICS; h++)
 		sparse_clear(p->h[h]);
@@ -312,25 +337,16 @@ static int window_update(struct estimator *e, uint64_t now_ms, const struct hal_
 		size_t n = q->n_slices < HAL_MAX_SLICES ? q->n_slices : HAL_MAX_SLICES;
 		if (e->have_prev_q)
 			for (size_t s = 0; s < n; s++) {
-				/* A slice's pair restarts together: either going back
-				 * means both count from zero. */
-				bool reset = q->samples[s] < e->prev_q_samples[s] ||
-					     q->mismatches[s] < e->prev_q_mismatches[s];
-				uint64_t dn = reset ? q->samples[s] : q->samples[s] - e->prev_q_samples[s];
-				uint64_t dk = reset ? q->mismatches[s]
-						    : q->mismatches[s] - e->prev_q_mismatches[s];
-				/* More than a period can hold is no evidence: dropped
-				 * whole (the backend bounds its peers; this bounds any
-				 * backend, and keeps the window sums from wrapping). */
-				if (dn > ESTIMATE_Q_MAX_PER_PERIOD) {
-					dn = dk = 0;
-					e->est.q_rejected_periods++;
-				}
-				p->q_samples[s] = dn;
-				p->q_mismatches[s] = dk < dn ? dk : dn;
+				q_delta(e, q->samples[s], q->mismatches[s], e->prev_q_samples[s],
+					e->prev_q_mismatches[s], &p->q_samples[s], &p->q_mismatches[s]);
+				q_delta(e, q->samples_fp8[s], q->mismatches_fp8[s],
+					e->prev_q_samples_fp8[s], e->prev_q_mismatches_fp8[s],
+					&p->q_samples_fp8[s], &p->q_mismatches_fp8[s]);
 			}
 		memcpy(e->prev_q_samples, q->samples, sizeof(e->prev_q_samples));
 		memcpy(e->prev_q_mismatches, q->mismatches, sizeof(e->prev_q_mismatches));
+		memcpy(e->prev_q_samples_fp8, q->samples_fp8, sizeof(e->prev_q_samples_fp8));
+		memcpy(e->prev_q_mismatches_fp8, q->mismatches_fp8, sizeof(e->prev_q_mismatches_fp8));
 		e->have_prev_q = true;
 	}
 	if (rc) {
@@ -423,7 +439,10 @@ static void quality_gate(struct estimator *e, size_t s, uint64_t dn, uint64_t dk
 
 	o->q_total_samples[s] = sat_add_u64(o->q_total_samples[s], dn);
 	o->q_total_mismatches[s] = sat_add_u64(o->q_total_mismatches[s], dk);
-	if (s >= e->cfg.n_q) {
+	/* A slice the policy does not name, or an FP8 row the policy gives no
+	 * rung (est_q_row): no gate. */
+	if (s % HAL_MAX_SLICES >= e->cfg.n_q ||
+	    (s >= HAL_MAX_SLICES && !(e->cfg.q[s].max_drop > 0))) {
 		o->q_evidence_n[s] = o->q_total_samples[s];
 		o->q_drop_upper[s] = 1.0;
 		o->q_drop_lower[s] = 0.0;
@@ -570,8 +589,12 @@ const struct gov_estimates *estimate_step(struct estimator *e, uint64_t now_ms,
 		o->period_tokens = last->tokens;
 		for (int m = 0; m < SLA_N_METRICS; m++)
 			o->period_p99_ms[m] = sparse_quantile(last->h[m], sla_quantile_q[SLA_P99]);
-		for (size_t s = 0; s < HAL_MAX_SLICES; s++)
-			quality_gate(e, s, last->q_samples[s], last->q_mismatches[s]);
+		for (size_t s = 0; s < HAL_MAX_SLICES; s++) {
+			quality_gate(e, est_q_row(s, HAL_LOW_INT8), last->q_samples[s],
+				     last->q_mismatches[s]);
+			quality_gate(e, est_q_row(s, HAL_LOW_FP8), last->q_samples_fp8[s],
+				     last->q_mismatches_fp8[s]);
+		}
 	}
 	for (size_t s = 0; s < HAL_MAX_SLICES; s++) {
 		o->q_samples[s] = e->win_q_samples[s];

@@ -13,6 +13,15 @@
 #include "governor/telemetry/validate.h"
 #include "hal/hal.h"
 
+/* The quality gate's rows: one per (slice, low mode). A slice's INT8 row is
+ * its index, its FP8 row (the precision ladder's first rung) HAL_MAX_SLICES
+ * further: est_q_row(). */
+#define EST_Q_ROWS (HAL_MAX_SLICES * HAL_LOW_N)
+static inline size_t est_q_row(size_t slice, enum hal_low_mode mode)
+{
+	return (size_t)mode * HAL_MAX_SLICES + slice;
+}
+
 struct gov_estimates {
 	double t_s;
 	double power_w[HAL_RAIL_N]; /* EWMA filtered */
@@ -41,20 +50,21 @@ struct gov_estimates {
 	/* Requests of each slice completed in the window (0 where the server
 	 * does not report slices): with q_samples, the shadow rate in force. */
 	uint64_t slice_requests[HAL_MAX_SLICES];
-	/* The quality gate's evidence per slice: the policy's offline prior plus
+	/* The quality gate's evidence per row (est_q_row: slice and mode): the
+	 * policy's offline prior plus
 	 * every online shadow sample since start; once the regression detector
 	 * fires, only the online samples after its last alarm. q_drop_upper:
 	 * its one-sided Wilson upper bound at the slice's confidence (1 without
 	 * evidence); q_gate_open: at least min_samples behind it and the bound
 	 * <= max_drop, so after an alarm it reopens only once fresh samples show
 	 * the slice recovered. */
-	uint64_t q_total_samples[HAL_MAX_SLICES], q_total_mismatches[HAL_MAX_SLICES]; /* online */
-	uint64_t q_evidence_n[HAL_MAX_SLICES];
-	double q_drop_upper[HAL_MAX_SLICES];
-	double q_drop_lower[HAL_MAX_SLICES]; /* its lower twin (0 without evidence) */
-	double q_cusum[HAL_MAX_SLICES];      /* regression CUSUM statistic (log-likelihood ratio) */
-	bool q_alarm[HAL_MAX_SLICES];        /* the detector fired this run: the prior is dropped */
-	bool q_gate_open[HAL_MAX_SLICES];
+	uint64_t q_total_samples[EST_Q_ROWS], q_total_mismatches[EST_Q_ROWS]; /* online */
+	uint64_t q_evidence_n[EST_Q_ROWS];
+	double q_drop_upper[EST_Q_ROWS];
+	double q_drop_lower[EST_Q_ROWS]; /* its lower twin (0 without evidence) */
+	double q_cusum[EST_Q_ROWS];      /* regression CUSUM statistic (log-likelihood ratio) */
+	bool q_alarm[EST_Q_ROWS];        /* the detector fired this run: the prior is dropped */
+	bool q_gate_open[EST_Q_ROWS];
 	/* Slice-periods whose shadow-sample increase exceeded
 	 * ESTIMATE_Q_MAX_PER_PERIOD: not counted. Cumulative. */
 	uint64_t q_rejected_periods;
@@ -89,7 +99,7 @@ struct estimate_cfg {
 	double ceiling_c;
 	double short_window_s;  /* 0: ESTIMATE_SHORT_WINDOW_S */
 	size_t n_q;             /* slices with gate settings; others: no gate (bound 1) */
-	struct est_quality_cfg q[HAL_MAX_SLICES];
+	struct est_quality_cfg q[EST_Q_ROWS]; /* by est_q_row; FP8 rows zero: no gate */
 };
 #define ESTIMATE_SHORT_WINDOW_S 10.0
 /* Shadow samples one slice may add in one period (any backend); more is
@@ -138,6 +148,7 @@ struct est_period {
 	uint64_t t_ms;
 	uint64_t requests, tokens, tokens_int8;
 	uint64_t q_samples[HAL_MAX_SLICES], q_mismatches[HAL_MAX_SLICES];
+	uint64_t q_samples_fp8[HAL_MAX_SLICES], q_mismatches_fp8[HAL_MAX_SLICES];
 	uint64_t slice_requests[HAL_MAX_SLICES];
 	struct est_sparse *h[SLA_N_METRICS];
 };
@@ -156,10 +167,10 @@ struct estimator {
 	size_t short_len;          /* periods in the short window (<= ring_len) */
 	struct hist win_short[SLA_N_METRICS];
 	uint64_t short_requests;
-	bool q_prior_dropped[HAL_MAX_SLICES];
-	double q_cusum_small[HAL_MAX_SLICES]; /* the small-shift CUSUM */
-	double q_z[HAL_MAX_SLICES]; /* normal quantile of each slice's confidence */
-	uint64_t q_base_samples[HAL_MAX_SLICES], q_base_mismatches[HAL_MAX_SLICES]; /* at the last alarm */
+	bool q_prior_dropped[EST_Q_ROWS];
+	double q_cusum_small[EST_Q_ROWS]; /* the small-shift CUSUM */
+	double q_z[EST_Q_ROWS]; /* normal quantile of each row's confidence */
+	uint64_t q_base_samples[EST_Q_ROWS], q_base_mismatches[EST_Q_ROWS]; /* at the last alarm */
 	uint64_t win_q_samples[HAL_MAX_SLICES], win_q_mismatches[HAL_MAX_SLICES];
 	uint64_t win_slice_requests[HAL_MAX_SLICES];
 	/* Previous cumulative snapshot. */
@@ -169,6 +180,7 @@ struct estimator {
 	uint64_t prev_slice_requests[HAL_MAX_SLICES];
 	bool have_prev_q;
 	uint64_t prev_q_samples[HAL_MAX_SLICES], prev_q_mismatches[HAL_MAX_SLICES];
+	uint64_t prev_q_samples_fp8[HAL_MAX_SLICES], prev_q_mismatches_fp8[HAL_MAX_SLICES];
 };
 
 int estimate_init(struct estimator *e, const struct estimate_cfg *cfg);

@@ -570,6 +570,7 @@ static void test_evidence_on_demand(void **state)
 	assert_int_equal(policy_load_string("e.yaml", text, strlen(text), &pol, &d), 0);
 	diag_clear(&d);
 	static const char *const names[] = { "a", "b", "c" };
+	static const size_t ev_rows[HAL_MAX_SLICES] = { 0, 1, 2 }; /* INT8 rows (est_q_row) */
 	char slice_names[3][HAL_NAME_LEN] = { 0 };
 	for (int i = 0; i < 3; i++)
 		snprintf(slice_names[i], HAL_NAME_LEN, "%s", names[i]);
@@ -591,7 +592,7 @@ static void test_evidence_on_demand(void **state)
 	/* Three undecided slices: 0.5 each, 0.48 extra on all requests -> scaled
 	 * to the 0.1 budget: 0.02 + 0.48 * 0.1 / 0.48 = 0.12. */
 	memset(&out, 0, sizeof(out));
-	ctl_govd_evidence(&in, served, bad, &out);
+	ctl_govd_evidence(&in, served, ev_rows, bad, &out);
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(out.evidence[i], GOV_EV_PROBATION);
 		assert_true(fabs(out.op.shadow_rate[i] - 0.12) < 1e-9);
@@ -604,7 +605,7 @@ static void test_evidence_on_demand(void **state)
 	e.q_gate_open[1] = true;
 	served[1] = 1;
 	memset(&out, 0, sizeof(out));
-	ctl_govd_evidence(&in, served, bad, &out);
+	ctl_govd_evidence(&in, served, ev_rows, bad, &out);
 	assert_int_equal(out.evidence[2], GOV_EV_NONE);
 	assert_true(out.op.shadow_rate[2] == 0);
 	assert_int_equal(out.evidence[1], GOV_EV_DETECT);
@@ -621,20 +622,20 @@ static void test_evidence_on_demand(void **state)
 	 * decided; under 0.8 % it is undecided again */
 	e.q_drop_lower[2] = 0.009;
 	memset(&out, 0, sizeof(out));
-	ctl_govd_evidence(&in, served, bad, &out);
+	ctl_govd_evidence(&in, served, ev_rows, bad, &out);
 	assert_int_equal(out.evidence[2], GOV_EV_NONE);
 	e.q_drop_lower[2] = 0.007;
 	memset(&out, 0, sizeof(out));
-	ctl_govd_evidence(&in, served, bad, &out);
+	ctl_govd_evidence(&in, served, ev_rows, bad, &out);
 	assert_int_equal(out.evidence[2], GOV_EV_PROBATION);
 	e.q_drop_lower[2] = 0.02;
 
 	/* A slice INT8 may not serve asks nothing; nor does a decided-open
 	 * slice INT8 does not serve. */
-	slices.rule[0].int8_allowed = false;
+	slices.rule[0].low_allowed = slices.rule[0].int8_allowed = false;
 	served[1] = 0;
 	memset(&out, 0, sizeof(out));
-	ctl_govd_evidence(&in, served, bad, &out);
+	ctl_govd_evidence(&in, served, ev_rows, bad, &out);
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(out.evidence[i], GOV_EV_NONE);
 		assert_true(out.op.shadow_rate[i] == 0);

@@ -138,18 +138,18 @@ static void test_quality_drift_changes_true_drop(void **state)
 	e->slice = 0;
 	struct plant *p = make(&f, 7);
 	plant_advance_to(p, 2.99);
-	assert_true(plant_true_drop(p, 1) == 0.02);
+	assert_true(plant_true_drop(p, 1, false) == 0.02);
 	plant_advance_to(p, 3.0);
-	assert_true(plant_true_drop(p, 1) == 0.2);
-	assert_true(plant_true_drop(p, 0) == 0.01);
+	assert_true(plant_true_drop(p, 1, false) == 0.2);
+	assert_true(plant_true_drop(p, 0, false) == 0.01);
 	plant_advance_to(p, 4.0);
-	assert_true(plant_true_drop(p, 0) == 0.3);
+	assert_true(plant_true_drop(p, 0, false) == 0.3);
 	plant_advance_to(p, 5.99);
-	assert_true(plant_true_drop(p, 0) == 0.3);
+	assert_true(plant_true_drop(p, 0, false) == 0.3);
 	plant_advance_to(p, 6.0); /* timed drift: back to the scenario's drop */
-	assert_true(plant_true_drop(p, 0) == 0.01);
+	assert_true(plant_true_drop(p, 0, false) == 0.01);
 	plant_advance_to(p, 60.0);
-	assert_true(plant_true_drop(p, 1) == 0.2); /* duration 0: permanent */
+	assert_true(plant_true_drop(p, 1, false) == 0.2); /* duration 0: permanent */
 	plant_destroy(p);
 }
 
@@ -347,14 +347,14 @@ static void test_yaml_events_fire_at_their_time(void **state)
 	read_at(p, 5.0, &r);
 	assert_true(p->dev.cooling_factor == 2.0);
 	read_at(p, 6.0, &r);
-	assert_true(plant_true_drop(p, 1) == 0.2);
+	assert_true(plant_true_drop(p, 1, false) == 0.2);
 	read_at(p, 7.0, &r);
 	assert_false(r.valid[SENSOR_POWER_MEMORY]);
 	read_at(p, 8.0, &r);
 	assert_true(r.valid[SENSOR_POWER_MEMORY]);
 	double clk = r.value[SENSOR_CLOCK];
 	read_at(p, 9.0, &r);
-	assert_true(plant_true_drop(p, 1) == 0.02);
+	assert_true(plant_true_drop(p, 1, false) == 0.02);
 	assert_true(isnan(r.value[SENSOR_INLET]));
 	assert_true(r.value[SENSOR_CLOCK] == clk);
 	read_at(p, 10.0, &r);

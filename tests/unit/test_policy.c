@@ -292,7 +292,10 @@ static void key_yaml(const struct policy_key *k, const char *value, char *buf, s
 		o += (size_t)snprintf(buf + o, len - o, "%s%s: %s%s",
 				      /* its bound, the other key, out of the way */
 				      i + 1 == n && !strcmp(parts[i], "offline_mismatches")
-					      ? "offline_samples: 1000000000, " : "",
+					      ? "offline_samples: 1000000000, "
+				      : i + 1 == n && !strcmp(parts[i], "fp8_offline_mismatches")
+					      ? "fp8_offline_samples: 1000000000, "
+					      : "",
 				      parts[i],
 				      i + 1 < n ? "{" : "", in_control && i == 0 ? "controller: static, " : "");
 	o += (size_t)snprintf(buf + o, len - o, "%s", value);

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The precision ladder closed loop (configs/scenarios/ladder.yaml, seed 1,
+# policies/ladder.yaml with evidence on demand): asserts on the decision log
+# that math, whose INT8 drop (1.8 %) is over its 1 % threshold and whose FP8
+# drop (0.5 %) is under it, is served FP8 and never INT8; that code steps to
+# INT8 only after a period on FP8 (one rung at a time); that no 8-bit share
+# runs while its rung's gate is shut; and that no breach request is served.
+# A ladder policy on a device that cannot select the 8-bit mode is refused.
+set -euo pipefail
+build=$1
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+sed 's/^  confirm_samples: 50$/  confirm_samples: 50\n  probation_rate: 0.5\n  max_detect_s: 600\n  shadow_budget: 0.1/' \
+	policies/ladder.yaml >"$out/ladder-ev.yaml"
+grep -q probation_rate "$out/ladder-ev.yaml"
+"$build/govctl" sim --scenario configs/scenarios/ladder.yaml --policy "$out/ladder-ev.yaml" \
+	--seed 1 --duration 1800 --out "$out/run" >/dev/null
+python3 - "$out/run" <<'PY'
+import json, sys
+d = sys.argv[1]
+first = {}  # (slice, rung) -> first decision served there with a share > 0
+n = 0
+for line in open(d + "/decisions.jsonl"):
+    r = json.loads(line)
+    if r.get("type") != "decision":
+        continue
+    n += 1
+    op, q = r["after"], r["inputs"].get("quality", [])
+    modes = op.get("low_mode", ["int8"] * len(op["int8_frac"]))
+    for s, (f, m) in enumerate(zip(op["int8_frac"], modes)):
+        if f <= 0:
+            continue
+        first.setdefault((s, m), r["seq"])
+        gate = q[s]["gate_open"] if m == "int8" else q[s].get("fp8", {}).get("gate_open", False)
+        assert gate, f"seq {r['seq']}: slice {s} served {m} with that rung's gate shut"
+print("first period served per (slice, rung):", first)
+assert (2, "fp8") in first, "math never served FP8"
+assert (2, "int8") not in first, "math served INT8 over its threshold"
+assert (0, "fp8") in first and (0, "int8") in first, "code did not climb down both rungs"
+assert first[(0, "fp8")] < first[(0, "int8")], "code reached INT8 before FP8"
+sm = json.load(open(d + "/summary.json"))
+assert sm["quality"]["breach_requests"] == 0, sm["quality"]
+print(f"{n} decisions; fp8 token share {sm['precision']['fp8_token_fraction']:.3f}, "
+      f"8-bit {sm['precision']['int8_token_fraction']:.3f}, breach 0")
+PY
+# The ladder needs its actuator: refused on a device without it.
+if "$build/govctl" sim --scenario configs/scenarios/default.yaml --policy policies/ladder.yaml \
+	--seed 1 --duration 10 --out "$out/refused" >/dev/null 2>"$out/err"; then
+	echo "FAIL: a ladder policy ran on a device that cannot select FP8"
+	exit 1
+fi
+grep -q "no-fp8\|cannot select a slice's 8-bit" "$out/err" || { cat "$out/err"; exit 1; }
+echo "refused without the actuator: $(grep -m1 fp8 "$out/err")"
