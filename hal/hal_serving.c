@@ -751,7 +751,7 @@ static int sv_write_doc(struct sv *s, const double *int8_frac, const double *sha
 	const char *names[HAL_MAX_SLICES];
 	for (size_t i = 0; i < s->n_slices; i++)
 		names[i] = s->slice_name[i];
-	int rc = pact_apply(&s->act, names, int8_frac, shadow, s->n_slices, wall_ms());
+	int rc = pact_apply(&s->act, names, int8_frac, s->mode_sent, shadow, s->n_slices, wall_ms());
 	s->gen_set = s->act.generation;
 	s->t_set_ms = govd_clock_now_or_mono_ms(s->clock);
 	if (rc) {
@@ -762,6 +762,30 @@ static int sv_write_doc(struct sv *s, const double *int8_frac, const double *sha
 	memmove(s->int8_sent, int8_frac, s->n_slices * sizeof(double));
 	memmove(s->shadow_sent, shadow, s->n_slices * sizeof(double));
 	return 0;
+}
+
+/* The rung per slice, carried by the document (low_mode) with the shares in
+ * force: the governor writes it before the shares. Not the HAProxy router
+ * (its low replica is one precision). */
+int sv_set_low_mode(struct hal_dev *dev, const uint8_t *mode, size_t n_slices)
+{
+	struct sv *s = dev->priv;
+	if (!s || (!mode && n_slices))
+		return -EINVAL;
+	if (!s->act_on || s->hap)
+		return -ENOTSUP;
+	if (n_slices != s->n_slices)
+		return -EINVAL;
+	for (size_t i = 0; i < n_slices; i++)
+		if (mode[i] >= HAL_LOW_N)
+			return -EINVAL;
+	uint8_t was[HAL_MAX_SLICES];
+	memcpy(was, s->mode_sent, sizeof(was));
+	memcpy(s->mode_sent, mode, n_slices);
+	int rc = sv_write_doc(s, s->int8_sent, s->shadow_sent);
+	if (rc)
+		memcpy(s->mode_sent, was, sizeof(was)); /* what the server has */
+	return rc;
 }
 
 int sv_set_shadow_rate(struct hal_dev *dev, const double *rate, size_t n_slices)
@@ -796,7 +820,12 @@ int sv_restore(struct hal_dev *dev)
 	if (!s->prec_written)
 		return 0;
 	const double zero[HAL_MAX_SLICES] = { 0 };
+	uint8_t was[HAL_MAX_SLICES];
+	memcpy(was, s->mode_sent, sizeof(was));
+	memset(s->mode_sent, 0, sizeof(s->mode_sent)); /* no rung: BF16 everywhere */
 	int rc = sv_write_doc(s, zero, zero);
+	if (rc)
+		memcpy(s->mode_sent, was, sizeof(was));
 	if (!rc)
 		s->prec_written = false;
 	return rc;
@@ -823,9 +852,10 @@ static size_t sv_writer_ids(struct hal_dev *dev, char (*ids)[HAL_ID_LEN], size_t
 	return n;
 }
 
-#define SV_OPS(prec, shadow, qual)             \
+#define SV_OPS(prec, low, shadow, qual)        \
 	{                                      \
 		.name = "serving",             \
+		.set_low_mode = low,           \
 		.set_shadow_rate = shadow,     \
 		.open = sv_open,               \
 		.check_options = sv_check_options, \
@@ -839,18 +869,22 @@ static size_t sv_writer_ids(struct hal_dev *dev, char (*ids)[HAL_ID_LEN], size_t
 		.writer_ids = sv_writer_ids,   \
 	}
 
-const struct hal_ops hal_serving_ops = SV_OPS(sv_set_precision, sv_set_shadow_rate, sv_read_quality);
+const struct hal_ops hal_serving_ops =
+	SV_OPS(sv_set_precision, sv_set_low_mode, sv_set_shadow_rate, sv_read_quality);
 /* Capabilities follow the options: without an actuator or a quality source
- * the device offers no set_precision / read_quality (hal_can_*() false). */
-static const struct hal_ops sv_ops_variant[2][2] = {
-	{ SV_OPS(NULL, NULL, NULL), SV_OPS(NULL, NULL, sv_read_quality) },
-	{ SV_OPS(sv_set_precision, sv_set_shadow_rate, NULL),
-	  SV_OPS(sv_set_precision, sv_set_shadow_rate, sv_read_quality) },
+ * the device offers no set_precision / read_quality (hal_can_*() false);
+ * the HAProxy router no set_low_mode (its low replica is one precision). */
+static const struct hal_ops sv_ops_variant[3][2] = {
+	{ SV_OPS(NULL, NULL, NULL, NULL), SV_OPS(NULL, NULL, NULL, sv_read_quality) },
+	{ SV_OPS(sv_set_precision, sv_set_low_mode, sv_set_shadow_rate, NULL),
+	  SV_OPS(sv_set_precision, sv_set_low_mode, sv_set_shadow_rate, sv_read_quality) },
+	{ SV_OPS(sv_set_precision, NULL, sv_set_shadow_rate, NULL),
+	  SV_OPS(sv_set_precision, NULL, sv_set_shadow_rate, sv_read_quality) },
 };
 
 static void sv_pick_ops(struct hal_dev *dev, struct sv *s)
 {
 	bool q = s->qfd >= 0 || sv_quality_from_scrape(s);
-	dev->ops = &sv_ops_variant[s->act_on][q];
+	dev->ops = &sv_ops_variant[!s->act_on ? 0 : s->hap ? 2 : 1][q];
 	sv_power_ops(dev, s); /* the power side's or the router's record, where either is */
 }

@@ -1,5 +1,6 @@
 /* Precision actuators (file, http, exec). */
 #include "hal/precision_act.h"
+#include "hal/hal.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -36,12 +37,17 @@ int pact_kind_parse(const char *s, enum pact_kind *out)
 }
 
 char *pact_document(uint64_t gen, const char *const *names, const double *frac,
-		    const double *shadow, size_t n, uint64_t updated_ms)
+		    const uint8_t *low_mode, const double *shadow, size_t n, uint64_t updated_ms)
 {
 	json_t *root = json_object(), *sl = json_object(), *sh = json_object();
+	json_t *lm = json_object();
 	char *out = NULL;
-	if (!root || !sl || !sh)
+	if (!root || !sl || !sh || !lm)
 		goto out_free;
+	/* Only the slices whose 8-bit share is FP8's (the precision ladder). */
+	for (size_t i = 0; low_mode && i < n; i++)
+		if (low_mode[i] == HAL_LOW_FP8 && json_object_set_new(lm, names[i], json_string("fp8")))
+			goto out_free;
 	for (size_t i = 0; shadow && i < n; i++)
 		if (shadow[i] > 0 && json_object_set_new(sh, names[i],
 							  json_real(shadow[i] > 1 ? 1 : shadow[i])))
@@ -57,11 +63,13 @@ char *pact_document(uint64_t gen, const char *const *names, const double *frac,
 	}
 	if (json_object_set_new(root, "generation", json_integer((json_int_t)gen)) ||
 	    json_object_set(root, "slices", sl) ||
+	    (json_object_size(lm) && json_object_set(root, "low_mode", lm)) ||
 	    json_object_set_new(root, "updated_ms", json_integer((json_int_t)updated_ms)) ||
 	    (json_object_size(sh) && json_object_set(root, "shadow_rate", sh)))
 		goto out_free;
 	out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
 out_free:
+	json_decref(lm);
 	json_decref(sh);
 	json_decref(sl);
 	json_decref(root);
@@ -395,7 +403,7 @@ static int apply_exec(struct pact *a, const char *doc)
 }
 
 int pact_apply(struct pact *a, const char *const *names, const double *frac,
-	       const double *shadow, size_t n, uint64_t updated_ms)
+	       const uint8_t *low_mode, const double *shadow, size_t n, uint64_t updated_ms)
 {
 	a->err[0] = '\0';
 	if (a->kind == PACT_NONE) {
@@ -403,7 +411,7 @@ int pact_apply(struct pact *a, const char *const *names, const double *frac,
 		return -ENOTSUP;
 	}
 	uint64_t gen = a->generation + 1;
-	char *doc = pact_document(gen, names, frac, shadow, n, updated_ms);
+	char *doc = pact_document(gen, names, frac, low_mode, shadow, n, updated_ms);
 	if (!doc)
 		return -ENOMEM;
 	int rc;

@@ -39,13 +39,17 @@ int pact_kind_parse(const char *s, enum pact_kind *out);
 int pact_init(struct pact *a, const struct pact_cfg *cfg);
 void pact_fini(struct pact *a);
 /* The document for generation gen (malloc'd, NUL terminated, caller frees).
- * shadow: per slice, > 0 asks for that rate; NULL or <= 0: not asked. */
+ * low_mode: per slice, enum hal_low_mode (what its share is served in); NULL
+ * or INT8 everywhere: the document carries none. shadow: per slice, > 0
+ * asks for that rate; NULL or <= 0: not asked. */
 char *pact_document(uint64_t gen, const char *const *names, const double *frac,
+		    const uint8_t *low_mode,
 		    const double *shadow, size_t n, uint64_t updated_ms);
 /* Builds the next generation and hands it over. 0 or -errno (a->err says
  * why): -ETIMEDOUT (http/exec timeout, the hook is killed), -EIO (hook exit
  * status, HTTP status), -ECONNREFUSED, or the file system's errno. */
 int pact_apply(struct pact *a, const char *const *names, const double *frac,
+	       const uint8_t *low_mode,
 	       const double *shadow, size_t n, uint64_t updated_ms);
 /* Reads an applied generation from a JSON document: field is a dotted path
  * ("generation", "precision.generation"). 0, -EBADMSG, -ENOENT. */

@@ -105,6 +105,9 @@ struct sv {
 	 * datagrams and from the scrape's counters each (quality_max_samples). */
 	uint64_t q_max_samples;
 	uint64_t q_read_sock[HAL_MAX_SLICES]; /* datagram samples this read */
+	/* The same for FP8's answers (datagrams with "mode": "fp8") */
+	uint64_t qs_fp8_sock[HAL_MAX_SLICES], qm_fp8_sock[HAL_MAX_SLICES];
+	uint64_t q_read_fp8[HAL_MAX_SLICES];
 	bool q_scrape_implausible; /* a scrape since the last read_quality dropped an increase */
 	double qdelta[HAL_MAX_SLICES];
 	uint64_t malformed;
@@ -134,6 +137,7 @@ struct sv {
 	/* What the last document carried: each write carries both, so a
 	 * shadow-rate request keeps the INT8 shares and the reverse. */
 	double int8_sent[HAL_MAX_SLICES], shadow_sent[HAL_MAX_SLICES];
+	uint8_t mode_sent[HAL_MAX_SLICES]; /* enum hal_low_mode per slice */
 	struct hal_dev inner;
 	struct govd_clock pclk;
 	uint64_t t0_ms;
@@ -177,6 +181,7 @@ bool sv_quality_from_scrape(const struct sv *s);
 int sv_read_quality(struct hal_dev *dev, struct hal_quality *out);
 /* hal_serving.c: the server's precision writes and restore. */
 int sv_set_precision(struct hal_dev *dev, const double *int8_frac, size_t n_slices);
+int sv_set_low_mode(struct hal_dev *dev, const uint8_t *mode, size_t n_slices);
 int sv_set_shadow_rate(struct hal_dev *dev, const double *rate, size_t n_slices);
 int sv_restore(struct hal_dev *dev);
 /* serving_power.c: the ops table with the power side (power_backend)

@@ -72,6 +72,15 @@ static int pw_set_precision(struct hal_dev *dev, const double *int8_frac, size_t
 	return rc;
 }
 
+static int pw_set_low_mode(struct hal_dev *dev, const uint8_t *mode, size_t n_slices)
+{
+	struct sv *s = dev->priv;
+	int rc = sv_set_low_mode(dev, mode, n_slices);
+	if (!rc && s->fwd_precision && s->inner.ops->set_low_mode)
+		s->inner.ops->set_low_mode(&s->inner, mode, n_slices);
+	return rc;
+}
+
 static int pw_set_shadow_rate(struct hal_dev *dev, const double *rate, size_t n_slices)
 {
 	struct sv *s = dev->priv;
@@ -143,6 +152,7 @@ void sv_power_ops(struct hal_dev *dev, struct sv *s)
 	o->read_serving = own->read_serving;
 	o->read_quality = own->read_quality;
 	o->set_precision = own->set_precision ? pw_set_precision : NULL;
+	o->set_low_mode = own->set_low_mode ? pw_set_low_mode : NULL;
 	o->set_shadow_rate = own->set_shadow_rate && !s->hap ? pw_set_shadow_rate : NULL;
 	o->restore = pw_restore;
 	o->writer_ids = own->writer_ids;

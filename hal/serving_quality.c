@@ -77,6 +77,7 @@ static bool quality_msg(struct sv *s, const char *buf, size_t len, bool *implaus
 	json_t *js = json_object_get(root, "slice");
 	json_t *jn = json_object_get(root, "samples"), *jm = json_object_get(root, "mismatches");
 	json_t *jd = json_object_get(root, "delta");
+	json_t *jmode = json_object_get(root, "mode"); /* whose answers: int8 (default) or fp8 */
 	int idx = json_is_string(js) ? slice_index(s, json_string_value(js)) : -1;
 	if (!json_is_object(root) || !json_is_string(js)) {
 		snprintf(s->qfault_msg, sizeof(s->qfault_msg), "quality datagram: needs a \"slice\" string");
@@ -85,6 +86,17 @@ static bool quality_msg(struct sv *s, const char *buf, size_t len, bool *implaus
 	if (idx < 0) {
 		snprintf(s->qfault_msg, sizeof(s->qfault_msg), "quality datagram: unknown slice '%.48s'",
 			 json_string_value(js));
+		goto out_free;
+	}
+	bool fp8 = jmode && json_is_string(jmode) && !strcmp(json_string_value(jmode), "fp8");
+	if (jmode && !fp8 && !(json_is_string(jmode) && !strcmp(json_string_value(jmode), "int8"))) {
+		snprintf(s->qfault_msg, sizeof(s->qfault_msg),
+			 "quality datagram: mode must be \"int8\" or \"fp8\"");
+		goto out_free;
+	}
+	if (fp8 && jd) {
+		snprintf(s->qfault_msg, sizeof(s->qfault_msg),
+			 "quality datagram: delta is INT8's; not with mode fp8");
 		goto out_free;
 	}
 	if (!jn && !jd) {
@@ -110,17 +122,19 @@ static bool quality_msg(struct sv *s, const char *buf, size_t len, bool *implaus
 	 * quality_max_samples per slice from the datagrams together; a datagram
 	 * that would pass it is dropped whole. The bound keeps the sums far
 	 * from wrapping; the adds saturate all the same. */
-	if ((uint64_t)n > s->q_max_samples - s->q_read_sock[idx]) {
+	uint64_t *read = fp8 ? &s->q_read_fp8[idx] : &s->q_read_sock[idx];
+	if ((uint64_t)n > s->q_max_samples - *read) {
 		*implausible = true;
 		snprintf(s->qfault_msg, sizeof(s->qfault_msg),
 			 "quality datagram: slice %s: %lld samples would pass quality_max_samples "
 			 "(%llu) this read (%llu so far): dropped", s->slice_name[idx], (long long)n,
-			 (unsigned long long)s->q_max_samples, (unsigned long long)s->q_read_sock[idx]);
+			 (unsigned long long)s->q_max_samples, (unsigned long long)*read);
 		goto out_free;
 	}
-	s->q_read_sock[idx] += (uint64_t)n;
-	s->qs_sock[idx] = sat_add_u64(s->qs_sock[idx], (uint64_t)n);
-	s->qm_sock[idx] = sat_add_u64(s->qm_sock[idx], (uint64_t)m);
+	*read += (uint64_t)n;
+	uint64_t *qs = fp8 ? s->qs_fp8_sock : s->qs_sock, *qm = fp8 ? s->qm_fp8_sock : s->qm_sock;
+	qs[idx] = sat_add_u64(qs[idx], (uint64_t)n);
+	qm[idx] = sat_add_u64(qm[idx], (uint64_t)m);
 	if (jd)
 		s->qdelta[idx] = json_number_value(jd);
 	ok = true;
@@ -176,6 +190,7 @@ int sv_read_quality(struct hal_dev *dev, struct hal_quality *out)
 	uint32_t f = 0;
 	bool valid = true;
 	memset(s->q_read_sock, 0, sizeof(s->q_read_sock));
+	memset(s->q_read_fp8, 0, sizeof(s->q_read_fp8));
 	if (sv_quality_from_scrape(s)) {
 		/* read_serving usually scraped this period already */
 		if (!s->scraped_since_quality)
@@ -204,6 +219,8 @@ int sv_read_quality(struct hal_dev *dev, struct hal_quality *out)
 		size_t qm = offsetof(struct replica, c_qm) + i * sizeof(struct prom_counter);
 		out->samples[i] = sat_add_u64(sv_rep_total(s, qs), s->qs_sock[i]);
 		out->mismatches[i] = sat_add_u64(sv_rep_total(s, qm), s->qm_sock[i]);
+		out->samples_fp8[i] = s->qs_fp8_sock[i];
+		out->mismatches_fp8[i] = s->qm_fp8_sock[i];
 		out->delta[i] = s->qdelta[i];
 		if (!isnan(s->qdelta[i]))
 			out->delta_valid |= 1u << i;

@@ -33,7 +33,10 @@ def row(r, slices):
     i = r["inputs"]
     sla = i["sla"]
     a = r["after"]
-    share = " ".join("%s=%.2f" % (s, f) for s, f in zip(slices, a.get("int8_frac", [])))
+    # the 8-bit share per slice; "f" after it where the ladder serves it FP8
+    modes = a.get("low_mode", ["int8"] * len(a.get("int8_frac", [])))
+    share = " ".join("%s=%.2f%s" % (s, f, "f" if m == "fp8" and f > 0 else "")
+                     for s, f, m in zip(slices, a.get("int8_frac", []), modes))
     clk = "%d" % (a["clk_max_khz"] // 1000) if a.get("clk_locked") else "fw"
     rs = [x for x in r.get("reasons", []) if x not in ("sla_keep",)]
     sv = r.get("serving_faults", {}).get("faults", [])
@@ -67,12 +70,13 @@ def main():
         if a.from_seq == 0:
             print("%6s %5s %6s %6s %5s %7s %7s %5s  %-28s %s" % (
                 "t_s", "MHz", "W", "Tj_C", "reqs", "ttft99", "tbt99", "queue",
-                "INT8 share (after)", "reasons"))
+                "8-bit share (after; f: FP8)", "reasons"))
         last = None
         for r in dec:
             if r["seq"] < a.from_seq:
                 continue
-            gate = any(x.startswith("int8_gate") for x in r.get("reasons", []))
+            gate = any(x.startswith("int8_gate") for x in r.get("reasons", [])) or \
+                r["after"].get("low_mode") != r["before"].get("low_mode")
             if last is None or r["t_ms"] / 1000.0 - last >= a.every or gate:
                 print(row(r, slices))
                 last = r["t_ms"] / 1000.0
@@ -85,7 +89,8 @@ def main():
     for r in dec:
         for f in r.get("serving_faults", {}).get("faults", []):
             faults[f] = faults.get(f, 0) + 1
-    prec_changes = sum(1 for r in dec if r["before"].get("int8_frac") != r["after"].get("int8_frac"))
+    prec_changes = sum(1 for r in dec if r["before"].get("int8_frac") != r["after"].get("int8_frac")
+                       or r["before"].get("low_mode") != r["after"].get("low_mode"))
     print("decisions: %d over %.1f s (%s, policy %s, controller %s)" % (
         n, (dec[-1]["t_ms"] - dec[0]["t_ms"]) / 1000.0, hdr["device"]["name"], hdr["policy"],
         hdr["controller"]))
@@ -97,7 +102,7 @@ def main():
         ev = ["%.1f s %s" % (r["t_ms"] / 1000.0 - T0, "open" if r["after"]["int8_frac"][k] > r["before"]["int8_frac"][k] else "closed")
               for r in dec if r["after"]["int8_frac"][k] != r["before"]["int8_frac"][k]]
         q = dec[-1]["inputs"]["quality"][k] if k < len(dec[-1]["inputs"]["quality"]) else {}
-        print("  %-5s INT8 in %3d%% of periods, now %.2f; shadow samples %s, mismatches %s, "
+        print("  %-5s 8-bit in %3d%% of periods, now %.2f; shadow samples %s, mismatches %s, "
               "drop upper bound %s; changes: %s" % (
                   s, 100 * on // n, dec[-1]["after"]["int8_frac"][k], q.get("samples"),
                   q.get("mismatches"), fmt(q.get("drop_upper"), "%.4f"), "; ".join(ev) or "none"))
@@ -112,6 +117,20 @@ def main():
             prev = cur
         if asks:
             print("        shadow-rate asks: %s" % "; ".join(asks))
+        # the precision ladder: when the slice's served rung changed, and FP8's gate
+        rungs, prev = [], "bf16"
+        for r in dec:
+            m = r["after"].get("low_mode", ["int8"] * len(slices))[k]
+            cur = m if r["after"]["int8_frac"][k] > 0 else "bf16"
+            if cur != prev:
+                rungs.append("%.1f s %s" % (r["t_ms"] / 1000.0 - T0, cur))
+            prev = cur
+        f8 = q.get("fp8")
+        if f8 is not None or any("low_mode" in r["after"] for r in dec):
+            print("        rungs: %s%s" % ("; ".join(rungs) or "bf16 throughout",
+                  "; FP8 drop upper bound %s, gate %s" % (
+                      fmt(f8.get("drop_upper"), "%.4f"), "open" if f8.get("gate_open") else "shut")
+                  if f8 else ""))
     clk = [r["after"]["clk_max_khz"] / 1000 for r in dec if r["after"].get("clk_locked")]
     pw = [r["inputs"]["power_w"]["accel"] for r in dec if r["inputs"]["power_w"]["accel"] is not None]
     if clk:

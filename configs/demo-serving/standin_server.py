@@ -14,7 +14,10 @@ reads and writes:
   govd's `file` actuator writes (polled);
 - shadow-evaluation samples per slice as JSON datagrams
   {"slice": "chat", "samples": 5, "mismatches": 1} to govd's quality socket,
-  with a true INT8 mismatch rate per slice (--int8-drop).
+  with a true INT8 mismatch rate per slice (--int8-drop); with --fp8-drop
+  the server loads FP8 too (the precision ladder): the document's "low_mode"
+  says which slices' 8-bit share is FP8's, and the same samples' FP8
+  answers go out as {"slice", "mode": "fp8", "samples", "mismatches"}.
 
 Latency follows load, the INT8 share of the batch (INT8 decode and prefill
 are faster) and, with --clock-url, the clock of the simulated device as govd
@@ -125,6 +128,7 @@ class Server:
         self.sl_int8_tok = {s: 0 for s in self.slices}
         self.int8 = {s: 0.0 for s in self.slices}
         self.shadow_ask = {s: 0.0 for s in self.slices}  # govd's floor (document "shadow_rate")
+        self.low_mode = {s: "int8" for s in self.slices}  # document "low_mode" (the ladder's rung)
         self.gen_applied = 0
         self.applied_docs = 0
         self.clock_frac = 1.0  # f / fmax
@@ -232,6 +236,14 @@ class Server:
                 return 400, "unknown slice %r" % k
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= 1:
                 return 400, "slice %r: INT8 share must be in [0, 1]" % k
+        lm = doc.get("low_mode", {})
+        if not isinstance(lm, dict):
+            return 400, "low_mode must be an object"
+        for k, v in lm.items():
+            if k not in self.int8:
+                return 400, "low_mode: unknown slice %r" % k
+            if v not in ("int8", "fp8") or (v == "fp8" and not self.a.fp8_drop):
+                return 400, "low_mode %r: %r is not a loaded 8-bit mode" % (k, v)
         ask = doc.get("shadow_rate", {})
         if not isinstance(ask, dict):
             return 400, "shadow_rate must be an object"
@@ -247,14 +259,18 @@ class Server:
                 return 409, "generation %d is older than the applied %d" % (g, self.gen_applied)
             for k, v in sl.items():
                 self.int8[k] = float(v)
-            # a document without a slice's rate asks nothing there
+            # a document without a slice's rate asks nothing there, without
+            # its rung serves INT8
             self.shadow_ask = {k: float(ask.get(k, 0.0)) for k in self.int8}
+            self.low_mode = {k: lm.get(k, "int8") for k in self.int8}
             self.gen_applied = g
             self.applied_docs += 1
             rec = {"t_s": round(time.monotonic() - self.t0, 3), "via": src, "generation": g,
                    "slices": dict(self.int8)}
             if ask:
                 rec["shadow_rate"] = dict(ask)
+            if lm:
+                rec["low_mode"] = dict(lm)
         if self.a.applied_log:
             with open(self.a.applied_log, "a") as f:
                 f.write(json.dumps(rec, sort_keys=True) + "\n")
@@ -339,12 +355,19 @@ class Server:
                 n = max(n, asked)
                 if n == 0:
                     continue
-                k = sum(1 for _ in range(n) if self.rng_eval.random() < self.a.int8_drop.get(sl, 0))
-                msg = json.dumps({"slice": sl, "samples": n, "mismatches": k}).encode()
-                try:
-                    s.sendto(msg, self.a.quality_socket)
-                except OSError:
-                    pass  # govd not up (yet): an evaluator's samples are lost, as in production
+                # one draw per sample scores both 8-bit answers: a prompt FP8
+                # gets wrong is one INT8 gets wrong where INT8's drop is larger
+                u = [self.rng_eval.random() for _ in range(n)]
+                k = sum(1 for x in u if x < self.a.int8_drop.get(sl, 0))
+                msgs = [{"slice": sl, "samples": n, "mismatches": k}]
+                if self.a.fp8_drop:
+                    msgs.append({"slice": sl, "mode": "fp8", "samples": n,
+                                 "mismatches": sum(1 for x in u if x < self.a.fp8_drop.get(sl, 0))})
+                for m in msgs:
+                    try:
+                        s.sendto(json.dumps(m).encode(), self.a.quality_socket)
+                    except OSError:
+                        pass  # govd not up (yet): an evaluator's samples are lost, as in production
 
     # ---- the device clock, from govd's metrics ----
     def clock_poll(self):
@@ -507,6 +530,8 @@ def main():
                    help="INT8 time saved: decode per INT8 share of the batch, prefill per request")
     p.add_argument("--int8-drop", default="code=0.002,chat=0.08,math=0.02",
                    help="true INT8 mismatch rate per slice (the evaluator samples it)")
+    p.add_argument("--fp8-drop", default="",
+                   help="true FP8 mismatch rate per slice: FP8 is loaded (the precision ladder)")
     p.add_argument("--quality-socket", help="govd's quality datagram socket")
     p.add_argument("--shadow-per-s", type=float, default=10.0,
                    help="shadow evaluations per second and slice")
@@ -522,12 +547,13 @@ def main():
     p.add_argument("--lifetime", type=float, default=0, help="stop after this many seconds (0: never)")
     a = p.parse_args()
     a.slices = [s for s in a.slices.split(",") if s]
-    drops = {}
-    for kv in a.int8_drop.split(","):
-        if kv:
-            k, _, v = kv.partition("=")
-            drops[k] = float(v)
-    a.int8_drop = drops
+    for key in ("int8_drop", "fp8_drop"):
+        drops = {}
+        for kv in getattr(a, key).split(","):
+            if kv:
+                k, _, v = kv.partition("=")
+                drops[k] = float(v)
+        setattr(a, key, drops)
 
     srv = Server(a)
     httpd = ThreadingHTTPServer((a.host, a.port), make_handler(srv))

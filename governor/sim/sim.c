@@ -484,6 +484,9 @@ static json_t *summary_json(const struct acc *a, const struct scenario *sc, cons
 		json_object_set_new(prs, sc->slices[s].name, ps);
 		json_object_set_new(qq, "max_drop", jsonx_real(a->max_drop[s]));
 		json_object_set_new(qq, "true_drop_end", jsonx_real(plant_true_drop(pl, (uint32_t)s, false)));
+		if (sc->server.fp8_engine)
+			json_object_set_new(qq, "fp8_true_drop_end",
+					    jsonx_real(plant_true_drop(pl, (uint32_t)s, true)));
 		json_object_set_new(qq, "breach_requests", json_integer((json_int_t)a->breach[s]));
 		json_object_set_new(qq, "breach_requests_beyond_delay",
 				    json_integer((json_int_t)a->breach_late[s]));

@@ -328,6 +328,18 @@ static void test_quality_socket(void **state)
 	assert_int_equal(h.dev.ops->read_quality(&h.dev, &q), 0);
 	assert_int_equal(q.samples[0], 15);
 	assert_int_equal(q.fault_bits, 0);
+	/* FP8's answers (the precision ladder) count apart; INT8's untouched;
+	 * an unknown mode, or a delta with fp8, is malformed */
+	send_dgram(path, "{\"slice\":\"code\",\"mode\":\"fp8\",\"samples\":7,\"mismatches\":2}");
+	send_dgram(path, "{\"slice\":\"code\",\"mode\":\"int8\",\"samples\":1,\"mismatches\":0}");
+	send_dgram(path, "{\"slice\":\"code\",\"mode\":\"fp4\",\"samples\":1}");
+	send_dgram(path, "{\"slice\":\"code\",\"mode\":\"fp8\",\"delta\":0.1}");
+	assert_int_equal(h.dev.ops->read_quality(&h.dev, &q), 0);
+	assert_int_equal(q.samples_fp8[0], 7);
+	assert_int_equal(q.mismatches_fp8[0], 2);
+	assert_int_equal(q.samples[0], 16);
+	assert_int_equal(q.mismatches[0], 1);
+	assert_int_equal(q.malformed, 8);
 	close_dev(&h);
 	/* the socket is removed on close */
 	assert_int_equal(access(path, F_OK), -1);

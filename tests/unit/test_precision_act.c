@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "hal/hal.h"
 #include "hal/precision_act.h"
 
 static const char *const NAMES[] = { "code", "chat" };
@@ -85,7 +86,7 @@ static void test_document(void **state)
 {
 	(void)state;
 	const double frac[] = { 0.5, 0.25 };
-	char *doc = pact_document(3, NAMES, frac, NULL, 2, 1700000000123);
+	char *doc = pact_document(3, NAMES, frac, NULL, NULL, 2, 1700000000123);
 	assert_non_null(doc);
 	json_error_t err;
 	json_t *j = json_loads(doc, 0, &err);
@@ -94,7 +95,7 @@ static void test_document(void **state)
 	free(doc);
 	/* out of range and NaN shares are clamped to [0,1] (NaN -> 0: full precision) */
 	const double bad[] = { NAN, 1.7 };
-	doc = pact_document(1, NAMES, bad, NULL, 2, 5);
+	doc = pact_document(1, NAMES, bad, NULL, NULL, 2, 5);
 	j = json_loads(doc, 0, &err);
 	check_doc(j, 1, 0.0, 1.0, 5);
 	assert_null(json_object_get(j, "shadow_rate")); /* nothing asked: no key */
@@ -102,7 +103,7 @@ static void test_document(void **state)
 	free(doc);
 	/* shadow-rate asks: only the slices asked (> 0), clamped to 1 */
 	const double ask[] = { 0.0, 0.25 }, over[] = { 1.5, 0.0 };
-	doc = pact_document(2, NAMES, frac, ask, 2, 6);
+	doc = pact_document(2, NAMES, frac, NULL, ask, 2, 6);
 	j = json_loads(doc, 0, &err);
 	check_doc(j, 2, 0.5, 0.25, 6);
 	json_t *sr = json_object_get(j, "shadow_rate");
@@ -110,11 +111,27 @@ static void test_document(void **state)
 	assert_float_equal(json_number_value(json_object_get(sr, NAMES[1])), 0.25, 1e-12);
 	json_decref(j);
 	free(doc);
-	doc = pact_document(3, NAMES, frac, over, 2, 7);
+	doc = pact_document(3, NAMES, frac, NULL, over, 2, 7);
 	j = json_loads(doc, 0, &err);
 	assert_float_equal(json_number_value(json_object_get(json_object_get(j, "shadow_rate"),
 							     NAMES[0])),
 			   1.0, 1e-12);
+	assert_null(json_object_get(j, "low_mode")); /* no rung given: no key */
+	json_decref(j);
+	free(doc);
+	/* the precision ladder's rung: only the slices at FP8 */
+	const uint8_t int8_only[] = { HAL_LOW_INT8, HAL_LOW_INT8 }, rung[] = { HAL_LOW_INT8, HAL_LOW_FP8 };
+	doc = pact_document(4, NAMES, frac, int8_only, NULL, 2, 8);
+	j = json_loads(doc, 0, &err);
+	assert_null(json_object_get(j, "low_mode"));
+	json_decref(j);
+	free(doc);
+	doc = pact_document(5, NAMES, frac, rung, NULL, 2, 9);
+	j = json_loads(doc, 0, &err);
+	check_doc(j, 5, 0.5, 0.25, 9);
+	json_t *lm = json_object_get(j, "low_mode");
+	assert_int_equal(json_object_size(lm), 1);
+	assert_string_equal(json_string_value(json_object_get(lm, NAMES[1])), "fp8");
 	json_decref(j);
 	free(doc);
 }
@@ -145,11 +162,11 @@ static void test_file_atomic_generations(void **state)
 	struct pact_cfg cfg = { .kind = PACT_FILE, .target = path };
 	assert_int_equal(pact_init(&a, &cfg), 0);
 	const double f1[] = { 0.5, 0.0 }, f2[] = { 0.75, 0.125 };
-	assert_int_equal(pact_apply(&a, NAMES, f1, NULL, 2, 1000), 0);
+	assert_int_equal(pact_apply(&a, NAMES, f1, NULL, NULL, 2, 1000), 0);
 	json_t *j = load(path);
 	check_doc(j, 1, 0.5, 0.0, 1000);
 	json_decref(j);
-	assert_int_equal(pact_apply(&a, NAMES, f2, NULL, 2, 2000), 0);
+	assert_int_equal(pact_apply(&a, NAMES, f2, NULL, NULL, 2, 2000), 0);
 	j = load(path);
 	check_doc(j, 2, 0.75, 0.125, 2000);
 	json_decref(j);
@@ -159,7 +176,7 @@ static void test_file_atomic_generations(void **state)
 	/* a new run continues the sequence found in the file */
 	assert_int_equal(pact_init(&a, &cfg), 0);
 	assert_int_equal(a.generation, 2);
-	assert_int_equal(pact_apply(&a, NAMES, f1, NULL, 2, 3000), 0);
+	assert_int_equal(pact_apply(&a, NAMES, f1, NULL, NULL, 2, 3000), 0);
 	j = load(path);
 	check_doc(j, 3, 0.5, 0.0, 3000);
 	json_decref(j);
@@ -169,7 +186,7 @@ static void test_file_atomic_generations(void **state)
 	snprintf(bad, sizeof(bad), "%s/missing/precision.json", dir);
 	struct pact_cfg bcfg = { .kind = PACT_FILE, .target = bad };
 	assert_int_equal(pact_init(&a, &bcfg), 0);
-	assert_int_equal(pact_apply(&a, NAMES, f1, NULL, 2, 1), -ENOENT);
+	assert_int_equal(pact_apply(&a, NAMES, f1, NULL, NULL, 2, 1), -ENOENT);
 	assert_non_null(strstr(a.err, "missing"));
 	assert_int_equal(a.generation, 1);
 	pact_fini(&a);
@@ -188,7 +205,7 @@ static void test_exec_hook_receives_document(void **state)
 	struct pact_cfg cfg = { .kind = PACT_EXEC, .target = cmd, .timeout_ms = 10000 };
 	assert_int_equal(pact_init(&a, &cfg), 0);
 	const double f[] = { 0.25, 1.0 };
-	assert_int_equal(pact_apply(&a, NAMES, f, NULL, 2, 42), 0);
+	assert_int_equal(pact_apply(&a, NAMES, f, NULL, NULL, 2, 42), 0);
 	json_t *j = load(out);
 	check_doc(j, 1, 0.25, 1.0, 42);
 	json_decref(j);
@@ -197,13 +214,13 @@ static void test_exec_hook_receives_document(void **state)
 	/* exit status checked */
 	struct pact_cfg fail = { .kind = PACT_EXEC, .target = "cat >/dev/null; exit 3", .timeout_ms = 10000 };
 	assert_int_equal(pact_init(&a, &fail), 0);
-	assert_int_equal(pact_apply(&a, NAMES, f, NULL, 2, 42), -EIO);
+	assert_int_equal(pact_apply(&a, NAMES, f, NULL, NULL, 2, 42), -EIO);
 	assert_non_null(strstr(a.err, "status 3"));
 	pact_fini(&a);
 	/* a hook that never reads stdin and exits 0 is still a success */
 	struct pact_cfg noread = { .kind = PACT_EXEC, .target = "exit 0", .timeout_ms = 10000 };
 	assert_int_equal(pact_init(&a, &noread), 0);
-	assert_int_equal(pact_apply(&a, NAMES, f, NULL, 2, 42), 0);
+	assert_int_equal(pact_apply(&a, NAMES, f, NULL, NULL, 2, 42), 0);
 	pact_fini(&a);
 	rm_rf(dir);
 	free(dir);
@@ -223,7 +240,7 @@ static void test_exec_timeout_kills(void **state)
 	struct pact_cfg cfg = { .kind = PACT_EXEC, .target = cmd, .timeout_ms = 1000 };
 	assert_int_equal(pact_init(&a, &cfg), 0);
 	const double f[] = { 0.5, 0.5 };
-	assert_int_equal(pact_apply(&a, NAMES, f, NULL, 2, 1), -ETIMEDOUT);
+	assert_int_equal(pact_apply(&a, NAMES, f, NULL, NULL, 2, 1), -ETIMEDOUT);
 	assert_non_null(strstr(a.err, "killed"));
 	FILE *fp = fopen(pidf, "r");
 	assert_non_null(fp);
@@ -266,7 +283,7 @@ static void test_kind_parse_and_none(void **state)
 	struct pact_cfg cfg = { .kind = PACT_NONE };
 	assert_int_equal(pact_init(&a, &cfg), 0);
 	const double f[] = { 0.5, 0.5 };
-	assert_int_equal(pact_apply(&a, NAMES, f, NULL, 2, 1), -ENOTSUP);
+	assert_int_equal(pact_apply(&a, NAMES, f, NULL, NULL, 2, 1), -ENOTSUP);
 	pact_fini(&a);
 	struct pact_cfg nt = { .kind = PACT_FILE, .target = NULL };
 	assert_int_equal(pact_init(&a, &nt), -EINVAL);
