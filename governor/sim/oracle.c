@@ -27,43 +27,66 @@ static uint32_t safe_mask(const double *drop, const double *max_drop, size_t n_s
 	return m;
 }
 
-/* Distinct non-empty sets of slices (bit per scenario slice) that may serve
- * INT8 at some time: the policy allows it and the slice's TRUE drop is within
- * its threshold at t = 0, after each quality drift, and throughout. */
-static size_t int8_sets(const struct policy *pol, const struct scenario *sc, size_t n_slices,
-			uint32_t *sets, size_t max)
+/* A set of slices served at 8 bits: int8 in INT8, fp8 in FP8 (disjoint). */
+struct low_set {
+	uint32_t int8, fp8;
+};
+
+/* The slices that may serve 8 bits at the drops given, and in which mode:
+ * INT8 where the policy allows it and its true drop is within the
+ * threshold, else FP8 where the policy's ladder has it (with an FP8 engine)
+ * and FP8's is. */
+static struct low_set safe_set(const double (*drop)[HAL_MAX_SLICES], const double *max_drop,
+			       uint32_t allowed8, uint32_t allowedf, size_t n_slices)
 {
-	double drop[HAL_MAX_SLICES], max_drop[HAL_MAX_SLICES];
-	uint32_t allowed = 0, cand[66];
+	uint32_t i8 = safe_mask(drop[0], max_drop, n_slices) & allowed8;
+	uint32_t f8 = safe_mask(drop[1], max_drop, n_slices) & allowedf & ~i8;
+	return (struct low_set){ i8, f8 };
+}
+
+/* Distinct non-empty sets of slices (bit per scenario slice) that may serve
+ * 8 bits at some time: the policy allows it and the slice's TRUE drop in that
+ * mode is within its threshold at t = 0, after each quality drift, and
+ * throughout. */
+static size_t low_sets(const struct policy *pol, const struct scenario *sc, size_t n_slices,
+		       struct low_set *sets, size_t max)
+{
+	double drop[2][HAL_MAX_SLICES], max_drop[HAL_MAX_SLICES];
+	uint32_t allowed8 = 0, allowedf = 0;
+	struct low_set cand[66];
 	size_t nc = 0, n = 0;
 
 	for (size_t s = 0; s < n_slices; s++) {
 		struct policy_slice_rule r;
 		policy_slice_rule(pol, sc->slices[s].name, &r);
 		if (r.int8_allowed)
-			allowed |= 1u << s;
+			allowed8 |= 1u << s;
+		if (r.fp8_allowed && sc->server.fp8_engine)
+			allowedf |= 1u << s;
 		max_drop[s] = r.max_drop;
-		drop[s] = sc->slices[s].int8_drop;
+		drop[0][s] = sc->slices[s].int8_drop;
+		drop[1][s] = sc->slices[s].fp8_drop;
 	}
-	uint32_t always = safe_mask(drop, max_drop, n_slices) & allowed;
+	struct low_set always = safe_set(drop, max_drop, allowed8, allowedf, n_slices);
 	cand[nc++] = always;
 	for (size_t e = 0; e < sc->n_events && nc < 65; e++) {
 		const struct scenario_event *ev = &sc->events[e];
 		if (ev->kind != EV_QUALITY_DRIFT || ev->slice >= n_slices)
 			continue;
-		double before = drop[ev->slice];
-		drop[ev->slice] = ev->value;
-		uint32_t m = safe_mask(drop, max_drop, n_slices) & allowed;
+		double before = drop[ev->fp8][ev->slice];
+		drop[ev->fp8][ev->slice] = ev->value;
+		struct low_set m = safe_set(drop, max_drop, allowed8, allowedf, n_slices);
 		cand[nc++] = m;
-		always &= m;
+		always.int8 &= m.int8;
+		always.fp8 &= m.fp8;
 		if (ev->duration_s > 0)
-			drop[ev->slice] = before; /* a timed drift reverts */
+			drop[ev->fp8][ev->slice] = before; /* a timed drift reverts */
 	}
 	cand[nc++] = always;
 	for (size_t i = 0; i < nc && n < max; i++) {
-		bool dup = cand[i] == 0;
+		bool dup = !cand[i].int8 && !cand[i].fp8;
 		for (size_t k = 0; k < n && !dup; k++)
-			dup = sets[k] == cand[i];
+			dup = sets[k].int8 == cand[i].int8 && sets[k].fp8 == cand[i].fp8;
 		if (!dup)
 			sets[n++] = cand[i];
 	}
@@ -82,14 +105,22 @@ static void set_name(struct oracle_cand *c, const char *point, const struct scen
 {
 	char prec[64] = "bf16";
 
-	if (c->int8_slices) {
-		snprintf(prec, sizeof(prec), "i8:");
+	if (c->int8_slices || c->fp8_slices) {
+		prec[0] = '\0';
 		const char *sep = "";
-		for (size_t s = 0; s < n_slices; s++)
-			if (c->int8_slices & (1u << s)) {
-				strjoin_add(prec, sizeof(prec), sep, sc->slices[s].name);
-				sep = "+";
-			}
+		for (int m = 0; m < 2; m++) {
+			uint32_t set = m ? c->fp8_slices : c->int8_slices;
+			if (!set)
+				continue;
+			strjoin_add(prec, sizeof(prec), sep, m ? "f8:" : "i8:");
+			sep = "";
+			for (size_t s = 0; s < n_slices; s++)
+				if (set & (1u << s)) {
+					strjoin_add(prec, sizeof(prec), sep, sc->slices[s].name);
+					sep = "+";
+				}
+			sep = "-";
+		}
 	}
 	snprintf(c->name, sizeof(c->name), "%s-%s", point, prec);
 }
@@ -99,9 +130,9 @@ int oracle_grid(const struct policy *pol, const struct hal_limits *lim, const st
 		size_t max, size_t *n, size_t *fallback)
 {
 	size_t n_slices = sc->n_slices < HAL_MAX_SLICES ? sc->n_slices : HAL_MAX_SLICES;
-	uint32_t sets[1 + ORACLE_MAX_INT8_SETS] = { 0 };
-	size_t n_sets = 1 + (bf16_only ? 0 : int8_sets(pol, sc, n_slices, sets + 1,
-							ORACLE_MAX_INT8_SETS));
+	struct low_set sets[1 + ORACLE_MAX_INT8_SETS] = { { 0, 0 } };
+	size_t n_sets = 1 + (bf16_only ? 0 : low_sets(pol, sc, n_slices, sets + 1,
+						       ORACLE_MAX_INT8_SETS));
 	double frac[HAL_MAX_SLICES];
 
 	for (size_t s = 0; s < n_slices; s++) {
@@ -170,10 +201,14 @@ int oracle_grid(const struct policy *pol, const struct hal_limits *lim, const st
 			struct oracle_cand *c = &out[k];
 			char point[32];
 			memset(c, 0, sizeof(*c));
-			c->int8_slices = sets[si];
+			c->int8_slices = sets[si].int8;
+			c->fp8_slices = sets[si].fp8;
 			c->op.n_slices = n_slices;
-			for (size_t s = 0; s < n_slices; s++)
-				c->op.int8_frac[s] = (sets[si] & (1u << s)) ? frac[s] : 0;
+			for (size_t s = 0; s < n_slices; s++) {
+				uint32_t b = 1u << s;
+				c->op.int8_frac[s] = ((sets[si].int8 | sets[si].fp8) & b) ? frac[s] : 0;
+				c->op.low_mode[s] = (sets[si].fp8 & b) ? HAL_LOW_FP8 : HAL_LOW_INT8;
+			}
 			if (i < n_clk) {
 				c->op.clk_locked = true;
 				c->op.clk_min_khz = lo;
@@ -213,17 +248,18 @@ double oracle_window_energy(const struct sim_window *w, uint32_t rails)
 	return e;
 }
 
-bool oracle_window_safe(const struct sim_window *w, const struct policy *pol, uint32_t int8_slices)
+bool oracle_window_safe(const struct sim_window *w, const struct policy *pol, uint32_t int8_slices,
+			uint32_t fp8_slices)
 {
 	return !w->failed && w->clamp_events == 0 && w->clamp_time_s <= 0 &&
 	       w->max_junction_c <= pol->thermal.ceiling_c && w->breach_requests == 0 &&
-	       !(w->over_threshold & int8_slices);
+	       !(w->over_threshold & int8_slices) && !(w->over_threshold_fp8 & fp8_slices);
 }
 
 bool oracle_window_feasible(const struct sim_window *w, const struct policy *pol,
-			    uint32_t int8_slices)
+			    uint32_t int8_slices, uint32_t fp8_slices)
 {
-	return w->sla_met && oracle_window_safe(w, pol, int8_slices);
+	return w->sla_met && oracle_window_safe(w, pol, int8_slices, fp8_slices);
 }
 
 /* a better than b (both feasible): more tokens per joule; with no tokens on
@@ -255,7 +291,8 @@ void oracle_select(const struct oracle_cell *cells, const struct policy *pol,
 		size_t best = SIZE_MAX;
 		for (size_t c = 0; c < r->n_cand; c++) {
 			const struct oracle_cell *x = &cells[c * nw + w];
-			if (!x->present || !oracle_window_feasible(&x->w, pol, r->cand[c].int8_slices))
+			if (!x->present || !oracle_window_feasible(&x->w, pol, r->cand[c].int8_slices,
+								    r->cand[c].fp8_slices))
 				continue;
 			r->cand[c].windows_feasible++;
 			if (best == SIZE_MAX || better(&x->w, &cells[best * nw + w].w, rails))
@@ -266,7 +303,8 @@ void oracle_select(const struct oracle_cell *cells, const struct policy *pol,
 		p->feasible = best != SIZE_MAX;
 		for (size_t c = 0; !p->feasible && c < r->n_cand; c++) {
 			const struct oracle_cell *x = &cells[c * nw + w];
-			if (!x->present || !oracle_window_safe(&x->w, pol, r->cand[c].int8_slices))
+			if (!x->present || !oracle_window_safe(&x->w, pol, r->cand[c].int8_slices,
+								r->cand[c].fp8_slices))
 				continue;
 			/* Not the most tokens: a point working off its own backlog
 			 * makes the most, and stitching would count that work twice. */
@@ -596,6 +634,8 @@ json_t *oracle_json(const struct oracle_result *r)
 		json_object_set_new(j, "clk_max_mhz", jsonx_real(cd->op.clk_max_khz / 1000.0));
 		json_object_set_new(j, "power_limit_w", jsonx_real(cd->power_limit_w));
 		json_object_set_new(j, "int8_slices", int8_names(r, cd->int8_slices));
+		if (cd->fp8_slices) /* the ladder's FP8 rung (an FP8 engine) */
+			json_object_set_new(j, "fp8_slices", int8_names(r, cd->fp8_slices));
 		json_object_set_new(j, "tokens", json_integer((json_int_t)cd->tokens));
 		json_object_set_new(j, "tokens_per_joule",
 				    jsonx_real(cd->energy_j > 0 ? (double)cd->tokens / cd->energy_j : 0));

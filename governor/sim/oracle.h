@@ -49,6 +49,7 @@ struct oracle_cand {
 	double clk_max_mhz;    /* locked clock ceiling; 0: unlocked (firmware boost) */
 	double power_limit_w;
 	uint32_t int8_slices;  /* bit s: scenario slice s served in INT8 */
+	uint32_t fp8_slices;   /* ... in FP8 (a ladder policy on an FP8 engine) */
 	/* Whole run, filled by oracle_run. */
 	uint64_t tokens;
 	double energy_j;       /* objective.power_rails */
@@ -119,12 +120,14 @@ int oracle_grid(const struct policy *pol, const struct hal_limits *lim, const st
 		double clk_step_mhz, unsigned power_levels, bool bf16_only, struct oracle_cand *out,
 		size_t max, size_t *n, size_t *fallback);
 /* Pure: whether one window of a run of a point serving int8_slices in INT8
- * is safe: junction never above the ceiling, no hardware clamp, no shutdown,
- * no INT8 on a slice whose true drop was over its threshold in the window
- * (served or not). Feasible: safe and the SLA met. */
-bool oracle_window_safe(const struct sim_window *w, const struct policy *pol, uint32_t int8_slices);
+ * and fp8_slices in FP8 is safe: junction never above the ceiling, no
+ * hardware clamp, no shutdown, no 8-bit share on a slice whose true drop in
+ * that mode was over its threshold in the window (served or not). Feasible:
+ * safe and the SLA met. */
+bool oracle_window_safe(const struct sim_window *w, const struct policy *pol, uint32_t int8_slices,
+			uint32_t fp8_slices);
 bool oracle_window_feasible(const struct sim_window *w, const struct policy *pol,
-			    uint32_t int8_slices);
+			    uint32_t int8_slices, uint32_t fp8_slices);
 /* Pure: energy of a window over the policy's objective rails. */
 double oracle_window_energy(const struct sim_window *w, uint32_t rails);
 /* Pure: per window the feasible candidate with the most tokens per joule

@@ -108,7 +108,7 @@ struct sla_win {
 	double energy_j[HAL_RAIL_N];
 	uint64_t clamp_events, breach;
 	double clamp_time_s, max_tj_c;
-	uint32_t over_threshold;
+	uint32_t over_threshold, over_threshold_fp8;
 	struct hist at_start[SLA_N_METRICS]; /* cumulative snapshots at the window start */
 	struct hist delta[SLA_N_METRICS];    /* scratch for the window's own histograms */
 };
@@ -180,6 +180,7 @@ static void win_snapshot(struct acc *a, uint64_t t_ms)
 	a->win->breach = breach_total(a);
 	a->win->max_tj_c = d->tj_c;
 	a->win->over_threshold = 0;
+	a->win->over_threshold_fp8 = 0;
 }
 
 /* Whether a window [start, now] met every target the policy sets, judged
@@ -206,6 +207,7 @@ static void win_judge(struct acc *a, uint64_t t_ms, struct sim_window *w)
 	w->clamp_time_s = dv->clamp_time_s - a->win->clamp_time_s;
 	w->breach_requests = breach_total(a) - a->win->breach;
 	w->over_threshold = a->win->over_threshold;
+	w->over_threshold_fp8 = a->win->over_threshold_fp8;
 	w->failed = a->plant->failed;
 	for (int m = 0; m < SLA_N_METRICS; m++) {
 		hist_delta(&d[m], metric_hist(st, (enum sla_metric)m), &a->win->at_start[m]);
@@ -288,7 +290,7 @@ static void count_breaches(struct acc *a)
 				a->onset_samples[m][s] = samples;
 			}
 			a->breach[s] += n;
-			a->win->over_threshold |= 1u << s;
+			*(m ? &a->win->over_threshold_fp8 : &a->win->over_threshold) |= 1u << s;
 			/* The delay at the current drop: a drift that grows is held
 			 * to the shorter delay of its larger drop. */
 			double allow = estimate_detect_samples(p_true, a->prior_n[m][s],
@@ -551,6 +553,12 @@ static int run_forced(struct hal_dev *dev, const struct govd_clock *clk, const s
 					  : -EOPNOTSUPP;
 	if (!rc && op->power_limit_mw)
 		rc = ops->set_power_limit ? ops->set_power_limit(dev, op->power_limit_mw) : -EOPNOTSUPP;
+	bool fp8 = false;
+	for (size_t s = 0; s < op->n_slices; s++)
+		fp8 |= op->low_mode[s] == HAL_LOW_FP8;
+	if (!rc && fp8) /* the rung before the share, as the governor writes them */
+		rc = ops->set_low_mode ? ops->set_low_mode(dev, op->low_mode, op->n_slices)
+				       : -EOPNOTSUPP;
 	if (!rc && op->n_slices)
 		rc = ops->set_precision ? ops->set_precision(dev, op->int8_frac, op->n_slices)
 					: -EOPNOTSUPP;

@@ -32,6 +32,7 @@ struct sim_window {
 	uint64_t breach_requests;    /* INT8 completions on a slice over its threshold */
 	uint32_t over_threshold;     /* bit per slice: true INT8 drop above the policy's
 				      * max_drop at some control period of the window */
+	uint32_t over_threshold_fp8; /* the same for the true FP8 drop (an FP8 engine) */
 	bool failed;                 /* the plant shut down in this window */
 	/* The window's own quantile per SLA row (common/sla.h) (ms, from the
 	 * ground-truth histograms; NaN when nothing completed). */

@@ -132,6 +132,42 @@ static void test_grid(void **state)
 	/* Too small an array. */
 	assert_int_equal(oracle_grid(p, &lim, &sc, 150, 3, false, c, 5, &n, &fb), -E2BIG);
 	policy_free(p);
+	/* The precision ladder: with an FP8 engine and fp8 in the modes, math
+	 * (INT8 1.8 %, FP8 0.5 %) joins the sets in FP8, and the FP8 engine alone
+	 * is not enough without the policy's rung. */
+	sc.server.fp8_engine = true;
+	sc.slices[0].fp8_drop = 0.002;
+	sc.slices[1].fp8_drop = 0.003;
+	sc.slices[2].fp8_drop = 0.005;
+	p = load(pol_text);
+	assert_int_equal(oracle_grid(p, &lim, &sc, 150, 3, false, c, ORACLE_MAX_CANDIDATES, &n, &fb), 0);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(c[i].fp8_slices, 0);
+	policy_free(p);
+	static const char ladder_text[] =
+		"name: t\n"
+		"control: {controller: static, period_ms: 500}\n"
+		"sla: {window_s: 60, ttft_p99_ms: 2000, tbt_p99_ms: 100}\n"
+		"power: {cap_w: 600}\n"
+		"frequency: {min_mhz: 600, max_mhz: 1500}\n"
+		"precision: {modes: [bf16, fp8, int8], int8_max_fraction: 1}\n"
+		"quality: {default_max_drop: 0.01}\n";
+	p = load(ladder_text);
+	assert_int_equal(oracle_grid(p, &lim, &sc, 150, 3, false, c, ORACLE_MAX_CANDIDATES, &n, &fb), 0);
+	bool have_math_fp8 = false;
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(c[i].int8_slices & c[i].fp8_slices, 0);
+		assert_false(c[i].int8_slices & 0x4); /* math never INT8 */
+		if (c[i].fp8_slices == 0x4) {
+			have_math_fp8 = true;
+			assert_int_equal(c[i].op.low_mode[2], HAL_LOW_FP8);
+			assert_int_equal(c[i].op.low_mode[0], HAL_LOW_INT8);
+			assert_true(c[i].op.int8_frac[2] == 1.0);
+			assert_non_null(strstr(c[i].name, "-f8:math"));
+		}
+	}
+	assert_true(have_math_fp8);
+	policy_free(p);
 
 	/* A BF16-only policy has no INT8 candidates. */
 	p = load("name: b\ncontrol: {controller: static}\nprecision: {modes: [bf16]}\n");
@@ -163,29 +199,35 @@ static void test_feasible(void **state)
 	struct policy *p = load(pol_text);
 	struct sim_window w = win(10, 10);
 
-	assert_true(oracle_window_feasible(&w, p, 0));
+	assert_true(oracle_window_feasible(&w, p, 0, 0));
 	w.sla_met = false;
-	assert_false(oracle_window_feasible(&w, p, 0));
+	assert_false(oracle_window_feasible(&w, p, 0, 0));
 	w = win(10, 10);
 	w.max_junction_c = 83.01;
-	assert_false(oracle_window_feasible(&w, p, 0));
+	assert_false(oracle_window_feasible(&w, p, 0, 0));
 	w.max_junction_c = 83;
-	assert_true(oracle_window_feasible(&w, p, 0));
+	assert_true(oracle_window_feasible(&w, p, 0, 0));
 	w.clamp_events = 1;
-	assert_false(oracle_window_feasible(&w, p, 0));
+	assert_false(oracle_window_feasible(&w, p, 0, 0));
 	w = win(10, 10);
 	w.clamp_time_s = 0.01; /* a clamp that began in an earlier window */
-	assert_false(oracle_window_feasible(&w, p, 0));
+	assert_false(oracle_window_feasible(&w, p, 0, 0));
 	w = win(10, 10);
 	w.breach_requests = 1;
-	assert_false(oracle_window_feasible(&w, p, 0));
+	assert_false(oracle_window_feasible(&w, p, 0, 0));
 	w = win(10, 10);
 	w.over_threshold = 0x2; /* slice 1 over its threshold: only a point serving it INT8 fails */
-	assert_true(oracle_window_feasible(&w, p, 0x1));
-	assert_false(oracle_window_feasible(&w, p, 0x3));
+	assert_true(oracle_window_feasible(&w, p, 0x1, 0));
+	assert_false(oracle_window_feasible(&w, p, 0x3, 0));
+	/* FP8 is judged by its own drop: slice 1 served FP8 over INT8's threshold is fine,
+	 * over FP8's it is not */
+	assert_true(oracle_window_feasible(&w, p, 0x1, 0x2));
+	w.over_threshold_fp8 = 0x2;
+	assert_false(oracle_window_feasible(&w, p, 0x1, 0x2));
+	assert_true(oracle_window_feasible(&w, p, 0x1, 0));
 	w = win(10, 10);
 	w.failed = true;
-	assert_false(oracle_window_feasible(&w, p, 0));
+	assert_false(oracle_window_feasible(&w, p, 0, 0));
 	/* Energy over the objective's rails only. */
 	assert_true(fabs(oracle_window_energy(&w, POLICY_RAILS_ALL) - 10) < 1e-9);
 	assert_true(fabs(oracle_window_energy(&w, POLICY_RAIL_BIT(HAL_RAIL_ACCEL)) - 8) < 1e-9);
