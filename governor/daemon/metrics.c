@@ -242,8 +242,10 @@ void metrics_device_update_from(struct metrics_device *d, const struct hal_limit
 	d->periods++;
 	set_point(d, lim, op);
 	d->n_slices = op->n_slices < HAL_MAX_SLICES ? op->n_slices : HAL_MAX_SLICES;
-	for (size_t s = 0; s < d->n_slices; s++)
+	for (size_t s = 0; s < d->n_slices; s++) {
 		d->int8_share[s] = op->int8_frac[s];
+		d->fp8_rung[s] = op->low_mode[s] == HAL_LOW_FP8;
+	}
 	d->binding = p->rec.binding;
 	d->outside_envelope = p->rec.envelope != NULL;
 
@@ -320,6 +322,7 @@ void metrics_device_update_from(struct metrics_device *d, const struct hal_limit
 		d->actuate_errors++;
 	for (size_t s = 0; s < d->n_slices; s++) {
 		d->gate_open[s] = e->q_gate_open[s];
+		d->fp8_gate_open[s] = e->q_gate_open[est_q_row(s, HAL_LOW_FP8)];
 		if (a->started && a->prev_gate_open[s] && !e->q_gate_open[s])
 			d->gate_closures[s]++;
 		a->prev_gate_open[s] = e->q_gate_open[s];
@@ -563,13 +566,15 @@ static void render_lat_hist(FILE *f, const struct metrics_snapshot *s, const str
 	}
 }
 
-enum slice_field { SF_INT8_SHARE, SF_GATE_OPEN, SF_GATE_CLOSURES };
+enum slice_field { SF_INT8_SHARE, SF_GATE_OPEN, SF_GATE_CLOSURES, SF_FP8_RUNG, SF_FP8_GATE_OPEN };
 
 static double slice_value(const struct metrics_device *d, size_t k, enum slice_field fld)
 {
 	switch (fld) {
 	case SF_INT8_SHARE: return d->int8_share[k];
 	case SF_GATE_OPEN: return d->gate_open[k];
+	case SF_FP8_RUNG: return d->fp8_rung[k];
+	case SF_FP8_GATE_OPEN: return d->fp8_gate_open[k];
 	default: return (double)d->gate_closures[k];
 	}
 }
@@ -667,6 +672,12 @@ static void render_point(FILE *f, const struct metrics_snapshot *s, const struct
 		      SF_GATE_OPEN);
 	render_slices(f, s, lab, "govd_quality_gate_closures_total", "counter",
 		      "Times the slice's INT8 quality gate closed (open -> closed).", SF_GATE_CLOSURES);
+	render_slices(f, s, lab, "govd_fp8_rung", "gauge",
+		      "1 while the slice's 8-bit share is served in FP8 (the precision ladder), 0: INT8.",
+		      SF_FP8_RUNG);
+	render_slices(f, s, lab, "govd_quality_fp8_gate_open", "gauge",
+		      "1 while the slice's FP8 quality gate is open (a ladder policy, FP8 evaluated).",
+		      SF_FP8_GATE_OPEN);
 	if (s->dry_run) {
 		DEV_GAUGE("govd_dry_run_would_clock_locked",
 			  "Dry run: 1 where govd would lock the clock (govd_clock_locked is what is in force).",

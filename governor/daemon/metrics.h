@@ -84,7 +84,8 @@ struct metrics_device {
 	double power_limit_w;
 	size_t n_slices;
 	char slice_name[HAL_MAX_SLICES][HAL_NAME_LEN];
-	double int8_share[HAL_MAX_SLICES]; /* INT8 request share set per slice */
+	double int8_share[HAL_MAX_SLICES]; /* 8-bit request share set per slice */
+	bool fp8_rung[HAL_MAX_SLICES];     /* the share is served in FP8 (the precision ladder) */
 	enum gov_binding binding;
 	/* A dry run: the fields above are what the device runs (firmware
 	 * clocks, its own limit) and these what govd would set. */
@@ -119,6 +120,7 @@ struct metrics_device {
 	/* INT8 quality gate per slice: open now, and open -> closed transitions. */
 	bool gate_open[HAL_MAX_SLICES];
 	uint64_t gate_closures[HAL_MAX_SLICES];
+	bool fp8_gate_open[HAL_MAX_SLICES]; /* the FP8 rung's own gate (est_q_row) */
 	uint64_t log_write_errors;         /* decision-log writes that failed (daemon) */
 	struct metrics_dev_acc acc;
 };

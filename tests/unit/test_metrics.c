@@ -327,6 +327,17 @@ static void test_info(void **state)
 	assert_true(has_line(t, "govd_quality_gate_open{device=\"gpu0\",slice=\"1\"} 1"));
 	assert_true(has_line(t, "govd_quality_gate_open{device=\"gpu0\",slice=\"0\"} 0"));
 	free(t);
+	/* The precision ladder: slice 1 served FP8 behind its FP8 gate (its own row). */
+	f.after.low_mode[1] = HAL_LOW_FP8;
+	f.est.q_gate_open[est_q_row(1, HAL_LOW_FP8)] = true;
+	step(&s.dev[0], &f, 600, &pa, 0, 0);
+	t = render(&s);
+	assert_true(has_line(t, "govd_fp8_rung{device=\"gpu0\",slice=\"1\"} 1"));
+	assert_true(has_line(t, "govd_fp8_rung{device=\"gpu0\",slice=\"0\"} 0"));
+	assert_true(has_line(t, "govd_quality_fp8_gate_open{device=\"gpu0\",slice=\"1\"} 1"));
+	assert_true(has_line(t, "govd_quality_fp8_gate_open{device=\"gpu0\",slice=\"0\"} 0"));
+	free(t);
+	f.after.low_mode[1] = HAL_LOW_INT8;
 }
 
 /* The server's cumulative histograms become govd_request_latency_seconds:
