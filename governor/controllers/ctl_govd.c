@@ -595,8 +595,11 @@ void ctl_govd_evidence(const struct ctl_input *in, const double *int8_served,
 			continue;
 		out->op.shadow_rate[i] = ask;
 		out->evidence[i] = why;
+		/* A ladder deployment scores both 8-bit answers of a sample:
+		 * two re-runs where there is one otherwise. */
+		double reruns = r->fp8_allowed && r->int8_allowed ? 2.0 : 1.0;
 		if (all > 0)
-			extra += (ask - own) * rate[i] / all;
+			extra += (ask - own) * rate[i] / all * reruns;
 	}
 	double budget = pol->quality.shadow_budget;
 	if (extra <= budget || !(extra > 0))

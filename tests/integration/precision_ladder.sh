@@ -14,7 +14,7 @@ sed 's/^  confirm_samples: 50$/  confirm_samples: 50\n  probation_rate: 0.5\n  m
 	policies/ladder.yaml >"$out/ladder-ev.yaml"
 grep -q probation_rate "$out/ladder-ev.yaml"
 "$build/govctl" sim --scenario configs/scenarios/ladder.yaml --policy "$out/ladder-ev.yaml" \
-	--seed 1 --duration 1800 --out "$out/run" >/dev/null
+	--seed 1 --out "$out/run" >/dev/null
 python3 - "$out/run" <<'PY'
 import json, sys
 d = sys.argv[1]
