@@ -155,7 +155,7 @@ static const char *const plain_keys[] = {
 	"precision_timeout_ms", "precision_retries", "confirm_url", "confirm_file",
 	"confirm_field", "confirm_grace_ms", "power_backend", "quality_max_samples",
 	"haproxy_backends", "haproxy_server_full", "haproxy_server_low", "haproxy_total_weight",
-	"haproxy_max_step", "haproxy_budget_ms", NULL,
+	"haproxy_max_step", "haproxy_budget_ms", "haproxy_low_mode", NULL,
 };
 
 #define POWER_PREFIX "power."
@@ -523,10 +523,16 @@ static int sv_parse_precision(struct sv *s, struct bopts *o, const struct hal_de
 	bad |= bopts_u64(o, "haproxy_total_weight", 1, HAP_WEIGHT_MAX, hap_total, &hap_total) != 0;
 	bad |= bopts_u64(o, "haproxy_max_step", 1, HAP_WEIGHT_MAX, hap_step, &hap_step) != 0;
 	bad |= bopts_u64(o, "haproxy_budget_ms", 10, 60000, hap_budget, &hap_budget) != 0;
+	/* What the low replica serves: INT8 (before the ladder) or FP8. */
+	static const char *const low_modes[] = { "int8", "fp8", NULL };
+	int lm = HAL_LOW_INT8;
+	bad |= bopts_enum(o, "haproxy_low_mode", low_modes, HAL_LOW_INT8, &lm) != 0;
+	s->hap_low_mode = (uint8_t)lm;
 	if (!haproxy) {
 		static const char *const hk[] = { "haproxy_backends", "haproxy_server_full",
 						  "haproxy_server_low", "haproxy_total_weight",
-						  "haproxy_max_step", "haproxy_budget_ms" };
+						  "haproxy_max_step", "haproxy_budget_ms",
+						  "haproxy_low_mode" };
 		for (size_t i = 0; i < sizeof(hk) / sizeof(hk[0]); i++)
 			if (bopts_str(o, hk[i], NULL)) {
 				char path[64];
@@ -765,20 +771,31 @@ static int sv_write_doc(struct sv *s, const double *int8_frac, const double *sha
 }
 
 /* The rung per slice, carried by the document (low_mode) with the shares in
- * force: the governor writes it before the shares. Not the HAProxy router
- * (its low replica is one precision). */
+ * force: the governor writes it before the shares. The HAProxy router's low
+ * replica is one precision (haproxy_low_mode): only that rung, nothing sent. */
 int sv_set_low_mode(struct hal_dev *dev, const uint8_t *mode, size_t n_slices)
 {
 	struct sv *s = dev->priv;
 	if (!s || (!mode && n_slices))
 		return -EINVAL;
-	if (!s->act_on || s->hap)
+	if (!s->act_on)
 		return -ENOTSUP;
 	if (n_slices != s->n_slices)
 		return -EINVAL;
 	for (size_t i = 0; i < n_slices; i++)
 		if (mode[i] >= HAL_LOW_N)
 			return -EINVAL;
+	if (s->hap) {
+		for (size_t i = 0; i < n_slices; i++)
+			if (mode[i] != s->hap_low_mode) {
+				snprintf(s->fault_msg, sizeof(s->fault_msg),
+					 "haproxy: slice %s asks for %s; the low replica serves %s",
+					 s->slice_name[i], mode[i] == HAL_LOW_FP8 ? "fp8" : "int8",
+					 s->hap_low_mode == HAL_LOW_FP8 ? "fp8" : "int8");
+				return -ENOTSUP;
+			}
+		return 0;
+	}
 	uint8_t was[HAL_MAX_SLICES];
 	memcpy(was, s->mode_sent, sizeof(was));
 	memcpy(s->mode_sent, mode, n_slices);
@@ -885,6 +902,7 @@ static const struct hal_ops sv_ops_variant[3][2] = {
 static void sv_pick_ops(struct hal_dev *dev, struct sv *s)
 {
 	bool q = s->qfd >= 0 || sv_quality_from_scrape(s);
-	dev->ops = &sv_ops_variant[!s->act_on ? 0 : s->hap ? 2 : 1][q];
+	/* A router whose low replica is FP8 takes the FP8 rung (and only it). */
+	dev->ops = &sv_ops_variant[!s->act_on ? 0 : s->hap && s->hap_low_mode != HAL_LOW_FP8 ? 2 : 1][q];
 	sv_power_ops(dev, s); /* the power side's or the router's record, where either is */
 }

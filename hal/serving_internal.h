@@ -117,6 +117,7 @@ struct sv {
 	struct pact act;
 	bool act_on;
 	struct hap *hap; /* precision: haproxy (else act) */
+	uint8_t hap_low_mode; /* haproxy_low_mode: what the low replica serves (enum hal_low_mode) */
 	char hap_be[HAL_MAX_SLICES][HAP_NAME_LEN]; /* haproxy_backends, until hap_open copies them */
 	uint64_t gen_set, gen_applied, t_set_ms;
 	char *confirm_url, *confirm_file, *confirm_field;

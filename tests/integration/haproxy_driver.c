@@ -9,7 +9,9 @@
  *   haproxy_driver STATE SOCKET BACKEND SHARE MAX_STEP PERIOD_MS [dry]
  * Prints "held" after 5 periods (the tests ask for at most 4 steps). With
  * "dry" the device is opened read-only (hal_dev_cfg.read_only, as govd
- * --dry-run opens it): every path above must leave HAProxy's weights alone. */
+ * --dry-run opens it): every path above must leave HAProxy's weights alone.
+ * With HAP_LOW_MODE in the environment (haproxy_low_mode: int8 or fp8) it
+ * first prints what set_low_mode does with each rung (the precision ladder). */
 #include <errno.h>
 #include <stdbool.h>
 #include <jansson.h>
@@ -33,10 +35,11 @@ int main(int argc, char **argv)
 	char backends[128];
 	snprintf(backends, sizeof(backends), "code=%s", argv[3]);
 	const char *keys[] = { "url", "slices", "precision", "precision_target", "haproxy_backends",
-			       "haproxy_max_step", "timeout_ms" };
+			       "haproxy_max_step", "timeout_ms", "haproxy_low_mode" };
 	const char *vals[] = { "http://127.0.0.1:1/metrics", "code", "haproxy", argv[2], backends,
-			       argv[5], "300" };
-	struct hal_dev_cfg cfg = { .name = "router0", .backend = "serving", .n_opts = 7,
+			       argv[5], "300", getenv("HAP_LOW_MODE") };
+	size_t n_opts = vals[7] ? 8 : 7;
+	struct hal_dev_cfg cfg = { .name = "router0", .backend = "serving", .n_opts = n_opts,
 				   .keys = keys, .values = vals, .read_only = argc == 8 };
 	struct diag_list d = { 0 };
 	struct hal_dev dev = { 0 };
@@ -49,7 +52,7 @@ int main(int argc, char **argv)
 	if ((rc = statefile_original(&dev, &orig, &d)))
 		return 1;
 	json_t *opts = json_object();
-	for (size_t i = 0; i < 7; i++)
+	for (size_t i = 0; i < n_opts; i++)
 		json_object_set_new(opts, keys[i], json_string(vals[i]));
 	json_t *doc = json_pack("{s:s,s:s,s:I,s:s,s:[{s:s,s:s,s:o,s:o}]}", "format", STATEFILE_FORMAT,
 				"govd_version", "test", "pid", (json_int_t)getpid(), "config",
@@ -65,6 +68,14 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	sigprocmask(SIG_BLOCK, &set, NULL);
+	if (vals[7]) {
+		printf("set_low_mode offered: %s\n", hal_can_set_low_mode(&dev) ? "yes" : "no");
+		for (uint8_t m = 0; hal_can_set_low_mode(&dev) && m < HAL_LOW_N; m++) {
+			int r = dev.ops->set_low_mode(&dev, &m, 1);
+			printf("set_low_mode %s: %s\n", m == HAL_LOW_FP8 ? "fp8" : "int8",
+			       r ? strerror(-r) : "ok");
+		}
+	}
 	double share = atof(argv[4]);
 	long period_ms = atol(argv[6]);
 	if ((rc = dev.ops->set_precision(&dev, &share, 1)))

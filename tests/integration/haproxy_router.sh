@@ -351,4 +351,23 @@ kill -TERM "$drv_pid"; wait "$drv_pid" || true; drv_pid=
 [ "$(weights2)" = "55 45" ] || fail "the exit restored originals into the other HAProxy: $(weights2)"
 echo "haproxy_router: a swapped socket link is reported; the other HAProxy is never written"
 kill "$(cat "$work/hp2.pid")" 2>/dev/null || true
+# The precision ladder: a router whose low replica is FP8 (haproxy_low_mode)
+# takes the FP8 rung and only it; one with an INT8 low replica offers none.
+before=$(weights)
+for lm in fp8 int8; do
+	HAP_LOW_MODE=$lm "$drv" "$state" "$sock" be_code 0.20 40 100 >"$work/drv.log" 2>&1 &
+	drv_pid=$!
+	for _ in $(seq 1 60); do grep -q held "$work/drv.log" && break; sleep 0.05; done
+	kill -TERM "$drv_pid"; wait "$drv_pid" || true; drv_pid=
+	if [ $lm = fp8 ]; then
+		grep -q "set_low_mode fp8: ok" "$work/drv.log" &&
+			grep -q "set_low_mode int8: Operation not supported" "$work/drv.log" ||
+			fail "haproxy_low_mode fp8: $(cat "$work/drv.log")"
+	else
+		grep -q "set_low_mode offered: no" "$work/drv.log" ||
+			fail "haproxy_low_mode int8: $(cat "$work/drv.log")"
+	fi
+done
+[ "$(weights)" = "$before" ] || fail "after the ladder runs weights $(weights), want $before (restored)"
+echo "haproxy_router: an FP8 low replica takes the FP8 rung only; an INT8 one offers no rung"
 echo "haproxy_router: ok"
