@@ -222,6 +222,7 @@ struct rp_run {
 	double q_ms[SLA_N_ROWS];  /* run-wide quantiles (summary), or the worst judged window's */
 	double max_tj_c, clamp_events, clamp_time_s, above_ceiling_s;
 	double int8_token_frac, breaches, rollbacks, telemetry_faults;
+	double fp8_token_frac; /* NaN: the run had no FP8 engine (no precision ladder) */
 	bool failed;
 	char fail_reason[128];
 	size_t n_slices;

@@ -656,6 +656,8 @@ static json_t *mon_mix(const struct rp_run *r)
 	json_t *x = json_object();
 	json_object_set_new(x, "run", json_string(r->label));
 	json_object_set_new(x, "int8_token_fraction", jsonx_real(r->int8_token_frac));
+	if (isfinite(r->fp8_token_frac)) /* the precision ladder's FP8 rung, of those */
+		json_object_set_new(x, "fp8_token_fraction", jsonx_real(r->fp8_token_frac));
 	double lo = INFINITY, hi = -INFINITY;
 	for (size_t k = 0; k < r->nw; k++)
 		if (r->w[k].busy && isfinite(r->w[k].int8_share)) {

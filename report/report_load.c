@@ -139,6 +139,7 @@ static int take_summary(struct rp_run *r, struct sim_summary *s, const char *pat
 	r->clamp_time_s = s->clamp_time_s;
 	r->above_ceiling_s = s->time_above_ceiling_s;
 	r->int8_token_frac = s->int8_token_fraction;
+	r->fp8_token_frac = s->fp8_token_fraction;
 	r->breaches = s->breach_requests;
 	r->rollbacks = s->rollbacks;
 	r->telemetry_faults = s->telemetry_faults;

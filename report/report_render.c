@@ -770,7 +770,15 @@ static void sec_monitors(struct doc *d, json_t *rep, const struct rp_plots *pl)
 			snprintf(sl + l, sizeof(sl) - l, "%s%s %.3f", l ? ", " : "", k,
 				 json_is_number(v) ? json_number_value(v) : NAN);
 		}
-		const char *cells[] = { s_(x, "run"), n_(x, "int8_token_fraction", 3, a, B),
+		/* 8-bit tokens; with the precision ladder, FP8's share of all after them */
+		char i8[2 * B];
+		n_(x, "int8_token_fraction", 3, a, B);
+		if (json_is_number(g(x, "fp8_token_fraction")))
+			snprintf(i8, sizeof(i8), "%s (FP8 %.3f)", a,
+				 json_number_value(g(x, "fp8_token_fraction")));
+		else
+			snprintf(i8, sizeof(i8), "%s", a);
+		const char *cells[] = { s_(x, "run"), i8,
 					n_(x, "window_int8_share_min", 3, b_, B),
 					n_(x, "window_int8_share_max", 3, c, B), sl };
 		trow(d, cells, 5, NULL);

@@ -152,6 +152,7 @@ int sim_summary_load(const char *path, size_t max_bytes, struct sim_summary *s, 
 	s->clamp_time_s = jsonx_num(th, "clamp_time_s");
 	s->time_above_ceiling_s = jsonx_num(th, "time_above_ceiling_s");
 	s->int8_token_fraction = jsonx_num2(doc, "precision", "int8_token_fraction");
+	s->fp8_token_fraction = jsonx_num2(doc, "precision", "fp8_token_fraction");
 	s->breach_requests = jsonx_num2(doc, "quality", "breach_requests");
 	s->breach_requests_beyond_delay = jsonx_num2(doc, "quality", "breach_requests_beyond_delay");
 	s->rollbacks = jsonx_num(doc, "rollbacks");

@@ -38,6 +38,7 @@ struct sim_summary {
 	size_t n_win;
 	double ceiling_c, max_junction_c, clamp_events, clamp_time_s, time_above_ceiling_s;
 	double int8_token_fraction, breach_requests, breach_requests_beyond_delay;
+	double fp8_token_fraction; /* the FP8 ones among the 8-bit tokens; NaN: no FP8 engine */
 	double rollbacks, telemetry_faults;
 	double clock_changes_per_min, mean_locked_mhz; /* clock.*; NAN: not recorded */
 	bool failed;

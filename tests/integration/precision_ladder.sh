@@ -43,6 +43,13 @@ assert sm["quality"]["breach_requests"] == 0, sm["quality"]
 print(f"{n} decisions; fp8 token share {sm['precision']['fp8_token_fraction']:.3f}, "
       f"8-bit {sm['precision']['int8_token_fraction']:.3f}, breach 0")
 PY
+# The report's precision-mode mix carries the FP8 share of a ladder run.
+"$build/govctl" sim --scenario configs/scenarios/ladder.yaml --policy policies/balanced.yaml \
+	--seed 1 --duration 600 --out "$out/base" >/dev/null
+"$build/govctl" report "$out/run" --baseline "$out/base" -o "$out/report" >/dev/null
+grep -q '"fp8_token_fraction"' "$out/report/report.json" || { echo "FAIL: no fp8_token_fraction in report.json"; exit 1; }
+grep -q '(FP8 0\.[0-9]*)' "$out/report/report.md" || { echo "FAIL: no FP8 share in report.md's mix"; exit 1; }
+echo "report: $(grep -o '[0-9.]* (FP8 [0-9.]*)' "$out/report/report.md" | head -1) in the precision-mode mix"
 # The ladder needs its actuator: refused on a device without it.
 if "$build/govctl" sim --scenario configs/scenarios/default.yaml --policy policies/ladder.yaml \
 	--seed 1 --duration 10 --out "$out/refused" >/dev/null 2>"$out/err"; then
