@@ -80,7 +80,8 @@ static const struct ctl_param ctl_govd_params[] = {
 	  "raises nothing (under a thermal limit a lower clock does more work per joule of heat)" },
 	{ "benefit", 0, 1, 0,
 	  "1: low precision only where its learned energy per token beats BF16's at the running "
-	  "batch (per batch range; docs/govd-controller.md, \"The benefit learned\")" },
+	  "batch, and on a ladder INT8 only where it beats FP8's (per batch range; "
+	  "docs/govd-controller.md, \"The benefit learned\")" },
 	{ "benefit_margin", 0, 0.5, 0.02, "J/token low precision must save over BF16 to be served" },
 	{ "benefit_tau_s", 5, 3600, 60, "time constant of the learned energy and tokens" },
 	{ "benefit_min_s", 1, 3600, 60, "busy seconds of a mode in a batch range before it is judged" },
@@ -110,6 +111,12 @@ struct ctl_govd_state {
 	bool was_bf16_hold;
 	bool gate_was_open[HAL_MAX_SLICES];
 	uint8_t rung[HAL_MAX_SLICES]; /* the ladder's rung (enum hal_low_mode) while open */
+	/* The ladder's INT8 rung learned against FP8 (benefit: 1): mode 0 the
+	 * 8-bit shares all FP8, 1 some at INT8, -1 none served; int8_no_gain:
+	 * INT8 does not pay over FP8 at this load, the slices stay on FP8. */
+	struct ctl_govd_benefit rung_benefit;
+	int rung_mode;
+	bool int8_no_gain;
 	bool predict, predict_floor;
 	/* Window search (param search): the base clock and the window it judges. */
 	bool search;
@@ -211,6 +218,8 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 			.hold_s = ctl_param_value(pol, c, "benefit_hold_s"),
 		};
 		ctl_govd_benefit_init(&s->benefit);
+		ctl_govd_benefit_init(&s->rung_benefit);
+		s->rung_mode = -1;
 	}
 	if (t->slack_low >= t->slack_high) {
 		free(s);
@@ -533,6 +542,8 @@ static bool ctl_govd_rung(struct ctl_govd_state *s, const struct gov_estimates *
 	}
 	bool fp8_open = e->q_gate_open[rf] && ctl_govd_detect_ok(s, e, r, rf);
 	bool was = s->gate_was_open[i];
+	if (s->int8_no_gain && fp8_open)
+		int8_open = false; /* INT8 measured no better than FP8 here: FP8's rung */
 	if (was && s->rung[i] == HAL_LOW_INT8) {
 		if (!int8_open) /* up one rung, or two where FP8's gate shut too */
 			s->rung[i] = HAL_LOW_FP8, was = fp8_open;
@@ -816,6 +827,81 @@ static uint32_t search_step(struct ctl_govd_state *s, const struct gov_estimates
 	return reason;
 }
 
+/* Precision: the gate per slice (its ladder's rung), then whether mixing
+ * pays. Sets the shares, the rungs and the evidence asks in out; may move
+ * the clock to the max (a BF16 hold) and the binding to quality. */
+static uint32_t precision_step(struct ctl_govd_state *s, const struct ctl_input *in, bool busy,
+			       enum gov_binding *binding_io, struct ctl_output *out)
+{
+	const struct gov_estimates *e = in->est;
+	const struct policy *pol = in->pol;
+	const struct ctl_govd_tuning *t = &s->tun;
+	uint32_t reasons = 0;
+	enum gov_binding binding = *binding_io;
+
+	if (s->benefit_on) {
+		bool no8 = ctl_govd_benefit_step(&s->rung_benefit, &s->benefit_cfg, e->t_s,
+						 in->period_s, s->rung_mode, e->running,
+						 (double)e->period_tokens,
+						 e->power_total_w * in->period_s);
+		/* FP8 first: INT8 is tried once FP8 alone has been measured
+		 * at this load, and kept only where it pays over it. */
+		no8 = no8 || isnan(ctl_govd_benefit_j_per_token(
+				     &s->rung_benefit, &s->benefit_cfg, 0,
+				     ctl_govd_benefit_bucket(e->running)));
+		if (no8 && !s->int8_no_gain)
+			reasons |= GOV_R_PREC_NO_GAIN;
+		s->int8_no_gain = no8;
+	}
+	size_t n_open = 0, row[HAL_MAX_SLICES] = { 0 };
+	for (size_t i = 0; i < in->slices->n; i++) {
+		bool open = ctl_govd_rung(s, e, &in->slices->rule[i], i, &row[i]);
+		n_open += open;
+		if (open != s->gate_was_open[i])
+			reasons |= open ? GOV_R_INT8_GATE_OPEN : GOV_R_INT8_GATE_CLOSED;
+		s->gate_was_open[i] = open;
+	}
+	bool mixed = n_open > 0 && n_open < in->slices->n;
+	double tbt_ratio = ctl_govd_sla_ratio(e, pol, SLA_TBT);
+	if (mixed && busy && tbt_ratio > 0)
+		s->bf16_until_s = ctl_govd_mix_decide(t, &s->mix, e->t_s, s->bf16_until_s,
+						  tbt_ratio, s->f_khz / s->fmax_khz);
+	bool bf16 = e->t_s < s->bf16_until_s;
+	if (s->benefit_on) {
+		bool no_gain = ctl_govd_benefit_step(&s->benefit, &s->benefit_cfg, e->t_s,
+						 in->period_s, s->cur_mode, e->running,
+						 (double)e->period_tokens,
+						 e->power_total_w * in->period_s);
+		if (no_gain && n_open > 0 && !bf16)
+			reasons |= GOV_R_PREC_NO_GAIN;
+		bf16 = bf16 || no_gain;
+	}
+	if (e->t_s < s->bf16_until_s) {
+		reasons |= GOV_R_PREC_SATURATED;
+		/* BF16 needs the higher clock the mix was saving. */
+		if (!s->was_bf16_hold)
+			s->f_khz = s->fmax_khz;
+	}
+	s->was_bf16_hold = bf16;
+	s->cur_mode = 0;
+	s->rung_mode = -1;
+	for (size_t i = 0; i < in->slices->n; i++) {
+		bool open = s->gate_was_open[i];
+		out->op.int8_frac[i] = open && !bf16 ? in->slices->rule[i].int8_max_fraction : 0;
+		out->op.low_mode[i] = s->rung[i];
+		if (out->op.int8_frac[i] > 0) {
+			s->cur_mode = 1;
+			if (in->slices->rule[i].fp8_allowed) /* a ladder: which rung it pays on */
+				s->rung_mode = s->rung_mode == 1 || s->rung[i] == HAL_LOW_INT8;
+		}
+		if (in->slices->rule[i].low_allowed && !open && binding == GOV_B_SLA)
+			binding = GOV_B_QUALITY;
+	}
+	ctl_govd_evidence(in, out->op.int8_frac, row, s->ev_bad, out);
+	*binding_io = binding;
+	return reasons;
+}
+
 static void common_step(void *state, const struct ctl_input *in, struct ctl_output *out)
 {
 	struct ctl_govd_state *s = state;
@@ -906,49 +992,7 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 		}
 		s->th_bound = binding == GOV_B_CEILING; /* for the next period's search */
 
-		/* Precision: the gate per slice (its ladder's rung), then whether
-		 * mixing pays. */
-		size_t n_open = 0, row[HAL_MAX_SLICES] = { 0 };
-		for (size_t i = 0; i < in->slices->n; i++) {
-			bool open = ctl_govd_rung(s, e, &in->slices->rule[i], i, &row[i]);
-			n_open += open;
-			if (open != s->gate_was_open[i])
-				reasons |= open ? GOV_R_INT8_GATE_OPEN : GOV_R_INT8_GATE_CLOSED;
-			s->gate_was_open[i] = open;
-		}
-		bool mixed = n_open > 0 && n_open < in->slices->n;
-		double tbt_ratio = ctl_govd_sla_ratio(e, pol, SLA_TBT);
-		if (mixed && busy && tbt_ratio > 0)
-			s->bf16_until_s = ctl_govd_mix_decide(t, &s->mix, e->t_s, s->bf16_until_s,
-							  tbt_ratio, s->f_khz / s->fmax_khz);
-		bool bf16 = e->t_s < s->bf16_until_s;
-		if (s->benefit_on) {
-			bool no_gain = ctl_govd_benefit_step(&s->benefit, &s->benefit_cfg, e->t_s,
-							 in->period_s, s->cur_mode, e->running,
-							 (double)e->period_tokens,
-							 e->power_total_w * in->period_s);
-			if (no_gain && n_open > 0 && !bf16)
-				reasons |= GOV_R_PREC_NO_GAIN;
-			bf16 = bf16 || no_gain;
-		}
-		if (e->t_s < s->bf16_until_s) {
-			reasons |= GOV_R_PREC_SATURATED;
-			/* BF16 needs the higher clock the mix was saving. */
-			if (!s->was_bf16_hold)
-				s->f_khz = s->fmax_khz;
-		}
-		s->was_bf16_hold = bf16;
-		s->cur_mode = 0;
-		for (size_t i = 0; i < in->slices->n; i++) {
-			bool open = s->gate_was_open[i];
-			out->op.int8_frac[i] = open && !bf16 ? in->slices->rule[i].int8_max_fraction : 0;
-			out->op.low_mode[i] = s->rung[i];
-			if (out->op.int8_frac[i] > 0)
-				s->cur_mode = 1;
-			if (in->slices->rule[i].low_allowed && !open && binding == GOV_B_SLA)
-				binding = GOV_B_QUALITY;
-		}
-		ctl_govd_evidence(in, out->op.int8_frac, row, s->ev_bad, out);
+		reasons |= precision_step(s, in, busy, &binding, out);
 	}
 	uint32_t fk = snap(in->lim, f);
 	if (fk > s->fmax_khz)

@@ -43,6 +43,33 @@ assert sm["quality"]["breach_requests"] == 0, sm["quality"]
 print(f"{n} decisions; fp8 token share {sm['precision']['fp8_token_fraction']:.3f}, "
       f"8-bit {sm['precision']['int8_token_fraction']:.3f}, breach 0")
 PY
+# The INT8 rung learned against FP8 (benefit: 1): FP8 alone is measured
+# first, INT8 kept only where it pays over it; in this plant the two 8-bit
+# engines cost the same, so slices are held on FP8 (prec_no_gain) and serve
+# INT8 in fewer periods than without the learner (seed 1001).
+sed 's/^    thermal_margin_c: 1$/    thermal_margin_c: 1\n    benefit: 1/' "$out/ladder-ev.yaml" >"$out/ladder-ev-benefit.yaml"
+grep -q '^    benefit: 1$' "$out/ladder-ev-benefit.yaml"
+for p in ladder-ev ladder-ev-benefit; do
+	"$build/govctl" sim --scenario configs/scenarios/ladder.yaml --policy "$out/$p.yaml" \
+		--seed 1001 --out "$out/$p-1001" >/dev/null
+done
+python3 - "$out" <<'PY'
+import json, sys
+def count(d):
+    i8 = nog = 0
+    for line in open(d + "/decisions.jsonl"):
+        r = json.loads(line)
+        if r.get("type") != "decision":
+            continue
+        a = r["after"]
+        modes = a.get("low_mode", ["int8"] * len(a["int8_frac"]))
+        i8 += sum(1 for f, m in zip(a["int8_frac"], modes) if f > 0 and m == "int8")
+        nog += "prec_no_gain" in r.get("reasons", [])
+    return i8, nog
+(a, _), (b, nog) = count(sys.argv[1] + "/ladder-ev-1001"), count(sys.argv[1] + "/ladder-ev-benefit-1001")
+print(f"INT8 slice-periods: {a} without the learner, {b} with it ({nog} prec_no_gain periods)")
+assert nog > 0 and b < a, "the rung learner held no slice on FP8"
+PY
 # The report's precision-mode mix carries the FP8 share of a ladder run.
 "$build/govctl" sim --scenario configs/scenarios/ladder.yaml --policy policies/balanced.yaml \
 	--seed 1 --duration 600 --out "$out/base" >/dev/null
