@@ -656,6 +656,14 @@ int scenario_load(const char *path, struct scenario **out, struct diag_list *dia
 	read_environment(&ld, root);
 	read_server(&ld, root);
 	s->server.model = model_spec_find(s->model);
+	/* An FP8 engine needs FP8 tensor cores (Ampere has none). */
+	const struct plant_preset *dev = plant_preset_find(s->preset);
+	if (s->server.fp8_engine && dev && !plant_preset_supports(dev, "fp8")) {
+		yaml_node_t *sv = ycfg_get(&ld.y, root, "server");
+		err(&ld, sv ? ycfg_get(&ld.y, sv, "fp8_engine") : root, "server.fp8_engine",
+		    "not-supported", "preset %s does not run fp8; allowed: false on this preset",
+		    s->preset);
+	}
 	read_workload(&ld, root);
 	read_slices(&ld, root);
 	s->server.n_slices = s->n_slices;

@@ -324,6 +324,9 @@ static const struct bad_case bad_cases[] = {
 	  "'h200-sxm'?); valid: @PRESETS@"}},
 	{"unknown-stack.yaml", -EINVAL,
 	 {"unknown-stack.yaml:2:10: error: server.stack: unknown value 'tgi'; valid: vllm, tensorrt-llm"}},
+	{"fp8-on-ampere.yaml", -EINVAL,
+	 {"fp8-on-ampere.yaml:3:15: error: server.fp8_engine: preset a100-sxm does not run fp8; "
+	  "allowed: false on this preset"}},
 	{"unknown-model.yaml", -EINVAL,
 	 {"unknown-model.yaml:1:8: error: model: unknown value 'gpt-5'; valid: @MODELS@"}},
 	{"missing-workload.yaml", -EINVAL,
