@@ -32,6 +32,9 @@ struct ctl_output {
 	 * down to quality.shadow_budget. */
 	enum gov_evidence evidence[HAL_MAX_SLICES];
 	bool evidence_budget;
+	/* Bit per slice: its first rung is open on the unconfirmed prior
+	 * because the device is thermally bound (govd's heat_prior). */
+	uint32_t heat_prior;
 };
 
 struct controller_ops {

@@ -82,6 +82,10 @@ static const struct ctl_param ctl_govd_params[] = {
 	  "1: low precision only where its learned energy per token beats BF16's at the running "
 	  "batch, and on a ladder INT8 only where it beats FP8's (per batch range; "
 	  "docs/govd-controller.md, \"The benefit learned\")" },
+	{ "heat_prior", 0, 1, 0,
+	  "1: while the thermal limit binds, a slice's first rung opens on its qualification prior "
+	  "before quality.confirm_samples confirm it, and stays open until they do or a detector "
+	  "drops the prior (docs/govd-controller.md, \"Under heat\")" },
 	{ "benefit_margin", 0, 0.5, 0.02, "J/token low precision must save over BF16 to be served" },
 	{ "benefit_tau_s", 5, 3600, 60, "time constant of the learned energy and tokens" },
 	{ "benefit_min_s", 1, 3600, 60, "busy seconds of a mode in a batch range before it is judged" },
@@ -117,6 +121,11 @@ struct ctl_govd_state {
 	struct ctl_govd_benefit rung_benefit;
 	int rung_mode;
 	bool int8_no_gain;
+	/* heat_prior: the first rung open on the unconfirmed prior (latched
+	 * from a thermally bound period until confirmed or dropped). */
+	bool heat_prior_on;
+	bool heat_prior[HAL_MAX_SLICES];
+	bool heat_all; /* this period: every slice's first rung is open or trusted */
 	bool predict, predict_floor;
 	/* Window search (param search): the base clock and the window it judges. */
 	bool search;
@@ -210,6 +219,7 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 		s->win_idx = -1;
 		s->int8_max_detect_s = ctl_param_value(pol, c, "int8_max_detect_s"); /* NaN: no limit */
 		s->benefit_on = ctl_param_value(pol, c, "benefit") >= 0.5;
+		s->heat_prior_on = ctl_param_value(pol, c, "heat_prior") >= 0.5;
 		s->benefit_cfg = (struct ctl_govd_benefit_cfg){
 			.tau_s = ctl_param_value(pol, c, "benefit_tau_s"),
 			.settle_s = ESTIMATE_SHORT_WINDOW_S * 2,
@@ -534,13 +544,21 @@ static bool ctl_govd_rung(struct ctl_govd_state *s, const struct gov_estimates *
 			  const struct policy_slice_rule *r, size_t i, size_t *row)
 {
 	size_t r8 = est_q_row(i, HAL_LOW_INT8), rf = est_q_row(i, HAL_LOW_FP8);
-	bool int8_open = r->int8_allowed && e->q_gate_open[r8] && ctl_govd_detect_ok(s, e, r, r8);
+	/* Under heat, waiting for the prior's confirmation costs the SLA and
+	 * every window at BF16: the first rung may open on the prior alone
+	 * (the detectors still run; a drop of the prior shuts it). */
+	size_t first = r->fp8_allowed ? rf : r8;
+	bool trust = s->heat_prior_on && s->heat_all && e->q_gate_open_prior[first] &&
+		     (s->th_bound || s->heat_prior[i]);
+	s->heat_prior[i] = trust && !e->q_gate_open[first];
+	bool int8_open = r->int8_allowed && (e->q_gate_open[r8] || (trust && first == r8)) &&
+			 ctl_govd_detect_ok(s, e, r, r8);
 	if (!r->fp8_allowed) {
 		s->rung[i] = HAL_LOW_INT8;
 		*row = r8;
 		return int8_open;
 	}
-	bool fp8_open = e->q_gate_open[rf] && ctl_govd_detect_ok(s, e, r, rf);
+	bool fp8_open = (e->q_gate_open[rf] || trust) && ctl_govd_detect_ok(s, e, r, rf);
 	bool was = s->gate_was_open[i];
 	if (s->int8_no_gain && fp8_open)
 		int8_open = false; /* INT8 measured no better than FP8 here: FP8's rung */
@@ -853,6 +871,16 @@ static uint32_t precision_step(struct ctl_govd_state *s, const struct ctl_input 
 			reasons |= GOV_R_PREC_NO_GAIN;
 		s->int8_no_gain = no8;
 	}
+	/* The prior is trusted under heat only where it takes every slice off
+	 * BF16: a mix that keeps the BF16 engine streaming is what heat
+	 * punishes (docs/govd-controller.md, "Under heat"). */
+	s->heat_all = s->heat_prior_on;
+	for (size_t i = 0; s->heat_all && i < in->slices->n; i++) {
+		const struct policy_slice_rule *r = &in->slices->rule[i];
+		size_t first = est_q_row(i, r->fp8_allowed ? HAL_LOW_FP8 : HAL_LOW_INT8);
+		s->heat_all = r->low_allowed && r->int8_max_fraction >= 1.0 &&
+			      (e->q_gate_open[first] || e->q_gate_open_prior[first]);
+	}
 	size_t n_open = 0, row[HAL_MAX_SLICES] = { 0 };
 	for (size_t i = 0; i < in->slices->n; i++) {
 		bool open = ctl_govd_rung(s, e, &in->slices->rule[i], i, &row[i]);
@@ -896,6 +924,8 @@ static uint32_t precision_step(struct ctl_govd_state *s, const struct ctl_input 
 		}
 		if (in->slices->rule[i].low_allowed && !open && binding == GOV_B_SLA)
 			binding = GOV_B_QUALITY;
+		if (s->heat_prior[i] && out->op.int8_frac[i] > 0)
+			out->heat_prior |= 1u << i;
 	}
 	ctl_govd_evidence(in, out->op.int8_frac, row, s->ev_bad, out);
 	*binding_io = binding;

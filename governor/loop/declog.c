@@ -313,6 +313,10 @@ int declog_decision(struct declog *d, const struct declog_record *r)
 		json_object_set_new(qs, "cusum", jsonx_real(e->q_cusum[s]));
 		json_object_set_new(qs, "alarm", json_boolean(e->q_alarm[s]));
 		json_object_set_new(qs, "gate_open", json_boolean(e->q_gate_open[s]));
+		/* Only when it holds: the first rung open on the prior before its
+		 * confirmation, the device being thermally bound (heat_prior). */
+		if (r->heat_prior & (1u << s))
+			json_object_set_new(qs, "heat_prior", json_true());
 		/* The FP8 rung's own gate, where the server evaluates FP8. */
 		size_t f8 = est_q_row(s, HAL_LOW_FP8);
 		if (e->q_total_samples[f8] > 0) {

@@ -170,6 +170,7 @@ static void decide_stage_step(void *state, struct gov_period *p)
 	p->binding = p->want.binding;
 	p->rec.why = &p->want.why;
 	p->rec.evidence_budget = p->want.evidence_budget;
+	p->rec.heat_prior = p->want.heat_prior;
 }
 
 static void decide_stage_fini(void *state)

@@ -446,7 +446,7 @@ static void quality_gate(struct estimator *e, size_t s, uint64_t dn, uint64_t dk
 		o->q_evidence_n[s] = o->q_total_samples[s];
 		o->q_drop_upper[s] = 1.0;
 		o->q_drop_lower[s] = 0.0;
-		o->q_gate_open[s] = false;
+		o->q_gate_open[s] = o->q_gate_open_prior[s] = false;
 		return;
 	}
 	const struct est_quality_cfg *qc = &e->cfg.q[s];
@@ -494,6 +494,16 @@ static void quality_gate(struct estimator *e, size_t s, uint64_t dn, uint64_t dk
 	o->q_drop_upper[s] = wilson_upper_z(k, n, e->q_z[s]);
 	o->q_drop_lower[s] = wilson_lower_z(k, n, e->q_z[s]);
 	o->q_gate_open[s] = n >= qc->min_samples && o->q_drop_upper[s] <= qc->max_drop;
+	/* The same gate with the prior counted before it is confirmed (still
+	 * dropped on an alarm or a rejection): what a controller may act on
+	 * when waiting costs more than a wrong prior can (docs/govd-controller.md). */
+	if (!e->q_prior_dropped[s] && o->q_total_samples[s] < qc->confirm_samples) {
+		double np = n + qc->prior_samples, kp = k + qc->prior_mismatches;
+		o->q_gate_open_prior[s] =
+			np >= qc->min_samples && wilson_upper_z(kp, np, e->q_z[s]) <= qc->max_drop;
+	} else {
+		o->q_gate_open_prior[s] = o->q_gate_open[s];
+	}
 }
 
 static bool good(const enum gov_fault f[GOV_SIG_N], const struct gov_reading in[GOV_SIG_N], int s)

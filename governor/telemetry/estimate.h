@@ -65,6 +65,10 @@ struct gov_estimates {
 	double q_cusum[EST_Q_ROWS];      /* regression CUSUM statistic (log-likelihood ratio) */
 	bool q_alarm[EST_Q_ROWS];        /* the detector fired this run: the prior is dropped */
 	bool q_gate_open[EST_Q_ROWS];
+	/* The gate with the prior counted before confirm_samples online
+	 * samples stand beside it (as q_gate_open once they do, or once the
+	 * prior is dropped). */
+	bool q_gate_open_prior[EST_Q_ROWS];
 	/* Slice-periods whose shadow-sample increase exceeded
 	 * ESTIMATE_Q_MAX_PER_PERIOD: not counted. Cumulative. */
 	uint64_t q_rejected_periods;

@@ -4,12 +4,7 @@
 # does, and the cool one none. Needs the public trace (skips without it).
 set -euo pipefail
 build=$1
-if [ ! -f "${GOVD_SHARED_DATA:-/nonexistent}/AzureLLMInferenceTrace2023_code.csv" ]; then
-	echo "SKIP: Azure code trace not found in GOVD_SHARED_DATA"
-	exit 77
-fi
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+. "$(dirname "$0")/lib/need_trace.sh"
 field() { sed -n "s/.*\"$2\": *\([0-9.]*\).*/\1/p" "$1" | head -1; }
 "$build/govctl" sim --scenario configs/scenarios/azure-code-hot.yaml \
 	--policy policies/baselines/naive-int8.yaml --seed 1 --out "$out/hot" >/dev/null

@@ -265,14 +265,27 @@ static void test_quality_prior_consistency(void **state)
 	w.e.cfg.q[0].confirm_samples = 50;
 	const struct gov_estimates *o = qw_step(&w, 0, 0);
 	assert_false(o->q_gate_open[0]); /* the prior waits for 50 online samples */
+	assert_true(o->q_gate_open_prior[0]); /* ... which heat_prior may act on before */
 	o = qw_step(&w, 49, 0);
 	assert_false(o->q_gate_open[0]);
+	assert_true(o->q_gate_open_prior[0]);
 	o = qw_step(&w, 1, 0);
 	assert_true(o->q_gate_open[0]);
+	assert_true(o->q_gate_open_prior[0]);
 	/* 5 mismatches in 60 samples: the prior is rejected, the gate shuts. */
 	o = qw_step(&w, 10, 5);
 	assert_true(o->q_alarm[0]);
 	assert_false(o->q_gate_open[0]);
+	assert_false(o->q_gate_open_prior[0]); /* and the unconfirmed view with it */
+	estimate_fini(&w.e);
+	/* A prior rejected before its confirmation: the unconfirmed view shuts too. */
+	qw_init(&w, 5000, 20);
+	w.e.cfg.q[0].confirm_samples = 50;
+	o = qw_step(&w, 0, 0); /* the first read is the counters' base */
+	assert_true(o->q_gate_open_prior[0]);
+	o = qw_step(&w, 20, 5);
+	assert_true(o->q_alarm[0]);
+	assert_false(o->q_gate_open_prior[0]);
 	estimate_fini(&w.e);
 }
 
