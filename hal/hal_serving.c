@@ -730,15 +730,23 @@ static int sv_sample(struct hal_dev *dev, struct hal_sample *out)
 
 static int sv_write_doc(struct sv *s, const double *int8_frac, const double *shadow);
 
-int sv_set_precision(struct hal_dev *dev, const double *int8_frac, size_t n_slices)
+/* What every per-slice write checks first: a device, values for the
+ * slices it was opened with, and an actuator. 0, -EINVAL or -ENOTSUP. */
+static int sv_slice_write_check(const struct sv *s, const void *v, size_t n_slices)
 {
-	struct sv *s = dev->priv;
-	if (!s || (!int8_frac && n_slices))
+	if (!s || (!v && n_slices))
 		return -EINVAL;
 	if (!s->act_on)
 		return -ENOTSUP;
-	if (n_slices != s->n_slices)
-		return -EINVAL;
+	return n_slices == s->n_slices ? 0 : -EINVAL;
+}
+
+int sv_set_precision(struct hal_dev *dev, const double *int8_frac, size_t n_slices)
+{
+	struct sv *s = dev->priv;
+	int rc = sv_slice_write_check(s, int8_frac, n_slices);
+	if (rc)
+		return rc;
 	for (size_t i = 0; i < n_slices; i++)
 		if (!(int8_frac[i] >= 0.0 && int8_frac[i] <= 1.0))
 			return -EINVAL; /* NaN too; nothing sent (as the sim backend) */
@@ -776,12 +784,9 @@ static int sv_write_doc(struct sv *s, const double *int8_frac, const double *sha
 int sv_set_low_mode(struct hal_dev *dev, const uint8_t *mode, size_t n_slices)
 {
 	struct sv *s = dev->priv;
-	if (!s || (!mode && n_slices))
-		return -EINVAL;
-	if (!s->act_on)
-		return -ENOTSUP;
-	if (n_slices != s->n_slices)
-		return -EINVAL;
+	int rc = sv_slice_write_check(s, mode, n_slices);
+	if (rc)
+		return rc;
 	for (size_t i = 0; i < n_slices; i++)
 		if (mode[i] >= HAL_LOW_N)
 			return -EINVAL;
@@ -799,7 +804,7 @@ int sv_set_low_mode(struct hal_dev *dev, const uint8_t *mode, size_t n_slices)
 	uint8_t was[HAL_MAX_SLICES];
 	memcpy(was, s->mode_sent, sizeof(was));
 	memcpy(s->mode_sent, mode, n_slices);
-	int rc = sv_write_doc(s, s->int8_sent, s->shadow_sent);
+	rc = sv_write_doc(s, s->int8_sent, s->shadow_sent);
 	if (rc)
 		memcpy(s->mode_sent, was, sizeof(was)); /* what the server has */
 	return rc;
@@ -808,12 +813,11 @@ int sv_set_low_mode(struct hal_dev *dev, const uint8_t *mode, size_t n_slices)
 int sv_set_shadow_rate(struct hal_dev *dev, const double *rate, size_t n_slices)
 {
 	struct sv *s = dev->priv;
-	if (!s || (!rate && n_slices))
-		return -EINVAL;
-	if (!s->act_on || s->hap)
+	int rc = sv_slice_write_check(s, rate, n_slices);
+	if (rc)
+		return rc;
+	if (s->hap)
 		return -ENOTSUP; /* HAProxy's weights carry no shadow rate */
-	if (n_slices != s->n_slices)
-		return -EINVAL;
 	for (size_t i = 0; i < n_slices; i++)
 		if (!(rate[i] >= 0.0 && rate[i] <= 1.0))
 			return -EINVAL;

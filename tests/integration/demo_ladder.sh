@@ -31,15 +31,10 @@ if [ "$rc" -ne 0 ]; then
 fi
 "$py" - "$tmp/out" <<'PY'
 import json, sys
-out = sys.argv[1]
-recs = [json.loads(l) for l in open(out + "/log/gpu0.jsonl") if l.strip()]
-applied = [json.loads(l) for l in open(out + "/applied.jsonl") if l.strip()]
-hdr = recs[0]
-dec = [r for r in recs if r["type"] == "decision"]
-bad = []
-def check(ok, what):
-    if not ok:
-        bad.append(what)
+sys.path.insert(0, "tests/integration/lib")
+from demo_out import DemoOut
+d = DemoOut(sys.argv[1])
+recs, applied, hdr, dec, bad, check = d.recs, d.applied, d.hdr, d.dec, d.bad, d.check
 check(hdr["policy"] == "ladder" and hdr["slices"] == ["code", "chat", "math"], "ladder policy, 3 slices")
 def served(r, k):
     a = r["after"]

@@ -47,15 +47,10 @@ grep -q 'confirm_metric: router_precision_generation' "$tmp/out/govd.yaml" || fa
 
 "$py" - "$tmp/out" <<'PY' 2>"$tmp/not-met" || fail "assertions on the outputs: $(cat "$tmp/not-met")"
 import json, sys
-out = sys.argv[1]
-recs = [json.loads(l) for l in open(out + "/log/gpu0.jsonl") if l.strip()]
-applied = [json.loads(l) for l in open(out + "/applied.jsonl") if l.strip()]
-hdr = recs[0]
-dec = [r for r in recs if r["type"] == "decision"]
-bad = []
-def check(ok, what):
-    if not ok:
-        bad.append(what)
+sys.path.insert(0, "tests/integration/lib")
+from demo_out import DemoOut
+d = DemoOut(sys.argv[1])
+recs, applied, hdr, dec, bad, check = d.recs, d.applied, d.hdr, d.dec, d.bad, d.check
 
 check(hdr["type"] == "header" and hdr["slices"] == ["code", "chat", "math"], "header with the 3 slices")
 check(hdr["controller"] == "govd" and hdr["policy"] == "balanced", "balanced policy, govd controller")
