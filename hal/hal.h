@@ -136,10 +136,6 @@ struct hal_serving {
 	uint64_t slice_completed[HAL_MAX_SLICES];
 	uint64_t slice_int8_completed[HAL_MAX_SLICES];
 	uint64_t slice_tokens_int8[HAL_MAX_SLICES];
-	/* The FP8 answers among the 8-bit ones (the ladder's first rung; a
-	 * backend without set_low_mode leaves them zero). */
-	uint64_t tokens_fp8;
-	uint64_t slice_fp8_completed[HAL_MAX_SLICES];
 	/* Added for the serving backend (a scraped server); the sim leaves them
 	 * zero. Latency quantiles are not here: the governor takes them from
 	 * the cumulative ttft/tbt/e2e histograms (hist_delta + hist_quantile). */

@@ -214,7 +214,6 @@ static int sim_read_serving(struct hal_dev *dev, struct hal_serving *out)
 	out->requests_completed = st->completed;
 	out->tokens_generated = st->tokens_generated;
 	out->tokens_int8 = st->tokens_int8;
-	out->tokens_fp8 = st->tokens_fp8;
 	out->queue_len = st->queue_len;
 	out->running = st->running;
 	out->ttft = &st->ttft;
@@ -226,7 +225,6 @@ static int sim_read_serving(struct hal_dev *dev, struct hal_serving *out)
 		out->slice_completed[i] = st->slice_completed[i];
 		out->slice_int8_completed[i] = st->slice_int8_completed[i];
 		out->slice_tokens_int8[i] = st->slice_tokens_int8[i];
-		out->slice_fp8_completed[i] = st->slice_fp8_completed[i];
 	}
 	return 0;
 }

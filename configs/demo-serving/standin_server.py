@@ -128,7 +128,6 @@ class Server:
         self.sl_int8_tok = {s: 0 for s in self.slices}
         self.int8 = {s: 0.0 for s in self.slices}
         self.shadow_ask = {s: 0.0 for s in self.slices}  # govd's floor (document "shadow_rate")
-        self.low_mode = {s: "int8" for s in self.slices}  # document "low_mode" (the ladder's rung)
         self.gen_applied = 0
         self.applied_docs = 0
         self.clock_frac = 1.0  # f / fmax
@@ -259,10 +258,9 @@ class Server:
                 return 409, "generation %d is older than the applied %d" % (g, self.gen_applied)
             for k, v in sl.items():
                 self.int8[k] = float(v)
-            # a document without a slice's rate asks nothing there, without
-            # its rung serves INT8
+            # a document without a slice's rate asks nothing there (its rung
+            # is only logged: both 8-bit modes cost the same in this stand-in)
             self.shadow_ask = {k: float(ask.get(k, 0.0)) for k in self.int8}
-            self.low_mode = {k: lm.get(k, "int8") for k in self.int8}
             self.gen_applied = g
             self.applied_docs += 1
             rec = {"t_s": round(time.monotonic() - self.t0, 3), "via": src, "generation": g,

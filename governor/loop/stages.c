@@ -139,8 +139,10 @@ static void clamp_int8(const struct policy_slices *slices, const struct gov_esti
 		const struct policy_slice_rule *r = &slices->rule[s];
 		double f = op->int8_frac[s];
 		bool fp8 = op->low_mode[s] == HAL_LOW_FP8;
-		if (fp8 ? !r->fp8_allowed : !r->int8_allowed)
-			op->low_mode[s] = r->fp8_allowed ? HAL_LOW_FP8 : HAL_LOW_INT8, f = 0;
+		if (fp8 ? !r->fp8_allowed : !r->int8_allowed) { /* a rung the policy lacks */
+			op->low_mode[s] = r->fp8_allowed ? HAL_LOW_FP8 : HAL_LOW_INT8;
+			f = 0;
+		}
 		if (!r->low_allowed || isnan(f) || f < 0)
 			f = 0;
 		if (f > r->int8_max_fraction)

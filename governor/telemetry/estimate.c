@@ -89,12 +89,13 @@ int estimate_init(struct estimator *e, const struct estimate_cfg *cfg)
 		return -EINVAL;
 	memset(e, 0, sizeof(*e));
 	e->cfg = *cfg;
-	for (size_t s = 0; s < cfg->n_q && s < HAL_MAX_SLICES; s++)
-		for (int m = 0; m < HAL_LOW_N; m++) /* once, not per period */
-			e->q_z[est_q_row(s, m)] =
-				normal_quantile(cfg->q[est_q_row(s, m)].confidence > 0
-							? cfg->q[est_q_row(s, m)].confidence
-							: cfg->q[s].confidence);
+	/* Once, not per period; an FP8 row the policy gives no rung has no gate. */
+	for (size_t s = 0; s < cfg->n_q && s < HAL_MAX_SLICES; s++) {
+		e->q_z[s] = normal_quantile(cfg->q[s].confidence);
+		size_t f8 = est_q_row(s, HAL_LOW_FP8);
+		if (cfg->q[f8].max_drop > 0)
+			e->q_z[f8] = normal_quantile(cfg->q[f8].confidence);
+	}
 	/* Discrete EWMA with time constant tau sampled every period. */
 	e->alpha = 1.0 - exp(-cfg->period_s / cfg->ewma_tau_s);
 	e->trend_alpha = 1.0 - exp(-cfg->period_s / cfg->trend_tau_s);
@@ -213,7 +214,6 @@ static void sparse_clear(struct est_sparse *s)
 	s->sum_ms = 0;
 }
 
-/* Drops the oldest period from the running window sums. */
 /* One slice's shadow-sample increase since the previous read. A pair
  * restarts together: either going back means both count from zero. More
  * than a period can hold is no evidence: dropped whole (the backend bounds
@@ -233,6 +233,7 @@ static void q_delta(struct estimator *e, uint64_t n_now, uint64_t k_now, uint64_
 	*dk_out = dk < dn ? dk : dn;
 }
 
+/* Drops the oldest period from the running window sums. */
 static void ring_pop(struct estimator *e)
 {
 	size_t tail = (e->ring_head + e->ring_len - e->ring_n) % e->ring_len;
