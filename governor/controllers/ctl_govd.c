@@ -148,6 +148,12 @@ struct ctl_govd_state {
 	long bad_left;             /* windows it stays barred */
 	double predict_margin, predict_sigmas, util_max, power_spread_mhz;
 	double int8_max_detect_s; /* NAN: no limit */
+	/* Where this controller started: the estimates' clock is the host's
+	 * (monotonic since boot in the daemon), and their sample counts run
+	 * from the estimator's start, not from a reload. */
+	bool started;
+	double t0_s;
+	uint64_t samples0[EST_Q_ROWS];
 	struct gp_model model;
 	bool ev_bad[HAL_MAX_SLICES]; /* ctl_govd_evidence's decided-bad latch */
 	bool benefit_on;
@@ -509,13 +515,6 @@ bool ctl_govd_benefit_step(struct ctl_govd_benefit *b, const struct ctl_govd_ben
 	return true;
 }
 
-/* Expected value of INT8 on one slice: a drift is served past the
- * threshold until the detectors catch it, and every window with one breach
- * request earns nothing, so the expected loss per drift grows with the
- * detection delay while the gain does not. The delay is the samples the
- * CUSUMs need at 3 x max_drop (estimate_detect_samples) over the slice's
- * shadow-sample rate measured since start (at least 120 s of it, so a
- * slice that has not been seen yet counts as thinly sampled). */
 /* Shadow samples the detectors need to catch a drift of a slice to 3 x
  * max_drop (estimate_detect_samples). */
 static double drift_detect_samples(const struct policy_slice_rule *r)
@@ -524,14 +523,22 @@ static double drift_detect_samples(const struct policy_slice_rule *r)
 				       r->offline_mismatches, r->max_drop);
 }
 
-/* row: the gate row (est_q_row) of the rung in question. */
+/* Expected value of INT8 on one slice: a drift is served past the
+ * threshold until the detectors catch it, and every window with one breach
+ * request earns nothing, so the expected loss per drift grows with the
+ * detection delay while the gain does not. The delay is the samples the
+ * CUSUMs need at 3 x max_drop (estimate_detect_samples) over the slice's
+ * shadow-sample rate measured since this controller started (at least 120 s
+ * of it, so a slice that has not been seen yet counts as thinly sampled).
+ * row: the gate row (est_q_row) of the rung in question. */
 static bool ctl_govd_detect_ok(const struct ctl_govd_state *s, const struct gov_estimates *e,
 			   const struct policy_slice_rule *r, size_t row)
 {
 	if (isnan(s->int8_max_detect_s))
 		return true;
 	double n = drift_detect_samples(r);
-	double rate = (double)e->q_total_samples[row] / fmax(e->t_s, 120.0);
+	double rate = (double)(e->q_total_samples[row] - s->samples0[row]) /
+		      fmax(e->t_s - s->t0_s, 120.0);
 	return rate > 0 && n / rate <= s->int8_max_detect_s;
 }
 
@@ -942,6 +949,11 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 	enum gov_binding binding = GOV_B_SLA;
 
 	ctl_default_op(in, &out->op);
+	if (!s->started) {
+		s->started = true;
+		s->t0_s = e->t_s;
+		memcpy(s->samples0, e->q_total_samples, sizeof(s->samples0));
+	}
 	double ratio = ctl_govd_sla_ratio(e, pol, -1);
 	/* This period alone sees a burst's first slow steps before they move
 	 * the 10 s quantiles: raise on it too (never lower on it). */
