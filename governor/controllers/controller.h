@@ -35,6 +35,11 @@ struct ctl_output {
 	/* Bit per slice: its first rung is open on the unconfirmed prior
 	 * because the device is thermally bound (govd's heat_prior). */
 	uint32_t heat_prior;
+	/* Per slice, where the expected-value gate (govd's int8_max_detect_s)
+	 * keeps a rung shut whose quality gate is open: the seconds the
+	 * detectors would need to catch a drift to 3 x max_drop at the slice's
+	 * shadow-sample rate (INFINITY: no samples yet); 0: not held. */
+	double detect_held_s[HAL_MAX_SLICES];
 };
 
 struct controller_ops {

@@ -154,6 +154,7 @@ struct ctl_govd_state {
 	bool started;
 	double t0_s;
 	uint64_t samples0[EST_Q_ROWS];
+	double held_s[HAL_MAX_SLICES]; /* ctl_govd_detect_ok's delay holding the rung; 0: none */
 	struct gp_model model;
 	bool ev_bad[HAL_MAX_SLICES]; /* ctl_govd_evidence's decided-bad latch */
 	bool benefit_on;
@@ -532,14 +533,18 @@ static double drift_detect_samples(const struct policy_slice_rule *r)
  * of it, so a slice that has not been seen yet counts as thinly sampled).
  * row: the gate row (est_q_row) of the rung in question. */
 static bool ctl_govd_detect_ok(const struct ctl_govd_state *s, const struct gov_estimates *e,
-			   const struct policy_slice_rule *r, size_t row)
+			   const struct policy_slice_rule *r, size_t row, double *held_s)
 {
 	if (isnan(s->int8_max_detect_s))
 		return true;
 	double n = drift_detect_samples(r);
 	double rate = (double)(e->q_total_samples[row] - s->samples0[row]) /
 		      fmax(e->t_s - s->t0_s, 120.0);
-	return rate > 0 && n / rate <= s->int8_max_detect_s;
+	double delay_s = rate > 0 ? n / rate : INFINITY;
+	if (delay_s <= s->int8_max_detect_s)
+		return true;
+	*held_s = delay_s;
+	return false;
 }
 
 /* The precision ladder (docs/govd-controller.md): one rung at a time, each
@@ -558,14 +563,16 @@ static bool ctl_govd_rung(struct ctl_govd_state *s, const struct gov_estimates *
 	bool trust = s->heat_prior_on && s->heat_all && e->q_gate_open_prior[first] &&
 		     (s->th_bound || s->heat_prior[i]);
 	s->heat_prior[i] = trust && !e->q_gate_open[first];
+	double held8_s = 0, heldf_s = 0; /* the detection delay that holds a rung */
 	bool int8_open = r->int8_allowed && (e->q_gate_open[r8] || (trust && first == r8)) &&
-			 ctl_govd_detect_ok(s, e, r, r8);
+			 ctl_govd_detect_ok(s, e, r, r8, &held8_s);
 	if (!r->fp8_allowed) {
 		s->rung[i] = HAL_LOW_INT8;
 		*row = r8;
+		s->held_s[i] = held8_s;
 		return int8_open;
 	}
-	bool fp8_open = (e->q_gate_open[rf] || trust) && ctl_govd_detect_ok(s, e, r, rf);
+	bool fp8_open = (e->q_gate_open[rf] || trust) && ctl_govd_detect_ok(s, e, r, rf, &heldf_s);
 	bool was = s->gate_was_open[i];
 	if (s->int8_no_gain && fp8_open)
 		int8_open = false; /* INT8 measured no better than FP8 here: FP8's rung */
@@ -582,6 +589,8 @@ static bool ctl_govd_rung(struct ctl_govd_state *s, const struct gov_estimates *
 		was = fp8_open;
 	}
 	*row = est_q_row(i, s->rung[i]);
+	/* the rung in question: the first one at BF16, INT8 from FP8 */
+	s->held_s[i] = !was ? heldf_s : s->rung[i] == HAL_LOW_FP8 ? held8_s : 0;
 	return was;
 }
 
@@ -933,6 +942,7 @@ static uint32_t precision_step(struct ctl_govd_state *s, const struct ctl_input 
 			binding = GOV_B_QUALITY;
 		if (s->heat_prior[i] && out->op.int8_frac[i] > 0)
 			out->heat_prior |= 1u << i;
+		out->detect_held_s[i] = s->held_s[i];
 	}
 	ctl_govd_evidence(in, out->op.int8_frac, row, s->ev_bad, out);
 	*binding_io = binding;

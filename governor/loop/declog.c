@@ -317,6 +317,10 @@ int declog_decision(struct declog *d, const struct declog_record *r)
 		 * confirmation, the device being thermally bound (heat_prior). */
 		if (r->heat_prior & (1u << s))
 			json_object_set_new(qs, "heat_prior", json_true());
+		/* Only while it holds: the gate is open but a drift would be
+		 * caught too late at this shadow rate (null: no samples yet). */
+		if (r->detect_held_s && s < HAL_MAX_SLICES && r->detect_held_s[s] > 0)
+			json_object_set_new(qs, "detect_held_s", jsonx_real(r->detect_held_s[s]));
 		/* The FP8 rung's own gate, where the server evaluates FP8. */
 		size_t f8 = est_q_row(s, HAL_LOW_FP8);
 		if (e->q_total_samples[f8] > 0) {

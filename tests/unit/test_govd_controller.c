@@ -667,7 +667,8 @@ static void test_evidence_on_demand(void **state)
  * a clock that starts at 0 (the simulator) and on one that started long
  * before (the daemon's monotonic clock), and samples the estimator counted
  * before a restart of the controller (a reload) do not count again. */
-static int detect_gate_int8_at(double t0_s, uint64_t samples0, double rate_per_s, double after_s)
+static int detect_gate_int8_at(double t0_s, uint64_t samples0, double rate_per_s, double after_s,
+			       double *held_s)
 {
 	static const char text[] =
 		"name: g\n"
@@ -705,6 +706,7 @@ static int detect_gate_int8_at(double t0_s, uint64_t samples0, double rate_per_s
 		ctl_govd.step(st, &in, &out);
 		cur = out.op;
 		served = out.op.int8_frac[0];
+		*held_s = out.detect_held_s[0];
 	}
 	ctl_govd.fini(st);
 	policy_free(pol);
@@ -714,16 +716,24 @@ static int detect_gate_int8_at(double t0_s, uint64_t samples0, double rate_per_s
 static void test_detect_gate_clock(void **state)
 {
 	(void)state;
+	double held_s;
 	/* 820-odd samples catch a drift to 3 % (docs/govd-controller.md):
-	 * 2 per second makes it within 900 s, 0.5 per second does not. */
-	assert_true(detect_gate_int8_at(0, 0, 2, 300));
-	assert_true(detect_gate_int8_at(72000, 0, 2, 300));
-	assert_true(detect_gate_int8_at(72000, 500000, 2, 300));
-	assert_false(detect_gate_int8_at(0, 0, 0.5, 300));
-	assert_false(detect_gate_int8_at(72000, 0, 0.5, 300));
+	 * 2 per second makes it within 900 s, 0.5 per second does not, and
+	 * the record says how long it would take. */
+	assert_true(detect_gate_int8_at(0, 0, 2, 300, &held_s));
+	assert_true(held_s == 0);
+	assert_true(detect_gate_int8_at(72000, 0, 2, 300, &held_s));
+	assert_true(detect_gate_int8_at(72000, 500000, 2, 300, &held_s));
+	assert_false(detect_gate_int8_at(0, 0, 0.5, 300, &held_s));
+	double n = estimate_detect_samples(ESTIMATE_CUSUM_P1_RATIO * 0.01, 5000, 17, 0.01);
+	assert_true(fabs(held_s - n / (150.0 / 300)) < 1e-6 * held_s && held_s > 900);
+	assert_false(detect_gate_int8_at(72000, 0, 0.5, 300, &held_s));
 	/* Half a million samples counted before this controller started are
 	 * not evidence of the rate since. */
-	assert_false(detect_gate_int8_at(72000, 500000, 0.5, 300));
+	assert_false(detect_gate_int8_at(72000, 500000, 0.5, 300, &held_s));
+	/* None at all: held for good. */
+	assert_false(detect_gate_int8_at(0, 0, 0, 300, &held_s));
+	assert_true(isinf(held_s));
 }
 
 /* The precision benefit learned per batch range: low precision is tried
