@@ -78,6 +78,10 @@ static const struct ctl_param ctl_govd_params[] = {
 	{ "search_thermal", 0, 1, 0,
 	  "1: a window in which the thermal loop held the power limit closes a step down and "
 	  "raises nothing (under a thermal limit a lower clock does more work per joule of heat)" },
+	{ "search_idle_hot_s", 0, 86400, 0,
+	  "> 0: idle periods take idle_mhz only within this many seconds of the thermal limit "
+	  "binding and hold the base clock otherwise (a low idle clock cools a hot device but "
+	  "meets a cool one's next burst slow); 0: idle_mhz always" },
 	{ "benefit", 0, 1, 0,
 	  "1: low precision only where its learned energy per token beats BF16's at the running "
 	  "batch, and on a ladder INT8 only where it beats FP8's (per batch range; "
@@ -143,6 +147,7 @@ struct ctl_govd_state {
 	double overload;
 	bool win_surge;
 	bool search_thermal, th_bound, win_thermal;
+	double idle_hot_s, last_hot_s; /* search_idle_hot_s; when the limit last bound */
 	double last_surge_s;
 	double bad_khz;            /* the highest clock that failed lately (0: none) */
 	long bad_left;             /* windows it stays barred */
@@ -222,6 +227,8 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 		s->search_thermal = ctl_param_value(pol, c, "search_thermal") >= 0.5;
 		s->per_mode = ctl_param_value(pol, c, "search_per_mode") >= 0.5;
 		s->last_surge_s = -INFINITY;
+		s->idle_hot_s = ctl_param_value(pol, c, "search_idle_hot_s");
+		s->last_hot_s = -INFINITY;
 		s->last_short_raise_s = -INFINITY;
 		s->win_idx = -1;
 		s->int8_max_detect_s = ctl_param_value(pol, c, "int8_max_detect_s"); /* NaN: no limit */
@@ -850,7 +857,9 @@ static uint32_t search_step(struct ctl_govd_state *s, const struct gov_estimates
 		why->bound = GOV_WHY_SURGE;
 		reason = GOV_R_QUEUE_SURGE;
 	} else if (!busy) {
-		s->f_khz = s->idle_khz ? s->idle_khz : s->base_khz;
+		bool cool_idle = s->idle_khz &&
+				 (s->idle_hot_s <= 0 || e->t_s - s->last_hot_s < s->idle_hot_s);
+		s->f_khz = cool_idle ? s->idle_khz : s->base_khz;
 		why->bound = GOV_WHY_IDLE;
 		reason = GOV_R_SLA_KEEP;
 	} else {
@@ -1043,6 +1052,8 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 			}
 		}
 		s->th_bound = binding == GOV_B_CEILING; /* for the next period's search */
+		if (s->th_bound)
+			s->last_hot_s = e->t_s;
 
 		reasons |= precision_step(s, in, busy, &binding, out);
 	}

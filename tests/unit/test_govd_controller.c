@@ -564,6 +564,35 @@ static void test_window_search_thermal(void **state)
 	policy_free(r.pol);
 }
 
+/* search_idle_hot_s: idle periods take idle_mhz only while the thermal limit
+ * bound lately, and hold the base clock otherwise; 0: idle_mhz always. */
+static void test_window_search_idle_hot(void **state)
+{
+	(void)state;
+	struct search_rig r;
+	search_rig_init(&r, SEARCH_POLICY(", search_start_mhz: 1560, idle_mhz: 900, "
+					  "search_idle_hot_s: 300"));
+	enum gov_why_bound b;
+	/* Cool: an idle period holds the base. */
+	assert_int_equal(search_at(&r, 1, 90, 90, 8, 0, &b), 1560);
+	assert_int_equal(search_at(&r, 1.5, 90, 90, 0, 0, &b), 1560);
+	assert_int_equal(b, GOV_WHY_IDLE);
+	/* The thermal limit binds at 10 s: idle takes 900 MHz for 300 s. */
+	search_hot_at(&r, 10, 90, 90, 8, 0, 86, 690, &b);
+	assert_true(r.cur.power_limit_mw < 690000);
+	assert_int_equal(search_at(&r, 10.5, 90, 90, 0, 0, &b), 900);
+	assert_int_equal(search_at(&r, 309.5, 90, 90, 0, 0, &b), 900);
+	assert_int_equal(search_at(&r, 310.5, 90, 90, 0, 0, &b), 1560);
+	ctl_govd.fini(r.st);
+	policy_free(r.pol);
+	/* Without the parameter idle_mhz applies cool or hot. */
+	search_rig_init(&r, SEARCH_POLICY(", search_start_mhz: 1560, idle_mhz: 900"));
+	assert_int_equal(search_at(&r, 1, 90, 90, 8, 0, &b), 1560);
+	assert_int_equal(search_at(&r, 1.5, 90, 90, 0, 0, &b), 900);
+	ctl_govd.fini(r.st);
+	policy_free(r.pol);
+}
+
 /* The policy text loaded and resolved against n device slices a, b, c. */
 static struct policy *slices_policy(const char *text, size_t n, struct policy_slices *slices)
 {
@@ -802,6 +831,7 @@ int main(void)
 		cmocka_unit_test(test_window_search),
 		cmocka_unit_test(test_window_search_guards),
 		cmocka_unit_test(test_window_search_thermal),
+		cmocka_unit_test(test_window_search_idle_hot),
 		cmocka_unit_test(test_evidence_on_demand),
 		cmocka_unit_test(test_detect_gate_clock),
 		cmocka_unit_test(test_benefit_learned),
