@@ -166,6 +166,36 @@ static void test_rollback_fields(void **state)
 	json_decref(o);
 }
 
+/* The per-slice quality keys that appear only while they hold: heat_prior
+ * and detect_held_s (null: no samples yet, so held for good). */
+static void test_quality_held_keys(void **state)
+{
+	(void)state;
+	struct rec_fx f;
+	fx_init(&f);
+	f.est.n_slices = 3;
+	double held_s[HAL_MAX_SLICES] = { 0, 1968.5, INFINITY };
+	f.rec.detect_held_s = held_s;
+	f.rec.heat_prior = 1u << 0;
+	json_t *o = written(&f.rec);
+	json_t *q = json_object_get(json_object_get(o, "inputs"), "quality");
+	assert_int_equal(json_array_size(q), 3);
+	assert_true(json_is_true(json_object_get(json_array_get(q, 0), "heat_prior")));
+	assert_null(json_object_get(json_array_get(q, 0), "detect_held_s"));
+	assert_null(json_object_get(json_array_get(q, 1), "heat_prior"));
+	assert_true(json_real_value(json_object_get(json_array_get(q, 1), "detect_held_s")) == 1968.5);
+	json_t *inf = json_object_get(json_array_get(q, 2), "detect_held_s");
+	assert_non_null(inf);
+	assert_true(json_is_null(inf));
+	json_decref(o);
+	/* No controller output: no key. */
+	f.rec.detect_held_s = NULL;
+	o = written(&f.rec);
+	q = json_object_get(json_object_get(o, "inputs"), "quality");
+	assert_null(json_object_get(json_array_get(q, 1), "detect_held_s"));
+	json_decref(o);
+}
+
 /* Header: run metadata and versions. */
 static void test_header(void **state)
 {
@@ -228,6 +258,7 @@ int main(void)
 		cmocka_unit_test(test_backend_faults),
 		cmocka_unit_test(test_reasons_join),
 		cmocka_unit_test(test_rollback_fields),
+		cmocka_unit_test(test_quality_held_keys),
 		cmocka_unit_test(test_header),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
