@@ -545,8 +545,8 @@ static bool ctl_govd_detect_ok(const struct ctl_govd_state *s, const struct gov_
 	if (isnan(s->int8_max_detect_s))
 		return true;
 	double n = drift_detect_samples(r);
-	double rate = (double)(e->q_total_samples[row] - s->samples0[row]) /
-		      fmax(e->t_s - s->t0_s, 120.0);
+	uint64_t total = e->q_total_samples[row], before = s->samples0[row];
+	double rate = (double)(total > before ? total - before : 0) / fmax(e->t_s - s->t0_s, 120.0);
 	double delay_s = rate > 0 ? n / rate : INFINITY;
 	if (delay_s <= s->int8_max_detect_s)
 		return true;
