@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/sla.h"
 #include "governor/controllers/ctl_internal.h"
 #include "governor/controllers/govd_predict.h"
 
@@ -82,6 +83,10 @@ static const struct ctl_param ctl_govd_params[] = {
 	  "> 0: idle periods take idle_mhz only within this many seconds of the thermal limit "
 	  "binding and hold the base clock otherwise (a low idle clock cools a hot device but "
 	  "meets a cool one's next burst slow); 0: idle_mhz always" },
+	{ "search_risk_windows", 0, 100000, 0,
+	  "> 0: the risk budget: once the busy windows missed this run pass the policy's allowed "
+	  "share (1 - sla.attainment, counted over at least this many windows), the step-down "
+	  "threshold search_low shrinks by the square root of allowed / missed; 0: off" },
 	{ "benefit", 0, 1, 0,
 	  "1: low precision only where its learned energy per token beats BF16's at the running "
 	  "batch, and on a ladder INT8 only where it beats FP8's (per batch range; "
@@ -149,6 +154,8 @@ struct ctl_govd_state {
 	bool search_thermal, th_bound, win_thermal;
 	double idle_hot_s, last_hot_s; /* search_idle_hot_s; when the limit last bound */
 	double last_surge_s;
+	double risk_windows;             /* search_risk_windows */
+	uint64_t risk_judged, risk_missed; /* busy windows closed this run, and missed */
 	double bad_khz;            /* the highest clock that failed lately (0: none) */
 	long bad_left;             /* windows it stays barred */
 	double predict_margin, predict_sigmas, util_max, power_spread_mhz;
@@ -227,6 +234,7 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 		s->search_thermal = ctl_param_value(pol, c, "search_thermal") >= 0.5;
 		s->per_mode = ctl_param_value(pol, c, "search_per_mode") >= 0.5;
 		s->last_surge_s = -INFINITY;
+		s->risk_windows = ctl_param_value(pol, c, "search_risk_windows");
 		s->idle_hot_s = ctl_param_value(pol, c, "search_idle_hot_s");
 		s->last_hot_s = -INFINITY;
 		s->last_short_raise_s = -INFINITY;
@@ -761,6 +769,19 @@ static void remember_bad(struct ctl_govd_state *s, double khz)
 	s->bad_left = (long)s->search_memory;
 }
 
+/* The step-down threshold under the risk budget (param search_risk_windows):
+ * search_low while the run's missed busy windows stay within the policy's
+ * allowed share of them (counted over at least risk_windows), shrinking as
+ * sqrt(allowed / missed) beyond it, so a run that spends its budget stops
+ * descending onto the clocks that spent it. */
+static double search_low_at_risk(const struct ctl_govd_state *s, const struct policy *pol)
+{
+	if (!(s->risk_windows > 0) || s->risk_missed == 0)
+		return s->search_low;
+	double allowed = (1.0 - pol->sla.attainment) * fmax((double)s->risk_judged, s->risk_windows);
+	return s->search_low * sqrt(fmin(1.0, allowed / (double)s->risk_missed));
+}
+
 /* The window search (param search): one base clock, moved only when an SLA
  * window closes, on that window's judged tail (the quantiles over
  * sla.window_s against the p99 targets): down a step while it stays under
@@ -807,7 +828,7 @@ static uint32_t search_step(struct ctl_govd_state *s, const struct gov_estimates
 			remember_bad(s, s->base_khz);
 			s->base_khz += s->search_up_khz;
 			s->last_move = GOV_WHY_M_UP;
-		} else if (s->win_busy && r > 0 && r < s->search_low) {
+		} else if (s->win_busy && r > 0 && r < search_low_at_risk(s, pol)) {
 			s->base_khz -= s->search_down_khz;
 			s->last_move = GOV_WHY_M_DOWN;
 			/* never back onto a clock that failed lately */
@@ -818,6 +839,13 @@ static uint32_t search_step(struct ctl_govd_state *s, const struct gov_estimates
 		}
 		if (s->bad_left > 0 && --s->bad_left == 0)
 			s->bad_khz = 0;
+		/* The risk budget counts the window as the SLA judges it. */
+		struct sla_window_obs o = estimate_sla_obs(e);
+		enum sla_verdict v = sla_judge(pol->sla.latency_ms, pol->sla.min_tokens_per_s, &o, NULL);
+		if (s->win_busy && v != SLA_IDLE) {
+			s->risk_judged++;
+			s->risk_missed += v == SLA_MISSED;
+		}
 		s->win_idx = k;
 		s->win_busy = false;
 		s->win_surge = false;

@@ -419,6 +419,7 @@ static uint32_t search_hot_at(struct search_rig *r, double t_s, double win_tbt_m
 	e.queue_len = queue;
 	e.period_requests = running ? 4 : 0;
 	e.short_requests = running ? 40 : 0;
+	e.window_requests = running ? 200 : 0;
 	for (size_t i = 0; i < SLA_N_ROWS; i++)
 		e.quantile_ms[i] = e.short_quantile_ms[i] = e.period_p99_ms[i % SLA_N_METRICS] = NAN;
 	e.quantile_ms[SLA_INDEX(SLA_TBT, SLA_P99)] = win_tbt_ms;
@@ -591,6 +592,37 @@ static void test_window_search_idle_hot(void **state)
 	assert_int_equal(search_at(&r, 1.5, 90, 90, 0, 0, &b), 900);
 	ctl_govd.fini(r.st);
 	policy_free(r.pol);
+}
+
+/* search_risk_windows: a missed window spends the run's risk budget (1 %
+ * of at least 20 windows), and until enough clean windows earn it back a
+ * quiet window (0.8 of the target, under search_low 0.85) no longer steps
+ * the base down. */
+static void test_window_search_risk(void **state)
+{
+	(void)state;
+	for (int risk = 0; risk <= 1; risk++) {
+		struct search_rig r;
+		search_rig_init(&r, risk ? SEARCH_POLICY(", search_start_mhz: 1560, "
+							 "search_risk_windows: 20")
+					 : SEARCH_POLICY(", search_start_mhz: 1560"));
+		enum gov_why_bound b;
+		assert_int_equal(search_at(&r, 1, 90, 90, 8, 0, &b), 1560);
+		/* window 0 missed (120 ms against 100): up a step */
+		assert_int_equal(search_at(&r, 60, 120, 90, 8, 0, &b), 1650);
+		/* window 1 quiet: down again, unless the budget is spent */
+		assert_int_equal(search_at(&r, 120, 80, 90, 8, 0, &b), risk ? 1650 : 1560);
+		if (risk) {
+			/* 0.9 of the target moves nothing; after 100 judged windows
+			 * one miss is within 1 % and the quiet window steps down. */
+			double t = 180;
+			for (; t < 100 * 60; t += 60)
+				assert_int_equal(search_at(&r, t, 90, 90, 8, 0, &b), 1650);
+			assert_int_equal(search_at(&r, t, 80, 90, 8, 0, &b), 1560);
+		}
+		ctl_govd.fini(r.st);
+		policy_free(r.pol);
+	}
 }
 
 /* The policy text loaded and resolved against n device slices a, b, c. */
@@ -832,6 +864,7 @@ int main(void)
 		cmocka_unit_test(test_window_search_guards),
 		cmocka_unit_test(test_window_search_thermal),
 		cmocka_unit_test(test_window_search_idle_hot),
+		cmocka_unit_test(test_window_search_risk),
 		cmocka_unit_test(test_evidence_on_demand),
 		cmocka_unit_test(test_detect_gate_clock),
 		cmocka_unit_test(test_benefit_learned),
