@@ -43,6 +43,11 @@ struct ex_acc {
 	double base; /* the last record's (NaN: none yet) */
 	int prev_move;
 	struct hist tbt, ttft, tbt_lo; /* predictions, for their medians (2 % buckets) */
+	/* Periods the expected-value gate held each slice's open quality gate
+	 * shut (quality[].detect_held_s), and the slices' names. */
+	unsigned held[HAL_MAX_SLICES];
+	size_t n_slices;
+	const char (*slice)[HAL_NAME_LEN];
 };
 
 struct ex_ctx {
@@ -54,9 +59,11 @@ struct ex_ctx {
 	FILE *out; /* the table, printed only when the log explains something */
 };
 
-static void acc_reset(struct ex_acc *a, double t0)
+static void acc_reset(struct ex_acc *a, double t0, const struct declog_head *h)
 {
 	memset(a, 0, sizeof(*a));
+	a->n_slices = h->n_slices;
+	a->slice = h->slice;
 	hist_reset(&a->tbt);
 	hist_reset(&a->ttft);
 	hist_reset(&a->tbt_lo);
@@ -78,6 +85,8 @@ static void acc_add(struct ex_acc *a, const struct declog_period *p, double peri
 	const struct gov_why *w = &p->why;
 	a->t1 = p->t_s + period_s;
 	a->n++;
+	for (size_t i = 0; i < a->n_slices && i < HAL_MAX_SLICES; i++)
+		a->held[i] += (p->detect_held >> i) & 1u;
 	if (w->valid && isfinite(w->base_mhz)) {
 		bool moved = isfinite(a->base) && (fabs(w->base_mhz - a->base) > 0.5 ||
 						   (int)w->move != a->prev_move);
@@ -154,11 +163,20 @@ static void acc_print(FILE *out, struct ex_acc *a, const char *label)
 				sq += snprintf(sq, sizeof(search) - (size_t)(sq - search), ", %s %u",
 					       gov_why_move_name((enum gov_why_move)m), a->moves[m]);
 	}
-	fprintf(out, "%-13s %6u %5u %6.0f %5.0f-%-5.0f %6.1f %s %s %s  %-8s %s%s\n", label, a->n,
+	char held[160] = "";
+	for (size_t i = 0, k = 0; i < a->n_slices && i < HAL_MAX_SLICES; i++) {
+		if (!a->held[i])
+			continue;
+		size_t used_len = strlen(held);
+		snprintf(held + used_len, sizeof(held) - used_len, "%s%s %.0f%%",
+			 k++ ? ", " : "; 8-bit held by the detection delay: ", a->slice[i],
+			 100.0 * a->held[i] / a->n);
+	}
+	fprintf(out, "%-13s %6u %5u %6.0f %5.0f-%-5.0f %6.1f %s %s %s  %-8s %s%s%s\n", label, a->n,
 	       a->busy, a->clk_sum / a->busy, a->clk_min, a->clk_max,
 	       mins > 0 ? a->changes / mins : 0.0, num(b1, sizeof(b1), median(&a->tbt)),
 	       num(b2, sizeof(b2), median(&a->ttft)), num(b3, sizeof(b3), median(&a->tbt_lo)),
-	       lim < 0 ? "-" : gov_why_limit_name((enum gov_why_limit)lim), terms, search);
+	       lim < 0 ? "-" : gov_why_limit_name((enum gov_why_limit)lim), terms, search, held);
 }
 
 static void row_label(char *buf, size_t len, double t0, double t1)
@@ -191,14 +209,14 @@ static int on_period(void *ctx, const struct declog_period *p, bool copied)
 	x->periods++;
 	x->with_why += p->why.valid;
 	if (x->a.n == 0)
-		acc_reset(&x->a, p->t_s);
+		acc_reset(&x->a, p->t_s, &x->head);
 	if (x->total.n == 0)
-		acc_reset(&x->total, p->t_s);
+		acc_reset(&x->total, p->t_s, &x->head);
 	if (x->every > 0 && p->t_s >= x->a.t0 + x->every - 1e-9) {
 		char l[48];
 		row_label(l, sizeof(l), x->a.t0, x->a.t1);
 		acc_print(x->out, &x->a, l);
-		acc_reset(&x->a, p->t_s);
+		acc_reset(&x->a, p->t_s, &x->head);
 	}
 	acc_add(&x->a, p, ps);
 	acc_add(&x->total, p, ps);
@@ -286,6 +304,8 @@ int govctl_explain(int argc, char **argv)
 	printf("busy: periods with work; clock: the clock asked for (MHz); TBT/TTFT pred: the "
 	       "model's median predicted p99 (ms) at it, risk term included; TBT lowr: at the next "
 	       "lower candidate; lower: why that one lost, most often; set by: the term that set "
-	       "the clock, share of busy periods (docs/decision-log.md, \"why\")\n");
+	       "the clock, share of busy periods (docs/decision-log.md, \"why\"); 8-bit held by the "
+	       "detection delay: share of periods a slice's open quality gate stayed shut because "
+	       "its drift would be caught too late (quality[].detect_held_s)\n");
 	return GOVCTL_EXIT_OK;
 }

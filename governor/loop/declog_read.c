@@ -195,6 +195,8 @@ static void read_decision(const struct declog_head *h, json_t *d, struct declog_
 		p->q_samples[i] = jsonx_num(qs, "samples");
 		if (json_is_true(json_object_get(qs, "gate_open")))
 			p->gate_open |= 1u << i;
+		if (json_object_get(qs, "detect_held_s"))
+			p->detect_held |= 1u << i;
 	}
 	read_why(json_object_get(d, "why"), &p->why);
 }

@@ -46,6 +46,7 @@ struct declog_period {
 	double queue_len, running;
 	uint32_t throttle, reasons; /* reasons: enum gov_reason bits */
 	uint32_t gate_open;       /* bit per slice: inputs.quality[s].gate_open */
+	uint32_t detect_held;     /* bit per slice: inputs.quality[s].detect_held_s present */
 	size_t n_faults;
 	bool clk_locked;
 	double int8_before[HAL_MAX_SLICES], int8_after[HAL_MAX_SLICES];

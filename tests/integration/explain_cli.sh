@@ -4,7 +4,8 @@
 # scenario: one row per --every seconds and an "all" row; the shares of the
 # terms that set the clock add up to 100 % of the busy periods; the clock it
 # reports is the clock the records asked for (checked against the log with
-# python); --from/--to select a stretch; a log without explanations
+# python); the share of periods the expected-value gate held a slice's
+# 8-bit rung shut (quality-drift: chat); --from/--to select a stretch; a log without explanations
 # (firmware-default), a missing file and bad arguments are errors (1, 1, 2).
 # $1: the build directory.
 set -euo pipefail
@@ -50,6 +51,27 @@ if len(terms) <= 3:  # every term listed: the shares add up (rounding)
     assert abs(sum(shares) - 100) <= len(shares), shares
 print(f"explain: {len(busy)} busy of {len(dec)} periods, mean clock {mean:.0f} MHz, "
       f"terms {sorted(terms)}")
+PY
+# The expected-value gate holding chat's open gate shut on quality-drift:
+# its share of periods, as the log's quality[].detect_held_s counts it.
+"$govctl" sim --scenario configs/scenarios/quality-drift.yaml --policy policies/balanced.yaml \
+	--seed 1 --duration 300 --out "$tmp/qd" >/dev/null 2>&1
+run 0 "$tmp/qd" --every 0
+python3 - "$tmp/out" "$tmp/qd/decisions.jsonl" <<'PY'
+import json, re, sys
+allrow = [l for l in open(sys.argv[1]).read().splitlines() if l.startswith("all ")][0]
+m = re.search(r"8-bit held by the detection delay: (.*)$", allrow)
+assert m, allrow
+held = dict((n, int(v)) for n, v in re.findall(r"(\w+) (\d+)%", m.group(1)))
+recs = [json.loads(l) for l in open(sys.argv[2])]
+head = recs[0]
+dec = [r for r in recs if r.get("type") == "decision"]
+for i, name in enumerate(head["slices"]):
+    n = sum(1 for r in dec if "detect_held_s" in r["inputs"]["quality"][i])
+    want = round(100.0 * n / len(dec))
+    assert held.get(name, 0) == want, (name, held, want)
+assert held.get("chat", 0) > 0, held
+print(f"explain: held {held}")
 PY
 run 0 "$tmp/run" --from 120 --to 240 --every 0
 grep -Eq '^all +240 ' "$tmp/out" || fail "--from 120 --to 240 should hold 240 periods of 500 ms"
