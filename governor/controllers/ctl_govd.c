@@ -875,6 +875,7 @@ static uint32_t search_step(struct ctl_govd_state *s, const struct gov_estimates
 	if (s->base_khz < s->floor_khz)
 		s->base_khz = s->floor_khz;
 	why->bound = GOV_WHY_SEARCH;
+	why->margin = search_low_at_risk(s, pol); /* the step-down threshold in force */
 	why->tail_ratio = r;
 	why->base_mhz = s->base_khz / 1000.0;
 	why->bar_mhz = s->bad_left > 0 ? s->bad_khz / 1000.0 : NAN;

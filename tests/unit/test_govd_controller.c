@@ -610,8 +610,12 @@ static void test_window_search_risk(void **state)
 		assert_int_equal(search_at(&r, 1, 90, 90, 8, 0, &b), 1560);
 		/* window 0 missed (120 ms against 100): up a step */
 		assert_int_equal(search_at(&r, 60, 120, 90, 8, 0, &b), 1650);
+		/* the record's margin: the threshold in force from now on,
+		 * 0.85 sqrt(0.2 / 1) once the miss is counted */
+		assert_true(fabs(r.why.margin - (risk ? 0.85 * sqrt(0.2) : 0.85)) < 1e-12);
 		/* window 1 quiet: down again, unless the budget is spent */
 		assert_int_equal(search_at(&r, 120, 80, 90, 8, 0, &b), risk ? 1650 : 1560);
+		assert_true(fabs(r.why.margin - (risk ? 0.85 * sqrt(0.2) : 0.85)) < 1e-12);
 		if (risk) {
 			/* 0.9 of the target moves nothing; after 100 judged windows
 			 * one miss is within 1 % and the quiet window steps down. */
