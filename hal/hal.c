@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+const char *const hal_low_mode_names[HAL_LOW_N + 1] = { "int8", "fp8", NULL };
+
 void hal_close(struct hal_dev *dev)
 {
 	if (!dev->ops)

@@ -27,6 +27,8 @@ enum hal_temp { HAL_TEMP_JUNCTION, HAL_TEMP_MEMORY, HAL_TEMP_INLET, HAL_TEMP_N }
 /* A slice's low-precision mode (set_low_mode); zero is INT8, the one mode
  * before the ladder. */
 enum hal_low_mode { HAL_LOW_INT8, HAL_LOW_FP8, HAL_LOW_N };
+/* Their names in documents, datagrams and configs, by enum; NULL-terminated. */
+extern const char *const hal_low_mode_names[HAL_LOW_N + 1];
 
 /* Throttle (clocks-event) reasons, NVML-like bits. */
 enum hal_throttle {

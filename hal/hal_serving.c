@@ -524,9 +524,8 @@ static int sv_parse_precision(struct sv *s, struct bopts *o, const struct hal_de
 	bad |= bopts_u64(o, "haproxy_max_step", 1, HAP_WEIGHT_MAX, hap_step, &hap_step) != 0;
 	bad |= bopts_u64(o, "haproxy_budget_ms", 10, 60000, hap_budget, &hap_budget) != 0;
 	/* What the low replica serves: INT8 (before the ladder) or FP8. */
-	static const char *const low_modes[] = { "int8", "fp8", NULL };
 	int lm = HAL_LOW_INT8;
-	bad |= bopts_enum(o, "haproxy_low_mode", low_modes, HAL_LOW_INT8, &lm) != 0;
+	bad |= bopts_enum(o, "haproxy_low_mode", hal_low_mode_names, HAL_LOW_INT8, &lm) != 0;
 	s->hap_low_mode = (uint8_t)lm;
 	if (!haproxy) {
 		static const char *const hk[] = { "haproxy_backends", "haproxy_server_full",
@@ -795,8 +794,8 @@ int sv_set_low_mode(struct hal_dev *dev, const uint8_t *mode, size_t n_slices)
 			if (mode[i] != s->hap_low_mode) {
 				snprintf(s->fault_msg, sizeof(s->fault_msg),
 					 "haproxy: slice %s asks for %s; the low replica serves %s",
-					 s->slice_name[i], mode[i] == HAL_LOW_FP8 ? "fp8" : "int8",
-					 s->hap_low_mode == HAL_LOW_FP8 ? "fp8" : "int8");
+					 s->slice_name[i], hal_low_mode_names[mode[i]],
+					 hal_low_mode_names[s->hap_low_mode]);
 				return -ENOTSUP;
 			}
 		return 0;

@@ -46,7 +46,8 @@ char *pact_document(uint64_t gen, const char *const *names, const double *frac,
 		goto out_free;
 	/* Only the slices whose 8-bit share is FP8's (the precision ladder). */
 	for (size_t i = 0; low_mode && i < n; i++)
-		if (low_mode[i] == HAL_LOW_FP8 && json_object_set_new(lm, names[i], json_string("fp8")))
+		if (low_mode[i] == HAL_LOW_FP8 &&
+		    json_object_set_new(lm, names[i], json_string(hal_low_mode_names[HAL_LOW_FP8])))
 			goto out_free;
 	for (size_t i = 0; shadow && i < n; i++)
 		if (shadow[i] > 0 && json_object_set_new(sh, names[i],

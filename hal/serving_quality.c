@@ -88,8 +88,12 @@ static bool quality_msg(struct sv *s, const char *buf, size_t len, bool *implaus
 			 json_string_value(js));
 		goto out_free;
 	}
-	bool fp8 = jmode && json_is_string(jmode) && !strcmp(json_string_value(jmode), "fp8");
-	if (jmode && !fp8 && !(json_is_string(jmode) && !strcmp(json_string_value(jmode), "int8"))) {
+	int mode = jmode ? -1 : HAL_LOW_INT8;
+	for (int m = 0; jmode && json_is_string(jmode) && m < HAL_LOW_N; m++)
+		if (!strcmp(json_string_value(jmode), hal_low_mode_names[m]))
+			mode = m;
+	bool fp8 = mode == HAL_LOW_FP8;
+	if (mode < 0) {
 		snprintf(s->qfault_msg, sizeof(s->qfault_msg),
 			 "quality datagram: mode must be \"int8\" or \"fp8\"");
 		goto out_free;

@@ -230,27 +230,23 @@ class Server:
         g, sl = doc.get("generation"), doc.get("slices")
         if not isinstance(g, int) or isinstance(g, bool) or g < 0 or not isinstance(sl, dict):
             return 400, "needs an integer generation and a slices object"
-        for k, v in sl.items():
-            if k not in self.int8:
-                return 400, "unknown slice %r" % k
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= 1:
-                return 400, "slice %r: INT8 share must be in [0, 1]" % k
-        lm = doc.get("low_mode", {})
-        if not isinstance(lm, dict):
-            return 400, "low_mode must be an object"
-        for k, v in lm.items():
-            if k not in self.int8:
-                return 400, "low_mode: unknown slice %r" % k
-            if v not in ("int8", "fp8") or (v == "fp8" and not self.a.fp8_drop):
-                return 400, "low_mode %r: %r is not a loaded 8-bit mode" % (k, v)
-        ask = doc.get("shadow_rate", {})
-        if not isinstance(ask, dict):
-            return 400, "shadow_rate must be an object"
-        for k, v in ask.items():
-            if k not in self.int8:
-                return 400, "shadow_rate: unknown slice %r" % k
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= 1:
-                return 400, "shadow_rate %r must be in [0, 1]" % k
+        def share(v):
+            return isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1
+
+        def mode(v):
+            return v == "int8" or (v == "fp8" and bool(self.a.fp8_drop))
+
+        lm, ask = doc.get("low_mode", {}), doc.get("shadow_rate", {})
+        for key, m, ok, what in (("slices", sl, share, "INT8 share must be in [0, 1]"),
+                                 ("low_mode", lm, mode, "is not a loaded 8-bit mode"),
+                                 ("shadow_rate", ask, share, "must be in [0, 1]")):
+            if not isinstance(m, dict):
+                return 400, "%s must be an object" % key
+            for k, v in m.items():
+                if k not in self.int8:
+                    return 400, "%s: unknown slice %r" % (key, k)
+                if not ok(v):
+                    return 400, "%s %r: %r %s" % (key, k, v, what)
         if self.a.apply_delay_ms:
             time.sleep(self.a.apply_delay_ms / 1000.0)  # engines switching
         with self.lock:

@@ -134,7 +134,6 @@ struct ctl_govd_state {
 	 * from a thermally bound period until confirmed or dropped). */
 	bool heat_prior_on;
 	bool heat_prior[HAL_MAX_SLICES];
-	bool heat_all; /* this period: every slice's first rung is open or trusted */
 	bool predict, predict_floor;
 	/* Window search (param search): the base clock and the window it judges. */
 	bool search;
@@ -166,7 +165,6 @@ struct ctl_govd_state {
 	bool started;
 	double t0_s;
 	uint64_t samples0[EST_Q_ROWS];
-	double held_s[HAL_MAX_SLICES]; /* ctl_govd_detect_ok's delay holding the rung; 0: none */
 	struct gp_model model;
 	bool ev_bad[HAL_MAX_SLICES]; /* ctl_govd_evidence's decided-bad latch */
 	bool benefit_on;
@@ -565,17 +563,20 @@ static bool ctl_govd_detect_ok(const struct ctl_govd_state *s, const struct gov_
 /* The precision ladder (docs/govd-controller.md): one rung at a time, each
  * behind its own gate. Without fp8 in the policy the one rung is INT8, as
  * before the ladder. Sets s->rung[i] and *row, the gate row that matters now
- * (the rung served; at BF16 the first rung, for evidence); true while the
- * rung may serve. */
+ * (the rung served; at BF16 the first rung, for evidence) and *held_s (the
+ * detection delay holding the rung in question shut; 0: none); true while
+ * the rung may serve. heat_all: this period every slice's first rung is
+ * open or may be trusted under heat. */
 static bool ctl_govd_rung(struct ctl_govd_state *s, const struct gov_estimates *e,
-			  const struct policy_slice_rule *r, size_t i, size_t *row)
+			  const struct policy_slice_rule *r, size_t i, bool heat_all, size_t *row,
+			  double *held_s)
 {
 	size_t r8 = est_q_row(i, HAL_LOW_INT8), rf = est_q_row(i, HAL_LOW_FP8);
 	/* Under heat, waiting for the prior's confirmation costs the SLA and
 	 * every window at BF16: the first rung may open on the prior alone
 	 * (the detectors still run; a drop of the prior shuts it). */
 	size_t first = r->fp8_allowed ? rf : r8;
-	bool trust = s->heat_prior_on && s->heat_all && e->q_gate_open_prior[first] &&
+	bool trust = heat_all && e->q_gate_open_prior[first] &&
 		     (s->th_bound || s->heat_prior[i]);
 	s->heat_prior[i] = trust && !e->q_gate_open[first];
 	double held8_s = 0, heldf_s = 0; /* the detection delay that holds a rung */
@@ -584,7 +585,7 @@ static bool ctl_govd_rung(struct ctl_govd_state *s, const struct gov_estimates *
 	if (!r->fp8_allowed) {
 		s->rung[i] = HAL_LOW_INT8;
 		*row = r8;
-		s->held_s[i] = held8_s;
+		*held_s = held8_s;
 		return int8_open;
 	}
 	bool fp8_open = (e->q_gate_open[rf] || trust) && ctl_govd_detect_ok(s, e, r, rf, &heldf_s);
@@ -605,7 +606,7 @@ static bool ctl_govd_rung(struct ctl_govd_state *s, const struct gov_estimates *
 	}
 	*row = est_q_row(i, s->rung[i]);
 	/* the rung in question: the first one at BF16, INT8 from FP8 */
-	s->held_s[i] = !was ? heldf_s : s->rung[i] == HAL_LOW_FP8 ? held8_s : 0;
+	*held_s = !was ? heldf_s : s->rung[i] == HAL_LOW_FP8 ? held8_s : 0;
 	return was;
 }
 
@@ -840,10 +841,11 @@ static uint32_t search_step(struct ctl_govd_state *s, const struct gov_estimates
 		if (s->bad_left > 0 && --s->bad_left == 0)
 			s->bad_khz = 0;
 		/* The risk budget counts the window as the SLA judges it. */
-		struct sla_window_obs o = estimate_sla_obs(e);
-		enum sla_verdict v = sla_judge(pol->sla.latency_ms, pol->sla.min_tokens_per_s, &o, NULL);
-		if (s->win_busy && v != SLA_IDLE) {
-			s->risk_judged++;
+		if (s->risk_windows > 0 && s->win_busy) {
+			struct sla_window_obs o = estimate_sla_obs(e);
+			enum sla_verdict v =
+				sla_judge(pol->sla.latency_ms, pol->sla.min_tokens_per_s, &o, NULL);
+			s->risk_judged += v != SLA_IDLE;
 			s->risk_missed += v == SLA_MISSED;
 		}
 		s->win_idx = k;
@@ -928,16 +930,17 @@ static uint32_t precision_step(struct ctl_govd_state *s, const struct ctl_input 
 	/* The prior is trusted under heat only where it takes every slice off
 	 * BF16: a mix that keeps the BF16 engine streaming is what heat
 	 * punishes (docs/govd-controller.md, "Under heat"). */
-	s->heat_all = s->heat_prior_on;
-	for (size_t i = 0; s->heat_all && i < in->slices->n; i++) {
+	bool heat_all = s->heat_prior_on;
+	for (size_t i = 0; heat_all && i < in->slices->n; i++) {
 		const struct policy_slice_rule *r = &in->slices->rule[i];
 		size_t first = est_q_row(i, r->fp8_allowed ? HAL_LOW_FP8 : HAL_LOW_INT8);
-		s->heat_all = r->low_allowed && r->int8_max_fraction >= 1.0 &&
-			      (e->q_gate_open[first] || e->q_gate_open_prior[first]);
+		heat_all = r->low_allowed && r->int8_max_fraction >= 1.0 &&
+			   (e->q_gate_open[first] || e->q_gate_open_prior[first]);
 	}
 	size_t n_open = 0, row[HAL_MAX_SLICES] = { 0 };
 	for (size_t i = 0; i < in->slices->n; i++) {
-		bool open = ctl_govd_rung(s, e, &in->slices->rule[i], i, &row[i]);
+		bool open = ctl_govd_rung(s, e, &in->slices->rule[i], i, heat_all, &row[i],
+					  &out->detect_held_s[i]);
 		n_open += open;
 		if (open != s->gate_was_open[i])
 			reasons |= open ? GOV_R_INT8_GATE_OPEN : GOV_R_INT8_GATE_CLOSED;
@@ -980,7 +983,6 @@ static uint32_t precision_step(struct ctl_govd_state *s, const struct ctl_input 
 			binding = GOV_B_QUALITY;
 		if (s->heat_prior[i] && out->op.int8_frac[i] > 0)
 			out->heat_prior |= 1u << i;
-		out->detect_held_s[i] = s->held_s[i];
 	}
 	ctl_govd_evidence(in, out->op.int8_frac, row, s->ev_bad, out);
 	*binding_io = binding;

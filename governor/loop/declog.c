@@ -137,14 +137,10 @@ static json_t *op_json(const struct gov_opoint *op)
 	json_object_set_new(o, "int8_frac", fr);
 	/* Only where a slice's rung is FP8 (the precision ladder): what the
 	 * int8_frac shares are served in. */
-	bool fp8 = false;
-	for (size_t s = 0; s < op->n_slices; s++)
-		fp8 |= op->low_mode[s] == HAL_LOW_FP8;
-	if (fp8) {
+	if (gov_opoint_any_fp8(op)) {
 		json_t *lm = json_array();
 		for (size_t s = 0; s < op->n_slices; s++)
-			json_array_append_new(lm, json_string(op->low_mode[s] == HAL_LOW_FP8 ? "fp8"
-											: "int8"));
+			json_array_append_new(lm, json_string(hal_low_mode_names[op->low_mode[s]]));
 		json_object_set_new(o, "low_mode", lm);
 	}
 	/* Only while govd asks for evidence somewhere: 0 is the server's own. */

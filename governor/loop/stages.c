@@ -139,7 +139,8 @@ static void clamp_int8(const struct policy_slices *slices, const struct gov_esti
 		const struct policy_slice_rule *r = &slices->rule[s];
 		double f = op->int8_frac[s];
 		bool fp8 = op->low_mode[s] == HAL_LOW_FP8;
-		if (fp8 ? !r->fp8_allowed : !r->int8_allowed) { /* a rung the policy lacks */
+		/* a rung the policy lacks, or no rung at all */
+		if (op->low_mode[s] >= HAL_LOW_N || (fp8 ? !r->fp8_allowed : !r->int8_allowed)) {
 			op->low_mode[s] = r->fp8_allowed ? HAL_LOW_FP8 : HAL_LOW_INT8;
 			f = 0;
 		}

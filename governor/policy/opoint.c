@@ -121,6 +121,14 @@ const char *gov_reasons_join(uint32_t reasons, char *buf, size_t len)
 	return buf;
 }
 
+bool gov_opoint_any_fp8(const struct gov_opoint *op)
+{
+	for (size_t s = 0; s < op->n_slices && s < HAL_MAX_SLICES; s++)
+		if (op->low_mode[s] == HAL_LOW_FP8)
+			return true;
+	return false;
+}
+
 bool gov_opoint_equal(const struct gov_opoint *a, const struct gov_opoint *b)
 {
 	if (a->clk_locked != b->clk_locked || a->power_limit_mw != b->power_limit_mw ||

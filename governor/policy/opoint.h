@@ -183,5 +183,7 @@ const char *gov_triggers_join(uint32_t triggers, char *buf, size_t len);
 /* "a|b|c" into buf (empty string for 0). */
 const char *gov_reasons_join(uint32_t reasons, char *buf, size_t len);
 bool gov_opoint_equal(const struct gov_opoint *a, const struct gov_opoint *b);
+/* Whether some slice's rung is FP8 (the precision ladder in use). */
+bool gov_opoint_any_fp8(const struct gov_opoint *op);
 
 #endif

@@ -553,10 +553,7 @@ static int run_forced(struct hal_dev *dev, const struct govd_clock *clk, const s
 					  : -EOPNOTSUPP;
 	if (!rc && op->power_limit_mw)
 		rc = ops->set_power_limit ? ops->set_power_limit(dev, op->power_limit_mw) : -EOPNOTSUPP;
-	bool fp8 = false;
-	for (size_t s = 0; s < op->n_slices; s++)
-		fp8 |= op->low_mode[s] == HAL_LOW_FP8;
-	if (!rc && fp8) /* the rung before the share, as the governor writes them */
+	if (!rc && gov_opoint_any_fp8(op)) /* the rung before the share, as the governor writes them */
 		rc = ops->set_low_mode ? ops->set_low_mode(dev, op->low_mode, op->n_slices)
 				       : -EOPNOTSUPP;
 	if (!rc && op->n_slices)

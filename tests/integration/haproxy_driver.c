@@ -72,7 +72,7 @@ int main(int argc, char **argv)
 		printf("set_low_mode offered: %s\n", hal_can_set_low_mode(&dev) ? "yes" : "no");
 		for (uint8_t m = 0; hal_can_set_low_mode(&dev) && m < HAL_LOW_N; m++) {
 			int r = dev.ops->set_low_mode(&dev, &m, 1);
-			printf("set_low_mode %s: %s\n", m == HAL_LOW_FP8 ? "fp8" : "int8",
+			printf("set_low_mode %s: %s\n", hal_low_mode_names[m],
 			       r ? strerror(-r) : "ok");
 		}
 	}
