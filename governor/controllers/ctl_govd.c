@@ -167,6 +167,8 @@ struct ctl_govd_state {
 	uint64_t samples0[EST_Q_ROWS];
 	struct gp_model model;
 	bool ev_bad[HAL_MAX_SLICES]; /* ctl_govd_evidence's decided-bad latch */
+	double slice_rps[HAL_MAX_SLICES]; /* requests/s, EWMA over EV_RATE_TAU_S; NaN: none yet */
+	uint64_t rps_periods;
 	bool benefit_on;
 	struct ctl_govd_benefit_cfg benefit_cfg;
 	struct ctl_govd_benefit benefit;
@@ -529,6 +531,11 @@ bool ctl_govd_benefit_step(struct ctl_govd_benefit *b, const struct ctl_govd_ben
 	return true;
 }
 
+/* The horizon of a slice's sustained request rate, against which the
+ * expected-value gate's need is judged (the gate's own rate runs from the
+ * controller's start). */
+#define EV_RATE_TAU_S 600.0
+
 /* Shadow samples the detectors need to catch a drift of a slice to 3 x
  * max_drop (estimate_detect_samples). */
 static double drift_detect_samples(const struct policy_slice_rule *r)
@@ -611,11 +618,12 @@ static bool ctl_govd_rung(struct ctl_govd_state *s, const struct gov_estimates *
 }
 
 void ctl_govd_evidence(const struct ctl_input *in, const double *int8_served,
-		       const size_t *row, bool *decided_bad, struct ctl_output *out)
+		       const double *need, const size_t *row, bool *decided_bad,
+		       struct ctl_output *out)
 {
 	const struct gov_estimates *e = in->est;
 	const struct policy *pol = in->pol;
-	double rate[HAL_MAX_SLICES] = { 0 }, total = 0, extra = 0;
+	double rate[HAL_MAX_SLICES] = { 0 }, extra_i[HAL_MAX_SLICES] = { 0 }, total = 0, extra = 0;
 	size_t n = in->slices->n < HAL_MAX_SLICES ? in->slices->n : HAL_MAX_SLICES;
 
 	for (size_t i = 0; i < n; i++)
@@ -647,26 +655,45 @@ void ctl_govd_evidence(const struct ctl_input *in, const double *int8_served,
 		if (!e->q_gate_open[q] && !decided_bad[i]) {
 			ask = pol->quality.probation_rate;
 			why = GOV_EV_PROBATION;
-		} else if (e->q_gate_open[q] && int8_served[i] > 0 && pol->quality.max_detect_s > 0 &&
-			   rate[i] > 0) {
+		} else if (e->q_gate_open[q] && (int8_served[i] > 0 || out->detect_held_s[i] > 0) &&
+			   pol->quality.max_detect_s > 0 && rate[i] > 0) {
 			ask = fmin(1.0, drift_detect_samples(r) / (pol->quality.max_detect_s * rate[i]));
-			why = GOV_EV_DETECT;
+			why = int8_served[i] > 0 ? GOV_EV_DETECT : GOV_EV_HELD;
 		}
-		if (!(ask > own))
-			continue;
+		if (!(ask > own) || ask < need[i])
+			continue; /* nothing over own, or too little for the gate */
 		out->op.shadow_rate[i] = ask;
 		out->evidence[i] = why;
 		/* A ladder deployment scores both 8-bit answers of a sample:
 		 * two re-runs where there is one otherwise. */
-		double reruns = r->fp8_allowed && r->int8_allowed ? 2.0 : 1.0;
-		if (all > 0)
-			extra += (ask - own) * rate[i] / all * reruns;
+		extra_i[i] = all > 0 ? (ask - own) * rate[i] / all *
+					       (r->fp8_allowed && r->int8_allowed ? 2.0 : 1.0)
+				     : 0;
+		extra += extra_i[i];
 	}
-	double budget = pol->quality.shadow_budget;
-	if (extra <= budget || !(extra > 0))
+	/* Over budget every ask keeps the same share of its extra; an ask
+	 * that share leaves under the gate's need is dropped, and the others
+	 * share the budget again. */
+	double budget = pol->quality.shadow_budget, k = 1;
+	for (size_t pass = 0; pass <= n && extra > budget && extra > 0; pass++) {
+		k = budget / extra;
+		bool dropped = false;
+		for (size_t i = 0; i < n; i++) {
+			double own = in->slices->rule[i].shadow_rate;
+			if (out->evidence[i] == GOV_EV_NONE ||
+			    own + (out->op.shadow_rate[i] - own) * k >= need[i])
+				continue;
+			out->op.shadow_rate[i] = 0;
+			out->evidence[i] = GOV_EV_NONE;
+			extra -= extra_i[i];
+			dropped = true;
+		}
+		if (!dropped)
+			break;
+		k = extra > budget ? budget / extra : 1;
+	}
+	if (k >= 1)
 		return;
-	/* Over budget: every ask keeps the same share of its extra. */
-	double k = budget / extra;
 	out->evidence_budget = true;
 	for (size_t i = 0; i < n; i++) {
 		double own = in->slices->rule[i].shadow_rate;
@@ -901,6 +928,41 @@ static uint32_t search_step(struct ctl_govd_state *s, const struct gov_estimates
 	return reason;
 }
 
+/* What an evidence ask must reach per slice to buy anything (the need of
+ * ctl_govd_evidence). The expected-value gate's need, as a shadow rate:
+ * evidence that leaves the rung held shut (or shuts it) buys nothing. The
+ * gate counts samples since the controller started, so the slice's
+ * sustained request rate matters, not a burst's: from the first request
+ * on, a running mean until EV_RATE_TAU_S has passed, then an EWMA; until
+ * it has run one SLA window the need is not known and judges nothing.
+ * Asked re-runs are background work on the served device: nothing while
+ * the queue surges, the short window's tail is over its target or the heat
+ * binds (need infinite). */
+static void evidence_need(struct ctl_govd_state *s, const struct ctl_input *in, double *need)
+{
+	const struct gov_estimates *e = in->est;
+	const struct policy *pol = in->pol;
+	bool room = (double)e->queue_len < s->tun.surge_queue && !s->th_bound &&
+		    ctl_govd_sla_ratio(e, pol, -1) <= 1.0;
+	bool seen = s->rps_periods > 0 || (e->window_requests > 0 && e->window_s > 0);
+	double w = seen ? fmax(1.0 / (double)++s->rps_periods,
+			       fmin(1.0, in->period_s / EV_RATE_TAU_S))
+			: 0;
+	bool known = (double)s->rps_periods * in->period_s >= fmax(pol->sla.window_s, in->period_s);
+	for (size_t i = 0; i < in->slices->n && i < HAL_MAX_SLICES; i++) {
+		double now = e->window_s > 0 ? (double)e->slice_requests[i] / e->window_s : 0;
+		double *r = &s->slice_rps[i];
+		if (seen)
+			*r = isnan(*r) ? now : *r + w * (now - *r);
+		if (!room)
+			need[i] = INFINITY;
+		else if (!isnan(s->int8_max_detect_s) && known)
+			need[i] = *r > 0 ? drift_detect_samples(&in->slices->rule[i]) /
+						   (s->int8_max_detect_s * *r)
+					 : INFINITY;
+	}
+}
+
 /* Precision: the gate per slice (its ladder's rung), then whether mixing
  * pays. Sets the shares, the rungs and the evidence asks in out; may move
  * the clock to the max (a BF16 hold) and the binding to quality. */
@@ -984,7 +1046,9 @@ static uint32_t precision_step(struct ctl_govd_state *s, const struct ctl_input 
 		if (s->heat_prior[i] && out->op.int8_frac[i] > 0)
 			out->heat_prior |= 1u << i;
 	}
-	ctl_govd_evidence(in, out->op.int8_frac, row, s->ev_bad, out);
+	double need[HAL_MAX_SLICES] = { 0 };
+	evidence_need(s, in, need);
+	ctl_govd_evidence(in, out->op.int8_frac, need, row, s->ev_bad, out);
 	*binding_io = binding;
 	return reasons;
 }
@@ -1003,6 +1067,8 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 		s->started = true;
 		s->t0_s = e->t_s;
 		memcpy(s->samples0, e->q_total_samples, sizeof(s->samples0));
+		for (size_t i = 0; i < HAL_MAX_SLICES; i++)
+			s->slice_rps[i] = NAN;
 	}
 	double ratio = ctl_govd_sla_ratio(e, pol, -1);
 	/* This period alone sees a burst's first slow steps before they move

@@ -88,14 +88,19 @@ double ctl_govd_period_ratio(const struct gov_estimates *e, const struct policy 
  * says the server runs (rule shadow_rate). The asks' extra re-runs
  * together stay within shadow_budget of all requests (scaled down
  * evenly). int8_served: the INT8 share the controller serves per slice;
- * row: per slice, the gate row (est_q_row) of its rung in question.
+ * need: per slice, the shadow rate the expected-value gate
+ * (int8_max_detect_s) needs, at the slice's sustained request rate, before
+ * it lets the slice's rung serve (0: no such gate). A rung that gate holds shut while its quality gate is open
+ * (out->detect_held_s) is asked the detection-delay rate too (`held`). Any
+ * ask that, after the budget, stays under the need buys nothing: it
+ * is dropped and its share of the budget goes to the other asks. row: per slice, the gate row (est_q_row) of its rung in question.
  * decided_bad (per slice, the caller's state): set when the lower bound
  * passes max_drop, cleared only when it falls under 0.8 x max_drop or the
  * gate opens, so a bound near the threshold does not toggle the ask every
  * period. Pure but for that state. */
-void ctl_govd_evidence(const struct ctl_input *in, const double *int8_served, const size_t *row,
-		       bool *decided_bad,
-		   struct ctl_output *out);
+void ctl_govd_evidence(const struct ctl_input *in, const double *int8_served,
+		       const double *need, const size_t *row, bool *decided_bad,
+		       struct ctl_output *out);
 uint32_t ctl_govd_load_floor_khz(const struct ctl_govd_tuning *t, double tbt_peak_at_max,
 			     uint32_t floor_khz, uint32_t fmax_khz);
 /* Latency loop: updates *f_khz; returns the reason bit. */

@@ -74,7 +74,7 @@ const char *gov_why_move_name(enum gov_why_move m)
 
 const char *gov_evidence_name(enum gov_evidence e)
 {
-	static const char *const names[GOV_EV_N] = { "none", "probation", "detect" };
+	static const char *const names[GOV_EV_N] = { "none", "probation", "detect", "held" };
 	return (unsigned)e < GOV_EV_N ? names[e] : "?";
 }
 

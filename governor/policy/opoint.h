@@ -32,6 +32,8 @@ enum gov_evidence {
 	GOV_EV_NONE,      /* nothing asked: the server's own rate */
 	GOV_EV_PROBATION, /* the gate is undecided: evidence to decide it */
 	GOV_EV_DETECT,    /* INT8 serves the slice: the rate that keeps the detection delay */
+	GOV_EV_HELD,      /* the gate is open but the detection delay holds the rung shut:
+			   * the rate that opens it, asked only where the budget buys it */
 	GOV_EV_N
 };
 const char *gov_evidence_name(enum gov_evidence e);

@@ -196,12 +196,15 @@ static const struct policy_key keys[] = {
 	  P(quality.probation_rate),
 	  "evidence on demand: the shadow rate govd asks the serving side for on a slice INT8 may "
 	  "serve whose gate is undecided (closed, the drop's lower bound not over `max_drop`); 0: none "
-	  "asked (docs/govd-controller.md, \"Evidence on demand\")", NULL },
+	  "asked. Nothing is asked while the queue surges, the tail is over its target or the heat "
+	  "binds, nor, beside the govd controller's `int8_max_detect_s`, where the rate the budget "
+	  "allows cannot open the rung (docs/govd-controller.md, \"Evidence on demand\")", NULL },
 	{ "quality.max_detect_s", POLICY_KEY_NUMBER, "s", 0, NULL, 0, 86400, NULL,
 	  P(quality.max_detect_s),
 	  "on a slice INT8 serves, the shadow rate that lets the detectors catch a drift to 3 x "
-	  "`max_drop` within this many seconds at the slice's measured request rate (at most 1); 0: "
-	  "none asked", NULL },
+	  "`max_drop` within this many seconds at the slice's measured request rate (at most 1), and "
+	  "on one the govd controller's `int8_max_detect_s` holds shut the same rate; 0: none asked",
+	  NULL },
 	{ "quality.shadow_budget", POLICY_KEY_NUMBER, "", 0.1, NULL, 0, 1, NULL,
 	  P(quality.shadow_budget),
 	  "the asks' extra re-runs (over each slice's `shadow_rate`) together, as a share of all "

@@ -642,6 +642,24 @@ static struct policy *slices_policy(const char *text, size_t n, struct policy_sl
 	return pol;
 }
 
+/* Evidence on demand's policy (asks 0.5 / 600 s, the given budget and
+ * controller params) on n of slices a, b, c; a carries a prior of
+ * prior_k mismatches in 5000. */
+static struct policy *evidence_policy(const char *params, const char *budget, int prior_k,
+				      size_t n, struct policy_slices *slices)
+{
+	static const char fmt[] =
+		"name: e\n"
+		"control: {controller: govd, period_ms: 500, params: {%s}}\n"
+		"precision: {modes: [bf16, int8], int8_max_fraction: 1}\n"
+		"sla: {window_s: 60, ttft_p99_ms: 2000, tbt_p99_ms: 100}\n"
+		"quality: {shadow_rate: 0.02, probation_rate: 0.5, max_detect_s: 600, "
+		"shadow_budget: %s, slices: {a: {offline_samples: 5000, offline_mismatches: %d}}}\n";
+	char text[sizeof(fmt) + 64];
+	snprintf(text, sizeof(text), fmt, params, budget, prior_k);
+	return slices_policy(text, n, slices);
+}
+
 /* Evidence on demand (ctl_govd_evidence): probation on an undecided slice, none
  * on a decided one, the detection-delay rate on a slice INT8 serves, the
  * budget scaling every ask by one factor, and nothing at or under the rate
@@ -649,16 +667,9 @@ static struct policy *slices_policy(const char *text, size_t n, struct policy_sl
 static void test_evidence_on_demand(void **state)
 {
 	(void)state;
-	static const char text[] =
-		"name: e\n"
-		"control: {controller: govd, period_ms: 500}\n"
-		"precision: {modes: [bf16, int8]}\n"
-		"sla: {window_s: 60, ttft_p99_ms: 2000, tbt_p99_ms: 100}\n"
-		"quality: {shadow_rate: 0.02, probation_rate: 0.5, max_detect_s: 600, "
-		"shadow_budget: 0.1, slices: {a: {offline_samples: 5000, offline_mismatches: 33}}}\n";
 	static const size_t ev_rows[HAL_MAX_SLICES] = { 0, 1, 2 }; /* INT8 rows (est_q_row) */
 	struct policy_slices slices;
-	struct policy *pol = slices_policy(text, 3, &slices);
+	struct policy *pol = evidence_policy("", "0.1", 33, 3, &slices);
 	struct gov_estimates e;
 	memset(&e, 0, sizeof(e));
 	e.window_s = 60;
@@ -669,13 +680,13 @@ static void test_evidence_on_demand(void **state)
 	e.q_drop_upper[0] = e.q_drop_upper[1] = e.q_drop_upper[2] = 1;
 	struct ctl_input in = { .est = &e, .pol = pol, .slices = &slices };
 	struct ctl_output out;
-	double served[3] = { 0 };
+	double served[3] = { 0 }, held[3] = { 0 };
 	bool bad[3] = { false, false, false };
 
 	/* Three undecided slices: 0.5 each, 0.48 extra on all requests -> scaled
 	 * to the 0.1 budget: 0.02 + 0.48 * 0.1 / 0.48 = 0.12. */
 	memset(&out, 0, sizeof(out));
-	ctl_govd_evidence(&in, served, ev_rows, bad, &out);
+	ctl_govd_evidence(&in, served, held, ev_rows, bad, &out);
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(out.evidence[i], GOV_EV_PROBATION);
 		assert_true(fabs(out.op.shadow_rate[i] - 0.12) < 1e-9);
@@ -688,7 +699,7 @@ static void test_evidence_on_demand(void **state)
 	e.q_gate_open[1] = true;
 	served[1] = 1;
 	memset(&out, 0, sizeof(out));
-	ctl_govd_evidence(&in, served, ev_rows, bad, &out);
+	ctl_govd_evidence(&in, served, held, ev_rows, bad, &out);
 	assert_int_equal(out.evidence[2], GOV_EV_NONE);
 	assert_true(out.op.shadow_rate[2] == 0);
 	assert_int_equal(out.evidence[1], GOV_EV_DETECT);
@@ -705,11 +716,11 @@ static void test_evidence_on_demand(void **state)
 	 * decided; under 0.8 % it is undecided again */
 	e.q_drop_lower[2] = 0.009;
 	memset(&out, 0, sizeof(out));
-	ctl_govd_evidence(&in, served, ev_rows, bad, &out);
+	ctl_govd_evidence(&in, served, held, ev_rows, bad, &out);
 	assert_int_equal(out.evidence[2], GOV_EV_NONE);
 	e.q_drop_lower[2] = 0.007;
 	memset(&out, 0, sizeof(out));
-	ctl_govd_evidence(&in, served, ev_rows, bad, &out);
+	ctl_govd_evidence(&in, served, held, ev_rows, bad, &out);
 	assert_int_equal(out.evidence[2], GOV_EV_PROBATION);
 	e.q_drop_lower[2] = 0.02;
 
@@ -718,13 +729,122 @@ static void test_evidence_on_demand(void **state)
 	slices.rule[0].low_allowed = slices.rule[0].int8_allowed = false;
 	served[1] = 0;
 	memset(&out, 0, sizeof(out));
-	ctl_govd_evidence(&in, served, ev_rows, bad, &out);
+	ctl_govd_evidence(&in, served, held, ev_rows, bad, &out);
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(out.evidence[i], GOV_EV_NONE);
 		assert_true(out.op.shadow_rate[i] == 0);
 	}
 	assert_false(out.evidence_budget);
 	policy_free(pol);
+}
+
+/* A rung the expected-value gate holds shut (its quality gate open, its
+ * detection delay too long) is asked the detection-delay rate as well
+ * (`held`), but only where that rate, after the budget, reaches what the
+ * gate needs: an ask that cannot open the rung is dropped and its share of
+ * the budget goes to the other asks; so is a probation the gate's need is
+ * out of reach of. Failed before: a held rung was never asked, so at the
+ * server's own rate it stayed shut for good, and a probation was paid for
+ * evidence that could not open the rung. */
+static void test_evidence_held_rung(void **state)
+{
+	(void)state;
+	static const size_t ev_rows[HAL_MAX_SLICES] = { 0, 1, 2 };
+	static const char *const budgets[] = { "1.0", "0.1", "0.4" };
+	for (size_t bi = 0; bi < 3; bi++) {
+		struct policy_slices slices;
+		struct policy *pol = evidence_policy("", budgets[bi], 33, 3, &slices);
+		struct gov_estimates e;
+		memset(&e, 0, sizeof(e));
+		e.window_s = 60;
+		e.slice_requests[0] = 60; /* a: 1 request/s, b and c: 0.5 */
+		e.slice_requests[1] = e.slice_requests[2] = 30;
+		e.window_requests = 120;
+		e.q_drop_upper[0] = e.q_drop_upper[1] = e.q_drop_upper[2] = 1;
+		e.q_gate_open[0] = e.q_gate_open[1] = true; /* a, b: open, held */
+		struct ctl_input in = { .est = &e, .pol = pol, .slices = &slices };
+		struct ctl_output out;
+		double served[3] = { 0 };
+		bool bad[3] = { false, false, false };
+		/* what a 900 s gate needs: a drift to 3x caught within 900 s */
+		double n_a = estimate_detect_samples(ESTIMATE_CUSUM_P1_RATIO * 0.01, 5000, 33, 0.01);
+		double n_b = estimate_detect_samples(ESTIMATE_CUSUM_P1_RATIO * 0.01, 0, 0, 0.01);
+		/* the shadow rate a 900 s gate needs (a: 1/s, b: 0.5/s); none on c */
+		double held[3] = { n_a / (900 * 1.0), n_b / (900 * 0.5), 0 };
+		double ask_a = fmin(1.0, n_a / 600);
+		assert_true(ask_a >= held[0]); /* a can be watched closely enough */
+		assert_true(held[1] > 1.0);    /* b cannot, even in full */
+		memset(&out, 0, sizeof(out));
+		out.detect_held_s[0] = n_a / (0.02 * 1.0); /* at the server's own rate */
+		out.detect_held_s[1] = n_b / (0.02 * 0.5);
+		ctl_govd_evidence(&in, served, held, ev_rows, bad, &out);
+		assert_int_equal(out.evidence[1], GOV_EV_NONE);
+		assert_true(out.op.shadow_rate[1] == 0);
+		/* c undecided: probation, (0.5 - 0.02) x 0.25 of all requests */
+		assert_int_equal(out.evidence[2], GOV_EV_PROBATION);
+		double extra_a = (ask_a - 0.02) * 0.5, extra_c = 0.48 * 0.25;
+		if (bi == 0) { /* budget 1: both asked in full */
+			assert_int_equal(out.evidence[0], GOV_EV_HELD);
+			assert_true(fabs(out.op.shadow_rate[0] - ask_a) < 1e-9);
+			assert_true(fabs(out.op.shadow_rate[2] - 0.5) < 1e-9);
+			assert_false(out.evidence_budget);
+		} else if (bi == 1) { /* 0.1: a's share under its need, dropped;
+				       * c alone is still over budget */
+			assert_true(0.02 + (ask_a - 0.02) * 0.1 / (extra_a + extra_c) < held[0]);
+			assert_int_equal(out.evidence[0], GOV_EV_NONE);
+			assert_true(out.op.shadow_rate[0] == 0);
+			assert_true(fabs(out.op.shadow_rate[2] - (0.02 + 0.48 * 0.1 / extra_c)) < 1e-9);
+			assert_true(out.evidence_budget);
+		} else { /* 0.4: a dropped, c then within budget in full */
+			assert_true(extra_a + extra_c > 0.4 && extra_c <= 0.4);
+			assert_true(0.02 + (ask_a - 0.02) * 0.4 / (extra_a + extra_c) < held[0]);
+			assert_int_equal(out.evidence[0], GOV_EV_NONE);
+			assert_true(fabs(out.op.shadow_rate[2] - 0.5) < 1e-9);
+			assert_false(out.evidence_budget);
+		}
+		if (bi == 0) {
+			/* b undecided: its probation (0.5) is under the gate's
+			 * need; without the gate it is asked */
+			e.q_gate_open[1] = false;
+			out.detect_held_s[1] = 0;
+			ctl_govd_evidence(&in, served, held, ev_rows, bad, &out);
+			assert_int_equal(out.evidence[1], GOV_EV_NONE);
+			held[1] = 0;
+			ctl_govd_evidence(&in, served, held, ev_rows, bad, &out);
+			assert_int_equal(out.evidence[1], GOV_EV_PROBATION);
+		}
+		assert_string_equal(gov_evidence_name(GOV_EV_HELD), "held");
+		policy_free(pol);
+	}
+}
+
+/* An H200's limits, for the controller-step tests below. */
+static const struct hal_limits h200_lim = { .clk_min_khz = 345000, .clk_max_khz = 1980000,
+					    .clk_step_khz = 15000, .clk_default_max_khz = 1980000,
+					    .power_limit_min_mw = 200000, .power_limit_max_mw = 700000,
+					    .power_limit_default_mw = 700000 };
+
+/* Estimates at t_s with no latency seen yet and a cool device. */
+static void quiet_estimates(struct gov_estimates *e, double t_s)
+{
+	memset(e, 0, sizeof(*e));
+	e->t_s = t_s;
+	for (size_t i = 0; i < SLA_N_ROWS; i++)
+		e->quantile_ms[i] = e->short_quantile_ms[i] = e->period_p99_ms[i % SLA_N_METRICS] = NAN;
+	for (int k = 0; k < HAL_TEMP_N; k++)
+		e->temp_c[k] = 40;
+}
+
+/* One 500 ms period of the govd controller on h200_lim; *cur becomes the
+ * point it chose. */
+static void step_h200(void *st, const struct policy *pol, const struct policy_slices *slices,
+		      const struct gov_estimates *e, struct gov_opoint *cur, struct ctl_output *out)
+{
+	struct ctl_input in = { .est = e, .pol = pol, .lim = &h200_lim, .cur = cur,
+				.period_s = 0.5, .slices = slices };
+	memset(out, 0, sizeof(*out));
+	ctl_govd.step(st, &in, out);
+	*cur = out->op;
 }
 
 /* The expected-value gate (int8_max_detect_s) measures a slice's shadow
@@ -744,38 +864,83 @@ static int detect_gate_int8_at(double t0_s, uint64_t samples0, double rate_per_s
 		"offline_mismatches: 17}}}\n";
 	struct policy_slices slices;
 	struct policy *pol = slices_policy(text, 1, &slices);
-	struct hal_limits lim = { .clk_min_khz = 345000, .clk_max_khz = 1980000,
-				  .clk_step_khz = 15000, .clk_default_max_khz = 1980000,
-				  .power_limit_min_mw = 200000, .power_limit_max_mw = 700000,
-				  .power_limit_default_mw = 700000 };
 	void *st = NULL;
-	assert_int_equal(ctl_govd.init(&st, pol, &lim), 0);
-	struct gov_opoint cur;
-	memset(&cur, 0, sizeof(cur));
+	assert_int_equal(ctl_govd.init(&st, pol, &h200_lim), 0);
+	struct gov_opoint cur = { 0 };
 	double served = 0;
 	for (double t = 0; t <= after_s; t += 0.5) {
 		struct gov_estimates e;
-		memset(&e, 0, sizeof(e));
-		e.t_s = t0_s + t;
-		for (size_t i = 0; i < SLA_N_ROWS; i++)
-			e.quantile_ms[i] = e.short_quantile_ms[i] = e.period_p99_ms[i % SLA_N_METRICS] = NAN;
-		for (int k = 0; k < HAL_TEMP_N; k++)
-			e.temp_c[k] = 40;
+		quiet_estimates(&e, t0_s + t);
 		size_t row = est_q_row(0, HAL_LOW_INT8);
 		e.q_gate_open[row] = true;
 		e.q_total_samples[row] = samples0 + (uint64_t)(rate_per_s * t);
-		struct ctl_input in = { .est = &e, .pol = pol, .lim = &lim, .cur = &cur,
-					.period_s = 0.5, .slices = &slices };
 		struct ctl_output out;
-		memset(&out, 0, sizeof(out));
-		ctl_govd.step(st, &in, &out);
-		cur = out.op;
+		step_h200(st, pol, &slices, &e, &cur, &out);
 		served = out.op.int8_frac[0];
 		*held_s = out.detect_held_s[0];
 	}
 	ctl_govd.fini(st);
 	policy_free(pol);
 	return served > 0;
+}
+
+/* Evidence on demand beside the expected-value gate, through the
+ * controller's step: a slice at 2 requests/s whose gate is open but whose
+ * server rate (2 %) would need hours to catch a drift is held shut; while
+ * the queue surges nothing is asked (the re-runs would take the capacity the
+ * SLA needs); after, the rate that opens it is asked (`held`), the samples
+ * it buys open the rung, and the ask turns into the detection-delay one.
+ * With a budget that cannot buy the gate's need, nothing is asked and the
+ * rung stays shut. Returns the INT8 share at the end; *asked: periods with
+ * an ask, *surge_asks: those while the queue surged. */
+static double evidence_gate_run(const char *budget, int *asked, int *surge_asks,
+				enum gov_evidence *last)
+{
+	struct policy_slices slices;
+	struct policy *pol = evidence_policy("int8_max_detect_s: 900", budget, 17, 1, &slices);
+	void *st = NULL;
+	assert_int_equal(ctl_govd.init(&st, pol, &h200_lim), 0);
+	struct gov_opoint cur = { 0 };
+	double samples = 0, served = 0;
+	*asked = *surge_asks = 0;
+	for (double t = 0; t <= 600; t += 0.5) {
+		struct gov_estimates e;
+		quiet_estimates(&e, t);
+		e.window_s = 60;
+		e.window_requests = e.slice_requests[0] = 120; /* 2 per second */
+		e.queue_len = t < 120 ? 10 : 0;                 /* a surge first */
+		size_t row = est_q_row(0, HAL_LOW_INT8);
+		e.q_gate_open[row] = e.q_gate_open_prior[row] = true;
+		e.q_total_samples[row] = (uint64_t)samples;
+		struct ctl_output out;
+		step_h200(st, pol, &slices, &e, &cur, &out);
+		served = out.op.int8_frac[0];
+		*last = out.evidence[0];
+		if (out.evidence[0] != GOV_EV_NONE) {
+			++*asked;
+			*surge_asks += e.queue_len >= 8;
+		}
+		double rate = out.op.shadow_rate[0] > 0.02 ? out.op.shadow_rate[0] : 0.02;
+		samples += rate * 2 * 0.5;
+	}
+	ctl_govd.fini(st);
+	policy_free(pol);
+	return served;
+}
+
+static void test_evidence_opens_held_rung(void **state)
+{
+	(void)state;
+	int asked, surge_asks;
+	enum gov_evidence last;
+	assert_true(evidence_gate_run("1.0", &asked, &surge_asks, &last) > 0);
+	assert_true(asked > 0);
+	assert_int_equal(surge_asks, 0);
+	assert_int_equal(last, GOV_EV_DETECT);
+	/* 0.1 of all requests buys 0.12 of this slice, under the 0.26 its
+	 * gate needs (470-odd samples in 900 s at 2 per second) */
+	assert_true(evidence_gate_run("0.1", &asked, &surge_asks, &last) == 0);
+	assert_int_equal(asked, 0);
 }
 
 static void test_detect_gate_clock(void **state)
@@ -870,6 +1035,8 @@ int main(void)
 		cmocka_unit_test(test_window_search_idle_hot),
 		cmocka_unit_test(test_window_search_risk),
 		cmocka_unit_test(test_evidence_on_demand),
+		cmocka_unit_test(test_evidence_held_rung),
+		cmocka_unit_test(test_evidence_opens_held_rung),
 		cmocka_unit_test(test_detect_gate_clock),
 		cmocka_unit_test(test_benefit_learned),
 	};
