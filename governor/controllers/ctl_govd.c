@@ -648,7 +648,9 @@ void ctl_govd_evidence(const struct ctl_input *in, const double *int8_served,
 		double own = r->shadow_rate, ask = 0;
 		enum gov_evidence why = GOV_EV_NONE;
 		size_t q = row[i];
-		if (e->q_drop_lower[q] > r->max_drop)
+		/* decided by the evidence, or by the qualification run before
+		 * any online sample could confirm it: no probation to pay for */
+		if (e->q_drop_lower[q] > r->max_drop || e->q_drop_lower_prior[q] > r->max_drop)
 			decided_bad[i] = true;
 		else if (e->q_drop_lower[q] < 0.8 * r->max_drop || e->q_gate_open[q])
 			decided_bad[i] = false;

@@ -446,7 +446,7 @@ static void quality_gate(struct estimator *e, size_t s, uint64_t dn, uint64_t dk
 	    (s >= HAL_MAX_SLICES && !(e->cfg.q[s].max_drop > 0))) {
 		o->q_evidence_n[s] = o->q_total_samples[s];
 		o->q_drop_upper[s] = 1.0;
-		o->q_drop_lower[s] = 0.0;
+		o->q_drop_lower[s] = o->q_drop_lower_prior[s] = 0.0;
 		o->q_gate_open[s] = o->q_gate_open_prior[s] = false;
 		return;
 	}
@@ -502,8 +502,10 @@ static void quality_gate(struct estimator *e, size_t s, uint64_t dn, uint64_t dk
 		double np = n + qc->prior_samples, kp = k + qc->prior_mismatches;
 		o->q_gate_open_prior[s] =
 			np >= qc->min_samples && wilson_upper_z(kp, np, e->q_z[s]) <= qc->max_drop;
+		o->q_drop_lower_prior[s] = wilson_lower_z(kp, np, e->q_z[s]);
 	} else {
 		o->q_gate_open_prior[s] = o->q_gate_open[s];
+		o->q_drop_lower_prior[s] = o->q_drop_lower[s];
 	}
 }
 

@@ -62,6 +62,10 @@ struct gov_estimates {
 	uint64_t q_evidence_n[EST_Q_ROWS];
 	double q_drop_upper[EST_Q_ROWS];
 	double q_drop_lower[EST_Q_ROWS]; /* its lower twin (0 without evidence) */
+	/* The lower bound with the prior counted before it is confirmed (as
+	 * q_drop_lower once it is, or once it is dropped): over max_drop, the
+	 * qualification run alone already puts the slice over its threshold. */
+	double q_drop_lower_prior[EST_Q_ROWS];
 	double q_cusum[EST_Q_ROWS];      /* regression CUSUM statistic (log-likelihood ratio) */
 	bool q_alarm[EST_Q_ROWS];        /* the detector fired this run: the prior is dropped */
 	bool q_gate_open[EST_Q_ROWS];

@@ -287,6 +287,18 @@ static void test_quality_prior_consistency(void **state)
 	assert_true(o->q_alarm[0]);
 	assert_false(o->q_gate_open_prior[0]);
 	estimate_fini(&w.e);
+	/* A prior over the threshold (90 of 5000, 1.8 %): before its
+	 * confirmation the lower bound with it counted already passes 1 %
+	 * (what spares a probation), the online one does not yet. */
+	qw_init(&w, 5000, 90);
+	w.e.cfg.q[0].confirm_samples = 50;
+	o = qw_step(&w, 0, 0);
+	o = qw_step(&w, 20, 0);
+	assert_true(o->q_drop_lower_prior[0] > 0.01);
+	assert_true(o->q_drop_lower[0] < 0.01);
+	o = qw_step(&w, 30, 1); /* confirmed: the two are one */
+	assert_true(o->q_drop_lower_prior[0] == o->q_drop_lower[0] && o->q_drop_lower[0] > 0.01);
+	estimate_fini(&w.e);
 }
 
 static uint64_t test_seed(void)
@@ -722,6 +734,13 @@ static void test_evidence_on_demand(void **state)
 	memset(&out, 0, sizeof(out));
 	ctl_govd_evidence(&in, served, held, ev_rows, bad, &out);
 	assert_int_equal(out.evidence[2], GOV_EV_PROBATION);
+	/* the qualification prior alone over the threshold (not confirmed
+	 * yet): decided too, no probation paid for */
+	e.q_drop_lower_prior[2] = 0.015;
+	memset(&out, 0, sizeof(out));
+	ctl_govd_evidence(&in, served, held, ev_rows, bad, &out);
+	assert_int_equal(out.evidence[2], GOV_EV_NONE);
+	e.q_drop_lower_prior[2] = 0;
 	e.q_drop_lower[2] = 0.02;
 
 	/* A slice INT8 may not serve asks nothing; nor does a decided-open
