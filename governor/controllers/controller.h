@@ -35,6 +35,9 @@ struct ctl_output {
 	/* Bit per slice: its first rung is open on the unconfirmed prior
 	 * because the device is thermally bound (govd's heat_prior). */
 	uint32_t heat_prior;
+	/* Bit per slice: its rung is open but held in BF16 until every
+	 * slice's is (govd's low_all_or_none). */
+	uint32_t mix_held;
 	/* Per slice, where the expected-value gate (govd's int8_max_detect_s)
 	 * keeps a rung shut whose quality gate is open: the seconds the
 	 * detectors would need to catch a drift to 3 x max_drop at the slice's

@@ -99,6 +99,11 @@ static const struct ctl_param ctl_govd_params[] = {
 	{ "benefit_tau_s", 5, 3600, 60, "time constant of the learned energy and tokens" },
 	{ "benefit_min_s", 1, 3600, 60, "busy seconds of a mode in a batch range before it is judged" },
 	{ "benefit_hold_s", 10, 3600, 300, "BF16 hold after low precision did not pay (doubles on repeat)" },
+	{ "low_all_or_none", 0, 1, 0,
+	  "1: low precision serves only while every slice's rung is open, so the BF16 engine never "
+	  "shares the device with an 8-bit one (a partial mix streams both engines' weights and its "
+	  "tail raises the clock it saves; docs/govd-controller.md, \"All or none\"); 0: each slice "
+	  "on its own gate" },
 	{ "int8_max_detect_s", 0, 1e7, NAN,
 	  "INT8 on a slice only while the time its detectors need to catch a drift to 3x "
 	  "max_drop (samples / its measured shadow-sample rate) is under this (default: no limit)" },
@@ -123,6 +128,8 @@ struct ctl_govd_state {
 	double tbt_peak[2];    /* decaying peak of TBT/target scaled to the max clock */
 	bool was_bf16_hold;
 	bool gate_was_open[HAL_MAX_SLICES];
+	bool served_low[HAL_MAX_SLICES]; /* a low rung served the slice last period */
+	bool all_or_none;                /* low_all_or_none */
 	uint8_t rung[HAL_MAX_SLICES]; /* the ladder's rung (enum hal_low_mode) while open */
 	/* The ladder's INT8 rung learned against FP8 (benefit: 1): mode 0 the
 	 * 8-bit shares all FP8, 1 some at INT8, -1 none served; int8_no_gain:
@@ -242,6 +249,7 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 		s->int8_max_detect_s = ctl_param_value(pol, c, "int8_max_detect_s"); /* NaN: no limit */
 		s->benefit_on = ctl_param_value(pol, c, "benefit") >= 0.5;
 		s->heat_prior_on = ctl_param_value(pol, c, "heat_prior") >= 0.5;
+		s->all_or_none = ctl_param_value(pol, c, "low_all_or_none") >= 0.5;
 		s->benefit_cfg = (struct ctl_govd_benefit_cfg){
 			.tau_s = ctl_param_value(pol, c, "benefit_tau_s"),
 			.settle_s = ESTIMATE_SHORT_WINDOW_S * 2,
@@ -605,7 +613,7 @@ static bool ctl_govd_rung(struct ctl_govd_state *s, const struct gov_estimates *
 	} else if (was) {
 		if (!fp8_open)
 			was = false;
-		else if (int8_open) /* down one rung: FP8 served, INT8's gate open */
+		else if (int8_open && s->served_low[i]) /* down one rung: FP8 served, INT8's gate open */
 			s->rung[i] = HAL_LOW_INT8;
 	} else {
 		s->rung[i] = HAL_LOW_FP8;
@@ -1011,8 +1019,11 @@ static uint32_t precision_step(struct ctl_govd_state *s, const struct ctl_input 
 		s->gate_was_open[i] = open;
 	}
 	bool mixed = n_open > 0 && n_open < in->slices->n;
+	/* All or none: a partial mix is not served at all (no saturation to
+	 * learn, no clock jump); the open slices wait in BF16 for the rest. */
+	bool partial = s->all_or_none && mixed;
 	double tbt_ratio = ctl_govd_sla_ratio(e, pol, SLA_TBT);
-	if (mixed && busy && tbt_ratio > 0)
+	if (mixed && !partial && busy && tbt_ratio > 0)
 		s->bf16_until_s = ctl_govd_mix_decide(t, &s->mix, e->t_s, s->bf16_until_s,
 						  tbt_ratio, s->f_khz / s->fmax_khz);
 	bool bf16 = e->t_s < s->bf16_until_s;
@@ -1032,6 +1043,7 @@ static uint32_t precision_step(struct ctl_govd_state *s, const struct ctl_input 
 			s->f_khz = s->fmax_khz;
 	}
 	s->was_bf16_hold = bf16;
+	bf16 = bf16 || partial;
 	s->cur_mode = 0;
 	s->rung_mode = -1;
 	for (size_t i = 0; i < in->slices->n; i++) {
@@ -1047,6 +1059,9 @@ static uint32_t precision_step(struct ctl_govd_state *s, const struct ctl_input 
 			binding = GOV_B_QUALITY;
 		if (s->heat_prior[i] && out->op.int8_frac[i] > 0)
 			out->heat_prior |= 1u << i;
+		if (partial && open)
+			out->mix_held |= 1u << i;
+		s->served_low[i] = out->op.int8_frac[i] > 0;
 	}
 	double need[HAL_MAX_SLICES] = { 0 };
 	evidence_need(s, in, need);

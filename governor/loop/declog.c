@@ -313,6 +313,10 @@ int declog_decision(struct declog *d, const struct declog_record *r)
 		 * confirmation, the device being thermally bound (heat_prior). */
 		if (r->heat_prior & (1u << s))
 			json_object_set_new(qs, "heat_prior", json_true());
+		/* Only while it holds: the rung is open, but the slice waits in
+		 * BF16 until every slice's is (low_all_or_none). */
+		if (r->mix_held & (1u << s))
+			json_object_set_new(qs, "mix_held", json_true());
 		/* Only while it holds: the gate is open but a drift would be
 		 * caught too late at this shadow rate (null: no samples yet). */
 		if (r->detect_held_s && s < HAL_MAX_SLICES && r->detect_held_s[s] > 0)

@@ -70,6 +70,7 @@ struct declog_record {
 	const enum gov_evidence *evidence;
 	bool evidence_budget;
 	uint32_t heat_prior; /* bit per slice: first rung open on the unconfirmed prior (heat) */
+	uint32_t mix_held;   /* bit per slice: rung open, held in BF16 until every slice's is */
 	const double *detect_held_s; /* per slice, 0: not held by the detection delay (NULL: none) */
 	/* Non-zero found: another writer set the power limit (governor.c,
 	 * check_out_of_band): what the device reported and what govd had set. */

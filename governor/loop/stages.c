@@ -174,6 +174,7 @@ static void decide_stage_step(void *state, struct gov_period *p)
 	p->rec.why = &p->want.why;
 	p->rec.evidence_budget = p->want.evidence_budget;
 	p->rec.heat_prior = p->want.heat_prior;
+	p->rec.mix_held = p->want.mix_held;
 	p->rec.detect_held_s = p->want.detect_held_s;
 }
 

@@ -903,6 +903,50 @@ static int detect_gate_int8_at(double t0_s, uint64_t samples0, double rate_per_s
 	return served > 0;
 }
 
+/* All or none (low_all_or_none): a slice whose gate is open waits in BF16,
+ * marked mix_held, while another slice's is shut, and both serve once both
+ * are open; without the parameter the open slice serves alone. No BF16
+ * hold's clock jump either: the partial mix was never served. */
+static void test_low_all_or_none(void **state)
+{
+	(void)state;
+	static const char fmt[] =
+		"name: m\n"
+		"control: {controller: govd, period_ms: 500, params: {search: 1, "
+		"search_start_mhz: 1560, low_all_or_none: %d}}\n"
+		"precision: {modes: [bf16, int8], int8_max_fraction: 1}\n"
+		"sla: {window_s: 60, ttft_p99_ms: 2000, tbt_p99_ms: 100}\n"
+		"quality: {shadow_rate: 0.02}\n";
+	for (int aon = 0; aon <= 1; aon++) {
+		char text[sizeof(fmt) + 8];
+		snprintf(text, sizeof(text), fmt, aon);
+		struct policy_slices slices;
+		struct policy *pol = slices_policy(text, 2, &slices);
+		void *st = NULL;
+		assert_int_equal(ctl_govd.init(&st, pol, &h200_lim), 0);
+		struct gov_opoint cur = { 0 };
+		struct ctl_output out;
+		for (double t = 0; t <= 20; t += 0.5) {
+			struct gov_estimates e;
+			quiet_estimates(&e, t);
+			e.q_gate_open[est_q_row(0, HAL_LOW_INT8)] = true; /* a open */
+			e.q_gate_open[est_q_row(1, HAL_LOW_INT8)] = t >= 10; /* b from 10 s */
+			step_h200(st, pol, &slices, &e, &cur, &out);
+			if (t < 10) {
+				assert_true(out.op.int8_frac[0] == (aon ? 0 : 1));
+				assert_true(out.mix_held == (aon ? 1u : 0u));
+				assert_false(out.reasons & GOV_R_PREC_SATURATED);
+				assert_true(out.op.clk_max_khz <= 1560000);
+			} else if (t >= 10.5) {
+				assert_true(out.op.int8_frac[0] == 1 && out.op.int8_frac[1] == 1);
+				assert_true(out.mix_held == 0);
+			}
+		}
+		ctl_govd.fini(st);
+		policy_free(pol);
+	}
+}
+
 /* Evidence on demand beside the expected-value gate, through the
  * controller's step: a slice at 2 requests/s whose gate is open but whose
  * server rate (2 %) would need hours to catch a drift is held shut; while
@@ -1055,6 +1099,7 @@ int main(void)
 		cmocka_unit_test(test_window_search_risk),
 		cmocka_unit_test(test_evidence_on_demand),
 		cmocka_unit_test(test_evidence_held_rung),
+		cmocka_unit_test(test_low_all_or_none),
 		cmocka_unit_test(test_evidence_opens_held_rung),
 		cmocka_unit_test(test_detect_gate_clock),
 		cmocka_unit_test(test_benefit_learned),
