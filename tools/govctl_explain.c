@@ -44,8 +44,9 @@ struct ex_acc {
 	int prev_move;
 	struct hist tbt, ttft, tbt_lo; /* predictions, for their medians (2 % buckets) */
 	/* Periods the expected-value gate held each slice's open quality gate
-	 * shut (quality[].detect_held_s), and the slices' names. */
-	unsigned held[HAL_MAX_SLICES];
+	 * shut (quality[].detect_held_s), those a slice waited in BF16 for the
+	 * others (quality[].mix_held), and the slices' names. */
+	unsigned held[HAL_MAX_SLICES], mix_held[HAL_MAX_SLICES];
 	size_t n_slices;
 	const char (*slice)[HAL_NAME_LEN];
 };
@@ -85,8 +86,10 @@ static void acc_add(struct ex_acc *a, const struct declog_period *p, double peri
 	const struct gov_why *w = &p->why;
 	a->t1 = p->t_s + period_s;
 	a->n++;
-	for (size_t i = 0; i < a->n_slices && i < HAL_MAX_SLICES; i++)
+	for (size_t i = 0; i < a->n_slices && i < HAL_MAX_SLICES; i++) {
 		a->held[i] += (p->detect_held >> i) & 1u;
+		a->mix_held[i] += (p->mix_held >> i) & 1u;
+	}
 	if (w->valid && isfinite(w->base_mhz)) {
 		bool moved = isfinite(a->base) && (fabs(w->base_mhz - a->base) > 0.5 ||
 						   (int)w->move != a->prev_move);
@@ -127,6 +130,19 @@ static const char *num(char *buf, size_t len, double v)
 	return buf;
 }
 
+/* Appends "<lead>slice N%, ..." for the slices with periods in count[]. */
+static void held_shares(char *buf, size_t len, const struct ex_acc *a, const unsigned *count,
+			const char *lead)
+{
+	for (size_t i = 0, k = 0; i < a->n_slices && i < HAL_MAX_SLICES; i++) {
+		if (!count[i])
+			continue;
+		size_t used = strlen(buf);
+		snprintf(buf + used, len - used, "%s%s %.0f%%", k++ ? ", " : lead, a->slice[i],
+			 100.0 * count[i] / a->n);
+	}
+}
+
 static void acc_print(FILE *out, struct ex_acc *a, const char *label)
 {
 	char b1[16], b2[16], b3[16];
@@ -163,15 +179,9 @@ static void acc_print(FILE *out, struct ex_acc *a, const char *label)
 				sq += snprintf(sq, sizeof(search) - (size_t)(sq - search), ", %s %u",
 					       gov_why_move_name((enum gov_why_move)m), a->moves[m]);
 	}
-	char held[160] = "";
-	for (size_t i = 0, k = 0; i < a->n_slices && i < HAL_MAX_SLICES; i++) {
-		if (!a->held[i])
-			continue;
-		size_t used_len = strlen(held);
-		snprintf(held + used_len, sizeof(held) - used_len, "%s%s %.0f%%",
-			 k++ ? ", " : "; 8-bit held by the detection delay: ", a->slice[i],
-			 100.0 * a->held[i] / a->n);
-	}
+	char held[320] = "";
+	held_shares(held, sizeof(held), a, a->held, "; 8-bit held by the detection delay: ");
+	held_shares(held, sizeof(held), a, a->mix_held, "; 8-bit held for the other slices: ");
 	fprintf(out, "%-13s %6u %5u %6.0f %5.0f-%-5.0f %6.1f %s %s %s  %-8s %s%s%s\n", label, a->n,
 	       a->busy, a->clk_sum / a->busy, a->clk_min, a->clk_max,
 	       mins > 0 ? a->changes / mins : 0.0, num(b1, sizeof(b1), median(&a->tbt)),
@@ -306,6 +316,8 @@ int govctl_explain(int argc, char **argv)
 	       "lower candidate; lower: why that one lost, most often; set by: the term that set "
 	       "the clock, share of busy periods (docs/decision-log.md, \"why\"); 8-bit held by the "
 	       "detection delay: share of periods a slice's open quality gate stayed shut because "
-	       "its drift would be caught too late (quality[].detect_held_s)\n");
+	       "its drift would be caught too late (quality[].detect_held_s); 8-bit held for the "
+	       "other slices: share of periods a slice's open rung waited in BF16 until every "
+	       "slice's was (quality[].mix_held)\n");
 	return GOVCTL_EXIT_OK;
 }

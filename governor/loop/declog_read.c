@@ -197,6 +197,8 @@ static void read_decision(const struct declog_head *h, json_t *d, struct declog_
 			p->gate_open |= 1u << i;
 		if (json_object_get(qs, "detect_held_s"))
 			p->detect_held |= 1u << i;
+		if (json_is_true(json_object_get(qs, "mix_held")))
+			p->mix_held |= 1u << i;
 	}
 	read_why(json_object_get(d, "why"), &p->why);
 }

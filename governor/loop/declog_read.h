@@ -47,6 +47,7 @@ struct declog_period {
 	uint32_t throttle, reasons; /* reasons: enum gov_reason bits */
 	uint32_t gate_open;       /* bit per slice: inputs.quality[s].gate_open */
 	uint32_t detect_held;     /* bit per slice: inputs.quality[s].detect_held_s present */
+	uint32_t mix_held;        /* bit per slice: inputs.quality[s].mix_held true */
 	size_t n_faults;
 	bool clk_locked;
 	double int8_before[HAL_MAX_SLICES], int8_after[HAL_MAX_SLICES];

@@ -5,7 +5,8 @@
 # terms that set the clock add up to 100 % of the busy periods; the clock it
 # reports is the clock the records asked for (checked against the log with
 # python); the share of periods the expected-value gate held a slice's
-# 8-bit rung shut (quality-drift: chat); --from/--to select a stretch; a log without explanations
+# 8-bit rung shut (quality-drift: chat), and the share a ladder slice waited
+# in BF16 for the others (all or none); --from/--to select a stretch; a log without explanations
 # (firmware-default), a missing file and bad arguments are errors (1, 1, 2).
 # $1: the build directory.
 set -euo pipefail
@@ -52,26 +53,43 @@ if len(terms) <= 3:  # every term listed: the shares add up (rounding)
 print(f"explain: {len(busy)} busy of {len(dec)} periods, mean clock {mean:.0f} MHz, "
       f"terms {sorted(terms)}")
 PY
-# The expected-value gate holding chat's open gate shut on quality-drift:
-# its share of periods, as the log's quality[].detect_held_s counts it.
+# The shares of periods a slice's 8-bit rung was held, as the log counts
+# them: the expected-value gate holding chat's open gate shut on
+# quality-drift (quality[].detect_held_s), and the ladder with evidence on
+# demand (all or none) keeping a slice's open rung in BF16 for the others
+# (quality[].mix_held; never served meanwhile).
 "$govctl" sim --scenario configs/scenarios/quality-drift.yaml --policy policies/balanced.yaml \
 	--seed 1 --duration 300 --out "$tmp/qd" >/dev/null 2>&1
 run 0 "$tmp/qd" --every 0
-python3 - "$tmp/out" "$tmp/qd/decisions.jsonl" <<'PY'
+cp "$tmp/out" "$tmp/qd.out"
+sed 's/^  confirm_samples: 50$/  confirm_samples: 50\n  probation_rate: 0.5\n  max_detect_s: 600\n  shadow_budget: 0.1/' \
+	policies/ladder.yaml >"$tmp/ladder-ev.yaml"
+grep -q probation_rate "$tmp/ladder-ev.yaml" || fail "the ladder policy's confirm_samples line moved"
+"$govctl" sim --scenario configs/scenarios/ladder.yaml --policy "$tmp/ladder-ev.yaml" \
+	--seed 1 --out "$tmp/lad" >/dev/null 2>&1
+run 0 "$tmp/lad" --every 0
+cp "$tmp/out" "$tmp/lad.out"
+python3 - "$tmp" <<'PY'
 import json, re, sys
-allrow = [l for l in open(sys.argv[1]).read().splitlines() if l.startswith("all ")][0]
-m = re.search(r"8-bit held by the detection delay: (.*)$", allrow)
-assert m, allrow
-held = dict((n, int(v)) for n, v in re.findall(r"(\w+) (\d+)%", m.group(1)))
-recs = [json.loads(l) for l in open(sys.argv[2])]
-head = recs[0]
-dec = [r for r in recs if r.get("type") == "decision"]
-for i, name in enumerate(head["slices"]):
-    n = sum(1 for r in dec if "detect_held_s" in r["inputs"]["quality"][i])
-    want = round(100.0 * n / len(dec))
-    assert held.get(name, 0) == want, (name, held, want)
+d = sys.argv[1]
+def check(run, label, held_in):  # returns {slice: % of periods}
+    allrow = [l for l in open(f"{d}/{run}.out").read().splitlines() if l.startswith("all ")][0]
+    m = re.search(label + r": ([^;]*)", allrow)
+    assert m, allrow
+    held = dict((n, int(v)) for n, v in re.findall(r"(\w+) (\d+)%", m.group(1)))
+    recs = [json.loads(l) for l in open(f"{d}/{run}/decisions.jsonl")]
+    dec = [r for r in recs if r.get("type") == "decision"]
+    for i, name in enumerate(recs[0]["slices"]):
+        n = sum(1 for r in dec if held_in(r["inputs"]["quality"][i]))
+        assert held.get(name, 0) == round(100.0 * n / len(dec)), (run, name, held, n)
+        assert not any(held_in(r["inputs"]["quality"][i]) and r["after"]["int8_frac"][i] > 0
+                       for r in dec), (run, name, "served while held")
+    return held
+held = check("qd", "8-bit held by the detection delay", lambda q: "detect_held_s" in q)
 assert held.get("chat", 0) > 0, held
-print(f"explain: held {held}")
+mix = check("lad", "8-bit held for the other slices", lambda q: q.get("mix_held", False))
+assert sum(mix.values()) > 0, mix
+print(f"explain: held {held}, mix held {mix}")
 PY
 run 0 "$tmp/run" --from 120 --to 240 --every 0
 grep -Eq '^all +240 ' "$tmp/out" || fail "--from 120 --to 240 should hold 240 periods of 500 ms"
