@@ -625,23 +625,31 @@ static bool ctl_govd_rung(struct ctl_govd_state *s, const struct gov_estimates *
 	return was;
 }
 
+/* Each slice's requests per second over the SLA window; a server that
+ * reports no slices: an even split. */
+static void slice_rates(const struct gov_estimates *e, size_t n, double *rate)
+{
+	double total = 0;
+	for (size_t i = 0; i < n; i++)
+		total += (double)e->slice_requests[i];
+	for (size_t i = 0; i < n; i++)
+		rate[i] = e->window_s > 0 ? (total > 0 ? (double)e->slice_requests[i]
+						     : (double)e->window_requests / (double)n) /
+						    e->window_s
+					  : 0;
+}
+
 void ctl_govd_evidence(const struct ctl_input *in, const double *int8_served,
 		       const double *need, const size_t *row, bool *decided_bad,
 		       struct ctl_output *out)
 {
 	const struct gov_estimates *e = in->est;
 	const struct policy *pol = in->pol;
-	double rate[HAL_MAX_SLICES] = { 0 }, extra_i[HAL_MAX_SLICES] = { 0 }, total = 0, extra = 0;
+	double rate[HAL_MAX_SLICES] = { 0 }, extra_i[HAL_MAX_SLICES] = { 0 }, extra = 0;
 	size_t n = in->slices->n < HAL_MAX_SLICES ? in->slices->n : HAL_MAX_SLICES;
 
-	for (size_t i = 0; i < n; i++)
-		total += (double)e->slice_requests[i];
+	slice_rates(e, n, rate);
 	for (size_t i = 0; i < n; i++) {
-		/* A server that reports no slices: an even split. */
-		rate[i] = e->window_s > 0 ? (total > 0 ? (double)e->slice_requests[i]
-						     : (double)e->window_requests / (double)n) /
-						    e->window_s
-					  : 0;
 		out->op.shadow_rate[i] = 0;
 		out->evidence[i] = GOV_EV_NONE;
 	}
@@ -959,8 +967,11 @@ static void evidence_need(struct ctl_govd_state *s, const struct ctl_input *in, 
 			       fmin(1.0, in->period_s / EV_RATE_TAU_S))
 			: 0;
 	bool known = (double)s->rps_periods * in->period_s >= fmax(pol->sla.window_s, in->period_s);
-	for (size_t i = 0; i < in->slices->n && i < HAL_MAX_SLICES; i++) {
-		double now = e->window_s > 0 ? (double)e->slice_requests[i] / e->window_s : 0;
+	size_t n = in->slices->n < HAL_MAX_SLICES ? in->slices->n : HAL_MAX_SLICES;
+	double rate[HAL_MAX_SLICES] = { 0 };
+	slice_rates(e, n, rate);
+	for (size_t i = 0; i < n; i++) {
+		double now = rate[i];
 		double *r = &s->slice_rps[i];
 		if (seen)
 			*r = isnan(*r) ? now : *r + w * (now - *r);

@@ -954,9 +954,11 @@ static void test_low_all_or_none(void **state)
  * SLA needs); after, the rate that opens it is asked (`held`), the samples
  * it buys open the rung, and the ask turns into the detection-delay one.
  * With a budget that cannot buy the gate's need, nothing is asked and the
- * rung stays shut. Returns the INT8 share at the end; *asked: periods with
- * an ask, *surge_asks: those while the queue surged. */
-static double evidence_gate_run(const char *budget, int *asked, int *surge_asks,
+ * rung stays shut. by_slice false: the server reports no per-slice counts
+ * (the rate is the window's, split evenly). Returns the INT8 share at the
+ * end; *asked: periods with an ask, *surge_asks: those while the queue
+ * surged. */
+static double evidence_gate_run(const char *budget, bool by_slice, int *asked, int *surge_asks,
 				enum gov_evidence *last)
 {
 	struct policy_slices slices;
@@ -970,7 +972,8 @@ static double evidence_gate_run(const char *budget, int *asked, int *surge_asks,
 		struct gov_estimates e;
 		quiet_estimates(&e, t);
 		e.window_s = 60;
-		e.window_requests = e.slice_requests[0] = 120; /* 2 per second */
+		e.window_requests = 120; /* 2 per second */
+		e.slice_requests[0] = by_slice ? 120 : 0; /* a server that reports no slices */
 		e.queue_len = t < 120 ? 10 : 0;                 /* a surge first */
 		size_t row = est_q_row(0, HAL_LOW_INT8);
 		e.q_gate_open[row] = e.q_gate_open_prior[row] = true;
@@ -996,13 +999,15 @@ static void test_evidence_opens_held_rung(void **state)
 	(void)state;
 	int asked, surge_asks;
 	enum gov_evidence last;
-	assert_true(evidence_gate_run("1.0", &asked, &surge_asks, &last) > 0);
-	assert_true(asked > 0);
-	assert_int_equal(surge_asks, 0);
-	assert_int_equal(last, GOV_EV_DETECT);
+	for (int by_slice = 0; by_slice <= 1; by_slice++) {
+		assert_true(evidence_gate_run("1.0", by_slice, &asked, &surge_asks, &last) > 0);
+		assert_true(asked > 0);
+		assert_int_equal(surge_asks, 0);
+		assert_int_equal(last, GOV_EV_DETECT);
+	}
 	/* 0.1 of all requests buys 0.12 of this slice, under the 0.26 its
 	 * gate needs (470-odd samples in 900 s at 2 per second) */
-	assert_true(evidence_gate_run("0.1", &asked, &surge_asks, &last) == 0);
+	assert_true(evidence_gate_run("0.1", true, &asked, &surge_asks, &last) == 0);
 	assert_int_equal(asked, 0);
 }
 
