@@ -167,31 +167,44 @@ static void on_done(void *ctx, const struct request *r, double t_done_s)
 	 * serves it in BF16. The server's own evaluator is outside the run
 	 * (the same for every policy); what a governor asks for beyond it is
 	 * re-run on this device. */
-	if (quality_on_complete(&p->q, r->slice) != QUALITY_SAMPLED_ASKED)
+	/* An asked sample scores the served answer where the slice's next
+	 * decision lies (docs/serving-model.md, "Shadow evaluation's cost"):
+	 * served in BF16, in the slice's rung (FP8 or INT8) alone; served in a
+	 * low precision, in BF16 (the reference), and from FP8 in INT8 too (the
+	 * next rung). Without an FP8 engine that is the other precision. */
+	bool fp8_engine = p->sc->server.fp8_engine, served_fp8 = r->int8 && r->fp8;
+	unsigned rows = !r->int8 ? (fp8_engine && p->low_fp8[r->slice] ? QUALITY_ROW_FP8
+								     : QUALITY_ROW_INT8)
+			: served_fp8 ? QUALITY_ROW_FP8 | QUALITY_ROW_INT8
+				     : QUALITY_ROW_INT8;
+	if (quality_on_complete(&p->q, r->slice, rows) != QUALITY_SAMPLED_ASKED)
 		return;
-	/* Its cost: the served answer scored in every other evaluated precision
-	 * (BF16, INT8, and FP8 where loaded), teacher forced
-	 * (docs/serving-model.md, "Shadow evaluation's cost"): an LLM prefills
+	/* Its cost: each scoring a re-run, teacher forced: an LLM prefills
 	 * prompt + answer and stops at one token; a fixed-cost model runs the
 	 * request again. */
-	static const struct {
+	struct {
 		bool int8, fp8;
-	} precs[] = { { false, false }, { true, false }, { true, true } };
-	size_t n_precs = p->sc->server.fp8_engine ? 3 : 2;
-	for (size_t i = 0; i < n_precs; i++) {
-		if (precs[i].int8 == r->int8 && precs[i].fp8 == (r->int8 && r->fp8))
-			continue; /* the served answer */
+	} rerun[2];
+	size_t n = 0;
+	if (!r->int8) {
+		rerun[n].int8 = true, rerun[n++].fp8 = (rows & QUALITY_ROW_FP8) != 0;
+	} else {
+		rerun[n].int8 = false, rerun[n++].fp8 = false; /* BF16, the reference */
+		if (served_fp8)
+			rerun[n].int8 = true, rerun[n++].fp8 = false;
+	}
+	for (size_t i = 0; i < n; i++) {
 		if (p->n_shadow == PLANT_SHADOW_Q) {
 			p->shadow_lost++;
 			return;
 		}
 		struct request sh = *r;
-		sh.int8 = precs[i].int8;
-		sh.fp8 = precs[i].fp8;
+		sh.int8 = rerun[i].int8;
+		sh.fp8 = rerun[i].fp8;
 		sh.shadow = true;
 		if (p->srv_kind == SERVER_LLM) {
-			uint64_t n = (uint64_t)r->ctx_tokens + r->gen_tokens;
-			sh.ctx_tokens = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+			uint64_t ntok = (uint64_t)r->ctx_tokens + r->gen_tokens;
+			sh.ctx_tokens = ntok > UINT32_MAX ? UINT32_MAX : (uint32_t)ntok;
 			sh.gen_tokens = 1;
 		}
 		p->shadow_q[p->n_shadow++] = sh;

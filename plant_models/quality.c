@@ -49,7 +49,8 @@ void quality_set_rate(struct quality_model *q, uint32_t slice, double rate)
 								     : q->default_rate[slice];
 }
 
-enum quality_sample quality_on_complete(struct quality_model *q, uint32_t slice)
+enum quality_sample quality_on_complete(struct quality_model *q, uint32_t slice,
+					unsigned asked_rows)
 {
 	if (slice >= q->n_slices || q->shadow_rate[slice] <= 0)
 		return QUALITY_NOT_SAMPLED;
@@ -58,16 +59,21 @@ enum quality_sample quality_on_complete(struct quality_model *q, uint32_t slice)
 	double u_sample = rng_uniform(&q->rng), u_match = rng_uniform(&q->rng);
 	if (u_sample >= q->shadow_rate[slice])
 		return QUALITY_NOT_SAMPLED;
-	q->samples[slice]++;
-	if (u_match < q->true_drop[slice])
-		q->mismatches[slice]++;
-	if (q->fp8) {
+	/* The same draw decides whether the server's own rate would have
+	 * sampled it: only what a governor added beyond that is "asked". */
+	enum quality_sample kind =
+		u_sample < q->default_rate[slice] ? QUALITY_SAMPLED_OWN : QUALITY_SAMPLED_ASKED;
+	unsigned rows = kind == QUALITY_SAMPLED_OWN ? QUALITY_ROW_INT8 | QUALITY_ROW_FP8 : asked_rows;
+	q->asked[slice] += kind == QUALITY_SAMPLED_ASKED;
+	if (rows & QUALITY_ROW_INT8) {
+		q->samples[slice]++;
+		q->mismatches[slice] += u_match < q->true_drop[slice];
+	}
+	if (q->fp8 && (rows & QUALITY_ROW_FP8)) {
 		q->samples_fp8[slice]++;
 		q->mismatches_fp8[slice] += u_match < q->true_drop_fp8[slice];
 	}
-	/* The same draw decides whether the server's own rate would have
-	 * sampled it: only what a governor added beyond that is "asked". */
-	return u_sample < q->default_rate[slice] ? QUALITY_SAMPLED_OWN : QUALITY_SAMPLED_ASKED;
+	return kind;
 }
 
 double quality_observed_drop(const struct quality_model *q, uint32_t slice)

@@ -25,6 +25,7 @@ struct quality_model {
 	bool fp8;                                  /* FP8 evaluated too */
 	double true_drop_fp8[PLANT_MAX_SLICES];
 	uint64_t samples_fp8[PLANT_MAX_SLICES], mismatches_fp8[PLANT_MAX_SLICES];
+	uint64_t asked[PLANT_MAX_SLICES]; /* samples only a governor's ask took */
 	struct rng rng;
 };
 
@@ -42,9 +43,14 @@ void quality_set_drop_fp8(struct quality_model *q, uint32_t slice, double true_d
 void quality_set_rate(struct quality_model *q, uint32_t slice, double rate);
 /* Called for every completed request; samples it for shadow evaluation:
  * not at all, at the server's own rate, or only because a governor asked
- * for more (the re-runs the plant charges to the run). */
+ * for more (the re-runs the plant charges to the run). The server's own
+ * evaluator scores every evaluated precision; an asked sample only the
+ * rows in asked_rows (QUALITY_ROW_*: where the slice's next decision lies,
+ * docs/serving-model.md, "Shadow evaluation's cost"). */
 enum quality_sample { QUALITY_NOT_SAMPLED, QUALITY_SAMPLED_OWN, QUALITY_SAMPLED_ASKED };
-enum quality_sample quality_on_complete(struct quality_model *q, uint32_t slice);
+enum { QUALITY_ROW_INT8 = 1u << 0, QUALITY_ROW_FP8 = 1u << 1 };
+enum quality_sample quality_on_complete(struct quality_model *q, uint32_t slice,
+					unsigned asked_rows);
 /* Cumulative observed mismatch share of a slice (mismatches / samples); 0 before any sample. */
 double quality_observed_drop(const struct quality_model *q, uint32_t slice);
 /* An offline qualification run of one slice: n held-out prompts served in

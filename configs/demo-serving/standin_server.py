@@ -128,6 +128,7 @@ class Server:
         self.sl_int8_tok = {s: 0 for s in self.slices}
         self.int8 = {s: 0.0 for s in self.slices}
         self.shadow_ask = {s: 0.0 for s in self.slices}  # govd's floor (document "shadow_rate")
+        self.low_mode = {s: "int8" for s in self.slices}  # the document's rung per slice
         self.gen_applied = 0
         self.applied_docs = 0
         self.clock_frac = 1.0  # f / fmax
@@ -254,9 +255,11 @@ class Server:
                 return 409, "generation %d is older than the applied %d" % (g, self.gen_applied)
             for k, v in sl.items():
                 self.int8[k] = float(v)
-            # a document without a slice's rate asks nothing there (its rung
-            # is only logged: both 8-bit modes cost the same in this stand-in)
+            # a document without a slice's rate asks nothing there; its
+            # rung says what an asked sample scores (the evaluator below)
             self.shadow_ask = {k: float(ask.get(k, 0.0)) for k in self.int8}
+            for k, v in lm.items():
+                self.low_mode[k] = v
             self.gen_applied = g
             self.applied_docs += 1
             rec = {"t_s": round(time.monotonic() - self.t0, 3), "via": src, "generation": g,
@@ -341,22 +344,36 @@ class Server:
                 done = {sl: self.sl_req[sl] - seen[sl] for sl in self.slices}
                 seen = dict(self.sl_req)
                 ask = dict(self.shadow_ask)
+                share_now = dict(self.int8)
             for sl in self.slices:
                 n = poisson(self.rng_eval, self.a.shadow_per_s * every)
                 # govd's ask is a floor on the share of this slice's requests
                 asked = sum(1 for _ in range(done[sl]) if self.rng_eval.random() < ask[sl]) \
                     if ask[sl] > 0 else 0
-                n = max(n, asked)
-                if n == 0:
+                extra = max(0, asked - n)
+                if n + extra == 0:
                     continue
+                # The own evaluator scores both 8-bit answers; an asked sample
+                # only where the slice's next decision lies: served in BF16,
+                # its rung; served in FP8, FP8 and INT8; in INT8, INT8
+                # (docs/serving-integration.md, "shadow_rate").
+                fp8_rung = bool(self.a.fp8_drop) and self.low_mode.get(sl) == "fp8"
+                serving = share_now[sl] > 0
+                ex8 = extra if (serving or not fp8_rung) else 0
+                exf = extra if fp8_rung else 0
                 # one draw per sample scores both 8-bit answers: a prompt FP8
                 # gets wrong is one INT8 gets wrong where INT8's drop is larger
-                u = [self.rng_eval.random() for _ in range(n)]
-                k = sum(1 for x in u if x < self.a.int8_drop.get(sl, 0))
-                msgs = [{"slice": sl, "samples": n, "mismatches": k}]
-                if self.a.fp8_drop:
-                    msgs.append({"slice": sl, "mode": "fp8", "samples": n,
-                                 "mismatches": sum(1 for x in u if x < self.a.fp8_drop.get(sl, 0))})
+                u = [self.rng_eval.random() for _ in range(n + extra)]
+                msgs = []
+                if n + ex8:
+                    msgs.append({"slice": sl, "samples": n + ex8,
+                                 "mismatches": sum(1 for x in u[:n + ex8]
+                                                   if x < self.a.int8_drop.get(sl, 0))})
+                if self.a.fp8_drop and n + exf:
+                    uf = u[:n] + u[n + extra - exf:]
+                    msgs.append({"slice": sl, "mode": "fp8", "samples": n + exf,
+                                 "mismatches": sum(1 for x in uf
+                                                   if x < self.a.fp8_drop.get(sl, 0))})
                 for m in msgs:
                     try:
                         s.sendto(json.dumps(m).encode(), self.a.quality_socket)

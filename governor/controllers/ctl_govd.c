@@ -682,11 +682,12 @@ void ctl_govd_evidence(const struct ctl_input *in, const double *int8_served,
 			continue; /* nothing over own, or too little for the gate */
 		out->op.shadow_rate[i] = ask;
 		out->evidence[i] = why;
-		/* A ladder deployment scores both 8-bit answers of a sample:
-		 * two re-runs where there is one otherwise. */
-		extra_i[i] = all > 0 ? (ask - own) * rate[i] / all *
-					       (r->fp8_allowed && r->int8_allowed ? 2.0 : 1.0)
-				     : 0;
+		/* A sample is scored where the slice's next decision lies: one
+		 * re-run, two where a ladder slice serves FP8 (the BF16
+		 * reference and the INT8 rung below; docs/serving-model.md). */
+		bool two = r->fp8_allowed && r->int8_allowed && int8_served[i] > 0 &&
+			   out->op.low_mode[i] == HAL_LOW_FP8;
+		extra_i[i] = all > 0 ? (ask - own) * rate[i] / all * (two ? 2.0 : 1.0) : 0;
 		extra += extra_i[i];
 	}
 	/* Over budget every ask keeps the same share of its extra; an ask

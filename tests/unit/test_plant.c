@@ -308,6 +308,51 @@ static void test_int8_fraction_sets_the_int8_share(void **state)
 	assert_true(one > 0.2 && one < 0.8);
 }
 
+/* Asked shadow samples with an FP8 engine loaded, slice 0 on the FP8 rung
+ * asked at every request over the server's own 10 %: served in BF16 each
+ * asked sample is one re-run and counts in FP8's row alone (the rung the
+ * slice decides next); served in FP8 it is two (BF16, INT8) and counts in
+ * both rows. Returns the re-runs (made or lost) per asked sample of slice
+ * 0; *int8_rows / *fp8_rows: slice 0's samples in each row. */
+static double asked_reruns(double frac0, uint64_t *int8_rows, uint64_t *fp8_rows)
+{
+	struct fixture f;
+	fixture_init(&f, 4);
+	f.sc.server.fp8_engine = true;
+	for (int i = 0; i < 2; i++) {
+		f.sc.slices[i].shadow_rate = 0.1;
+		f.sc.slices[i].fp8_drop = 0.005;
+	}
+	struct plant *p = make(&f, 21);
+	assert_int_equal(plant_set_low_mode(p, 0, true), 0);
+	plant_set_int8_fraction(p, 0, frac0);
+	plant_set_shadow_rate(p, 0, 1.0);
+	plant_advance_to(p, 60);
+	const struct server_stats *st = server_get_stats(p->srv);
+	assert_true(p->q.asked[0] > 50);
+	assert_int_equal(p->q.asked[1], 0);
+	*int8_rows = p->q.samples[0];
+	*fp8_rows = p->q.samples_fp8[0];
+	double per = ((double)st->shadow_arrived + (double)p->shadow_lost) / (double)p->q.asked[0];
+	/* own samples count in both rows; asked ones per the served precision */
+	assert_int_equal(*fp8_rows - (frac0 > 0 ? p->q.asked[0] : p->q.asked[0]),
+			 *int8_rows - (frac0 > 0 ? p->q.asked[0] : 0));
+	plant_destroy(p);
+	return per;
+}
+
+static void test_asked_sample_scored_where_the_decision_lies(void **state)
+{
+	(void)state;
+	uint64_t i8, f8;
+	/* served in BF16: one re-run per asked sample, in FP8's row alone */
+	assert_true(fabs(asked_reruns(0, &i8, &f8) - 1.0) < 0.02);
+	assert_true(f8 > 5 * i8 && i8 > 0);
+	/* served in FP8: two re-runs (BF16, INT8), both rows */
+	assert_true(fabs(asked_reruns(1, &i8, &f8) - 2.0) < 0.04);
+	assert_int_equal(i8, f8);
+}
+
 static struct plant *make_from_yaml(const char *path, struct scenario **sc, uint64_t seed)
 {
 	struct diag_list d = { 0 };
@@ -418,6 +463,7 @@ int main(void)
 		cmocka_unit_test(test_sensor_faults_appear_and_clear),
 		cmocka_unit_test(test_shutdown_ends_the_run),
 		cmocka_unit_test(test_int8_fraction_sets_the_int8_share),
+		cmocka_unit_test(test_asked_sample_scored_where_the_decision_lies),
 		cmocka_unit_test(test_yaml_events_fire_at_their_time),
 		cmocka_unit_test(test_yaml_trace_replay),
 		cmocka_unit_test(test_unknown_preset_and_model),

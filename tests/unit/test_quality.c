@@ -29,8 +29,8 @@ static void test_estimate_converges(void **state)
 	init2(&q, 0.03, 0.20, 0.05, 0.5, 1);
 	const int n = 400000;
 	for (int i = 0; i < n; i++) {
-		quality_on_complete(&q, 0);
-		quality_on_complete(&q, 1);
+		quality_on_complete(&q, 0, QUALITY_ROW_INT8 | QUALITY_ROW_FP8);
+		quality_on_complete(&q, 1, QUALITY_ROW_INT8 | QUALITY_ROW_FP8);
 	}
 	for (uint32_t s = 0; s < 2; s++) {
 		double rate = q.shadow_rate[s], drop = q.true_drop[s];
@@ -58,7 +58,7 @@ static void test_estimate_noise_is_binomial(void **state)
 	for (int w = 0; w < windows; w++) {
 		uint64_t m0 = q.mismatches[0], n0 = q.samples[0];
 		for (int i = 0; i < per; i++)
-			quality_on_complete(&q, 0);
+			quality_on_complete(&q, 0, QUALITY_ROW_INT8 | QUALITY_ROW_FP8);
 		double est = (double)(q.mismatches[0] - m0) / (double)(q.samples[0] - n0);
 		s1 += est;
 		s2 += est * est;
@@ -76,14 +76,14 @@ static void test_drift_visible(void **state)
 	struct quality_model q;
 	init2(&q, 0.02, 0.02, 0.2, 0.2, 3);
 	for (int i = 0; i < 50000; i++)
-		quality_on_complete(&q, 0);
+		quality_on_complete(&q, 0, QUALITY_ROW_INT8 | QUALITY_ROW_FP8);
 	uint64_t m0 = q.mismatches[0], n0 = q.samples[0];
 	double before = quality_observed_drop(&q, 0);
 	quality_set_drop(&q, 0, 0.15);
 	assert_true(q.true_drop[0] == 0.15);
 	assert_true(q.true_drop[1] == 0.02); /* other slice untouched */
 	for (int i = 0; i < 50000; i++)
-		quality_on_complete(&q, 0);
+		quality_on_complete(&q, 0, QUALITY_ROW_INT8 | QUALITY_ROW_FP8);
 	double after = (double)(q.mismatches[0] - m0) / (double)(q.samples[0] - n0);
 	print_message("drift: window estimate %.4f before, %.4f after\n", before, after);
 	assert_true(fabs(before - 0.02) < 0.006);
@@ -94,7 +94,7 @@ static void test_drift_visible(void **state)
 	quality_set_drop(&q, 0, 1.7);
 	assert_true(q.true_drop[0] == 1.0);
 	quality_set_drop(&q, 5, 0.5);
-	quality_on_complete(&q, 7);
+	quality_on_complete(&q, 7, QUALITY_ROW_INT8 | QUALITY_ROW_FP8);
 }
 
 /* A governor's ask is a floor on the server's own rate; the samples it adds
@@ -111,12 +111,12 @@ static void test_asked_rate_is_a_floor(void **state)
 	assert_true(q.shadow_rate[0] == 0.4 && q.shadow_rate[1] == 0.5);
 	uint64_t asked = 0, own_n = 0;
 	for (int i = 0; i < 20000; i++) {
-		enum quality_sample a = quality_on_complete(&q, 0);
-		enum quality_sample b = quality_on_complete(&own, 0);
+		enum quality_sample a = quality_on_complete(&q, 0, QUALITY_ROW_INT8 | QUALITY_ROW_FP8);
+		enum quality_sample b = quality_on_complete(&own, 0, QUALITY_ROW_INT8 | QUALITY_ROW_FP8);
 		asked += a == QUALITY_SAMPLED_ASKED;
 		own_n += a == QUALITY_SAMPLED_OWN;
 		assert_true((a == QUALITY_SAMPLED_OWN) == (b == QUALITY_SAMPLED_OWN));
-		assert_int_equal(quality_on_complete(&q, 1), quality_on_complete(&own, 1));
+		assert_int_equal(quality_on_complete(&q, 1, QUALITY_ROW_INT8 | QUALITY_ROW_FP8), quality_on_complete(&own, 1, QUALITY_ROW_INT8 | QUALITY_ROW_FP8));
 	}
 	/* 0.1 own + 0.3 asked of 20000, within 5 standard errors */
 	assert_true(fabs((double)own_n - 2000) < 5 * sqrt(2000 * 0.9));
@@ -129,6 +129,28 @@ static void test_asked_rate_is_a_floor(void **state)
 	quality_set_rate(&q, 9, 0.5); /* unknown slice: ignored */
 }
 
+/* Where FP8 is evaluated too, the server's own samples score both 8-bit
+ * rows and an asked one only the rows asked: a slice served in BF16 whose
+ * rung is FP8 gets FP8 evidence for its re-runs, and nothing in INT8's. */
+static void test_asked_rows(void **state)
+{
+	(void)state;
+	struct quality_model q;
+	init2(&q, 0.01, 0.01, 0.1, 0.1, 3);
+	double fp8[2] = { 0.005, 0.005 };
+	quality_init_fp8(&q, fp8);
+	quality_set_rate(&q, 0, 1.0);
+	uint64_t own = 0, asked = 0;
+	for (int i = 0; i < 20000; i++) {
+		enum quality_sample k = quality_on_complete(&q, 0, QUALITY_ROW_FP8);
+		own += k == QUALITY_SAMPLED_OWN;
+		asked += k == QUALITY_SAMPLED_ASKED;
+	}
+	assert_true(own > 0 && asked > own);
+	assert_int_equal(q.samples[0], own);          /* INT8's row: own samples only */
+	assert_int_equal(q.samples_fp8[0], own + asked); /* FP8's: both */
+}
+
 static void test_deterministic_and_own_stream(void **state)
 {
 	(void)state;
@@ -137,9 +159,9 @@ static void test_deterministic_and_own_stream(void **state)
 	init2(&b, 0.05, 0.1, 0.3, 0.3, 42);
 	init2(&c, 0.05, 0.1, 0.3, 0.3, 43);
 	for (int i = 0; i < 10000; i++) {
-		quality_on_complete(&a, (uint32_t)(i % 2));
-		quality_on_complete(&b, (uint32_t)(i % 2));
-		quality_on_complete(&c, (uint32_t)(i % 2));
+		quality_on_complete(&a, (uint32_t)(i % 2), QUALITY_ROW_INT8 | QUALITY_ROW_FP8);
+		quality_on_complete(&b, (uint32_t)(i % 2), QUALITY_ROW_INT8 | QUALITY_ROW_FP8);
+		quality_on_complete(&c, (uint32_t)(i % 2), QUALITY_ROW_INT8 | QUALITY_ROW_FP8);
 	}
 	assert_memory_equal(a.samples, b.samples, sizeof(a.samples));
 	assert_memory_equal(a.mismatches, b.mismatches, sizeof(a.mismatches));
@@ -158,8 +180,8 @@ static void test_deterministic_and_own_stream(void **state)
 	init2(&f, 0.05, 0.0, 0.3, 0.0, 9);
 	quality_set_drop(&f, 0, 0.5);
 	for (int i = 0; i < 5000; i++) {
-		quality_on_complete(&e, 0);
-		quality_on_complete(&f, 0);
+		quality_on_complete(&e, 0, QUALITY_ROW_INT8 | QUALITY_ROW_FP8);
+		quality_on_complete(&f, 0, QUALITY_ROW_INT8 | QUALITY_ROW_FP8);
 	}
 	assert_int_equal(e.samples[0], f.samples[0]);
 	assert_true(f.mismatches[0] > e.mismatches[0]);
@@ -172,7 +194,7 @@ static void test_zero_rate_and_empty(void **state)
 	init2(&q, 0.3, 0.3, 0.0, 1.0, 5);
 	assert_true(quality_observed_drop(&q, 0) == 0.0);
 	for (int i = 0; i < 1000; i++)
-		quality_on_complete(&q, 0);
+		quality_on_complete(&q, 0, QUALITY_ROW_INT8 | QUALITY_ROW_FP8);
 	assert_int_equal(q.samples[0], 0);
 	assert_int_equal(q.mismatches[0], 0);
 }
@@ -185,6 +207,7 @@ int main(void)
 		cmocka_unit_test(test_drift_visible),
 		cmocka_unit_test(test_deterministic_and_own_stream),
 		cmocka_unit_test(test_asked_rate_is_a_floor),
+		cmocka_unit_test(test_asked_rows),
 		cmocka_unit_test(test_zero_rate_and_empty),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
