@@ -543,6 +543,10 @@ bool ctl_govd_benefit_step(struct ctl_govd_benefit *b, const struct ctl_govd_ben
  * expected-value gate's need is judged (the gate's own rate runs from the
  * controller's start). */
 #define EV_RATE_TAU_S 600.0
+/* How long after the thermal limit last bound no re-runs are asked: the
+ * heatsink they would warm keeps its heat for minutes (tau 80-256 s,
+ * docs/govd-controller.md, "Thermal"), about 3.5 of them. */
+#define EV_HEAT_MEMORY_S 900.0
 
 /* Shadow samples the detectors need to catch a drift of a slice to 3 x
  * max_drop (estimate_detect_samples). */
@@ -955,13 +959,14 @@ static uint32_t search_step(struct ctl_govd_state *s, const struct gov_estimates
  * on, a running mean until EV_RATE_TAU_S has passed, then an EWMA; until
  * it has run one SLA window the need is not known and judges nothing.
  * Asked re-runs are background work on the served device: nothing while
- * the queue surges, the short window's tail is over its target or the heat
- * binds (need infinite). */
+ * the queue surges, the short window's tail is over its target, or within
+ * EV_HEAT_MEMORY_S of the thermal limit binding (need infinite). */
 static void evidence_need(struct ctl_govd_state *s, const struct ctl_input *in, double *need)
 {
 	const struct gov_estimates *e = in->est;
 	const struct policy *pol = in->pol;
-	bool room = (double)e->queue_len < s->tun.surge_queue && !s->th_bound &&
+	bool room = (double)e->queue_len < s->tun.surge_queue &&
+		    e->t_s - s->last_hot_s >= EV_HEAT_MEMORY_S &&
 		    ctl_govd_sla_ratio(e, pol, -1) <= 1.0;
 	bool seen = s->rps_periods > 0 || (e->window_requests > 0 && e->window_s > 0);
 	double w = seen ? fmax(1.0 / (double)++s->rps_periods,

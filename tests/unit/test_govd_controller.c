@@ -1011,6 +1011,43 @@ static void test_evidence_opens_held_rung(void **state)
 	assert_int_equal(asked, 0);
 }
 
+/* Asked re-runs warm the heatsink: none within 900 s of the thermal limit
+ * binding (here for its first 10 s), then the held rung's ask as before. */
+static void test_evidence_waits_out_heat(void **state)
+{
+	(void)state;
+	struct policy_slices slices;
+	struct policy *pol = evidence_policy("int8_max_detect_s: 900", "1.0", 17, 1, &slices);
+	void *st = NULL;
+	assert_int_equal(ctl_govd.init(&st, pol, &h200_lim), 0);
+	struct gov_opoint cur = { 0 };
+	struct ctl_output out;
+	double first_ask = NAN, samples = 0;
+	bool bound = false;
+	for (double t = 0; t <= 1000; t += 0.5) {
+		struct gov_estimates e;
+		quiet_estimates(&e, t);
+		if (t < 10) { /* hot: the thermal loop holds the power limit */
+			e.temp_c[HAL_TEMP_JUNCTION] = 82.9;
+			e.power_w[HAL_RAIL_ACCEL] = 600;
+		}
+		e.window_s = 60;
+		e.window_requests = e.slice_requests[0] = 120;
+		size_t row = est_q_row(0, HAL_LOW_INT8);
+		e.q_gate_open[row] = e.q_gate_open_prior[row] = true;
+		e.q_total_samples[row] = (uint64_t)samples;
+		step_h200(st, pol, &slices, &e, &cur, &out);
+		bound = bound || out.binding == GOV_B_CEILING;
+		if (out.evidence[0] != GOV_EV_NONE && isnan(first_ask))
+			first_ask = t;
+		samples += (out.op.shadow_rate[0] > 0.02 ? out.op.shadow_rate[0] : 0.02) * 2 * 0.5;
+	}
+	assert_true(bound);
+	assert_true(first_ask >= 900 && first_ask < 920);
+	ctl_govd.fini(st);
+	policy_free(pol);
+}
+
 static void test_detect_gate_clock(void **state)
 {
 	(void)state;
@@ -1106,6 +1143,7 @@ int main(void)
 		cmocka_unit_test(test_evidence_held_rung),
 		cmocka_unit_test(test_low_all_or_none),
 		cmocka_unit_test(test_evidence_opens_held_rung),
+		cmocka_unit_test(test_evidence_waits_out_heat),
 		cmocka_unit_test(test_detect_gate_clock),
 		cmocka_unit_test(test_benefit_learned),
 	};
