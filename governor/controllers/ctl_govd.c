@@ -128,7 +128,6 @@ struct ctl_govd_state {
 	double tbt_peak[2];    /* decaying peak of TBT/target scaled to the max clock */
 	bool was_bf16_hold;
 	bool gate_was_open[HAL_MAX_SLICES];
-	bool served_low[HAL_MAX_SLICES]; /* a low rung served the slice last period */
 	bool all_or_none;                /* low_all_or_none */
 	uint8_t rung[HAL_MAX_SLICES]; /* the ladder's rung (enum hal_low_mode) while open */
 	/* The ladder's INT8 rung learned against FP8 (benefit: 1): mode 0 the
@@ -585,10 +584,11 @@ static bool ctl_govd_detect_ok(const struct ctl_govd_state *s, const struct gov_
  * (the rung served; at BF16 the first rung, for evidence) and *held_s (the
  * detection delay holding the rung in question shut; 0: none); true while
  * the rung may serve. heat_all: this period every slice's first rung is
- * open or may be trusted under heat. */
+ * open or may be trusted under heat. fp8_served: FP8 serves the slice in
+ * the point in force; a slice steps to INT8 only from there. */
 static bool ctl_govd_rung(struct ctl_govd_state *s, const struct gov_estimates *e,
-			  const struct policy_slice_rule *r, size_t i, bool heat_all, size_t *row,
-			  double *held_s)
+			  const struct policy_slice_rule *r, size_t i, bool heat_all, bool fp8_served,
+			  size_t *row, double *held_s)
 {
 	size_t r8 = est_q_row(i, HAL_LOW_INT8), rf = est_q_row(i, HAL_LOW_FP8);
 	/* Under heat, waiting for the prior's confirmation costs the SLA and
@@ -617,7 +617,7 @@ static bool ctl_govd_rung(struct ctl_govd_state *s, const struct gov_estimates *
 	} else if (was) {
 		if (!fp8_open)
 			was = false;
-		else if (int8_open && s->served_low[i]) /* down one rung: FP8 served, INT8's gate open */
+		else if (int8_open && fp8_served) /* down one rung: FP8 served, INT8's gate open */
 			s->rung[i] = HAL_LOW_INT8;
 	} else {
 		s->rung[i] = HAL_LOW_FP8;
@@ -1028,7 +1028,11 @@ static uint32_t precision_step(struct ctl_govd_state *s, const struct ctl_input 
 	}
 	size_t n_open = 0, row[HAL_MAX_SLICES] = { 0 };
 	for (size_t i = 0; i < in->slices->n; i++) {
-		bool open = ctl_govd_rung(s, e, &in->slices->rule[i], i, heat_all, &row[i],
+		/* FP8 in force on the slice (the point the loop applied, after
+		 * its guard): the only way down to INT8 */
+		bool fp8_served = in->cur && in->cur->int8_frac[i] > 0 &&
+				  in->cur->low_mode[i] == HAL_LOW_FP8;
+		bool open = ctl_govd_rung(s, e, &in->slices->rule[i], i, heat_all, fp8_served, &row[i],
 					  &out->detect_held_s[i]);
 		n_open += open;
 		if (open != s->gate_was_open[i])
@@ -1078,7 +1082,6 @@ static uint32_t precision_step(struct ctl_govd_state *s, const struct ctl_input 
 			out->heat_prior |= 1u << i;
 		if (partial && open)
 			out->mix_held |= 1u << i;
-		s->served_low[i] = out->op.int8_frac[i] > 0;
 	}
 	double need[HAL_MAX_SLICES] = { 0 };
 	evidence_need(s, in, need);
