@@ -1083,9 +1083,13 @@ static uint32_t precision_step(struct ctl_govd_state *s, const struct ctl_input 
 		if (partial && open)
 			out->mix_held |= 1u << i;
 	}
-	double need[HAL_MAX_SLICES] = { 0 };
-	evidence_need(s, in, need);
-	ctl_govd_evidence(in, out->op.int8_frac, need, row, s->ev_bad, out);
+	/* Evidence on demand only where the policy asks for it: the others'
+	 * shadow rates stay the server's own (ctl_default_op's zeros). */
+	if (pol->quality.probation_rate > 0 || pol->quality.max_detect_s > 0) {
+		double need[HAL_MAX_SLICES] = { 0 };
+		evidence_need(s, in, need);
+		ctl_govd_evidence(in, out->op.int8_frac, need, row, s->ev_bad, out);
+	}
 	*binding_io = binding;
 	return reasons;
 }

@@ -90,10 +90,12 @@ double ctl_govd_period_ratio(const struct gov_estimates *e, const struct policy 
  * evenly). int8_served: the INT8 share the controller serves per slice;
  * need: per slice, the shadow rate the expected-value gate
  * (int8_max_detect_s) needs, at the slice's sustained request rate, before
- * it lets the slice's rung serve (0: no such gate). A rung that gate holds shut while its quality gate is open
+ * it lets the slice's rung serve (0: no such gate; INFINITY: ask nothing).
+ * A rung that gate holds shut while its quality gate is open
  * (out->detect_held_s) is asked the detection-delay rate too (`held`). Any
- * ask that, after the budget, stays under the need buys nothing: it
- * is dropped and its share of the budget goes to the other asks. row: per slice, the gate row (est_q_row) of its rung in question.
+ * ask that, after the budget, stays under the need buys nothing: it is
+ * dropped and its share of the budget goes to the other asks. row: per
+ * slice, the gate row (est_q_row) of its rung in question.
  * decided_bad (per slice, the caller's state): set when the lower bound
  * passes max_drop, cleared only when it falls under 0.8 x max_drop or the
  * gate opens, so a bound near the threshold does not toggle the ask every

@@ -334,9 +334,9 @@ static double asked_reruns(double frac0, uint64_t *int8_rows, uint64_t *fp8_rows
 	*int8_rows = p->q.samples[0];
 	*fp8_rows = p->q.samples_fp8[0];
 	double per = ((double)st->shadow_arrived + (double)p->shadow_lost) / (double)p->q.asked[0];
-	/* own samples count in both rows; asked ones per the served precision */
-	assert_int_equal(*fp8_rows - (frac0 > 0 ? p->q.asked[0] : p->q.asked[0]),
-			 *int8_rows - (frac0 > 0 ? p->q.asked[0] : 0));
+	/* own samples count in both rows, asked ones in FP8's, and in INT8's
+	 * only where FP8 served them */
+	assert_int_equal(*fp8_rows - p->q.asked[0], *int8_rows - (frac0 > 0 ? p->q.asked[0] : 0));
 	plant_destroy(p);
 	return per;
 }
