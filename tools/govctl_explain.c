@@ -42,6 +42,12 @@ struct ex_acc {
 	unsigned moves[GOV_WHY_M_N];
 	double base; /* the last record's (NaN: none yet) */
 	int prev_move;
+	/* With load classes (why.load): each class's base and last move, and
+	 * the busy periods at the heavy one. */
+	double cls_base[2];
+	int cls_move[2];
+	bool classes;
+	unsigned heavy;
 	struct hist tbt, ttft, tbt_lo; /* predictions, for their medians (2 % buckets) */
 	/* Periods the expected-value gate held each slice's open quality gate
 	 * shut (quality[].detect_held_s), those a slice waited in BF16 for the
@@ -74,6 +80,8 @@ static void acc_reset(struct ex_acc *a, double t0, const struct declog_head *h)
 	a->last_clk = NAN;
 	a->base = NAN;
 	a->prev_move = -1;
+	a->cls_base[0] = a->cls_base[1] = NAN;
+	a->cls_move[0] = a->cls_move[1] = -1;
 }
 
 static double median(const struct hist *h)
@@ -91,12 +99,22 @@ static void acc_add(struct ex_acc *a, const struct declog_period *p, double peri
 		a->mix_held[i] += (p->mix_held >> i) & 1u;
 	}
 	if (w->valid && isfinite(w->base_mhz)) {
-		bool moved = isfinite(a->base) && (fabs(w->base_mhz - a->base) > 0.5 ||
-						   (int)w->move != a->prev_move);
+		/* Two bases take turns period by period: a move is judged
+		 * against the same class's last record. */
+		int c = w->load == GOV_WHY_LOAD_HEAVY;
+		double *base = w->load != GOV_WHY_LOAD_NONE ? &a->cls_base[c] : &a->base;
+		int *prev = w->load != GOV_WHY_LOAD_NONE ? &a->cls_move[c] : &a->prev_move;
+		bool moved = isfinite(*base) &&
+			     (fabs(w->base_mhz - *base) > 0.5 || (int)w->move != *prev);
 		if (moved && w->move != GOV_WHY_M_NONE)
 			a->moves[w->move]++;
+		*base = w->base_mhz;
+		*prev = (int)w->move;
 		a->base = w->base_mhz;
-		a->prev_move = (int)w->move;
+		if (w->load != GOV_WHY_LOAD_NONE)
+			a->classes = true;
+		if (w->load == GOV_WHY_LOAD_HEAVY && w->bound != GOV_WHY_IDLE)
+			a->heavy++;
 	}
 	if (!w->valid || w->bound == GOV_WHY_IDLE)
 		return;
@@ -170,10 +188,20 @@ static void acc_print(FILE *out, struct ex_acc *a, const char *label)
 		fprintf(out, "%-13s %6u %5u %s\n", label, a->n, 0u, "idle");
 		return;
 	}
-	char search[160] = "";
+	char search[224] = "";
 	if (isfinite(a->base)) {
 		char *sq = search;
-		sq += snprintf(sq, sizeof(search), "; search base %.0f", a->base);
+		char l[16] = "-", h[16] = "-";
+		if (isfinite(a->cls_base[0]))
+			snprintf(l, sizeof(l), "%.0f", a->cls_base[0]);
+		if (isfinite(a->cls_base[1]))
+			snprintf(h, sizeof(h), "%.0f", a->cls_base[1]);
+		if (a->classes)
+			sq += snprintf(sq, sizeof(search),
+				       "; search base %s light, %s heavy (%.0f %% of busy)", l, h,
+				       100.0 * a->heavy / a->busy);
+		else
+			sq += snprintf(sq, sizeof(search), "; search base %.0f", a->base);
 		for (int m = 1; m < GOV_WHY_M_N; m++)
 			if (a->moves[m])
 				sq += snprintf(sq, sizeof(search) - (size_t)(sq - search), ", %s %u",

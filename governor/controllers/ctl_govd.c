@@ -83,6 +83,15 @@ static const struct ctl_param ctl_govd_params[] = {
 	  "> 0: idle periods take idle_mhz only within this many seconds of the thermal limit "
 	  "binding and hold the base clock otherwise (a low idle clock cools a hot device but "
 	  "meets a cool one's next burst slow); 0: idle_mhz always" },
+	{ "search_heavy_running", 0, 100000, 0,
+	  "> 0: two base clocks, by load: periods with at least this many requests running or "
+	  "waiting run at the heavy base, others at the light one; a window closing moves the "
+	  "heavy base if search_heavy_share of its busy periods were heavy, else the light one; "
+	  "the heavy base never sits under the light one. 0: one base" },
+	{ "search_heavy_share", 0, 1, 0.35, "share of a window's busy periods that makes it heavy" },
+	{ "search_heavy_hot_s", 0, 86400, 900,
+	  "within this many seconds of the thermal limit binding every period takes the light "
+	  "base (a higher clock under heat spends the heat the next burst needs)" },
 	{ "search_risk_windows", 0, 100000, 0,
 	  "> 0: the risk budget: once the busy windows missed this run pass the policy's allowed "
 	  "share (1 - sla.attainment, counted over at least this many windows), the step-down "
@@ -158,6 +167,15 @@ struct ctl_govd_state {
 	bool win_surge;
 	bool search_thermal, th_bound, win_thermal;
 	double idle_hot_s, last_hot_s; /* search_idle_hot_s; when the limit last bound */
+	/* Load classes (search_heavy_running): 0 light, 1 heavy; the class in
+	 * force has its base and bar in base_khz / bad_khz / bad_left. */
+	double heavy_n, heavy_share, heavy_hot_s;
+	struct {
+		double base_khz, bad_khz;
+		long bad_left;
+	} cls[2];
+	int cls_cur;
+	uint32_t win_periods, win_heavy;
 	double last_surge_s;
 	double risk_windows;             /* search_risk_windows */
 	uint64_t risk_judged, risk_missed; /* busy windows closed this run, and missed */
@@ -242,6 +260,9 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 		s->last_surge_s = -INFINITY;
 		s->risk_windows = ctl_param_value(pol, c, "search_risk_windows");
 		s->idle_hot_s = ctl_param_value(pol, c, "search_idle_hot_s");
+		s->heavy_n = ctl_param_value(pol, c, "search_heavy_running");
+		s->heavy_share = ctl_param_value(pol, c, "search_heavy_share");
+		s->heavy_hot_s = ctl_param_value(pol, c, "search_heavy_hot_s");
 		s->last_hot_s = -INFINITY;
 		s->last_short_raise_s = -INFINITY;
 		s->win_idx = -1;
@@ -833,6 +854,28 @@ static double search_low_at_risk(const struct ctl_govd_state *s, const struct po
 	return s->search_low * sqrt(fmin(1.0, allowed / (double)s->risk_missed));
 }
 
+/* Put the base and bar in force away and take load class c's. */
+static void cls_load(struct ctl_govd_state *s, int c)
+{
+	if (c == s->cls_cur)
+		return;
+	s->cls[s->cls_cur].base_khz = s->base_khz;
+	s->cls[s->cls_cur].bad_khz = s->bad_khz;
+	s->cls[s->cls_cur].bad_left = s->bad_left;
+	s->base_khz = s->cls[c].base_khz;
+	s->bad_khz = s->cls[c].bad_khz;
+	s->bad_left = s->cls[c].bad_left;
+	s->cls_cur = c;
+}
+
+/* The heavy base never under the light one: the class just moved wins. */
+static void cls_order(struct ctl_govd_state *s)
+{
+	s->cls[s->cls_cur].base_khz = s->base_khz;
+	if (s->cls[1].base_khz < s->cls[0].base_khz)
+		s->cls[!s->cls_cur].base_khz = s->base_khz;
+}
+
 /* The window search (param search): one base clock, moved only when an SLA
  * window closes, on that window's judged tail (the quantiles over
  * sla.window_s against the p99 targets): down a step while it stays under
@@ -854,6 +897,7 @@ static uint32_t search_step(struct ctl_govd_state *s, const struct gov_estimates
 	if (s->win_idx < 0) {
 		s->win_idx = k;
 		s->base_khz = s->search_start_khz > 0 ? s->search_start_khz : s->fmax_khz;
+		s->cls[0].base_khz = s->cls[1].base_khz = s->base_khz;
 	}
 	/* Per mode: the mode in force over the period just gone runs at its
 	 * own base; a new mode starts from the base in force. */
@@ -867,6 +911,9 @@ static uint32_t search_step(struct ctl_govd_state *s, const struct gov_estimates
 	if (k != s->win_idx) {
 		bool judge = !s->win_mode_changed;
 		s->win_mode_changed = false;
+		if (s->heavy_n > 0)
+			cls_load(s, s->win_periods > 0 &&
+					    s->win_heavy >= s->heavy_share * s->win_periods);
 		if (s->win_thermal) {
 			s->base_khz -= s->search_down_khz;
 			s->last_move = GOV_WHY_M_THERMAL;
@@ -890,6 +937,15 @@ static uint32_t search_step(struct ctl_govd_state *s, const struct gov_estimates
 		}
 		if (s->bad_left > 0 && --s->bad_left == 0)
 			s->bad_khz = 0;
+		if (s->heavy_n > 0) {
+			int o = !s->cls_cur;
+			if (s->win_thermal)
+				s->cls[o].base_khz -= s->search_down_khz;
+			if (s->cls[o].bad_left > 0 && --s->cls[o].bad_left == 0)
+				s->cls[o].bad_khz = 0;
+			cls_order(s);
+			s->win_periods = s->win_heavy = 0;
+		}
 		/* The risk budget counts the window as the SLA judges it. */
 		if (s->risk_windows > 0 && s->win_busy) {
 			struct sla_window_obs o = estimate_sla_obs(e);
@@ -902,6 +958,15 @@ static uint32_t search_step(struct ctl_govd_state *s, const struct gov_estimates
 		s->win_busy = false;
 		s->win_surge = false;
 		s->win_thermal = false;
+	}
+	if (s->heavy_n > 0) {
+		/* Under heat a higher clock spends the heat the next burst
+		 * needs (the thermal guard's reason): one base then. */
+		bool heavy = (double)(e->running + e->queue_len) >= s->heavy_n &&
+			     e->t_s - s->last_hot_s >= s->heavy_hot_s;
+		cls_load(s, heavy);
+		s->win_periods += busy;
+		s->win_heavy += busy && heavy;
 	}
 	bool hot = s->search_thermal && s->th_bound;
 	s->win_thermal |= hot;
@@ -926,12 +991,16 @@ static uint32_t search_step(struct ctl_govd_state *s, const struct gov_estimates
 		s->base_khz = s->fmax_khz;
 	if (s->base_khz < s->floor_khz)
 		s->base_khz = s->floor_khz;
+	if (s->heavy_n > 0)
+		cls_order(s);
 	why->bound = GOV_WHY_SEARCH;
 	why->margin = search_low_at_risk(s, pol); /* the step-down threshold in force */
 	why->tail_ratio = r;
 	why->base_mhz = s->base_khz / 1000.0;
 	why->bar_mhz = s->bad_left > 0 ? s->bad_khz / 1000.0 : NAN;
 	why->move = s->last_move;
+	why->load = s->heavy_n <= 0 ? GOV_WHY_LOAD_NONE
+		    : s->cls_cur ? GOV_WHY_LOAD_HEAVY : GOV_WHY_LOAD_LIGHT;
 	uint32_t reason;
 	if (surge) {
 		s->f_khz = s->fmax_khz;

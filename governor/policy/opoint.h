@@ -152,6 +152,12 @@ enum gov_why_move {
 	GOV_WHY_M_THERMAL,  /* the thermal limit held in the window: a step down */
 	GOV_WHY_M_N
 };
+/* The window search's load class in force (search_heavy_running). */
+enum gov_why_load {
+	GOV_WHY_LOAD_NONE,  /* one base (or not the search) */
+	GOV_WHY_LOAD_LIGHT, /* the light base */
+	GOV_WHY_LOAD_HEAVY, /* the heavy base */
+};
 struct gov_why {
 	bool valid;                    /* false: the controller explains nothing */
 	enum gov_why_bound bound;
@@ -169,6 +175,7 @@ struct gov_why {
 	 * barred from its descent, and its last move. */
 	double base_mhz, bar_mhz;
 	enum gov_why_move move;
+	enum gov_why_load load;
 };
 
 const char *gov_reason_name(uint32_t bit); /* one bit; NULL if unknown */

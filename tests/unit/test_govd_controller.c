@@ -577,6 +577,65 @@ static void test_window_search_thermal(void **state)
 	policy_free(r.pol);
 }
 
+/* search_heavy_running: two bases by load. A period with 12+ requests
+ * running or waiting runs at the heavy base, others at the light one; a
+ * window closing moves the heavy base when 35 % of its busy periods were
+ * heavy, else the light one; the heavy base never sits under the light
+ * one; within search_heavy_hot_s of the thermal limit binding every period
+ * takes the light base. */
+static void test_window_search_load(void **state)
+{
+	(void)state;
+	struct search_rig r;
+	search_rig_init(&r, SEARCH_POLICY(", search_start_mhz: 1560, search_short_s: 10, "
+					  "search_thermal: 1, search_heavy_running: 12, "
+					  "search_heavy_share: 0.35, search_heavy_hot_s: 900"));
+	enum gov_why_bound b;
+	/* Both start at 1560; the record names the class in force. */
+	assert_int_equal(search_at(&r, 1, 50, 50, 4, 0, &b), 1560);
+	assert_int_equal(r.why.load, GOV_WHY_LOAD_LIGHT);
+	assert_int_equal(search_at(&r, 1.5, 50, 50, 8, 4, &b), 1560);
+	assert_int_equal(r.why.load, GOV_WHY_LOAD_HEAVY);
+	/* A light window closing quiet steps the light base down alone. */
+	for (double t = 2; t < 60; t += 0.5)
+		search_at(&r, t, 50, 50, 4, 0, &b);
+	assert_int_equal(search_at(&r, 60, 50, 50, 4, 0, &b), 1470);
+	assert_int_equal(search_at(&r, 60.5, 50, 50, 16, 0, &b), 1560);
+	/* A heavy window over search_high raises the heavy base alone. */
+	for (double t = 61; t < 120; t += 0.5)
+		search_at(&r, t, 95, 90, 16, 0, &b);
+	assert_int_equal(search_at(&r, 120, 95, 90, 16, 0, &b), 1650);
+	assert_int_equal(search_at(&r, 120.5, 95, 90, 4, 0, &b), 1470);
+	/* Light windows over search_high raise the light base; once it
+	 * passes the heavy one it takes the heavy one along. */
+	for (double t = 121; t < 180; t += 0.5)
+		search_at(&r, t, 95, 90, 4, 0, &b);
+	assert_int_equal(search_at(&r, 180, 95, 90, 4, 0, &b), 1560);
+	assert_int_equal(search_at(&r, 240, 95, 90, 4, 0, &b), 1650);
+	assert_int_equal(search_at(&r, 300, 95, 90, 4, 0, &b), 1740);
+	assert_int_equal(search_at(&r, 300.5, 95, 90, 16, 0, &b), 1740);
+	ctl_govd.fini(r.st);
+	policy_free(r.pol);
+
+	/* Heat: the thermal limit binds at 70 s; for 900 s a heavy period runs
+	 * the light base, and the hot window closes a step down for both. */
+	search_rig_init(&r, SEARCH_POLICY(", search_start_mhz: 1560, search_short_s: 10, "
+					  "search_thermal: 1, search_heavy_running: 12"));
+	for (double t = 1; t < 60; t += 0.5)
+		search_at(&r, t, 95, 90, 16, 0, &b);
+	assert_int_equal(search_at(&r, 60, 95, 90, 16, 0, &b), 1650);
+	assert_int_equal(search_at(&r, 60.5, 90, 90, 4, 0, &b), 1560);
+	search_hot_at(&r, 70, 90, 90, 4, 0, 86, 690, &b);
+	assert_true(r.cur.power_limit_mw < 690000);
+	assert_int_equal(search_at(&r, 71, 90, 90, 16, 0, &b), 1560);
+	assert_int_equal(r.why.load, GOV_WHY_LOAD_LIGHT);
+	assert_int_equal(search_at(&r, 969, 90, 90, 16, 0, &b), 1470);
+	assert_int_equal(search_at(&r, 971, 90, 90, 16, 0, &b), 1560);
+	assert_int_equal(r.why.load, GOV_WHY_LOAD_HEAVY);
+	ctl_govd.fini(r.st);
+	policy_free(r.pol);
+}
+
 /* search_idle_hot_s: idle periods take idle_mhz only while the thermal limit
  * bound lately, and hold the base clock otherwise; 0: idle_mhz always. */
 static void test_window_search_idle_hot(void **state)
@@ -1138,6 +1197,7 @@ int main(void)
 		cmocka_unit_test(test_window_search_guards),
 		cmocka_unit_test(test_window_search_thermal),
 		cmocka_unit_test(test_window_search_idle_hot),
+		cmocka_unit_test(test_window_search_load),
 		cmocka_unit_test(test_window_search_risk),
 		cmocka_unit_test(test_evidence_on_demand),
 		cmocka_unit_test(test_evidence_held_rung),
