@@ -54,6 +54,10 @@ lines() { { cat "$1" "$1".* 2>/dev/null || true; } | wc -l; }
 # The newest decision of a log: right after a rotation the file's last line
 # is the header the new file starts with, so look back into .1 too.
 last_decision() { { cat "$1.1" "$1" 2>/dev/null || true; } | { grep '"type":"decision"' || true; } | tail -1; }
+# The newest record that is not a header: a write that passes max_bytes
+# rotates after it, so the restore record can close .1 and leave the new
+# file with its header alone.
+last_record() { { cat "$1.1" "$1" 2>/dev/null || true; } | { grep -v '"type":"header"' || true; } | tail -1; }
 has_lines() { [ "$(lines "$1")" -ge "$2" ]; }
 start() { "$govd" --config "$tmp/c.yaml" "$@" 2>"$tmp/err" & pid=$!; }
 stop_with() {
@@ -154,7 +158,7 @@ cp policies/thermal-conservative.yaml "$tmp/p.yaml"
 # 4. SIGTERM: restore recorded, exit 0, state file removed
 stop_with TERM
 [ $rc -eq 0 ] || fail "SIGTERM: exit $rc"
-tail -1 "$log0" | grep -q '"type":"restore".*"power_limit_mw":700000.*"rc":0' || fail "no restore record: $(tail -1 "$log0")"
+last_record "$log0" | grep -q '"type":"restore".*"power_limit_mw":700000.*"rc":0' || fail "no restore record: $(last_record "$log0")"
 [ ! -e "$state" ] || fail "state file left after a clean stop"
 logs_valid || fail "decision log invalid after SIGTERM"
 
