@@ -52,6 +52,10 @@ struct controller_ops {
 	int (*init)(void **state, const struct policy *pol, const struct hal_limits *lim);
 	void (*step)(void *state, const struct ctl_input *in, struct ctl_output *out);
 	void (*fini)(void *state);
+	/* Optional (NULL: none): rules between parameters that the table's
+	 * ranges cannot say; errors into diags with the policy's
+	 * file:line:col. Returns 0 or -EINVAL. */
+	int (*check)(const struct policy *pol, struct diag_list *diags);
 };
 
 /* A policy parsed (policy_parse) and bound to its controller

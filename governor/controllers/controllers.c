@@ -71,6 +71,8 @@ static int bind(struct policy *p, int rc, size_t first, struct policy **out,
 	char names[512];
 	int brc = policy_bind_controller(p, c != NULL, controller_names_joined(names, sizeof(names)),
 					 c ? c->params : NULL, diags, first);
+	if (!brc && c && c->check)
+		brc = c->check(p, diags);
 	if (rc || brc) {
 		policy_free(p);
 		return -EINVAL;

@@ -173,6 +173,7 @@ struct ctl_govd_state {
 	struct {
 		double base_khz, bad_khz;
 		long bad_left;
+		enum gov_why_move last_move;
 	} cls[2];
 	int cls_cur;
 	uint32_t win_periods, win_heavy;
@@ -854,7 +855,7 @@ static double search_low_at_risk(const struct ctl_govd_state *s, const struct po
 	return s->search_low * sqrt(fmin(1.0, allowed / (double)s->risk_missed));
 }
 
-/* Put the base and bar in force away and take load class c's. */
+/* Put the base, bar and last move in force away and take load class c's. */
 static void cls_load(struct ctl_govd_state *s, int c)
 {
 	if (c == s->cls_cur)
@@ -862,9 +863,11 @@ static void cls_load(struct ctl_govd_state *s, int c)
 	s->cls[s->cls_cur].base_khz = s->base_khz;
 	s->cls[s->cls_cur].bad_khz = s->bad_khz;
 	s->cls[s->cls_cur].bad_left = s->bad_left;
+	s->cls[s->cls_cur].last_move = s->last_move;
 	s->base_khz = s->cls[c].base_khz;
 	s->bad_khz = s->cls[c].bad_khz;
 	s->bad_left = s->cls[c].bad_left;
+	s->last_move = s->cls[c].last_move;
 	s->cls_cur = c;
 }
 
@@ -939,8 +942,10 @@ static uint32_t search_step(struct ctl_govd_state *s, const struct gov_estimates
 			s->bad_khz = 0;
 		if (s->heavy_n > 0) {
 			int o = !s->cls_cur;
-			if (s->win_thermal)
+			if (s->win_thermal) {
 				s->cls[o].base_khz -= s->search_down_khz;
+				s->cls[o].last_move = GOV_WHY_M_THERMAL;
+			}
 			if (s->cls[o].bad_left > 0 && --s->cls[o].bad_left == 0)
 				s->cls[o].bad_khz = 0;
 			cls_order(s);
@@ -1276,6 +1281,32 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 	why->clk_mhz = fk / 1000.0;
 }
 
+/* The parameter as written in the policy (NULL: not set). */
+static const struct policy_param *param_set(const struct policy *pol, const char *name)
+{
+	for (size_t i = 0; i < pol->control.n_params; i++)
+		if (!strcmp(pol->control.params[i].name, name))
+			return &pol->control.params[i];
+	return NULL;
+}
+
+/* Rules between parameters: the load classes keep their bases in the
+ * search's one base slot, which search_per_mode swaps per precision mode;
+ * together the modes would trade one class's base for the other's. */
+static int ctl_govd_check(const struct policy *pol, struct diag_list *diags)
+{
+	const struct policy_param *heavy = param_set(pol, "search_heavy_running");
+	const struct policy_param *per_mode = param_set(pol, "search_per_mode");
+	if (heavy && per_mode && heavy->value > 0 && per_mode->value >= 0.5) {
+		diag_add(diags, DIAG_ERROR, pol->path, heavy->key_line, heavy->key_col,
+			 "control.params.search_heavy_running", "conflict",
+			 "search_heavy_running (two bases by load) and search_per_mode (one base per "
+			 "precision mode) cannot be combined; set one of them to 0");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 const struct controller_ops ctl_govd = {
 	.name = "govd",
 	.description = "tokens per joule under the SLA: latency-led clock, predicted thermal "
@@ -1284,6 +1315,7 @@ const struct controller_ops ctl_govd = {
 	.init = ctl_govd_init,
 	.step = common_step,
 	.fini = ctl_govd_fini,
+	.check = ctl_govd_check,
 };
 
 const struct controller_ops ctl_slo_dvfs = {

@@ -50,8 +50,22 @@ shares = [int(x) for x in re.findall(r"(\d+)%", rows[-1].split("  ")[-1])]
 terms = {w["bound"] for w in busy}
 if len(terms) <= 3:  # every term listed: the shares add up (rounding)
     assert abs(sum(shares) - 100) <= len(shares), shares
+# The search's two bases by load (why.load): each class's last base and the
+# share of busy periods at the heavy one, as the log has them.
+heavy = [w for w in busy if w.get("load") == "heavy"]
+m = re.search(r"search base (\S+) light, (\S+) heavy \((\d+) % of busy\)", rows[-1])
+assert m, rows[-1]
+assert abs(int(m.group(3)) - 100 * len(heavy) / len(busy)) <= 0.5, (m.group(3), len(heavy))
+last = {}
+for w in (r["why"] for r in dec if r.get("why")):
+    if w.get("load"):
+        last[w["load"]] = w["base_mhz"]
+assert last, "no record names its load class"
+for cls, g in (("light", 1), ("heavy", 2)):
+    want = "%.0f" % last[cls] if cls in last else "-"
+    assert m.group(g) == want, (cls, m.group(g), want)
 print(f"explain: {len(busy)} busy of {len(dec)} periods, mean clock {mean:.0f} MHz, "
-      f"terms {sorted(terms)}")
+      f"terms {sorted(terms)}, heavy {len(heavy)}")
 PY
 # The shares of periods a slice's 8-bit rung was held, as the log counts
 # them: the expected-value gate holding chat's open gate shut on

@@ -2,6 +2,7 @@
  * and the estimator's quality gate: pure functions, checked one by one, plus
  * a seeded randomised check of the gate's false-alarm and detection
  * behaviour (seed printed; GOVD_TEST_SEED overrides it). */
+#include <errno.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -636,6 +637,30 @@ static void test_window_search_load(void **state)
 	policy_free(r.pol);
 }
 
+/* Two bases by load and one base per precision mode share the search's
+ * base slot: a policy asking for both is refused where the first is set. */
+static void test_window_search_load_conflict(void **state)
+{
+	(void)state;
+	const char *text = SEARCH_POLICY(", search_per_mode: 1, search_heavy_running: 12");
+	struct policy *pol = NULL;
+	struct diag_list d = { 0 };
+	assert_int_equal(policy_load_string("s.yaml", text, strlen(text), &pol, &d), -EINVAL);
+	assert_null(pol);
+	bool found = false;
+	for (size_t i = 0; i < d.n; i++)
+		found |= d.v[i].sev == DIAG_ERROR && !strcmp(d.v[i].code, "conflict") &&
+			 !strcmp(d.v[i].path, "control.params.search_heavy_running") &&
+			 d.v[i].line == 2 && d.v[i].col > 1;
+	assert_true(found);
+	diag_clear(&d);
+	/* Either alone binds. */
+	text = SEARCH_POLICY(", search_per_mode: 0, search_heavy_running: 12");
+	assert_int_equal(policy_load_string("s.yaml", text, strlen(text), &pol, &d), 0);
+	policy_free(pol);
+	diag_clear(&d);
+}
+
 /* search_idle_hot_s: idle periods take idle_mhz only while the thermal limit
  * bound lately, and hold the base clock otherwise; 0: idle_mhz always. */
 static void test_window_search_idle_hot(void **state)
@@ -1198,6 +1223,7 @@ int main(void)
 		cmocka_unit_test(test_window_search_thermal),
 		cmocka_unit_test(test_window_search_idle_hot),
 		cmocka_unit_test(test_window_search_load),
+		cmocka_unit_test(test_window_search_load_conflict),
 		cmocka_unit_test(test_window_search_risk),
 		cmocka_unit_test(test_evidence_on_demand),
 		cmocka_unit_test(test_evidence_held_rung),
