@@ -855,6 +855,13 @@ static double search_low_at_risk(const struct ctl_govd_state *s, const struct po
 	return s->search_low * sqrt(fmin(1.0, allowed / (double)s->risk_missed));
 }
 
+/* One window closed: a bar counts down and lifts at zero. */
+static void bar_tick(double *bad_khz, long *bad_left)
+{
+	if (*bad_left > 0 && --*bad_left == 0)
+		*bad_khz = 0;
+}
+
 /* Put the base, bar and last move in force away and take load class c's. */
 static void cls_load(struct ctl_govd_state *s, int c)
 {
@@ -938,16 +945,14 @@ static uint32_t search_step(struct ctl_govd_state *s, const struct gov_estimates
 				s->last_move = GOV_WHY_M_BARRED;
 			}
 		}
-		if (s->bad_left > 0 && --s->bad_left == 0)
-			s->bad_khz = 0;
+		bar_tick(&s->bad_khz, &s->bad_left);
 		if (s->heavy_n > 0) {
 			int o = !s->cls_cur;
 			if (s->win_thermal) {
 				s->cls[o].base_khz -= s->search_down_khz;
 				s->cls[o].last_move = GOV_WHY_M_THERMAL;
 			}
-			if (s->cls[o].bad_left > 0 && --s->cls[o].bad_left == 0)
-				s->cls[o].bad_khz = 0;
+			bar_tick(&s->cls[o].bad_khz, &s->cls[o].bad_left);
 			cls_order(s);
 			s->win_periods = s->win_heavy = 0;
 		}
@@ -1281,22 +1286,13 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 	why->clk_mhz = fk / 1000.0;
 }
 
-/* The parameter as written in the policy (NULL: not set). */
-static const struct policy_param *param_set(const struct policy *pol, const char *name)
-{
-	for (size_t i = 0; i < pol->control.n_params; i++)
-		if (!strcmp(pol->control.params[i].name, name))
-			return &pol->control.params[i];
-	return NULL;
-}
-
 /* Rules between parameters: the load classes keep their bases in the
  * search's one base slot, which search_per_mode swaps per precision mode;
  * together the modes would trade one class's base for the other's. */
 static int ctl_govd_check(const struct policy *pol, struct diag_list *diags)
 {
-	const struct policy_param *heavy = param_set(pol, "search_heavy_running");
-	const struct policy_param *per_mode = param_set(pol, "search_per_mode");
+	const struct policy_param *heavy = policy_param_find(pol, "search_heavy_running");
+	const struct policy_param *per_mode = policy_param_find(pol, "search_per_mode");
 	if (heavy && per_mode && heavy->value > 0 && per_mode->value >= 0.5) {
 		diag_add(diags, DIAG_ERROR, pol->path, heavy->key_line, heavy->key_col,
 			 "control.params.search_heavy_running", "conflict",

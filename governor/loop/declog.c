@@ -174,8 +174,8 @@ static json_t *why_json(const struct gov_why *w)
 	json_object_set_new(o, "base_mhz", jsonx_real(w->base_mhz));
 	json_object_set_new(o, "bar_mhz", jsonx_real(w->bar_mhz));
 	json_object_set_new(o, "move", json_string(gov_why_move_name(w->move)));
-	json_object_set_new(o, "load", w->load == GOV_WHY_LOAD_NONE ? json_null()
-				       : json_string(w->load == GOV_WHY_LOAD_HEAVY ? "heavy" : "light"));
+	const char *load = gov_why_load_name(w->load);
+	json_object_set_new(o, "load", load ? json_string(load) : json_null());
 	return o;
 }
 

@@ -156,10 +156,8 @@ static void read_why(json_t *w, struct gov_why *out)
 	out->bar_mhz = jsonx_num(w, "bar_mhz");
 	int m = gov_why_move_parse(json_string_value(json_object_get(w, "move")));
 	out->move = m < 0 ? GOV_WHY_M_NONE : (enum gov_why_move)m;
-	/* Added with the search's load classes; absent or null: one base. */
-	const char *ld = json_string_value(json_object_get(w, "load"));
-	out->load = !ld ? GOV_WHY_LOAD_NONE
-		    : !strcmp(ld, "heavy") ? GOV_WHY_LOAD_HEAVY : GOV_WHY_LOAD_LIGHT;
+	/* Added with the search's load classes; absent, null or unknown: one base. */
+	out->load = gov_why_load_parse(json_string_value(json_object_get(w, "load")));
 }
 
 static void read_decision(const struct declog_head *h, json_t *d, struct declog_period *p)

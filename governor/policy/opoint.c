@@ -49,6 +49,8 @@ static const char *const why_move_names[GOV_WHY_M_N] = { "none",   "down",     "
 							 "short_up", "barred", "overload",
 							 "thermal" };
 
+static const char *const why_load_names[GOV_WHY_LOAD_N] = { "none", "light", "heavy" };
+
 static int name_index(const char *const *names, int n, const char *name)
 {
 	for (int i = 0; name && i < n; i++)
@@ -91,6 +93,17 @@ int gov_why_limit_parse(const char *name)
 int gov_why_move_parse(const char *name)
 {
 	return name_index(why_move_names, GOV_WHY_M_N, name);
+}
+
+const char *gov_why_load_name(enum gov_why_load l)
+{
+	return l > GOV_WHY_LOAD_NONE && l < GOV_WHY_LOAD_N ? why_load_names[l] : NULL;
+}
+
+enum gov_why_load gov_why_load_parse(const char *name)
+{
+	int i = name_index(why_load_names, GOV_WHY_LOAD_N, name);
+	return i < 0 ? GOV_WHY_LOAD_NONE : (enum gov_why_load)i;
 }
 
 const char *gov_trigger_name(uint32_t bit)

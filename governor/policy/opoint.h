@@ -157,6 +157,7 @@ enum gov_why_load {
 	GOV_WHY_LOAD_NONE,  /* one base (or not the search) */
 	GOV_WHY_LOAD_LIGHT, /* the light base */
 	GOV_WHY_LOAD_HEAVY, /* the heavy base */
+	GOV_WHY_LOAD_N
 };
 struct gov_why {
 	bool valid;                    /* false: the controller explains nothing */
@@ -187,6 +188,10 @@ const char *gov_why_move_name(enum gov_why_move m);
 int gov_why_bound_parse(const char *name);
 int gov_why_limit_parse(const char *name);
 int gov_why_move_parse(const char *name);
+/* The load class as the decision log writes it (NULL for none: one base)
+ * and back (none for NULL or an unknown name). */
+const char *gov_why_load_name(enum gov_why_load l);
+enum gov_why_load gov_why_load_parse(const char *name);
 const char *gov_trigger_name(uint32_t bit); /* one bit; NULL if unknown */
 const char *gov_triggers_join(uint32_t triggers, char *buf, size_t len);
 /* "a|b|c" into buf (empty string for 0). */

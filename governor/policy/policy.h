@@ -299,6 +299,8 @@ static inline uint32_t policy_default_stale_ms(uint32_t period_ms)
 }
 /* Controller parameter by name (validated at load), or def when absent. */
 double policy_param(const struct policy *p, const char *name, double def);
+/* The parameter as written (its value and where), NULL when not set. */
+const struct policy_param *policy_param_find(const struct policy *p, const char *name);
 /* Per device slice, by name: the quality threshold. */
 double policy_slice_max_drop(const struct policy *p, const char *slice);
 /* Every per-slice setting resolved against the policy-wide values. */

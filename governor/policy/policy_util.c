@@ -32,12 +32,18 @@ uint64_t fnv1a64(const void *data, size_t len)
 	return h;
 }
 
-double policy_param(const struct policy *p, const char *name, double def)
+const struct policy_param *policy_param_find(const struct policy *p, const char *name)
 {
 	for (size_t i = 0; i < p->control.n_params; i++)
 		if (!strcmp(p->control.params[i].name, name))
-			return p->control.params[i].value;
-	return def;
+			return &p->control.params[i];
+	return NULL;
+}
+
+double policy_param(const struct policy *p, const char *name, double def)
+{
+	const struct policy_param *pp = policy_param_find(p, name);
+	return pp ? pp->value : def;
 }
 
 static const struct policy_slice *slice_find(const struct policy *p, const char *name)

@@ -165,6 +165,10 @@ static void test_round_trip(void **state)
 		assert_int_equal(w->move, GOV_WHY_M_BARRED);
 		assert_int_equal(w->load, i % 4 ? GOV_WHY_LOAD_LIGHT : GOV_WHY_LOAD_HEAVY);
 	}
+	/* A load class the reader does not know reads as one base, not as light. */
+	assert_int_equal(gov_why_load_parse("medium"), GOV_WHY_LOAD_NONE);
+	assert_int_equal(gov_why_load_parse(NULL), GOV_WHY_LOAD_NONE);
+	assert_null(gov_why_load_name(GOV_WHY_LOAD_NONE));
 }
 
 /* Unchanged decisions are left out of a compact log; the reader gives every
