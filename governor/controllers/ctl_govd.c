@@ -88,10 +88,15 @@ static const struct ctl_param ctl_govd_params[] = {
 	  "waiting run at the heavy base, others at the light one; a window closing moves the "
 	  "heavy base if search_heavy_share of its busy periods were heavy, else the light one; "
 	  "the heavy base never sits under the light one. 0: one base" },
+	{ "search_heavy_start_mhz", 0, 5000, 0,
+	  "the heavy base at start, when over search_start_mhz (0: the same base)" },
 	{ "search_heavy_share", 0, 1, 0.35, "share of a window's busy periods that makes it heavy" },
 	{ "search_heavy_hot_s", 0, 86400, 900,
 	  "within this many seconds of the thermal limit binding every period takes the light "
 	  "base (a higher clock under heat spends the heat the next burst needs)" },
+	{ "search_down_requests", 0, 1e6, 0,
+	  "a window steps the base down only when at least this many requests completed in the "
+	  "SLA window (a near-idle window's tail says nothing about the next busy one)" },
 	{ "search_risk_windows", 0, 100000, 0,
 	  "> 0: the risk budget: once the busy windows missed this run pass the policy's allowed "
 	  "share (1 - sla.attainment, counted over at least this many windows), the step-down "
@@ -169,7 +174,8 @@ struct ctl_govd_state {
 	double idle_hot_s, last_hot_s; /* search_idle_hot_s; when the limit last bound */
 	/* Load classes (search_heavy_running): 0 light, 1 heavy; the class in
 	 * force has its base and bar in base_khz / bad_khz / bad_left. */
-	double heavy_n, heavy_share, heavy_hot_s;
+	double heavy_n, heavy_share, heavy_hot_s, heavy_start_khz;
+	double down_requests; /* search_down_requests */
 	struct {
 		double base_khz, bad_khz;
 		long bad_left;
@@ -264,6 +270,8 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 		s->heavy_n = ctl_param_value(pol, c, "search_heavy_running");
 		s->heavy_share = ctl_param_value(pol, c, "search_heavy_share");
 		s->heavy_hot_s = ctl_param_value(pol, c, "search_heavy_hot_s");
+		s->heavy_start_khz = ctl_param_value(pol, c, "search_heavy_start_mhz") * 1000.0;
+		s->down_requests = ctl_param_value(pol, c, "search_down_requests");
 		s->last_hot_s = -INFINITY;
 		s->last_short_raise_s = -INFINITY;
 		s->win_idx = -1;
@@ -908,6 +916,10 @@ static uint32_t search_step(struct ctl_govd_state *s, const struct gov_estimates
 		s->win_idx = k;
 		s->base_khz = s->search_start_khz > 0 ? s->search_start_khz : s->fmax_khz;
 		s->cls[0].base_khz = s->cls[1].base_khz = s->base_khz;
+		/* heavy periods may start higher: a burst in the first windows
+		 * meets a base no window has judged yet */
+		if (s->heavy_n > 0 && s->heavy_start_khz > s->base_khz)
+			s->cls[1].base_khz = fmin(s->heavy_start_khz, s->fmax_khz);
 	}
 	/* Per mode: the mode in force over the period just gone runs at its
 	 * own base; a new mode starts from the base in force. */
@@ -936,7 +948,8 @@ static uint32_t search_step(struct ctl_govd_state *s, const struct gov_estimates
 			remember_bad(s, s->base_khz);
 			s->base_khz += s->search_up_khz;
 			s->last_move = GOV_WHY_M_UP;
-		} else if (s->win_busy && r > 0 && r < search_low_at_risk(s, pol)) {
+		} else if (s->win_busy && r > 0 && r < search_low_at_risk(s, pol) &&
+			   (double)e->window_requests >= s->down_requests) {
 			s->base_khz -= s->search_down_khz;
 			s->last_move = GOV_WHY_M_DOWN;
 			/* never back onto a clock that failed lately */

@@ -382,6 +382,7 @@ struct search_rig {
 	void *st;
 	struct gov_opoint cur;
 	struct gov_why why; /* the last period's */
+	uint64_t win_requests; /* requests completed in the SLA window while busy (0: 200) */
 };
 
 /* A BF16 policy running the window search (low 0.85, 90 MHz down) with
@@ -432,7 +433,7 @@ static uint32_t search_hot_at(struct search_rig *r, double t_s, double win_tbt_m
 	e.queue_len = queue;
 	e.period_requests = running ? 4 : 0;
 	e.short_requests = running ? 40 : 0;
-	e.window_requests = running ? 200 : 0;
+	e.window_requests = running ? (r->win_requests ? r->win_requests : 200) : 0;
 	for (size_t i = 0; i < SLA_N_ROWS; i++)
 		e.quantile_ms[i] = e.short_quantile_ms[i] = e.period_p99_ms[i % SLA_N_METRICS] = NAN;
 	e.quantile_ms[SLA_INDEX(SLA_TBT, SLA_P99)] = win_tbt_ms;
@@ -633,6 +634,54 @@ static void test_window_search_load(void **state)
 	assert_int_equal(search_at(&r, 969, 90, 90, 16, 0, &b), 1470);
 	assert_int_equal(search_at(&r, 971, 90, 90, 16, 0, &b), 1560);
 	assert_int_equal(r.why.load, GOV_WHY_LOAD_HEAVY);
+	ctl_govd.fini(r.st);
+	policy_free(r.pol);
+}
+
+/* search_heavy_start_mhz: the heavy base starts over the light one (a
+ * burst in the first windows meets a base no window has judged yet), and
+ * search_down_requests: a window with fewer completed requests than that
+ * steps no base down, whatever its tail. */
+static void test_window_search_start_and_evidence(void **state)
+{
+	(void)state;
+	struct search_rig r;
+	search_rig_init(&r, SEARCH_POLICY(", search_start_mhz: 1560, search_heavy_running: 12, "
+					  "search_heavy_start_mhz: 1650, search_high: 1.0, "
+					  "search_down_requests: 60"));
+	enum gov_why_bound b;
+	assert_int_equal(search_at(&r, 1, 50, 50, 4, 0, &b), 1560);
+	assert_int_equal(search_at(&r, 1.5, 50, 50, 16, 0, &b), 1650);
+	assert_int_equal(r.why.load, GOV_WHY_LOAD_HEAVY);
+	/* A light window closing at 0.5 of the target on 59 requests: kept. */
+	r.win_requests = 59;
+	for (double t = 2; t < 60; t += 0.5)
+		search_at(&r, t, 50, 50, 4, 0, &b);
+	assert_int_equal(search_at(&r, 60, 50, 50, 4, 0, &b), 1560);
+	assert_int_equal(r.why.move, GOV_WHY_M_NONE);
+	/* The same on 60: a step down. */
+	r.win_requests = 60;
+	for (double t = 61; t < 120; t += 0.5)
+		search_at(&r, t, 50, 50, 4, 0, &b);
+	assert_int_equal(search_at(&r, 120, 50, 50, 4, 0, &b), 1470);
+	assert_int_equal(r.why.move, GOV_WHY_M_DOWN);
+	/* search_high 1.0: a window met at 0.99 of its target raises nothing;
+	 * one that missed does, however few its requests. */
+	for (double t = 121; t < 180; t += 0.5)
+		search_at(&r, t, 99, 90, 4, 0, &b);
+	assert_int_equal(search_at(&r, 180, 99, 90, 4, 0, &b), 1470);
+	r.win_requests = 5;
+	for (double t = 181; t < 240; t += 0.5)
+		search_at(&r, t, 101, 90, 4, 0, &b);
+	assert_int_equal(search_at(&r, 240, 101, 90, 4, 0, &b), 1560);
+	assert_int_equal(r.why.move, GOV_WHY_M_UP);
+	ctl_govd.fini(r.st);
+	policy_free(r.pol);
+
+	/* Without the heavy class the heavy start means nothing: one base. */
+	search_rig_init(&r, SEARCH_POLICY(", search_start_mhz: 1560, search_heavy_start_mhz: 1650"));
+	assert_int_equal(search_at(&r, 1, 50, 50, 16, 0, &b), 1560);
+	assert_int_equal(r.why.load, GOV_WHY_LOAD_NONE);
 	ctl_govd.fini(r.st);
 	policy_free(r.pol);
 }
@@ -1224,6 +1273,7 @@ int main(void)
 		cmocka_unit_test(test_window_search_idle_hot),
 		cmocka_unit_test(test_window_search_load),
 		cmocka_unit_test(test_window_search_load_conflict),
+		cmocka_unit_test(test_window_search_start_and_evidence),
 		cmocka_unit_test(test_window_search_risk),
 		cmocka_unit_test(test_evidence_on_demand),
 		cmocka_unit_test(test_evidence_held_rung),
