@@ -1257,9 +1257,10 @@ int policy_bind_controller(struct policy *p, bool known, const char *valid_names
 	for (size_t i = 0; i < p->control.n_params; i++) {
 		struct policy_param *pp = &p->control.params[i];
 		const struct ctl_param *cp = NULL;
-		for (size_t k = 0; k < na; k++)
-			if (!strcmp(params[k].name, pp->name))
-				cp = &params[k];
+		/* the whole table: the allowed list above is only the message's */
+		for (const struct ctl_param *q = params; q->name && !cp; q++)
+			if (!strcmp(q->name, pp->name))
+				cp = q;
 		ycfg_join(kp, sizeof(kp), "control.params", pp->name);
 		if (!cp) {
 			ycfg_format_unknown_key(msg, sizeof(msg), pp->name, allowed);

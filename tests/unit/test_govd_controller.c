@@ -686,6 +686,32 @@ static void test_window_search_start_and_evidence(void **state)
 	policy_free(r.pol);
 }
 
+/* Every parameter in govd's table binds on its own at its lower bound,
+ * however long the table grows past what one policy may set. */
+static void test_every_param_binds(void **state)
+{
+	(void)state;
+	size_t n = 0;
+	for (const struct ctl_param *cp = ctl_govd.params; cp->name; cp++, n++) {
+		char text[512];
+		snprintf(text, sizeof(text),
+			 "name: s\ncontrol: {controller: govd, period_ms: 500, params: {%s: %.17g}}\n"
+			 "precision: {modes: [bf16]}\nsla: {window_s: 60, tbt_p99_ms: 100}\n"
+			 "thermal: {ceiling_c: 83}\n",
+			 cp->name, cp->min);
+		struct policy *pol = NULL;
+		struct diag_list d = { 0 };
+		int rc = policy_load_string("p.yaml", text, strlen(text), &pol, &d);
+		for (size_t i = 0; rc && i < d.n; i++)
+			if (d.v[i].sev == DIAG_ERROR)
+				fail_msg("%s: %s", cp->name, d.v[i].msg);
+		assert_int_equal(rc, 0);
+		diag_clear(&d);
+		policy_free(pol);
+	}
+	assert_true(n > 0);
+}
+
 /* Two bases by load and one base per precision mode share the search's
  * base slot: a policy asking for both is refused where the first is set. */
 static void test_window_search_load_conflict(void **state)
@@ -1274,6 +1300,7 @@ int main(void)
 		cmocka_unit_test(test_window_search_load),
 		cmocka_unit_test(test_window_search_load_conflict),
 		cmocka_unit_test(test_window_search_start_and_evidence),
+		cmocka_unit_test(test_every_param_binds),
 		cmocka_unit_test(test_window_search_risk),
 		cmocka_unit_test(test_evidence_on_demand),
 		cmocka_unit_test(test_evidence_held_rung),
