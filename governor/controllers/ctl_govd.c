@@ -1313,6 +1313,18 @@ static int ctl_govd_check(const struct policy *pol, struct diag_list *diags)
 			 "precision mode) cannot be combined; set one of them to 0");
 		return -EINVAL;
 	}
+	/* the load classes' own keys do nothing with one base: say so */
+	static const char *const of_heavy[] = { "search_heavy_start_mhz", "search_heavy_share",
+						"search_heavy_hot_s" };
+	for (size_t i = 0; !(heavy && heavy->value > 0) && i < sizeof(of_heavy) / sizeof(*of_heavy);
+	     i++) {
+		const struct policy_param *pp = policy_param_find(pol, of_heavy[i]);
+		if (pp)
+			diag_add(diags, DIAG_WARNING, pol->path, pp->key_line, pp->key_col,
+				 "control.params", "no-effect",
+				 "%s has no effect without search_heavy_running > 0 (one base)",
+				 of_heavy[i]);
+	}
 	return 0;
 }
 

@@ -733,6 +733,18 @@ static void test_window_search_load_conflict(void **state)
 	text = SEARCH_POLICY(", search_per_mode: 0, search_heavy_running: 12");
 	assert_int_equal(policy_load_string("s.yaml", text, strlen(text), &pol, &d), 0);
 	policy_free(pol);
+	for (size_t i = 0; i < d.n; i++)
+		assert_string_not_equal(d.v[i].code, "no-effect");
+	diag_clear(&d);
+	/* A load class's own key with one base binds, with a warning at the key. */
+	text = SEARCH_POLICY(", search_heavy_start_mhz: 1650");
+	assert_int_equal(policy_load_string("s.yaml", text, strlen(text), &pol, &d), 0);
+	policy_free(pol);
+	found = false;
+	for (size_t i = 0; i < d.n; i++)
+		found |= d.v[i].sev == DIAG_WARNING && !strcmp(d.v[i].code, "no-effect") &&
+			 strstr(d.v[i].msg, "search_heavy_start_mhz") && d.v[i].line == 2;
+	assert_true(found);
 	diag_clear(&d);
 }
 
