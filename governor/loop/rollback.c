@@ -134,11 +134,18 @@ static void close_window(struct rollback *rb, const struct rb_input *in, uint32_
 
 	if (e->serving_ok && e->window_requests > 0) {
 		bool met = rollback_sla_met(rb->cfg.pol, e);
+		/* Missed at the max clock: the load, not a change, missed it;
+		 * neither the canary nor the record before one counts it. */
+		bool overload = !met && rb->win_queued > 0 &&
+				(double)rb->win_queued_max >= RB_OVERLOAD_SHARE * rb->win_queued;
 		rb->windows_judged++;
 		rb->windows_missed += !met;
-		rb->hist_miss[rb->hist_n % m] = !met;
-		rb->hist_n++;
-		if (rb->state == RB_CANARY) {
+		rb->windows_overload += overload;
+		if (!overload) {
+			rb->hist_miss[rb->hist_n % m] = !met;
+			rb->hist_n++;
+		}
+		if (rb->state == RB_CANARY && !overload) {
 			rb->canary_miss[rb->canary_n % m] = !met;
 			rb->canary_n++;
 		}
@@ -155,6 +162,7 @@ static void close_window(struct rollback *rb, const struct rb_input *in, uint32_
 	rb->win_start_ms = in->t_ms;
 	rb->win_first = *in->cur;
 	rb->win_trigger = false;
+	rb->win_queued = rb->win_queued_max = 0;
 }
 
 static uint32_t check_triggers(struct rollback *rb, const struct rb_input *in, uint32_t m,
@@ -257,6 +265,9 @@ bool rollback_step(struct rollback *rb, const struct rb_input *in, struct gov_op
 	uint32_t m = r->sla_of_windows < RB_MAX_WINDOWS ? r->sla_of_windows : RB_MAX_WINDOWS;
 	uint64_t t = in->t_ms;
 	bool override = false;
+	/* A hold keeps the controller's thermal cuts (below): at such a point
+	 * a rollback has no more clock to give. */
+	bool heat = *binding == GOV_B_CEILING || *binding == GOV_B_THERMAL;
 
 	if (m == 0)
 		m = 1;
@@ -286,6 +297,12 @@ bool rollback_step(struct rollback *rb, const struct rb_input *in, struct gov_op
 		rb->canary_end_ms = t + rb->canary_ms; /* a further change restarts it */
 	}
 
+	/* The period just gone: requests waited, at the max clock cap or under it. */
+	if (in->est->queue_len > 0) {
+		rb->win_queued++;
+		rb->win_queued_max += rb->prev_heat ||
+				      clk_cap(rb, in->cur) >= rb->cfg.lim->clk_default_max_khz;
+	}
 	if (t >= rb->win_start_ms + rb->window_ms)
 		close_window(rb, in, m);
 
@@ -346,6 +363,7 @@ bool rollback_step(struct rollback *rb, const struct rb_input *in, struct gov_op
 		override = true;
 	}
 out:
+	rb->prev_heat = heat;
 	rb->prev_clamp = in->clamp_events;
 	rb->prev_faults = in->fault_onsets;
 	return override;

@@ -42,6 +42,7 @@ struct fx {
 	uint64_t clamp, faults;
 	bool safety;
 	uint32_t slow_below_khz; /* set: TTFT misses while the clock cap is under it */
+	bool heat_cut;           /* the controller's point is its thermal cut (binding ceiling) */
 	/* last step */
 	uint32_t reasons;
 	enum gov_binding binding;
@@ -95,7 +96,7 @@ static struct gov_opoint step(struct fx *f, const struct gov_opoint *want)
 			       .safety = f->safety, .clamp_events = f->clamp,
 			       .fault_onsets = f->faults };
 	f->reasons = 0;
-	f->binding = GOV_B_SLA;
+	f->binding = f->heat_cut ? GOV_B_CEILING : GOV_B_SLA;
 	f->override = rollback_step(&f->rb, &in, &w, &f->reasons, &f->binding);
 	f->cur = w;
 	f->t_ms += 1000;
@@ -406,6 +407,60 @@ static void test_sla_needs_regression(void **state)
 	assert_int_equal(f.rb.windows_missed, 8);
 }
 
+/* Windows missed while requests waited at the max clock cap (or at the
+ * controller's thermal cut, which a hold keeps) for at least half of the
+ * periods they waited are overload: no rollback has more clock to give, so
+ * the SLA trigger does not blame the change. Under that share they count. */
+static void test_sla_overload_not_blamed(void **state)
+{
+	(void)state;
+	const struct gov_opoint base = locked(1500), max = locked(1980);
+	for (int at_max = 3; at_max <= 6; at_max += 3) {
+		struct fx f;
+		fx_init(&f);
+		fx_start(&f, NULL);
+		f.est.quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P99)] = 2000; /* every window misses */
+		f.est.queue_len = 20;
+		/* a surge controller: at_max of every 10 periods at the max,
+		 * the rest at its base (each fall back a change) */
+		while (f.t_ms < 60000 && f.rb.rollbacks == 0)
+			step(&f, (f.t_ms / 1000) % 10 < (uint64_t)at_max ? &max : &base);
+		if (at_max < 5) {
+			assert_int_equal(f.rb.rollbacks, 1); /* 3 of 10 at the max: blamed */
+			assert_int_equal(f.rb.fired, GOV_T_SLA);
+			assert_int_equal(f.rb.windows_overload, 0);
+		} else {
+			assert_int_equal(f.rb.rollbacks, 0);
+			assert_true(f.rb.canaries >= 1);
+			assert_int_equal(f.rb.windows_missed, 5); /* closed at 10 .. 50 s */
+			assert_int_equal(f.rb.windows_overload, 5);
+		}
+	}
+	/* at the controller's thermal cut, far under the max: not blamed */
+	struct fx f;
+	fx_init(&f);
+	fx_start(&f, NULL);
+	f.est.quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P99)] = 2000;
+	f.est.queue_len = 20;
+	f.heat_cut = true;
+	run_until(&f, 41000, &base);
+	assert_int_equal(f.rb.state, RB_CANARY);
+	assert_int_equal(f.rb.rollbacks, 0);
+	assert_int_equal(f.rb.windows_overload, 4);
+	/* the cut lifts inside the canary: the same misses are the base's */
+	f.heat_cut = false;
+	run_until(&f, 61000, &base);
+	assert_int_equal(f.rb.rollbacks, 1);
+	assert_int_equal(f.rb.windows_overload, 4);
+	/* with nothing waiting nothing is overload, at any clock */
+	fx_init(&f);
+	fx_start(&f, NULL);
+	f.est.quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P99)] = 2000;
+	run_until(&f, 60000, &base);
+	assert_int_equal(f.rb.rollbacks, 1);
+	assert_int_equal(f.rb.windows_overload, 0);
+}
+
 /* A thermal rollback never raises the clock cap or the power limit. */
 static void test_thermal_no_hotter(void **state)
 {
@@ -595,6 +650,7 @@ int main(void)
 		cmocka_unit_test(test_thermal_and_telemetry),
 		cmocka_unit_test(test_clamp_right_after_change),
 		cmocka_unit_test(test_sla_needs_regression),
+		cmocka_unit_test(test_sla_overload_not_blamed),
 		cmocka_unit_test(test_thermal_no_hotter),
 		cmocka_unit_test(test_sla_no_slower),
 		cmocka_unit_test(test_hold_lets_thermal_cuts_through),
