@@ -134,10 +134,9 @@ static void close_window(struct rollback *rb, const struct rb_input *in, uint32_
 
 	if (e->serving_ok && e->window_requests > 0) {
 		bool met = rollback_sla_met(rb->cfg.pol, e);
-		/* Missed at the max clock: the load, not a change, missed it;
+		/* Missed at the most clock: the load, not a change, missed it;
 		 * neither the canary nor the record before one counts it. */
-		bool overload = !met && rb->win_queued > 0 &&
-				(double)rb->win_queued_max >= RB_OVERLOAD_SHARE * rb->win_queued;
+		bool overload = sla_window_overload(met ? SLA_MET : SLA_MISSED, &rb->win_load);
 		rb->windows_judged++;
 		rb->windows_missed += !met;
 		rb->windows_overload += overload;
@@ -162,7 +161,7 @@ static void close_window(struct rollback *rb, const struct rb_input *in, uint32_
 	rb->win_start_ms = in->t_ms;
 	rb->win_first = *in->cur;
 	rb->win_trigger = false;
-	rb->win_queued = rb->win_queued_max = 0;
+	rb->win_load = (struct sla_window_load){ 0 };
 }
 
 static uint32_t check_triggers(struct rollback *rb, const struct rb_input *in, uint32_t m,
@@ -299,9 +298,9 @@ bool rollback_step(struct rollback *rb, const struct rb_input *in, struct gov_op
 
 	/* The period just gone: requests waited, at the max clock cap or under it. */
 	if (in->est->queue_len > 0) {
-		rb->win_queued++;
-		rb->win_queued_max += rb->prev_heat ||
-				      clk_cap(rb, in->cur) >= rb->cfg.lim->clk_default_max_khz;
+		rb->win_load.queued++;
+		rb->win_load.queued_at_max += rb->prev_heat ||
+					      clk_cap(rb, in->cur) >= rb->cfg.lim->clk_default_max_khz;
 	}
 	if (t >= rb->win_start_ms + rb->window_ms)
 		close_window(rb, in, m);

@@ -19,12 +19,6 @@
 /* A clock cap or power limit must fall by more than this share of the
  * reference before the move counts as a change (docs/rollback.md). */
 #define RB_CHANGE_TOL 0.05
-/* A missed window whose periods with requests waiting ran at the max clock
- * cap (or at the controller's thermal cut, which a hold keeps) for at least
- * this share of them is overload: no rollback could have given it more
- * clock, so the SLA trigger does not blame a change for it
- * (docs/rollback.md). */
-#define RB_OVERLOAD_SHARE 0.5
 /* policy.rollback.triggers.sla_of_windows is at most this (policy.md). */
 #define RB_MAX_WINDOWS 1000
 
@@ -68,7 +62,7 @@ struct rollback {
 	/* SLA windows: fixed cadence from the first step. */
 	uint64_t win_start_ms;
 	bool win_trigger;              /* a trigger fired during this window */
-	uint32_t win_queued, win_queued_max; /* periods with requests waiting; of them at the max cap */
+	struct sla_window_load win_load; /* waiting periods at the max cap or a thermal cut */
 	bool prev_heat;                /* the last period's point was the controller's thermal cut */
 	uint32_t clean_windows;        /* consecutive clean judged windows */
 	size_t canary_n;               /* windows judged during this canary (ring below) */

@@ -11,6 +11,7 @@
 #include "common/diag.h"
 #include "common/hist.h"
 #include "common/rng.h"
+#include "common/sla.h"
 
 static void test_rng_same_seed_same_stream(void **state)
 {
@@ -125,6 +126,23 @@ static void test_diag_format(void **state)
 	assert_int_equal(l.n, 0);
 }
 
+/* Overload: a missed window whose waiting periods met the most clock in
+ * at least half of them; a met or idle window never is. */
+static void test_sla_window_overload(void **state)
+{
+	(void)state;
+	struct sla_window_load l = { .queued = 10, .queued_at_max = 5 };
+	assert_true(sla_window_overload(SLA_MISSED, &l));
+	assert_false(sla_window_overload(SLA_MET, &l));
+	assert_false(sla_window_overload(SLA_IDLE, &l));
+	l.queued_at_max = 4;
+	assert_false(sla_window_overload(SLA_MISSED, &l));
+	l = (struct sla_window_load){ 0 }; /* nothing waited: a miss at any clock is the clock's */
+	assert_false(sla_window_overload(SLA_MISSED, &l));
+	l = (struct sla_window_load){ .queued = UINT32_MAX, .queued_at_max = UINT32_MAX / 2 + 1 };
+	assert_true(sla_window_overload(SLA_MISSED, &l)); /* no overflow in the share */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -135,6 +153,7 @@ int main(void)
 		cmocka_unit_test(test_hist_quantiles_one_scan),
 		cmocka_unit_test(test_hist_delta_is_window),
 		cmocka_unit_test(test_diag_format),
+		cmocka_unit_test(test_sla_window_overload),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
