@@ -97,6 +97,14 @@ static const struct ctl_param ctl_govd_params[] = {
 	{ "search_down_requests", 0, 1e6, 0,
 	  "a window steps the base down only when at least this many requests completed in the "
 	  "SLA window (a near-idle window's tail says nothing about the next busy one)" },
+	{ "search_aftermath_s", 0, 120, 0,
+	  "> 0: a light period's short-window raise is held while, over this many seconds back, "
+	  "the periods with requests waiting were overload (the max clock or a thermal cut in at "
+	  "least half of them) and light periods had requests waiting for at most "
+	  "search_aftermath_wait_s: the tail is the burst's, not the light base's; 0: off" },
+	{ "search_aftermath_wait_s", 0, 120, 3,
+	  "seconds of light periods with requests waiting that make a light raise the light "
+	  "base's own (search_aftermath_s)" },
 	{ "search_risk_windows", 0, 100000, 0,
 	  "> 0: the risk budget: once the busy windows missed this run pass the policy's allowed "
 	  "share (1 - sla.attainment, counted over at least this many windows), the step-down "
@@ -128,6 +136,11 @@ static const struct ctl_param slo_params[] = {
 	LATENCY_PARAMS,
 	{ NULL, 0, 0, 0, NULL },
 };
+
+/* Periods the load ring holds (search_aftermath_s looks back at most this
+ * many: 256 s at 500 ms periods) and what it records of each. */
+#define SEARCH_LOAD_RING 512
+enum { LOAD_QUEUED = 1, LOAD_MOST = 2, LOAD_LIGHT_WAIT = 4 };
 
 struct ctl_govd_state {
 	bool peer; /* slo-dvfs: latency loop only */
@@ -185,6 +198,10 @@ struct ctl_govd_state {
 	uint32_t win_periods, win_heavy;
 	double last_surge_s;
 	double risk_windows;             /* search_risk_windows */
+	/* The last periods' load (search_aftermath_s): LOAD_* bits per period. */
+	double aftermath_s, aftermath_wait_s;
+	uint8_t load_ring[SEARCH_LOAD_RING];
+	uint32_t load_n;
 	uint64_t risk_judged, risk_missed; /* busy windows closed this run, and missed */
 	double bad_khz;            /* the highest clock that failed lately (0: none) */
 	long bad_left;             /* windows it stays barred */
@@ -266,6 +283,8 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 		s->per_mode = ctl_param_value(pol, c, "search_per_mode") >= 0.5;
 		s->last_surge_s = -INFINITY;
 		s->risk_windows = ctl_param_value(pol, c, "search_risk_windows");
+		s->aftermath_s = ctl_param_value(pol, c, "search_aftermath_s");
+		s->aftermath_wait_s = ctl_param_value(pol, c, "search_aftermath_wait_s");
 		s->idle_hot_s = ctl_param_value(pol, c, "search_idle_hot_s");
 		s->heavy_n = ctl_param_value(pol, c, "search_heavy_running");
 		s->heavy_share = ctl_param_value(pol, c, "search_heavy_share");
@@ -894,6 +913,45 @@ static void cls_order(struct ctl_govd_state *s)
 		s->cls[!s->cls_cur].base_khz = s->base_khz;
 }
 
+/* One period into the load ring: requests waiting at its end, the clock it
+ * ran at the most the device could be given (the max or a thermal cut), and
+ * a light period with requests waiting at a clock under the max. */
+static void search_load_push(struct ctl_govd_state *s, const struct gov_estimates *e, double prev_khz)
+{
+	bool queued = e->queue_len > 0, most = s->th_bound || prev_khz >= s->fmax_khz;
+	uint8_t b = (uint8_t)((queued ? LOAD_QUEUED : 0) | (most ? LOAD_MOST : 0) |
+			      (queued && !most && s->cls_cur == 0 ? LOAD_LIGHT_WAIT : 0));
+	s->load_ring[s->load_n++ % SEARCH_LOAD_RING] = b;
+}
+
+/* A burst's aftermath (param search_aftermath_s): over the last
+ * search_aftermath_s the periods with requests waiting were overload
+ * (sla_window_overload(), the judgement the rollback manager uses) and the
+ * light periods themselves barely had requests waiting. Then a light
+ * period's short-window tail is the burst's, which the max clock already
+ * served: raising the light base buys the burst nothing and every light
+ * period after it pays (the Azure trace at 0.8-1x: the light base climbed to
+ * 1740-1920 MHz where 1470-1545 met every feasible window). */
+static bool search_aftermath(const struct ctl_govd_state *s, double period_s)
+{
+	if (!(s->aftermath_s > 0) || s->cls_cur != 0 || !(period_s > 0))
+		return false;
+	double want = ceil(s->aftermath_s / period_s - 1e-9);
+	uint32_t n = want < SEARCH_LOAD_RING ? (uint32_t)want : SEARCH_LOAD_RING;
+	if (n > s->load_n)
+		n = s->load_n;
+	struct sla_window_load l = { 0 };
+	uint32_t light_wait = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint8_t b = s->load_ring[(s->load_n - 1 - i) % SEARCH_LOAD_RING];
+		l.queued += !!(b & LOAD_QUEUED);
+		l.queued_at_max += (b & LOAD_QUEUED) && (b & LOAD_MOST);
+		light_wait += !!(b & LOAD_LIGHT_WAIT);
+	}
+	return (double)light_wait * period_s <= s->aftermath_wait_s + 1e-9 &&
+	       sla_window_overload(SLA_MISSED, &l);
+}
+
 /* The window search (param search): one base clock, moved only when an SLA
  * window closes, on that window's judged tail (the quantiles over
  * sla.window_s against the p99 targets): down a step while it stays under
@@ -906,7 +964,7 @@ static void cls_order(struct ctl_govd_state *s)
  * made in a surge raising nothing (search_overload), and a window under the
  * thermal limit closing a step down (search_thermal). */
 static uint32_t search_step(struct ctl_govd_state *s, const struct gov_estimates *e,
-			    const struct policy *pol, bool busy, struct gov_why *why)
+			    const struct policy *pol, double period_s, bool busy, struct gov_why *why)
 {
 	double w = pol->sla.window_s > 0 ? pol->sla.window_s : 60;
 	long k = (long)floor(e->t_s / w + 1e-9);
@@ -1003,12 +1061,17 @@ static uint32_t search_step(struct ctl_govd_state *s, const struct gov_estimates
 	bool short_surged = s->overload > 0 && short_r > s->overload &&
 			    e->t_s - s->last_surge_s <
 				    (e->short_window_s > 0 ? e->short_window_s : ESTIMATE_SHORT_WINDOW_S);
+	search_load_push(s, e, prev);
 	if (busy && short_r > 1.0 && s->base_khz < s->fmax_khz && !short_surged && !hot &&
 	    e->t_s - s->last_short_raise_s >= s->search_short_s) {
-		remember_bad(s, s->base_khz);
-		s->base_khz += s->search_up_khz;
-		s->last_short_raise_s = e->t_s;
-		s->last_move = GOV_WHY_M_SHORT;
+		if (search_aftermath(s, period_s)) {
+			s->last_move = GOV_WHY_M_AFTERMATH;
+		} else {
+			remember_bad(s, s->base_khz);
+			s->base_khz += s->search_up_khz;
+			s->last_short_raise_s = e->t_s;
+			s->last_move = GOV_WHY_M_SHORT;
+		}
 	}
 	if (s->base_khz > s->fmax_khz)
 		s->base_khz = s->fmax_khz;
@@ -1249,7 +1312,7 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 		.base_mhz = NAN, .bar_mhz = NAN,
 	};
 	if (s->search)
-		reasons |= search_step(s, e, pol, busy, why);
+		reasons |= search_step(s, e, pol, in->period_s, busy, why);
 	else if (s->predict)
 		reasons |= predict_step(s, e, pol, ratio, busy, use_floor_khz, why);
 	else {

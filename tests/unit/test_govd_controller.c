@@ -686,6 +686,66 @@ static void test_window_search_start_and_evidence(void **state)
 	policy_free(r.pol);
 }
 
+/* search_aftermath_s: after a burst the max clock served, a light period's
+ * short-window tail is the burst's: the light base's raise is held, until
+ * light periods show requests waiting of their own (search_aftermath_wait_s)
+ * or the burst leaves the look-back. A heavy period's raise is never held.
+ * Periods are contiguous here: the look-back counts periods. */
+static void test_window_search_aftermath(void **state)
+{
+	(void)state;
+	struct search_rig r;
+	enum gov_why_bound b;
+	for (int on = 0; on < 2; on++) {
+		search_rig_init(&r, on ? SEARCH_POLICY(", search_start_mhz: 1560, search_short_s: 10, "
+						       "search_heavy_running: 12, search_aftermath_s: 30, "
+						       "search_aftermath_wait_s: 3")
+				       : SEARCH_POLICY(", search_start_mhz: 1560, search_short_s: 10, "
+						       "search_heavy_running: 12"));
+		/* a burst: 20 requests waiting for 10 s, the max clock */
+		for (double t = 1; t < 11; t += 0.5)
+			assert_int_equal(search_at(&r, t, 90, 90, 16, 20, &b), 1980);
+		/* its aftermath: light, nothing waiting, the short tail at 1.2x */
+		uint32_t f = search_at(&r, 11, 90, 120, 4, 0, &b);
+		if (!on) {
+			assert_int_equal(f, 1650); /* raised at once */
+			assert_int_equal(r.why.move, GOV_WHY_M_SHORT);
+			ctl_govd.fini(r.st);
+			policy_free(r.pol);
+			continue;
+		}
+		assert_int_equal(f, 1560);
+		assert_int_equal(r.why.move, GOV_WHY_M_AFTERMATH);
+		for (double t = 11.5; t < 20; t += 0.5)
+			assert_int_equal(search_at(&r, t, 90, 120, 4, 0, &b), 1560);
+		/* light periods with a request waiting: 3 s of them still held,
+		 * the seventh period (3.5 s) is the light base's own tail */
+		for (double t = 20; t < 23; t += 0.5)
+			assert_int_equal(search_at(&r, t, 90, 120, 4, 1, &b), 1560);
+		assert_int_equal(search_at(&r, 23, 90, 120, 4, 1, &b), 1650);
+		assert_int_equal(r.why.move, GOV_WHY_M_SHORT);
+		/* a heavy period's raise in the aftermath of a second burst goes
+		 * through (the heavy base, lifted to the light one, 1650 -> 1740) */
+		for (double t = 23.5; t < 40; t += 0.5)
+			search_at(&r, t, 90, 90, 0, 0, &b); /* idle */
+		for (double t = 40; t < 50; t += 0.5)
+			search_at(&r, t, 90, 90, 16, 20, &b);
+		assert_int_equal(search_at(&r, 50, 90, 120, 14, 0, &b), 1740);
+		assert_int_equal(r.why.load, GOV_WHY_LOAD_HEAVY);
+		assert_int_equal(r.why.move, GOV_WHY_M_SHORT);
+		/* and a light one is held until the burst leaves the 30 s look-back */
+		for (double t = 50.5; t < 61; t += 0.5)
+			search_at(&r, t, 90, 90, 0, 0, &b); /* idle */
+		assert_int_equal(search_at(&r, 61, 90, 120, 4, 0, &b), 1650);
+		assert_int_equal(r.why.move, GOV_WHY_M_AFTERMATH);
+		for (double t = 61.5; t < 80.5; t += 0.5)
+			search_at(&r, t, 90, 90, 4, 0, &b);
+		assert_int_equal(search_at(&r, 80.5, 90, 120, 4, 0, &b), 1740);
+		ctl_govd.fini(r.st);
+		policy_free(r.pol);
+	}
+}
+
 /* Every parameter in govd's table binds on its own at its lower bound,
  * however long the table grows past what one policy may set. */
 static void test_every_param_binds(void **state)
@@ -1312,6 +1372,7 @@ int main(void)
 		cmocka_unit_test(test_window_search_load),
 		cmocka_unit_test(test_window_search_load_conflict),
 		cmocka_unit_test(test_window_search_start_and_evidence),
+		cmocka_unit_test(test_window_search_aftermath),
 		cmocka_unit_test(test_every_param_binds),
 		cmocka_unit_test(test_window_search_risk),
 		cmocka_unit_test(test_evidence_on_demand),
