@@ -133,7 +133,8 @@ static int honest_collect(const struct oracle_result *res, const struct job *job
 			govctl_print_diags(&d);
 			bad = 1;
 		} else {
-			honest_add(&ht[si * npol + j->pi], res->pick, res->n_windows, w, n);
+			honest_add(&ht[si * npol + j->pi], res->pick, res->n_windows, w, n,
+				   res->ceiling_c);
 		}
 		diag_clear(&d);
 		free(w);
@@ -817,6 +818,8 @@ static void emit_row(const struct cmp_args *a, const struct cmp_plan *p, const s
 		json_object_set_new(o, "windows_infeasible", json_integer((json_int_t)h->infeasible));
 		json_object_set_new(o, "windows_lost",
 				    json_integer((json_int_t)h->missed_tokens_windows));
+		json_object_set_new(o, "windows_over_ceiling",
+				    json_integer((json_int_t)h->over_ceiling));
 	}
 	json_array_append_new(jrows, o);
 }

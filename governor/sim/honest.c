@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HONEST_HEADER "index,tail,idle,sla_met,tokens,energy_j,clamp_events,breach_requests,failed"
+#define HONEST_HEADER                                                                              \
+	"index,tail,idle,sla_met,tokens,energy_j,clamp_events,breach_requests,failed,max_junction_c"
+/* Written before max_junction_c: still read, the junction not judged. */
+#define HONEST_HEADER_V0 "index,tail,idle,sla_met,tokens,energy_j,clamp_events,breach_requests,failed"
 #define HONEST_MAX_WINDOWS 10000000u
 
 void honest_from_sim(const struct sim_window *w, struct honest_window *out)
@@ -23,11 +26,13 @@ void honest_from_sim(const struct sim_window *w, struct honest_window *out)
 	out->clamp_events = w->clamp_events;
 	out->breach_requests = w->breach_requests;
 	out->failed = w->failed;
+	out->max_junction_c = w->max_junction_c;
 }
 
-bool honest_window_good(const struct honest_window *w)
+bool honest_window_good(const struct honest_window *w, double ceiling_c)
 {
-	return w->sla_met && w->clamp_events == 0 && w->breach_requests == 0 && !w->failed;
+	return w->sla_met && w->clamp_events == 0 && !(w->max_junction_c > ceiling_c) &&
+	       w->breach_requests == 0 && !w->failed;
 }
 
 int honest_windows_write(FILE *f, const struct honest_window *w, size_t n)
@@ -35,10 +40,10 @@ int honest_windows_write(FILE *f, const struct honest_window *w, size_t n)
 	if (fprintf(f, "%s\n", HONEST_HEADER) < 0)
 		return -EIO;
 	for (size_t i = 0; i < n; i++)
-		if (fprintf(f, "%" PRIu32 ",%d,%d,%d,%" PRIu64 ",%.17g,%" PRIu64 ",%" PRIu64 ",%d\n",
+		if (fprintf(f, "%" PRIu32 ",%d,%d,%d,%" PRIu64 ",%.17g,%" PRIu64 ",%" PRIu64 ",%d,%.17g\n",
 			    w[i].index, w[i].tail, w[i].idle, w[i].sla_met, w[i].tokens,
 			    w[i].energy_all_j, w[i].clamp_events, w[i].breach_requests,
-			    w[i].failed) < 0)
+			    w[i].failed, w[i].max_junction_c) < 0)
 			return -EIO;
 	return fflush(f) ? -errno : 0;
 }
@@ -64,26 +69,36 @@ static bool parse_u64(const char *s, uint64_t *out)
 	return true;
 }
 
-/* One row into w; false with a message in why. */
-static bool parse_row(char *line, struct honest_window *w, const char **why)
+static bool parse_real(const char *s, double *out)
 {
-	char *f[9];
+	char *end;
+	errno = 0;
+	*out = strtod(s, &end);
+	return !errno && end != s && !*end;
+}
+
+/* One row of nf_want fields (10, or 9 in a file from before
+ * max_junction_c) into w; false with a message in why. */
+static bool parse_row(char *line, size_t nf_want, struct honest_window *w, const char **why)
+{
+	char *f[10];
 	size_t nf = 1;
 	for (const char *c = line; *c; c++)
 		nf += *c == ',';
-	if (nf != 9) {
-		*why = "expected 9 comma-separated fields (" HONEST_HEADER ")";
+	if (nf != nf_want) {
+		*why = nf_want == 10 ? "expected 10 comma-separated fields (" HONEST_HEADER ")"
+				     : "expected 9 comma-separated fields (" HONEST_HEADER_V0 ")";
 		return false;
 	}
 	f[0] = line;
-	for (size_t i = 1; i < 9; i++) {
+	for (size_t i = 1; i < nf; i++) {
 		char *c = strchr(f[i - 1], ',');
 		*c = '\0';
 		f[i] = c + 1;
 	}
 	uint64_t idx;
-	char *end;
 	memset(w, 0, sizeof(*w));
+	w->max_junction_c = NAN;
 	if (!parse_u64(f[0], &idx) || idx > UINT32_MAX) {
 		*why = "index: expected a whole number 0..4294967295";
 		return false;
@@ -99,10 +114,15 @@ static bool parse_row(char *line, struct honest_window *w, const char **why)
 		*why = "tokens, clamp_events, breach_requests: expected whole numbers >= 0";
 		return false;
 	}
-	errno = 0;
-	w->energy_all_j = strtod(f[5], &end);
-	if (errno || end == f[5] || *end || !isfinite(w->energy_all_j) || w->energy_all_j < 0) {
+	if (!parse_real(f[5], &w->energy_all_j) || !isfinite(w->energy_all_j) ||
+	    w->energy_all_j < 0) {
 		*why = "energy_j: expected a finite number >= 0";
+		return false;
+	}
+	/* nan: a run whose junction was never read (none written today) */
+	if (nf == 10 && (!parse_real(f[9], &w->max_junction_c) || isinf(w->max_junction_c) ||
+			 w->max_junction_c < -273.15)) {
+		*why = "max_junction_c: expected a temperature in C (>= -273.15) or nan";
 		return false;
 	}
 	return true;
@@ -120,7 +140,7 @@ int honest_windows_load(const char *path, struct honest_window **out, size_t *n,
 		return -e;
 	}
 	char *line = NULL;
-	size_t cap = 0, len = 0, ncap = 0;
+	size_t cap = 0, len = 0, ncap = 0, nf = 0;
 	ssize_t got;
 	long lineno = 0;
 	int rc = 0;
@@ -136,7 +156,11 @@ int honest_windows_load(const char *path, struct honest_window **out, size_t *n,
 			goto done;
 		}
 		if (lineno == 1) {
-			if (strcmp(line, HONEST_HEADER)) {
+			if (!strcmp(line, HONEST_HEADER)) {
+				nf = 10;
+			} else if (!strcmp(line, HONEST_HEADER_V0)) {
+				nf = 9;
+			} else {
 				diag_add(diags, DIAG_ERROR, path, 1, 1, "", "windows-row",
 					 "expected the header '" HONEST_HEADER "'");
 				rc = -EINVAL;
@@ -161,7 +185,7 @@ int honest_windows_load(const char *path, struct honest_window **out, size_t *n,
 			ncap = nc;
 		}
 		const char *why = NULL;
-		if (!parse_row(line, &w[len], &why)) {
+		if (!parse_row(line, nf, &w[len], &why)) {
 			diag_add(diags, DIAG_ERROR, path, (int)lineno, 1, "", "windows-row", "%s", why);
 			rc = -EINVAL;
 			goto done;
@@ -189,7 +213,7 @@ done:
 }
 
 void honest_add(struct honest_totals *t, const struct oracle_pick *pick, size_t n_pick,
-		const struct honest_window *w, size_t n_w)
+		const struct honest_window *w, size_t n_w, double ceiling_c)
 {
 	for (size_t i = 0; i < n_pick; i++) {
 		const struct oracle_pick *p = &pick[i];
@@ -218,10 +242,12 @@ void honest_add(struct honest_totals *t, const struct oracle_pick *pick, size_t 
 		bool busy = !x->idle || !p->idle;
 		t->feasible_busy += busy;
 		t->feasible_met += busy && x->sla_met;
-		if (honest_window_good(x))
+		if (honest_window_good(x, ceiling_c)) {
 			t->policy_tokens += x->tokens;
-		else
+		} else {
 			t->missed_tokens_windows++;
+			t->over_ceiling += honest_window_good(x, INFINITY);
+		}
 	}
 }
 

@@ -464,6 +464,7 @@ int oracle_run(const struct oracle_opts *o, struct oracle_result *res, struct di
 	snprintf(res->policy_hash, sizeof(res->policy_hash), "%s", pol->hash_hex);
 	res->seed = seed;
 	res->window_s = pol->sla.window_s;
+	res->ceiling_c = pol->thermal.ceiling_c;
 	res->duration_s = duration_s;
 	res->n_slices = sc->n_slices < HAL_MAX_SLICES ? sc->n_slices : HAL_MAX_SLICES;
 	for (size_t s = 0; s < res->n_slices; s++)

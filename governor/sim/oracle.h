@@ -83,6 +83,7 @@ struct oracle_result {
 	char scenario[64], policy[64], policy_hash[32];
 	uint64_t seed;
 	double window_s, duration_s;
+	double ceiling_c;         /* the policy's thermal ceiling, which every feasible window keeps */
 	size_t n_slices;
 	char slice_name[HAL_MAX_SLICES][HAL_NAME_LEN];
 	size_t n_cand;

@@ -26,7 +26,8 @@ static struct honest_window win(uint32_t i, bool met, uint64_t tok, double e, ui
 				uint64_t breach)
 {
 	struct honest_window w = { .index = i, .sla_met = met, .tokens = tok, .energy_all_j = e,
-				   .clamp_events = clamps, .breach_requests = breach };
+				   .clamp_events = clamps, .breach_requests = breach,
+				   .max_junction_c = 70 };
 	return w;
 }
 
@@ -49,7 +50,7 @@ static void test_accounting(void **st)
 		win(4, true, 100, 8, 0, 3),  win(5, true, 100, 1, 0, 0),
 	};
 	struct honest_totals t = { 0 };
-	honest_add(&t, p, 6, w, 6);
+	honest_add(&t, p, 6, w, 6, 83);
 	assert_int_equal(t.windows, 5);
 	assert_int_equal(t.feasible, 4);
 	assert_int_equal(t.infeasible, 1);
@@ -67,8 +68,30 @@ static void test_accounting(void **st)
 	for (size_t i = 0; i < 6; i++)
 		w[i].sla_met = false;
 	struct honest_totals z = { 0 };
-	honest_add(&z, p, 6, w, 6);
+	honest_add(&z, p, 6, w, 6, 83);
 	assert_true(honest_pct(&z) == 0);
+}
+
+/* A window met over the oracle policy's thermal ceiling earns nothing, as
+ * no oracle point may run there; a junction not recorded is not judged. */
+static void test_over_ceiling(void **st)
+{
+	(void)st;
+	struct oracle_pick p[] = { pick(true, false, false, 10, 1), pick(true, false, false, 10, 1),
+				   pick(true, false, false, 10, 1), pick(true, false, false, 10, 1) };
+	struct honest_window w[] = { win(0, true, 10, 1, 0, 0), win(1, true, 10, 1, 0, 0),
+				     win(2, true, 10, 1, 0, 0), win(3, false, 10, 1, 0, 0) };
+	w[1].max_junction_c = 83.5;
+	w[2].max_junction_c = NAN;
+	w[3].max_junction_c = 90; /* missed anyway: lost, not counted over the ceiling */
+	struct honest_totals t = { 0 };
+	honest_add(&t, p, 4, w, 4, 83);
+	assert_int_equal(t.policy_tokens, 20);
+	assert_int_equal(t.missed_tokens_windows, 2);
+	assert_int_equal(t.over_ceiling, 1);
+	assert_true(fabs(honest_attainment(&t) - 0.75) < 1e-12); /* the SLA's, not the ceiling's */
+	assert_true(honest_window_good(&w[0], 70)); /* at the ceiling: kept */
+	assert_false(honest_window_good(&w[0], 69.9));
 }
 
 /* A run that ended early: the missing windows earn nothing. */
@@ -78,7 +101,7 @@ static void test_short_run(void **st)
 	struct oracle_pick p[] = { pick(true, false, false, 10, 1), pick(true, false, false, 10, 1) };
 	struct honest_window w[] = { win(0, true, 10, 1, 0, 0) };
 	struct honest_totals t = { 0 };
-	honest_add(&t, p, 2, w, 1);
+	honest_add(&t, p, 2, w, 1, 83);
 	assert_int_equal(t.policy_tokens, 10);
 	assert_int_equal(t.missed_tokens_windows, 1);
 	assert_true(fabs(honest_attainment(&t) - 0.5) < 1e-12);
@@ -97,6 +120,8 @@ static void test_windows_roundtrip(void **st)
 	struct honest_window w[] = { win(0, true, 12345, 678.25, 0, 0), win(1, false, 0, 3.5, 2, 7) };
 	w[1].idle = true;
 	w[1].tail = true;
+	w[0].max_junction_c = 82.125;
+	w[1].max_junction_c = NAN;
 	assert_int_equal(honest_windows_write(f, w, 2), 0);
 	fclose(f);
 	struct honest_window *r = NULL;
@@ -109,6 +134,8 @@ static void test_windows_roundtrip(void **st)
 	assert_true(r[1].idle && r[1].tail && !r[1].sla_met);
 	assert_int_equal(r[1].clamp_events, 2);
 	assert_int_equal(r[1].breach_requests, 7);
+	assert_true(r[0].max_junction_c == 82.125);
+	assert_true(isnan(r[1].max_junction_c));
 	free(r);
 	diag_clear(&d);
 	unlink(path);
@@ -132,16 +159,19 @@ static int load_text(const char *text, struct diag_list *d)
 static void test_windows_bad(void **st)
 {
 	(void)st;
-	static const char hdr[] =
-		"index,tail,idle,sla_met,tokens,energy_j,clamp_events,breach_requests,failed\n";
+	static const char hdr[] = "index,tail,idle,sla_met,tokens,energy_j,clamp_events,"
+				  "breach_requests,failed,max_junction_c\n";
 	static const char *const rows[] = {
-		"0,0,0,1,10,1.5,0,0\n",       /* 8 fields */
-		"0,0,0,1,10,1.5,0,0,0,0\n",   /* 10 fields */
-		"0,2,0,1,10,1.5,0,0,0\n",     /* bool 2 */
-		"0,0,0,1,-1,1.5,0,0,0\n",     /* negative tokens */
-		"0,0,0,1,10,nan,0,0,0\n",     /* energy nan */
-		"0,0,0,1,10,-3,0,0,0\n",      /* negative energy */
-		"x,0,0,1,10,1,0,0,0\n",       /* index */
+		"0,0,0,1,10,1.5,0,0,0\n",       /* 9 fields */
+		"0,0,0,1,10,1.5,0,0,0,70,1\n",  /* 11 fields */
+		"0,2,0,1,10,1.5,0,0,0,70\n",    /* bool 2 */
+		"0,0,0,1,-1,1.5,0,0,0,70\n",    /* negative tokens */
+		"0,0,0,1,10,nan,0,0,0,70\n",    /* energy nan */
+		"0,0,0,1,10,-3,0,0,0,70\n",     /* negative energy */
+		"x,0,0,1,10,1,0,0,0,70\n",      /* index */
+		"0,0,0,1,10,1,0,0,0,inf\n",     /* junction inf */
+		"0,0,0,1,10,1,0,0,0,-300\n",    /* junction under absolute zero */
+		"0,0,0,1,10,1,0,0,0,hot\n",     /* junction not a number */
 	};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		char text[512];
@@ -153,6 +183,16 @@ static void test_windows_bad(void **st)
 		diag_clear(&d);
 	}
 	struct diag_list d = { 0 };
+	/* a file from before max_junction_c: read, the junction not judged */
+	assert_int_equal(load_text("index,tail,idle,sla_met,tokens,energy_j,clamp_events,"
+				   "breach_requests,failed\n0,0,0,1,10,1.5,0,0,0\n",
+				   &d),
+			 0);
+	assert_int_equal(load_text("index,tail,idle,sla_met,tokens,energy_j,clamp_events,"
+				   "breach_requests,failed\n0,0,0,1,10,1.5,0,0,0,70\n",
+				   &d),
+			 -EINVAL);
+	diag_clear(&d);
 	assert_int_equal(load_text("", &d), -EINVAL);
 	diag_clear(&d);
 	assert_int_equal(load_text("index,tail\n", &d), -EINVAL);
@@ -168,6 +208,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_accounting),
 		cmocka_unit_test(test_short_run),
+		cmocka_unit_test(test_over_ceiling),
 		cmocka_unit_test(test_windows_roundtrip),
 		cmocka_unit_test(test_windows_bad),
 	};
