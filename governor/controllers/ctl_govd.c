@@ -101,7 +101,8 @@ static const struct ctl_param ctl_govd_params[] = {
 	  "> 0: a light period's short-window raise is held while, over this many seconds back, "
 	  "the periods with requests waiting were overload (the max clock or a thermal cut in at "
 	  "least half of them) and light periods had requests waiting for at most "
-	  "search_aftermath_wait_s: the tail is the burst's, not the light base's; 0: off" },
+	  "search_aftermath_wait_s: the tail is the burst's, not the light base's (with one base, "
+	  "or under heat, every period is light); 0: off" },
 	{ "search_aftermath_wait_s", 0, 120, 3,
 	  "seconds of light periods with requests waiting that make a light raise the light "
 	  "base's own (search_aftermath_s)" },
