@@ -750,8 +750,9 @@ static void emit_md_head(FILE *md, const struct cmp_args *a, const struct cmp_pl
 		fprintf(md, " Oracle: best feasible static point per SLA window under `%s`'s "
 			    "targets, over the windows where one exists (docs/oracle.md). "
 			    "%% of oracle is at equal SLA: infeasible windows left out, a "
-			    "policy window that misses the SLA, clamps or serves a breach "
-			    "request counts its energy with zero tokens; SLA att. feasible is "
+			    "policy window that misses the SLA, clamps, runs over the thermal "
+			    "ceiling or serves a breach request counts its energy with zero "
+			    "tokens; SLA att. feasible is "
 			    "the policy's attainment over the busy feasible windows. %% of BF16 "
 			    "oracle: the same against the oracle without INT8 points (the "
 			    "DVFS-only limit).",
