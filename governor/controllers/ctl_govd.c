@@ -1377,17 +1377,23 @@ static int ctl_govd_check(const struct policy *pol, struct diag_list *diags)
 			 "precision mode) cannot be combined; set one of them to 0");
 		return -EINVAL;
 	}
-	/* the load classes' own keys do nothing with one base: say so */
-	static const char *const of_heavy[] = { "search_heavy_start_mhz", "search_heavy_share",
-						"search_heavy_hot_s" };
-	for (size_t i = 0; !(heavy && heavy->value > 0) && i < sizeof(of_heavy) / sizeof(*of_heavy);
-	     i++) {
-		const struct policy_param *pp = policy_param_find(pol, of_heavy[i]);
-		if (pp)
+	/* a key that only refines another does nothing while that one is off:
+	 * say so at the key */
+	static const struct {
+		const char *key, *needs, *then;
+	} refines[] = {
+		{ "search_heavy_start_mhz", "search_heavy_running", "one base" },
+		{ "search_heavy_share", "search_heavy_running", "one base" },
+		{ "search_heavy_hot_s", "search_heavy_running", "one base" },
+		{ "search_aftermath_wait_s", "search_aftermath_s", "no raise is held" },
+	};
+	for (size_t i = 0; i < sizeof(refines) / sizeof(*refines); i++) {
+		const struct policy_param *pp = policy_param_find(pol, refines[i].key);
+		const struct policy_param *on = policy_param_find(pol, refines[i].needs);
+		if (pp && !(on && on->value > 0))
 			diag_add(diags, DIAG_WARNING, pol->path, pp->key_line, pp->key_col,
-				 "control.params", "no-effect",
-				 "%s has no effect without search_heavy_running > 0 (one base)",
-				 of_heavy[i]);
+				 "control.params", "no-effect", "%s has no effect without %s > 0 (%s)",
+				 refines[i].key, refines[i].needs, refines[i].then);
 	}
 	return 0;
 }

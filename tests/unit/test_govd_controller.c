@@ -806,6 +806,19 @@ static void test_window_search_load_conflict(void **state)
 			 strstr(d.v[i].msg, "search_heavy_start_mhz") && d.v[i].line == 2;
 	assert_true(found);
 	diag_clear(&d);
+	/* The aftermath's wait without the aftermath: the same warning; with it, none. */
+	for (int on = 0; on < 2; on++) {
+		text = on ? SEARCH_POLICY(", search_aftermath_s: 30, search_aftermath_wait_s: 3")
+			  : SEARCH_POLICY(", search_aftermath_wait_s: 3");
+		assert_int_equal(policy_load_string("s.yaml", text, strlen(text), &pol, &d), 0);
+		policy_free(pol);
+		found = false;
+		for (size_t i = 0; i < d.n; i++)
+			found |= d.v[i].sev == DIAG_WARNING && !strcmp(d.v[i].code, "no-effect") &&
+				 strstr(d.v[i].msg, "search_aftermath_wait_s") && d.v[i].line == 2;
+		assert_int_equal(found, !on);
+		diag_clear(&d);
+	}
 }
 
 /* search_idle_hot_s: idle periods take idle_mhz only while the thermal limit
