@@ -246,6 +246,7 @@ void honest_add(struct honest_totals *t, const struct oracle_pick *pick, size_t 
 			t->policy_tokens += x->tokens;
 		} else {
 			t->missed_tokens_windows++;
+			/* good but for the ceiling */
 			t->over_ceiling += honest_window_good(x, INFINITY);
 		}
 	}
