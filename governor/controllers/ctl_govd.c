@@ -94,6 +94,12 @@ static const struct ctl_param ctl_govd_params[] = {
 	{ "search_heavy_hot_s", 0, 86400, 900,
 	  "within this many seconds of the thermal limit binding every period takes the light "
 	  "base (a higher clock under heat spends the heat the next burst needs)" },
+	{ "search_blame_wait", 0, 1, 0,
+	  "1: a window that missed on its TTFT tail alone (TBT within search_high) moves the "
+	  "heavy base when heavy periods held at least half of its waiting (requests waiting, "
+	  "summed over the periods): the requests that missed waited there, so the heavy base "
+	  "served them, whatever share of the window was heavy (search_heavy_running); 0: the "
+	  "window's heavy share alone decides" },
 	{ "search_down_requests", 0, 1e6, 0,
 	  "a window steps the base down only when at least this many requests completed in the "
 	  "SLA window (a near-idle window's tail says nothing about the next busy one)" },
@@ -197,6 +203,10 @@ struct ctl_govd_state {
 	} cls[2];
 	int cls_cur;
 	uint32_t win_periods, win_heavy;
+	/* search_blame_wait: requests waiting summed over the window's
+	 * periods, and over its heavy periods */
+	bool blame_wait;
+	uint64_t win_wait, win_wait_heavy;
 	double last_surge_s;
 	double risk_windows;             /* search_risk_windows */
 	/* The last periods' load (search_aftermath_s): LOAD_* bits per period. */
@@ -291,6 +301,7 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 		s->heavy_share = ctl_param_value(pol, c, "search_heavy_share");
 		s->heavy_hot_s = ctl_param_value(pol, c, "search_heavy_hot_s");
 		s->heavy_start_khz = ctl_param_value(pol, c, "search_heavy_start_mhz") * 1000.0;
+		s->blame_wait = ctl_param_value(pol, c, "search_blame_wait") >= 0.5;
 		s->down_requests = ctl_param_value(pol, c, "search_down_requests");
 		s->last_hot_s = -INFINITY;
 		s->last_short_raise_s = -INFINITY;
@@ -953,6 +964,19 @@ static bool search_aftermath(const struct ctl_govd_state *s, double period_s)
 	       sla_window_overload(SLA_MISSED, &l);
 }
 
+/* search_blame_wait: the window closing missed on its TTFT tail alone
+ * (TBT within search_high) and heavy periods held at least half of its
+ * waiting. TTFT is time waited; a light base raised for a wait the heavy
+ * periods held stays raised (and barred under) long after the burst. */
+static bool wait_missed(const struct ctl_govd_state *s, const struct gov_estimates *e,
+			const struct policy *pol)
+{
+	double ttft = tail_ratio(e->quantile_ms, pol, SLA_TTFT);
+	double tbt = tail_ratio(e->quantile_ms, pol, SLA_TBT);
+	return ttft > s->search_high && tbt <= s->search_high && s->win_wait > 0 &&
+	       2 * s->win_wait_heavy >= s->win_wait;
+}
+
 /* The window search (param search): one base clock, moved only when an SLA
  * window closes, on that window's judged tail (the quantiles over
  * sla.window_s against the p99 targets): down a step while it stays under
@@ -992,9 +1016,14 @@ static uint32_t search_step(struct ctl_govd_state *s, const struct gov_estimates
 	if (k != s->win_idx) {
 		bool judge = !s->win_mode_changed;
 		s->win_mode_changed = false;
-		if (s->heavy_n > 0)
-			cls_load(s, s->win_periods > 0 &&
-					    s->win_heavy >= s->heavy_share * s->win_periods);
+		bool wait_blamed = false;
+		if (s->heavy_n > 0) {
+			bool heavy_win = s->win_periods > 0 &&
+					 s->win_heavy >= s->heavy_share * s->win_periods;
+			wait_blamed = !heavy_win && s->blame_wait && judge && s->win_busy &&
+				      wait_missed(s, e, pol);
+			cls_load(s, heavy_win || wait_blamed);
+		}
 		if (s->win_thermal) {
 			s->base_khz -= s->search_down_khz;
 			s->last_move = GOV_WHY_M_THERMAL;
@@ -1006,7 +1035,7 @@ static uint32_t search_step(struct ctl_govd_state *s, const struct gov_estimates
 		} else if (s->win_busy && r > s->search_high) {
 			remember_bad(s, s->base_khz);
 			s->base_khz += s->search_up_khz;
-			s->last_move = GOV_WHY_M_UP;
+			s->last_move = wait_blamed ? GOV_WHY_M_WAIT_UP : GOV_WHY_M_UP;
 		} else if (s->win_busy && r > 0 && r < search_low_at_risk(s, pol) &&
 			   (double)e->window_requests >= s->down_requests) {
 			s->base_khz -= s->search_down_khz;
@@ -1027,6 +1056,7 @@ static uint32_t search_step(struct ctl_govd_state *s, const struct gov_estimates
 			bar_tick(&s->cls[o].bad_khz, &s->cls[o].bad_left);
 			cls_order(s);
 			s->win_periods = s->win_heavy = 0;
+			s->win_wait = s->win_wait_heavy = 0;
 		}
 		/* The risk budget counts the window as the SLA judges it. */
 		if (s->risk_windows > 0 && s->win_busy) {
@@ -1049,6 +1079,8 @@ static uint32_t search_step(struct ctl_govd_state *s, const struct gov_estimates
 		cls_load(s, heavy);
 		s->win_periods += busy;
 		s->win_heavy += busy && heavy;
+		s->win_wait += e->queue_len;
+		s->win_wait_heavy += heavy ? e->queue_len : 0;
 	}
 	bool hot = s->search_thermal && s->th_bound;
 	s->win_thermal |= hot;
@@ -1386,6 +1418,7 @@ static int ctl_govd_check(const struct policy *pol, struct diag_list *diags)
 		{ "search_heavy_share", "search_heavy_running", "one base" },
 		{ "search_heavy_hot_s", "search_heavy_running", "one base" },
 		{ "search_aftermath_wait_s", "search_aftermath_s", "no raise is held" },
+		{ "search_blame_wait", "search_heavy_running", "one base" },
 	};
 	for (size_t i = 0; i < sizeof(refines) / sizeof(*refines); i++) {
 		const struct policy_param *pp = policy_param_find(pol, refines[i].key);

@@ -47,7 +47,7 @@ static const char *const why_limit_names[GOV_WHY_L_N] = { "none", "tbt",   "ttft
 							  "util", "power", "floor" };
 static const char *const why_move_names[GOV_WHY_M_N] = { "none",   "down",     "up",
 							 "short_up", "barred", "overload",
-							 "thermal", "aftermath" };
+							 "thermal", "aftermath", "wait_up" };
 
 static const char *const why_load_names[GOV_WHY_LOAD_N] = { "none", "light", "heavy" };
 

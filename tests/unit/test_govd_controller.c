@@ -383,6 +383,7 @@ struct search_rig {
 	struct gov_opoint cur;
 	struct gov_why why; /* the last period's */
 	uint64_t win_requests; /* requests completed in the SLA window while busy (0: 200) */
+	double win_ttft_ms;    /* the SLA window's TTFT p99 (0: none) */
 };
 
 /* A BF16 policy running the window search (low 0.85, 90 MHz down) with
@@ -437,6 +438,8 @@ static uint32_t search_hot_at(struct search_rig *r, double t_s, double win_tbt_m
 	for (size_t i = 0; i < SLA_N_ROWS; i++)
 		e.quantile_ms[i] = e.short_quantile_ms[i] = e.period_p99_ms[i % SLA_N_METRICS] = NAN;
 	e.quantile_ms[SLA_INDEX(SLA_TBT, SLA_P99)] = win_tbt_ms;
+	if (r->win_ttft_ms > 0)
+		e.quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P99)] = r->win_ttft_ms;
 	e.short_quantile_ms[SLA_INDEX(SLA_TBT, SLA_P99)] = short_tbt_ms;
 	for (int k = 0; k < HAL_TEMP_N; k++)
 		e.temp_c[k] = temp_c;
@@ -638,6 +641,55 @@ static void test_window_search_load(void **state)
 	policy_free(r.pol);
 }
 
+/* search_blame_wait: a window that missed on its TTFT tail alone, whose
+ * waiting the heavy periods held (at least half of the requests waiting,
+ * summed over its periods), raises the heavy base though the window was
+ * mostly light; the light base keeps its clock. A TBT miss, or waiting the
+ * light periods held, moves the light base as before; so does the key at 0. */
+static void blame_window(struct search_rig *r, double t0, double tbt_ms, uint64_t light_queue)
+{
+	enum gov_why_bound b;
+	for (double t = t0 + 1; t < t0 + 60; t += 0.5) {
+		bool burst = t >= t0 + 10 && t < t0 + 15; /* 10 of 118 periods heavy */
+		search_at(r, t, tbt_ms, 50, burst ? 8 : 4, burst ? 6 : light_queue, &b);
+	}
+}
+
+static void test_window_search_blame_wait(void **state)
+{
+	(void)state;
+	struct search_rig r;
+	enum gov_why_bound b;
+	for (int on = 0; on < 2; on++) {
+		search_rig_init(&r, on ? SEARCH_POLICY(", search_start_mhz: 1560, "
+						       "search_heavy_running: 12, search_blame_wait: 1")
+				       : SEARCH_POLICY(", search_start_mhz: 1560, "
+						       "search_heavy_running: 12"));
+		r.win_ttft_ms = 2200; /* over its 2000 ms target; TBT 50 of 100 */
+		blame_window(&r, 0, 50, 0);
+		/* the window closes: a light period runs the light base */
+		assert_int_equal(search_at(&r, 60, 50, 50, 4, 0, &b), on ? 1560 : 1650);
+		assert_int_equal(search_at(&r, 60.5, 50, 50, 16, 0, &b), 1650);
+		assert_int_equal(r.why.move, on ? GOV_WHY_M_WAIT_UP : GOV_WHY_M_NONE);
+		assert_string_equal(gov_why_move_name(r.why.move), on ? "wait_up" : "none");
+		ctl_govd.fini(r.st);
+		policy_free(r.pol);
+	}
+	/* The tail is TBT's too, or the light periods held the waiting: the
+	 * light base moves, blame or not. */
+	for (int light_wait = 0; light_wait < 2; light_wait++) {
+		search_rig_init(&r, SEARCH_POLICY(", search_start_mhz: 1560, "
+						  "search_heavy_running: 12, search_blame_wait: 1"));
+		r.win_ttft_ms = 2200;
+		double tbt_ms = light_wait ? 50 : 105;
+		blame_window(&r, 0, tbt_ms, light_wait ? 1 : 0);
+		assert_int_equal(search_at(&r, 60, tbt_ms, 50, 4, 0, &b), 1650);
+		assert_int_equal(r.why.move, GOV_WHY_M_UP);
+		ctl_govd.fini(r.st);
+		policy_free(r.pol);
+	}
+}
+
 /* search_heavy_start_mhz: the heavy base starts over the light one (a
  * burst in the first windows meets a base no window has judged yet), and
  * search_down_requests: a window with fewer completed requests than that
@@ -772,6 +824,22 @@ static void test_every_param_binds(void **state)
 	assert_true(n > 0);
 }
 
+/* The policy text binds; whether it carries a no-effect warning naming key
+ * on its params' line. */
+static bool no_effect_warned(const char *text, const char *key)
+{
+	struct policy *pol = NULL;
+	struct diag_list d = { 0 };
+	assert_int_equal(policy_load_string("s.yaml", text, strlen(text), &pol, &d), 0);
+	policy_free(pol);
+	bool found = false;
+	for (size_t i = 0; i < d.n; i++)
+		found |= d.v[i].sev == DIAG_WARNING && !strcmp(d.v[i].code, "no-effect") &&
+			 strstr(d.v[i].msg, key) && d.v[i].line == 2;
+	diag_clear(&d);
+	return found;
+}
+
 /* Two bases by load and one base per precision mode share the search's
  * base slot: a policy asking for both is refused where the first is set. */
 static void test_window_search_load_conflict(void **state)
@@ -796,29 +864,19 @@ static void test_window_search_load_conflict(void **state)
 	for (size_t i = 0; i < d.n; i++)
 		assert_string_not_equal(d.v[i].code, "no-effect");
 	diag_clear(&d);
-	/* A load class's own key with one base binds, with a warning at the key. */
-	text = SEARCH_POLICY(", search_heavy_start_mhz: 1650");
-	assert_int_equal(policy_load_string("s.yaml", text, strlen(text), &pol, &d), 0);
-	policy_free(pol);
-	found = false;
-	for (size_t i = 0; i < d.n; i++)
-		found |= d.v[i].sev == DIAG_WARNING && !strcmp(d.v[i].code, "no-effect") &&
-			 strstr(d.v[i].msg, "search_heavy_start_mhz") && d.v[i].line == 2;
-	assert_true(found);
-	diag_clear(&d);
-	/* The aftermath's wait without the aftermath: the same warning; with it, none. */
-	for (int on = 0; on < 2; on++) {
-		text = on ? SEARCH_POLICY(", search_aftermath_s: 30, search_aftermath_wait_s: 3")
-			  : SEARCH_POLICY(", search_aftermath_wait_s: 3");
-		assert_int_equal(policy_load_string("s.yaml", text, strlen(text), &pol, &d), 0);
-		policy_free(pol);
-		found = false;
-		for (size_t i = 0; i < d.n; i++)
-			found |= d.v[i].sev == DIAG_WARNING && !strcmp(d.v[i].code, "no-effect") &&
-				 strstr(d.v[i].msg, "search_aftermath_wait_s") && d.v[i].line == 2;
-		assert_int_equal(found, !on);
-		diag_clear(&d);
-	}
+	/* A key that refines another binds without it, with a warning at the
+	 * key; with the other on, none. */
+	assert_true(no_effect_warned(SEARCH_POLICY(", search_heavy_start_mhz: 1650"),
+				     "search_heavy_start_mhz"));
+	assert_true(no_effect_warned(SEARCH_POLICY(", search_blame_wait: 1"), "search_blame_wait"));
+	assert_false(no_effect_warned(SEARCH_POLICY(", search_heavy_running: 12, "
+						    "search_blame_wait: 1"),
+				      "search_blame_wait"));
+	assert_true(no_effect_warned(SEARCH_POLICY(", search_aftermath_wait_s: 3"),
+				     "search_aftermath_wait_s"));
+	assert_false(no_effect_warned(SEARCH_POLICY(", search_aftermath_s: 30, "
+						    "search_aftermath_wait_s: 3"),
+				      "search_aftermath_wait_s"));
 }
 
 /* search_idle_hot_s: idle periods take idle_mhz only while the thermal limit
@@ -1383,6 +1441,7 @@ int main(void)
 		cmocka_unit_test(test_window_search_thermal),
 		cmocka_unit_test(test_window_search_idle_hot),
 		cmocka_unit_test(test_window_search_load),
+		cmocka_unit_test(test_window_search_blame_wait),
 		cmocka_unit_test(test_window_search_load_conflict),
 		cmocka_unit_test(test_window_search_start_and_evidence),
 		cmocka_unit_test(test_window_search_aftermath),
