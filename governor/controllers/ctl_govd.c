@@ -96,10 +96,9 @@ static const struct ctl_param ctl_govd_params[] = {
 	  "base (a higher clock under heat spends the heat the next burst needs)" },
 	{ "search_blame_wait", 0, 1, 0,
 	  "1: a window that missed on its TTFT tail alone (TBT within search_high) moves the "
-	  "heavy base when heavy periods held at least half of its waiting (requests waiting, "
-	  "summed over the periods): the requests that missed waited there, so the heavy base "
-	  "served them, whatever share of the window was heavy (search_heavy_running); 0: the "
-	  "window's heavy share alone decides" },
+	  "base of the class whose periods held most of its waiting (requests waiting, summed "
+	  "over the periods: the requests that missed waited there), whatever share of the "
+	  "window was heavy (search_heavy_running); 0: the window's heavy share alone decides" },
 	{ "search_down_requests", 0, 1e6, 0,
 	  "a window steps the base down only when at least this many requests completed in the "
 	  "SLA window (a near-idle window's tail says nothing about the next busy one)" },
@@ -965,16 +964,28 @@ static bool search_aftermath(const struct ctl_govd_state *s, double period_s)
 }
 
 /* search_blame_wait: the window closing missed on its TTFT tail alone
- * (TBT within search_high) and heavy periods held at least half of its
- * waiting. TTFT is time waited; a light base raised for a wait the heavy
- * periods held stays raised (and barred under) long after the burst. */
+ * (TBT within search_high) and had requests waiting. TTFT is time waited,
+ * so the class whose periods held most of the waiting made the miss; a
+ * light base raised for a wait the heavy periods held stays raised (and
+ * barred under) long after the burst. */
 static bool wait_missed(const struct ctl_govd_state *s, const struct gov_estimates *e,
 			const struct policy *pol)
 {
 	double ttft = tail_ratio(e->quantile_ms, pol, SLA_TTFT);
 	double tbt = tail_ratio(e->quantile_ms, pol, SLA_TBT);
-	return ttft > s->search_high && tbt <= s->search_high && s->win_wait > 0 &&
-	       2 * s->win_wait_heavy >= s->win_wait;
+	return ttft > s->search_high && tbt <= s->search_high && s->win_wait > 0;
+}
+
+/* The class a closing window's verdict moves (true: heavy): by its busy
+ * periods' heavy share, or (search_blame_wait) a TTFT miss by where its
+ * requests waited (*wait_blamed). judge: the window is one mode's. */
+static bool window_heavy(const struct ctl_govd_state *s, const struct gov_estimates *e,
+			 const struct policy *pol, bool judge, bool *wait_blamed)
+{
+	*wait_blamed = s->blame_wait && judge && s->win_busy && wait_missed(s, e, pol);
+	if (*wait_blamed)
+		return 2 * s->win_wait_heavy >= s->win_wait;
+	return s->win_periods > 0 && s->win_heavy >= s->heavy_share * s->win_periods;
 }
 
 /* The window search (param search): one base clock, moved only when an SLA
@@ -1017,13 +1028,8 @@ static uint32_t search_step(struct ctl_govd_state *s, const struct gov_estimates
 		bool judge = !s->win_mode_changed;
 		s->win_mode_changed = false;
 		bool wait_blamed = false;
-		if (s->heavy_n > 0) {
-			bool heavy_win = s->win_periods > 0 &&
-					 s->win_heavy >= s->heavy_share * s->win_periods;
-			wait_blamed = !heavy_win && s->blame_wait && judge && s->win_busy &&
-				      wait_missed(s, e, pol);
-			cls_load(s, heavy_win || wait_blamed);
-		}
+		if (s->heavy_n > 0)
+			cls_load(s, window_heavy(s, e, pol, judge, &wait_blamed));
 		if (s->win_thermal) {
 			s->base_khz -= s->search_down_khz;
 			s->last_move = GOV_WHY_M_THERMAL;
