@@ -689,6 +689,21 @@ static void test_window_search_blame_wait(void **state)
 		ctl_govd.fini(r.st);
 		policy_free(r.pol);
 	}
+	/* Either way: a window half heavy by its busy periods (over the 35 %
+	 * share) whose waiting the light periods held raises the light base and
+	 * leaves the heavy one (1740, its start). */
+	search_rig_init(&r, SEARCH_POLICY(", search_start_mhz: 1560, search_heavy_start_mhz: 1740, "
+					  "search_heavy_running: 12, search_blame_wait: 1"));
+	r.win_ttft_ms = 2200;
+	for (double t = 1; t < 60; t += 0.5) {
+		bool heavy = t < 30; /* 58 of 118 periods heavy, none with a queue */
+		search_at(&r, t, 50, 50, heavy ? 16 : 4, heavy ? 0 : 1, &b);
+	}
+	assert_int_equal(search_at(&r, 60, 50, 50, 4, 0, &b), 1650);
+	assert_int_equal(r.why.move, GOV_WHY_M_WAIT_UP);
+	assert_int_equal(search_at(&r, 60.5, 50, 50, 16, 0, &b), 1740);
+	ctl_govd.fini(r.st);
+	policy_free(r.pol);
 }
 
 /* search_heavy_start_mhz: the heavy base starts over the light one (a
