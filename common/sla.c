@@ -45,5 +45,5 @@ enum sla_verdict sla_judge(const double target_ms[SLA_N_ROWS], double min_tokens
 
 bool sla_window_overload(enum sla_verdict v, const struct sla_window_load *l)
 {
-	return v == SLA_MISSED && l->queued > 0 && 2u * (uint64_t)l->queued_at_max >= l->queued;
+	return v == SLA_MISSED && l->waited > 0 && l->waited_at_max >= l->waited - l->waited_at_max;
 }

@@ -62,17 +62,21 @@ enum sla_verdict { SLA_IDLE, SLA_MET, SLA_MISSED };
 enum sla_verdict sla_judge(const double target_ms[SLA_N_ROWS], double min_tokens_per_s,
 			   const struct sla_window_obs *o, double *worst_ratio);
 
-/* A window's load against the clock it got: of its periods with requests
- * waiting, how many ran at the most clock the device could be given then
- * (the max clock cap, or a thermal cut that no other point may exceed). */
+/* A window's load against the clock it got: the requests waiting summed
+ * over its periods, and of that the part in periods that ran at the most
+ * clock the device could be given then (the max clock cap, or a thermal cut
+ * that no other point may exceed). */
 struct sla_window_load {
-	uint32_t queued, queued_at_max;
+	uint64_t waited, waited_at_max;
 };
 
-/* A missed window whose waiting requests met the most clock for at least
- * half of the periods they waited is overload: no other operating point
- * had more clock to give it, so it is the load's miss, not the clock
- * choice's (docs/rollback.md). The one place this is judged. */
+/* A missed window that held at least half of its waiting in periods at the
+ * most clock is overload: no other operating point had more clock to give
+ * the requests that waited longest, so it is the load's miss, not the clock
+ * choice's (docs/rollback.md). Weighted by the queue, not by periods: a
+ * burst's few long-queue periods at the max outweigh the many short-queue
+ * periods around it that a lower clock served. The one place this is
+ * judged. */
 bool sla_window_overload(enum sla_verdict v, const struct sla_window_load *l);
 
 #endif

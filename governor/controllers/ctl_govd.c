@@ -104,8 +104,8 @@ static const struct ctl_param ctl_govd_params[] = {
 	  "SLA window (a near-idle window's tail says nothing about the next busy one)" },
 	{ "search_aftermath_s", 0, 120, 0,
 	  "> 0: a light period's short-window raise is held while, over this many seconds back, "
-	  "the periods with requests waiting were overload (the max clock or a thermal cut in at "
-	  "least half of them) and light periods had requests waiting for at most "
+	  "the waiting was overload (at least half of it, requests waiting summed over the "
+	  "periods, at the max clock or a thermal cut) and light periods had requests waiting for at most "
 	  "search_aftermath_wait_s: the tail is the burst's, not the light base's (with one base, "
 	  "or under heat, every period is light); 0: off" },
 	{ "search_aftermath_wait_s", 0, 120, 3,
@@ -146,7 +146,7 @@ static const struct ctl_param slo_params[] = {
 /* Periods the load ring holds (search_aftermath_s looks back at most this
  * many: 256 s at 500 ms periods) and what it records of each. */
 #define SEARCH_LOAD_RING 512
-enum { LOAD_QUEUED = 1, LOAD_MOST = 2, LOAD_LIGHT_WAIT = 4 };
+enum { LOAD_MOST = 1, LOAD_LIGHT_WAIT = 2 };
 
 struct ctl_govd_state {
 	bool peer; /* slo-dvfs: latency loop only */
@@ -211,6 +211,7 @@ struct ctl_govd_state {
 	/* The last periods' load (search_aftermath_s): LOAD_* bits per period. */
 	double aftermath_s, aftermath_wait_s;
 	uint8_t load_ring[SEARCH_LOAD_RING];
+	uint16_t wait_ring[SEARCH_LOAD_RING]; /* requests waiting per period (saturated) */
 	uint32_t load_n;
 	uint64_t risk_judged, risk_missed; /* busy windows closed this run, and missed */
 	double bad_khz;            /* the highest clock that failed lately (0: none) */
@@ -930,13 +931,15 @@ static void cls_order(struct ctl_govd_state *s)
 static void search_load_push(struct ctl_govd_state *s, const struct gov_estimates *e, double prev_khz)
 {
 	bool queued = e->queue_len > 0, most = s->th_bound || prev_khz >= s->fmax_khz;
-	uint8_t b = (uint8_t)((queued ? LOAD_QUEUED : 0) | (most ? LOAD_MOST : 0) |
+	uint8_t b = (uint8_t)((most ? LOAD_MOST : 0) |
 			      (queued && !most && s->cls_cur == 0 ? LOAD_LIGHT_WAIT : 0));
+	s->wait_ring[s->load_n % SEARCH_LOAD_RING] =
+		(uint16_t)(e->queue_len < UINT16_MAX ? e->queue_len : UINT16_MAX);
 	s->load_ring[s->load_n++ % SEARCH_LOAD_RING] = b;
 }
 
 /* A burst's aftermath (param search_aftermath_s): over the last
- * search_aftermath_s the periods with requests waiting were overload
+ * search_aftermath_s the waiting was overload
  * (sla_window_overload(), the judgement the rollback manager uses) and the
  * light periods themselves barely had requests waiting. Then a light
  * period's short-window tail is the burst's, which the max clock already
@@ -954,9 +957,10 @@ static bool search_aftermath(const struct ctl_govd_state *s, double period_s)
 	struct sla_window_load l = { 0 };
 	uint32_t light_wait = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		uint8_t b = s->load_ring[(s->load_n - 1 - i) % SEARCH_LOAD_RING];
-		l.queued += !!(b & LOAD_QUEUED);
-		l.queued_at_max += (b & LOAD_QUEUED) && (b & LOAD_MOST);
+		uint32_t k = (s->load_n - 1 - i) % SEARCH_LOAD_RING;
+		uint8_t b = s->load_ring[k];
+		l.waited += s->wait_ring[k];
+		l.waited_at_max += (b & LOAD_MOST) ? s->wait_ring[k] : 0;
 		light_wait += !!(b & LOAD_LIGHT_WAIT);
 	}
 	return (double)light_wait * period_s <= s->aftermath_wait_s + 1e-9 &&

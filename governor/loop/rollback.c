@@ -298,9 +298,11 @@ bool rollback_step(struct rollback *rb, const struct rb_input *in, struct gov_op
 
 	/* The period just gone: requests waited, at the max clock cap or under it. */
 	if (in->est->queue_len > 0) {
-		rb->win_load.queued++;
-		rb->win_load.queued_at_max += rb->prev_heat ||
-					      clk_cap(rb, in->cur) >= rb->cfg.lim->clk_default_max_khz;
+		/* one period's share bounded, so a window's sum cannot wrap */
+		uint64_t q = in->est->queue_len < UINT32_MAX ? in->est->queue_len : UINT32_MAX;
+		rb->win_load.waited += q;
+		if (rb->prev_heat || clk_cap(rb, in->cur) >= rb->cfg.lim->clk_default_max_khz)
+			rb->win_load.waited_at_max += q;
 	}
 	if (t >= rb->win_start_ms + rb->window_ms)
 		close_window(rb, in, m);

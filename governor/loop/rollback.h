@@ -62,7 +62,7 @@ struct rollback {
 	/* SLA windows: fixed cadence from the first step. */
 	uint64_t win_start_ms;
 	bool win_trigger;              /* a trigger fired during this window */
-	struct sla_window_load win_load; /* waiting periods at the max cap or a thermal cut */
+	struct sla_window_load win_load; /* waiting, and at the max cap or a thermal cut */
 	bool prev_heat;                /* the last period's point was the controller's thermal cut */
 	uint32_t clean_windows;        /* consecutive clean judged windows */
 	size_t canary_n;               /* windows judged during this canary (ring below) */

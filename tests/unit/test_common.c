@@ -126,21 +126,35 @@ static void test_diag_format(void **state)
 	assert_int_equal(l.n, 0);
 }
 
-/* Overload: a missed window whose waiting periods met the most clock in
- * at least half of them; a met or idle window never is. */
+/* Overload: a missed window that held at least half of its waiting
+ * (requests waiting summed over periods) at the most clock; a met or idle
+ * window never is. */
 static void test_sla_window_overload(void **state)
 {
 	(void)state;
-	struct sla_window_load l = { .queued = 10, .queued_at_max = 5 };
+	struct sla_window_load l = { .waited = 10, .waited_at_max = 5 };
 	assert_true(sla_window_overload(SLA_MISSED, &l));
 	assert_false(sla_window_overload(SLA_MET, &l));
 	assert_false(sla_window_overload(SLA_IDLE, &l));
-	l.queued_at_max = 4;
+	l.waited_at_max = 4;
 	assert_false(sla_window_overload(SLA_MISSED, &l));
 	l = (struct sla_window_load){ 0 }; /* nothing waited: a miss at any clock is the clock's */
 	assert_false(sla_window_overload(SLA_MISSED, &l));
-	l = (struct sla_window_load){ .queued = UINT32_MAX, .queued_at_max = UINT32_MAX / 2 + 1 };
+	l = (struct sla_window_load){ .waited = UINT64_MAX, .waited_at_max = UINT64_MAX / 2 + 1 };
 	assert_true(sla_window_overload(SLA_MISSED, &l)); /* no overflow in the share */
+	l.waited_at_max = UINT64_MAX / 2;
+	assert_false(sla_window_overload(SLA_MISSED, &l));
+	/* weighted by the queue: 5 burst periods at the max with 20 waiting
+	 * each outweigh 15 periods under it with 2 waiting each (most of the
+	 * waiting periods ran under the max, most of the waiting at it) */
+	struct sla_window_load burst = { 0 };
+	for (int i = 0; i < 20; i++) {
+		bool at_max = i < 5;
+		uint64_t q = at_max ? 20 : 2;
+		burst.waited += q;
+		burst.waited_at_max += at_max ? q : 0;
+	}
+	assert_true(sla_window_overload(SLA_MISSED, &burst));
 }
 
 int main(void)

@@ -407,10 +407,11 @@ static void test_sla_needs_regression(void **state)
 	assert_int_equal(f.rb.windows_missed, 8);
 }
 
-/* Windows missed while requests waited at the max clock cap (or at the
- * controller's thermal cut, which a hold keeps) for at least half of the
- * periods they waited are overload: no rollback has more clock to give, so
- * the SLA trigger does not blame the change. Under that share they count. */
+/* Windows missed that held at least half of their waiting (requests
+ * waiting summed over periods) at the max clock cap (or at the
+ * controller's thermal cut, which a hold keeps) are overload: no rollback
+ * has more clock to give, so the SLA trigger does not blame the change.
+ * Under that share they count. */
 static void test_sla_overload_not_blamed(void **state)
 {
 	(void)state;
@@ -435,6 +436,23 @@ static void test_sla_overload_not_blamed(void **state)
 			assert_int_equal(f.rb.windows_missed, 5); /* closed at 10 .. 50 s */
 			assert_int_equal(f.rb.windows_overload, 5);
 		}
+	}
+	/* weighted by the queue: 3 of 10 periods at the max with 20 waiting,
+	 * the other 7 at the base with 2 waiting (a burst the surge rule
+	 * served, its tail at the base): 60 of 74 waiting at the max, not
+	 * blamed; the same periods with the queues swapped are the base's */
+	for (int swap = 0; swap <= 1; swap++) {
+		struct fx f;
+		fx_init(&f);
+		fx_start(&f, NULL);
+		f.est.quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P99)] = 2000;
+		while (f.t_ms < 60000 && f.rb.rollbacks == 0) {
+			bool burst = (f.t_ms / 1000) % 10 < 3;
+			f.est.queue_len = burst != (swap == 1) ? 20 : 2;
+			step(&f, burst ? &max : &base);
+		}
+		assert_int_equal(f.rb.rollbacks, swap ? 1 : 0);
+		assert_int_equal(f.rb.windows_overload, swap ? 0 : 5);
 	}
 	/* at the controller's thermal cut, far under the max: not blamed */
 	struct fx f;
