@@ -111,6 +111,11 @@ static const struct ctl_param ctl_govd_params[] = {
 	{ "search_aftermath_wait_s", 0, 120, 3,
 	  "seconds of light periods with requests waiting that make a light raise the light "
 	  "base's own (search_aftermath_s)" },
+	{ "search_aftermath_share", 0, 1, 0,
+	  "> 0: a light raise is the light base's own only when its periods also held more than "
+	  "this share of the waiting over search_aftermath_s (requests waiting summed over the "
+	  "periods, the overload judgement's weight): a queue of one or two that outlived the "
+	  "burst at the light base leaves the tail the burst's; 0: the seconds alone decide" },
 	{ "search_risk_windows", 0, 100000, 0,
 	  "> 0: the risk budget: once the busy windows missed this run pass the policy's allowed "
 	  "share (1 - sla.attainment, counted over at least this many windows), the step-down "
@@ -209,7 +214,7 @@ struct ctl_govd_state {
 	double last_surge_s;
 	double risk_windows;             /* search_risk_windows */
 	/* The last periods' load (search_aftermath_s): LOAD_* bits per period. */
-	double aftermath_s, aftermath_wait_s;
+	double aftermath_s, aftermath_wait_s, aftermath_share;
 	uint8_t load_ring[SEARCH_LOAD_RING];
 	uint16_t wait_ring[SEARCH_LOAD_RING]; /* requests waiting per period (saturated) */
 	uint32_t load_n;
@@ -296,6 +301,7 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 		s->risk_windows = ctl_param_value(pol, c, "search_risk_windows");
 		s->aftermath_s = ctl_param_value(pol, c, "search_aftermath_s");
 		s->aftermath_wait_s = ctl_param_value(pol, c, "search_aftermath_wait_s");
+		s->aftermath_share = ctl_param_value(pol, c, "search_aftermath_share");
 		s->idle_hot_s = ctl_param_value(pol, c, "search_idle_hot_s");
 		s->heavy_n = ctl_param_value(pol, c, "search_heavy_running");
 		s->heavy_share = ctl_param_value(pol, c, "search_heavy_share");
@@ -941,7 +947,9 @@ static void search_load_push(struct ctl_govd_state *s, const struct gov_estimate
 /* A burst's aftermath (param search_aftermath_s): over the last
  * search_aftermath_s the waiting was overload
  * (sla_window_overload(), the judgement the rollback manager uses) and the
- * light periods themselves barely had requests waiting. Then a light
+ * light periods themselves barely had requests waiting (for at most
+ * search_aftermath_wait_s, or at most search_aftermath_share of the
+ * waiting). Then a light
  * period's short-window tail is the burst's, which the max clock already
  * served: raising the light base buys the burst nothing and every light
  * period after it pays (the Azure trace at 0.8-1x: the light base climbed to
@@ -956,15 +964,19 @@ static bool search_aftermath(const struct ctl_govd_state *s, double period_s)
 		n = s->load_n;
 	struct sla_window_load l = { 0 };
 	uint32_t light_wait = 0;
+	uint64_t light_q = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t k = (s->load_n - 1 - i) % SEARCH_LOAD_RING;
 		uint8_t b = s->load_ring[k];
 		l.waited += s->wait_ring[k];
 		l.waited_at_max += (b & LOAD_MOST) ? s->wait_ring[k] : 0;
 		light_wait += !!(b & LOAD_LIGHT_WAIT);
+		light_q += (b & LOAD_LIGHT_WAIT) ? s->wait_ring[k] : 0;
 	}
-	return (double)light_wait * period_s <= s->aftermath_wait_s + 1e-9 &&
-	       sla_window_overload(SLA_MISSED, &l);
+	bool own = (double)light_wait * period_s > s->aftermath_wait_s + 1e-9 &&
+		   !(s->aftermath_share > 0 &&
+		     (double)light_q <= s->aftermath_share * (double)l.waited);
+	return !own && sla_window_overload(SLA_MISSED, &l);
 }
 
 /* search_blame_wait: the window closing missed on its TTFT tail alone
@@ -1428,6 +1440,7 @@ static int ctl_govd_check(const struct policy *pol, struct diag_list *diags)
 		{ "search_heavy_share", "search_heavy_running", "one base" },
 		{ "search_heavy_hot_s", "search_heavy_running", "one base" },
 		{ "search_aftermath_wait_s", "search_aftermath_s", "no raise is held" },
+		{ "search_aftermath_share", "search_aftermath_s", "no raise is held" },
 		{ "search_blame_wait", "search_heavy_running", "one base" },
 	};
 	for (size_t i = 0; i < sizeof(refines) / sizeof(*refines); i++) {

@@ -814,6 +814,36 @@ static void test_window_search_aftermath(void **state)
 	}
 }
 
+/* search_aftermath_share: light periods that waited longer than
+ * search_aftermath_wait_s still leave a raise held while they held at most
+ * this share of the look-back's waiting (requests waiting summed over the
+ * periods). A burst of 20 waiting for 10 s (400), then light periods with
+ * one waiting: with 0.075 the raise is held while they hold <= 7.5 % (the
+ * 7th period, where the seconds alone raise, and on), and goes through
+ * once the burst leaving the 30 s look-back puts them over (t = 32.5 s:
+ * 26 of 346). */
+static void test_window_search_aftermath_share(void **state)
+{
+	(void)state;
+	struct search_rig r;
+	enum gov_why_bound b;
+	search_rig_init(&r, SEARCH_POLICY(", search_start_mhz: 1560, search_short_s: 10, "
+					  "search_heavy_running: 12, search_aftermath_s: 30, "
+					  "search_aftermath_wait_s: 3, search_aftermath_share: 0.075"));
+	for (double t = 1; t < 11; t += 0.5)
+		assert_int_equal(search_at(&r, t, 90, 90, 16, 20, &b), 1980);
+	for (double t = 11; t < 20; t += 0.5)
+		assert_int_equal(search_at(&r, t, 90, 120, 4, 0, &b), 1560);
+	for (double t = 20; t < 32.5; t += 0.5) {
+		assert_int_equal(search_at(&r, t, 90, 120, 4, 1, &b), 1560);
+		assert_int_equal(r.why.move, GOV_WHY_M_AFTERMATH);
+	}
+	assert_int_equal(search_at(&r, 32.5, 90, 120, 4, 1, &b), 1650);
+	assert_int_equal(r.why.move, GOV_WHY_M_SHORT);
+	ctl_govd.fini(r.st);
+	policy_free(r.pol);
+}
+
 /* Every parameter in govd's table binds on its own at its lower bound,
  * however long the table grows past what one policy may set. */
 static void test_every_param_binds(void **state)
@@ -893,6 +923,8 @@ static void test_window_search_load_conflict(void **state)
 	assert_false(no_effect_warned(SEARCH_POLICY(", search_aftermath_s: 30, "
 						    "search_aftermath_wait_s: 3"),
 				      "search_aftermath_wait_s"));
+	assert_true(no_effect_warned(SEARCH_POLICY(", search_aftermath_share: 0.075"),
+				     "search_aftermath_share"));
 }
 
 /* search_idle_hot_s: idle periods take idle_mhz only while the thermal limit
@@ -1461,6 +1493,7 @@ int main(void)
 		cmocka_unit_test(test_window_search_load_conflict),
 		cmocka_unit_test(test_window_search_start_and_evidence),
 		cmocka_unit_test(test_window_search_aftermath),
+		cmocka_unit_test(test_window_search_aftermath_share),
 		cmocka_unit_test(test_every_param_binds),
 		cmocka_unit_test(test_window_search_risk),
 		cmocka_unit_test(test_evidence_on_demand),
