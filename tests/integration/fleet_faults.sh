@@ -273,11 +273,12 @@ budgets = [tuple(map(float, l.split())) for l in open(sys.argv[2])]
 grace = int(sys.argv[3]) / 1000.0
 # a decrease counts from its first line; its grace from the second (etcd has it)
 def budget_at(t):
-    b, last_drop, prev = None, -1e9, None
+    b, last_drop, prev, dropped = None, -1e9, None, False
     for tt, bb in budgets:
         if tt > t:
             break
-        if prev is not None and bb <= prev:
+        dropped = prev is not None and (bb < prev or (bb == prev and dropped))
+        if dropped:
             last_drop = tt
         prev = b = bb
     return b, last_drop
