@@ -38,7 +38,7 @@ GRANT_TTL_MS=1200
 # A node reads the budget at its next round (period_ms, longer while etcd is
 # slow), applies it at its daemon's next tick (100 ms), and the sampler sees
 # it at its next pass (100 ms plus four scrapes). Measured (printed below):
-# 300-500 ms alone after etcd has it, one sample past 600 ms after the
+# 290-490 ms alone after etcd has it, one sample past 600 ms after the
 # write began (then the grace's start) on a loaded 2-core CI.
 DECREASE_GRACE_MS=1000
 WAIT_SCALE=3
@@ -271,17 +271,22 @@ $py - "$tmp/samples" "$tmp/budget" "$DECREASE_GRACE_MS" "$floors" <<'PY' || fail
 import math, sys
 budgets = [tuple(map(float, l.split())) for l in open(sys.argv[2])]
 grace = int(sys.argv[3]) / 1000.0
-# a decrease counts from its first line; its grace from the second (etcd has it)
+# each decrease (t_written, t_in_etcd, watts): it counts from its first line,
+# its grace starts at its second (written once etcd has it)
+drops = []
+for i in range(1, len(budgets)):
+    t0, b0 = budgets[i]
+    if b0 < budgets[i - 1][1]:
+        in_etcd = i + 1 < len(budgets) and budgets[i + 1][1] == b0
+        drops.append((t0, budgets[i + 1][0] if in_etcd else t0, b0))
 def budget_at(t):
-    b, last_drop, prev, dropped = None, -1e9, None, False
+    # the budget in force, and when the grace of the last decrease begun starts
+    b = None
     for tt, bb in budgets:
         if tt > t:
             break
-        dropped = prev is not None and (bb < prev or (bb == prev and dropped))
-        if dropped:
-            last_drop = tt
-        prev = b = bb
-    return b, last_drop
+        b = bb
+    return b, max([t1 for t0, t1, _ in drops if t0 <= t], default=-1e9)
 floors = float(sys.argv[4])
 rows = bad = dev_bad = 0
 sums = []
@@ -311,8 +316,8 @@ for line in open(sys.argv[1]):
         continue
     rows += 1
     sums.append((t, total))
-    b, drop = budget_at(t)
-    if b is None or t - drop < grace:
+    b, grace_from = budget_at(t)
+    if b is None or t - grace_from < grace:
         continue
     worst = max(worst, total - b)
     if total > b + 1e-6:
@@ -326,11 +331,7 @@ for line in open(sys.argv[1]):
             dev_bad += 1
             print(f"t={t:.3f}: device power limits sum to {dev:.3f} W > group budget {b} W: {line.strip()}")
 # how long each decrease took to be in force at every node (the grace bounds it)
-for i, (td, bd) in enumerate(budgets):
-    if i == 0 or bd >= budgets[i - 1][1]:
-        continue
-    if i + 1 < len(budgets) and budgets[i + 1][1] == bd:
-        td = budgets[i + 1][0]
+for _, td, bd in drops:
     lag = None
     for t, total in sums:
         if t >= td and total <= bd + 1e-6:
