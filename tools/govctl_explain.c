@@ -28,7 +28,9 @@ static void ex_usage(FILE *f)
 		   "  clock asked for, clock changes per minute, the share of busy periods\n"
 		   "  each term set the clock, the median predicted TBT / TTFT p99 at the\n"
 		   "  chosen clock and at the next lower one, and why that one lost; for\n"
-		   "  the window search its base clock at the stretch's end and its moves\n");
+		   "  the window search its base clock at the stretch's end and its moves;\n"
+		   "  the share of periods the thermal limit was held at its floor\n"
+		   "  (thermal_floor_share) over the heatsink prediction's deeper cut\n");
 }
 
 /* One stretch's tallies. */
@@ -48,6 +50,10 @@ struct ex_acc {
 	int cls_move[2];
 	bool classes;
 	unsigned heavy;
+	/* Periods the thermal limit was held at its floor over the heatsink
+	 * prediction's cut (why.heat_floor_w), and the last such floor. */
+	unsigned heat_floor;
+	double heat_floor_w;
 	struct hist tbt, ttft, tbt_lo; /* predictions, for their medians (2 % buckets) */
 	/* Periods the expected-value gate held each slice's open quality gate
 	 * shut (quality[].detect_held_s), those a slice waited in BF16 for the
@@ -82,6 +88,7 @@ static void acc_reset(struct ex_acc *a, double t0, const struct declog_head *h)
 	a->prev_move = -1;
 	a->cls_base[0] = a->cls_base[1] = NAN;
 	a->cls_move[0] = a->cls_move[1] = -1;
+	a->heat_floor_w = NAN;
 }
 
 static double median(const struct hist *h)
@@ -115,6 +122,10 @@ static void acc_add(struct ex_acc *a, const struct declog_period *p, double peri
 			a->classes = true;
 		if (w->load == GOV_WHY_LOAD_HEAVY && w->bound != GOV_WHY_IDLE)
 			a->heavy++;
+	}
+	if (w->valid && isfinite(w->heat_floor_w)) {
+		a->heat_floor++;
+		a->heat_floor_w = w->heat_floor_w;
 	}
 	if (!w->valid || w->bound == GOV_WHY_IDLE)
 		return;
@@ -207,7 +218,11 @@ static void acc_print(FILE *out, struct ex_acc *a, const char *label)
 				sq += snprintf(sq, sizeof(search) - (size_t)(sq - search), ", %s %u",
 					       gov_why_move_name((enum gov_why_move)m), a->moves[m]);
 	}
-	char held[320] = "";
+	char held[400] = "";
+	if (a->heat_floor)
+		snprintf(held, sizeof(held),
+			 "; thermal limit held at its floor over the prediction %.0f %% (last %.0f W)",
+			 100.0 * a->heat_floor / a->n, a->heat_floor_w);
 	held_shares(held, sizeof(held), a, a->held, "; 8-bit held by the detection delay: ");
 	held_shares(held, sizeof(held), a, a->mix_held, "; 8-bit held for the other slices: ");
 	fprintf(out, "%-13s %6u %5u %6.0f %5.0f-%-5.0f %6.1f %s %s %s  %-8s %s%s%s\n", label, a->n,

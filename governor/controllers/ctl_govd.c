@@ -48,6 +48,11 @@ static const struct ctl_param ctl_govd_params[] = {
 	{ "r_fast_c_per_w", 0.001, 1, 0.025,
 	  "junction-to-heatsink resistance (H200/H100 SXM: 0.025; measure with a power step)" },
 	{ "thermal_margin_c", 0, 20, 1.0, "kept between the predicted junction and the ceiling" },
+	{ "thermal_floor_share", 0, 1, 0,
+	  "> 0: the heatsink's predicted rise cuts the power limit to no less than this share "
+	  "of the power cap; under it only the junction as it is now does (a burst's heat is "
+	  "spent at the knee clock, not answered before it comes with a clock the SLA misses at); "
+	  "0: the prediction alone" },
 	{ "sat_hold_s", 0, 3600, 120, "BF16 hold after mixed precision saturated at max clock" },
 	{ "sat_s", 0.5, 600, 5, "mix over slack_high at the max clock this long: BF16" },
 	{ "predict", 0, 1, 1, "1: the clock from the online model (least predicted power meeting "
@@ -278,6 +283,7 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 		t->horizon_s = ctl_param_value(pol, c, "horizon_s");
 		t->r_fast_c_per_w = ctl_param_value(pol, c, "r_fast_c_per_w");
 		t->thermal_margin_c = ctl_param_value(pol, c, "thermal_margin_c");
+		t->thermal_floor_share = ctl_param_value(pol, c, "thermal_floor_share");
 		t->sat_hold_s = ctl_param_value(pol, c, "sat_hold_s");
 		t->sat_s = ctl_param_value(pol, c, "sat_s");
 		s->predict = ctl_param_value(pol, c, "predict") >= 0.5;
@@ -465,7 +471,11 @@ uint32_t ctl_govd_latency_step(const struct ctl_govd_tuning *t, double *f_khz, d
  * the target (ceiling - margin) on that heatsink:
  *   P_allow = (target - T_sink(now + horizon)) / R_fast.
  * The fast transient cannot then cross the target, and the slow rise is met
- * before it gets there. */
+ * before it gets there. With thermal_floor_share the prediction cuts to no
+ * less than that share of p_max_w; the heatsink as it is now still may
+ * (P_now = (target - T_sink) / R_fast), so the junction stays at the target:
+ * a burst shorter than the heatsink's minutes spends the heat it has left
+ * at the knee clock instead of missing its SLA at a clock cut in advance. */
 uint32_t ctl_govd_thermal_step(const struct ctl_govd_tuning *t, struct ctl_govd_thermal *th,
 			   const struct gov_estimates *e, double ceiling_c, double p_min_w,
 			   double p_max_w, double *p_allow_w)
@@ -475,6 +485,7 @@ uint32_t ctl_govd_thermal_step(const struct ctl_govd_tuning *t, struct ctl_govd_
 	double target = ceiling_c - t->thermal_margin_c;
 
 	*p_allow_w = p_max_w;
+	th->floor_w = NAN;
 	if (!isfinite(tj) || !isfinite(p) || !(t->r_fast_c_per_w > 0))
 		return 0;
 	double sink = tj - t->r_fast_c_per_w * p;
@@ -488,6 +499,14 @@ uint32_t ctl_govd_thermal_step(const struct ctl_govd_tuning *t, struct ctl_govd_
 	th->have = true;
 	double sink_pred = sink + (th->sink_rate_c_per_s > 0 ? th->sink_rate_c_per_s * t->horizon_s : 0);
 	double allow = (target - sink_pred) / t->r_fast_c_per_w;
+	if (t->thermal_floor_share > 0) {
+		double fl = fmin(t->thermal_floor_share * p_max_w,
+				 (target - sink) / t->r_fast_c_per_w);
+		if (allow < fl) {
+			allow = fl;
+			th->floor_w = fl;
+		}
+	}
 	if (allow < p_min_w)
 		allow = p_min_w;
 	if (allow >= p_max_w)
@@ -1364,7 +1383,7 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 		.floor_mhz = use_floor_khz / 1000.0,
 		.floor_load = use_floor_khz > s->floor_khz,
 		.tail_ratio = ratio,
-		.base_mhz = NAN, .bar_mhz = NAN,
+		.base_mhz = NAN, .bar_mhz = NAN, .heat_floor_w = NAN,
 	};
 	if (s->search)
 		reasons |= search_step(s, e, pol, in->period_s, busy, why);
@@ -1393,6 +1412,7 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 					       &p_allow_w);
 		if (r) {
 			cap_mw = gov_w_to_mw(p_allow_w);
+			why->heat_floor_w = s->th.floor_w;
 			/* Binding while the device draws near it. */
 			if (e->power_w[HAL_RAIL_ACCEL] > 0.9 * p_allow_w) {
 				binding = GOV_B_CEILING;

@@ -176,6 +176,7 @@ static json_t *why_json(const struct gov_why *w)
 	json_object_set_new(o, "move", json_string(gov_why_move_name(w->move)));
 	const char *load = gov_why_load_name(w->load);
 	json_object_set_new(o, "load", load ? json_string(load) : json_null());
+	json_object_set_new(o, "heat_floor_w", jsonx_real(w->heat_floor_w));
 	return o;
 }
 

@@ -158,6 +158,8 @@ static void read_why(json_t *w, struct gov_why *out)
 	out->move = m < 0 ? GOV_WHY_M_NONE : (enum gov_why_move)m;
 	/* Added with the search's load classes; absent, null or unknown: one base. */
 	out->load = gov_why_load_parse(json_string_value(json_object_get(w, "load")));
+	/* Added with thermal_floor_share; absent or null: NaN. */
+	out->heat_floor_w = jsonx_num(w, "heat_floor_w");
 }
 
 static void read_decision(const struct declog_head *h, json_t *d, struct declog_period *p)

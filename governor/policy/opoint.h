@@ -179,6 +179,9 @@ struct gov_why {
 	double base_mhz, bar_mhz;
 	enum gov_why_move move;
 	enum gov_why_load load;
+	/* The power the thermal limit was held at instead of the heatsink
+	 * prediction's deeper cut (thermal_floor_share; NaN: it was not). */
+	double heat_floor_w;
 };
 
 const char *gov_reason_name(uint32_t bit); /* one bit; NULL if unknown */

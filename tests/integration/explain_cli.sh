@@ -6,7 +6,8 @@
 # reports is the clock the records asked for (checked against the log with
 # python); the share of periods the expected-value gate held a slice's
 # 8-bit rung shut (quality-drift: chat), and the share a ladder slice waited
-# in BF16 for the others (all or none); --from/--to select a stretch; a log without explanations
+# in BF16 for the others (all or none); the share of periods the thermal
+# limit was held at its floor (azure-code-hot); --from/--to select a stretch; a log without explanations
 # (firmware-default), a missing file and bad arguments are errors (1, 1, 2).
 # $1: the build directory.
 set -euo pipefail
@@ -104,6 +105,29 @@ assert held.get("chat", 0) > 0, held
 mix = check("lad", "8-bit held for the other slices", lambda q: q.get("mix_held", False))
 assert sum(mix.values()) > 0, mix
 print(f"explain: held {held}, mix held {mix}")
+PY
+# The thermal limit held at its floor over the heatsink prediction's cut
+# (thermal_floor_share, why.heat_floor_w): balanced on azure-code-hot's
+# first 20 minutes, where the bursts heat the degraded heatsink. The share
+# explain gives is the records'; each such record's power limit is the floor.
+"$govctl" sim --scenario configs/scenarios/azure-code-hot.yaml --policy policies/balanced.yaml \
+	--seed 1 --duration 1200 --out "$tmp/hot" >/dev/null 2>&1
+run 0 "$tmp/hot" --every 0
+python3 - "$tmp/out" "$tmp/hot/decisions.jsonl" <<'PY'
+import json, re, sys
+allrow = [l for l in open(sys.argv[1]).read().splitlines() if l.startswith("all ")][0]
+m = re.search(r"thermal limit held at its floor over the prediction (\d+) % \(last (\d+) W\)", allrow)
+assert m, allrow
+dec = [r for r in map(json.loads, open(sys.argv[2])) if r.get("type") == "decision"]
+held = [r for r in dec if r.get("why") and r["why"].get("heat_floor_w") is not None]
+assert held, "no period held the thermal limit at its floor"
+assert int(m.group(1)) == round(100.0 * len(held) / len(dec)), (m.group(1), len(held), len(dec))
+assert int(m.group(2)) == round(held[-1]["why"]["heat_floor_w"]), (m.group(2), held[-1]["why"])
+for r in held:
+    w = r["why"]["heat_floor_w"]
+    assert 0 < w <= 0.65 * 700 + 1e-6, w  # balanced: 0.65 of its 700 W cap at most
+    assert abs(r["after"]["power_limit_mw"] - 1000 * w) <= 1000, (r["after"], w)
+print(f"explain: thermal floor held in {len(held)} of {len(dec)} periods")
 PY
 run 0 "$tmp/run" --from 120 --to 240 --every 0
 grep -Eq '^all +240 ' "$tmp/out" || fail "--from 120 --to 240 should hold 240 periods of 500 ms"

@@ -108,7 +108,8 @@ static void write_log(size_t n, bool same, uint32_t heartbeat_ms)
 				       .margin = 0.8, .sigmas = 1.5, .floor_mhz = 1200,
 				       .floor_load = true, .tail_ratio = 0.6,
 				       .base_mhz = 1560, .bar_mhz = NAN, .move = GOV_WHY_M_BARRED,
-				       .load = i % 4 ? GOV_WHY_LOAD_LIGHT : GOV_WHY_LOAD_HEAVY };
+				       .load = i % 4 ? GOV_WHY_LOAD_LIGHT : GOV_WHY_LOAD_HEAVY,
+				       .heat_floor_w = i % 4 ? NAN : 455 };
 		struct declog_record rec = { .t_ms = 500 * (i + 1), .seq = i + 1, .est = &e,
 					     .faults = faults, .before = &op, .after = &op,
 					     .policy_name = "p", .policy_hash = "fnv1a64:1", .seed = 7,
@@ -164,6 +165,7 @@ static void test_round_trip(void **state)
 		assert_true(w->base_mhz == 1560 && isnan(w->bar_mhz));
 		assert_int_equal(w->move, GOV_WHY_M_BARRED);
 		assert_int_equal(w->load, i % 4 ? GOV_WHY_LOAD_LIGHT : GOV_WHY_LOAD_HEAVY);
+		assert_true(i % 4 ? isnan(w->heat_floor_w) : w->heat_floor_w == 455);
 	}
 	/* A load class the reader does not know reads as one base, not as light. */
 	assert_int_equal(gov_why_load_parse("medium"), GOV_WHY_LOAD_NONE);

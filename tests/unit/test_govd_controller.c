@@ -128,6 +128,49 @@ static void test_thermal_loop(void **state)
 	assert_true(allow == 700);
 }
 
+/* thermal_floor_share: the predicted rise cuts to no less than the share of
+ * the cap; the heatsink as it is now still cuts below it. */
+static void test_thermal_floor(void **state)
+{
+	(void)state;
+	struct ctl_govd_tuning t = tuning();
+	struct ctl_govd_thermal th = { 0 };
+	double allow, pred;
+
+	/* The same rising heatsink as test_thermal_loop, without the floor:
+	 * the prediction cuts to the device minimum. */
+	struct gov_estimates e = est_thermal(70, 400, 1);
+	ctl_govd_thermal_step(&t, &th, &e, 83, 200, 700, &allow);
+	e = est_thermal(80, 400, 2);
+	ctl_govd_thermal_step(&t, &th, &e, 83, 200, 700, &pred);
+	assert_true(pred < 300);
+	assert_true(isnan(th.floor_w));
+
+	/* With 0.65 of 700 W: held at 455 W (the heatsink at 70 C allows
+	 * (82 - 70) / 0.025 = 480 W now). */
+	t.thermal_floor_share = 0.65;
+	memset(&th, 0, sizeof(th));
+	e = est_thermal(70, 400, 1);
+	ctl_govd_thermal_step(&t, &th, &e, 83, 200, 700, &allow);
+	e = est_thermal(80, 400, 2);
+	assert_int_equal(ctl_govd_thermal_step(&t, &th, &e, 83, 200, 700, &allow),
+			 GOV_R_THERMAL_PREDICT);
+	assert_float_equal(allow, 455, 1e-9);
+	assert_float_equal(th.floor_w, 455, 1e-9);
+
+	/* A heatsink at 75 C (junction 85 C at 400 W) allows 280 W now: the
+	 * floor does not lift the limit over that. */
+	e = est_thermal(85, 400, 3);
+	ctl_govd_thermal_step(&t, &th, &e, 83, 200, 700, &allow);
+	assert_true(allow <= 280 + 1e-9 && allow >= 200);
+
+	/* A cool, steady heatsink: nothing binds, no floor reported. */
+	memset(&th, 0, sizeof(th));
+	e = est_thermal(50, 300, 10);
+	assert_int_equal(ctl_govd_thermal_step(&t, &th, &e, 83, 200, 700, &allow), 0);
+	assert_true(allow == 700 && isnan(th.floor_w));
+}
+
 static void test_mix_decide(void **state)
 {
 	(void)state;
@@ -1478,6 +1521,7 @@ int main(void)
 		cmocka_unit_test(test_latency_loop),
 		cmocka_unit_test(test_load_floor),
 		cmocka_unit_test(test_thermal_loop),
+		cmocka_unit_test(test_thermal_floor),
 		cmocka_unit_test(test_mix_decide),
 		cmocka_unit_test(test_quality_gate_prior),
 		cmocka_unit_test(test_quality_gate_cusum_random),
