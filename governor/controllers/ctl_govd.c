@@ -1406,7 +1406,10 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 					       : in->lim->power_limit_default_mw;
 
 	if (!s->peer) {
-		double p_allow_w, cap_w = cap_mw / 1000.0;
+		/* The limit the device can take: a policy cap over the device's
+		 * range would put the floor where no limit binds. */
+		uint32_t dev_mw = in->lim->power_limit_max_mw;
+		double p_allow_w, cap_w = (dev_mw > 0 && dev_mw < cap_mw ? dev_mw : cap_mw) / 1000.0;
 		uint32_t r = ctl_govd_thermal_step(t, &s->th, e, pol->thermal.ceiling_c,
 					       in->lim->power_limit_min_mw / 1000.0, cap_w,
 					       &p_allow_w);

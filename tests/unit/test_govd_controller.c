@@ -625,6 +625,32 @@ static void test_window_search_thermal(void **state)
 	policy_free(r.pol);
 }
 
+/* thermal_floor_share is a share of the limit the device can take: a
+ * policy cap over the device's range (700 W on a 400 W part) would put the
+ * floor where no limit binds. A heatsink rising from 60 to 70 C at 400 W:
+ * the prediction cuts deep, the floor holds it (the present heatsink
+ * allows (82 - 70) / 0.025 = 480 W). */
+static void test_thermal_floor_device_max(void **state)
+{
+	(void)state;
+	static const uint32_t dev_max_mw[] = { 700000, 400000 };
+	for (size_t k = 0; k < 2; k++) {
+		struct search_rig r;
+		search_rig_init(&r, SEARCH_POLICY(", thermal_floor_share: 0.65")
+				"power: {cap_w: 700}\n");
+		r.lim.power_limit_max_mw = dev_max_mw[k];
+		enum gov_why_bound b;
+		search_hot_at(&r, 1, 90, 90, 8, 0, 70, 400, &b);
+		assert_true(isnan(r.why.heat_floor_w));
+		search_hot_at(&r, 1.5, 90, 90, 8, 0, 80, 400, &b);
+		double want_w = 0.65 * dev_max_mw[k] / 1000.0; /* 455, 260 */
+		assert_float_equal(r.why.heat_floor_w, want_w, 1e-6);
+		assert_int_equal(r.cur.power_limit_mw, (uint32_t)(want_w * 1000));
+		ctl_govd.fini(r.st);
+		policy_free(r.pol);
+	}
+}
+
 /* search_heavy_running: two bases by load. A period with 12+ requests
  * running or waiting runs at the heavy base, others at the light one; a
  * window closing moves the heavy base when 35 % of its busy periods were
@@ -1522,6 +1548,7 @@ int main(void)
 		cmocka_unit_test(test_load_floor),
 		cmocka_unit_test(test_thermal_loop),
 		cmocka_unit_test(test_thermal_floor),
+		cmocka_unit_test(test_thermal_floor_device_max),
 		cmocka_unit_test(test_mix_decide),
 		cmocka_unit_test(test_quality_gate_prior),
 		cmocka_unit_test(test_quality_gate_cusum_random),
