@@ -1402,14 +1402,15 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 		why->bound = GOV_WHY_OBJECTIVE;
 	}
 	double f = s->f_khz;
+	/* The policy's cap, never over what the device takes (the guard would
+	 * clamp it; the thermal floor is a share of it). */
 	uint32_t cap_mw = pol->power.cap_w > 0 ? gov_w_to_mw(pol->power.cap_w)
 					       : in->lim->power_limit_default_mw;
+	if (in->lim->power_limit_max_mw > 0 && cap_mw > in->lim->power_limit_max_mw)
+		cap_mw = in->lim->power_limit_max_mw;
 
 	if (!s->peer) {
-		/* The limit the device can take: a policy cap over the device's
-		 * range would put the floor where no limit binds. */
-		uint32_t dev_mw = in->lim->power_limit_max_mw;
-		double p_allow_w, cap_w = (dev_mw > 0 && dev_mw < cap_mw ? dev_mw : cap_mw) / 1000.0;
+		double p_allow_w, cap_w = cap_mw / 1000.0;
 		uint32_t r = ctl_govd_thermal_step(t, &s->th, e, pol->thermal.ceiling_c,
 					       in->lim->power_limit_min_mw / 1000.0, cap_w,
 					       &p_allow_w);
