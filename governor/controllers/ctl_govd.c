@@ -48,6 +48,10 @@ static const struct ctl_param ctl_govd_params[] = {
 	{ "r_fast_c_per_w", 0.001, 1, 0.025,
 	  "junction-to-heatsink resistance (H200/H100 SXM: 0.025; measure with a power step)" },
 	{ "thermal_margin_c", 0, 20, 1.0, "kept between the predicted junction and the ceiling" },
+	{ "junction_lag_s", 0, 60, 0,
+	  "> 0: the heatsink is estimated from the power lagged by this time constant (the "
+	  "junction follows a power step over seconds; without it a rising burst reads as a "
+	  "cooler heatsink and lifts the limit); 0: the power as filtered" },
 	{ "thermal_floor_share", 0, 1, 0,
 	  "> 0: the heatsink's predicted rise cuts the power limit to no less than this share "
 	  "of the power cap; under it only the junction as it is now does (a burst's heat is "
@@ -284,6 +288,7 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 		t->r_fast_c_per_w = ctl_param_value(pol, c, "r_fast_c_per_w");
 		t->thermal_margin_c = ctl_param_value(pol, c, "thermal_margin_c");
 		t->thermal_floor_share = ctl_param_value(pol, c, "thermal_floor_share");
+		t->junction_lag_s = ctl_param_value(pol, c, "junction_lag_s");
 		t->sat_hold_s = ctl_param_value(pol, c, "sat_hold_s");
 		t->sat_s = ctl_param_value(pol, c, "sat_s");
 		s->predict = ctl_param_value(pol, c, "predict") >= 0.5;
@@ -475,7 +480,10 @@ uint32_t ctl_govd_latency_step(const struct ctl_govd_tuning *t, double *f_khz, d
  * less than that share of p_max_w; the heatsink as it is now still may
  * (P_now = (target - T_sink) / R_fast), so the junction stays at the target:
  * a burst shorter than the heatsink's minutes spends the heat it has left
- * at the knee clock instead of missing its SLA at a clock cut in advance. */
+ * at the knee clock instead of missing its SLA at a clock cut in advance.
+ * With junction_lag_s the heatsink is read against the power lagged as the
+ * junction follows it: a junction still catching up with a power step would
+ * otherwise read as a cooler heatsink and lift the limit in the step. */
 uint32_t ctl_govd_thermal_step(const struct ctl_govd_tuning *t, struct ctl_govd_thermal *th,
 			   const struct gov_estimates *e, double ceiling_c, double p_min_w,
 			   double p_max_w, double *p_allow_w)
@@ -488,7 +496,14 @@ uint32_t ctl_govd_thermal_step(const struct ctl_govd_tuning *t, struct ctl_govd_
 	th->floor_w = NAN;
 	if (!isfinite(tj) || !isfinite(p) || !(t->r_fast_c_per_w > 0))
 		return 0;
-	double sink = tj - t->r_fast_c_per_w * p;
+	if (th->have && t->junction_lag_s > 0 && isfinite(th->p_lag_w)) {
+		if (e->t_s > th->t_s)
+			th->p_lag_w += (1.0 - exp(-(e->t_s - th->t_s) / t->junction_lag_s)) *
+				       (p - th->p_lag_w);
+	} else {
+		th->p_lag_w = p;
+	}
+	double sink = tj - t->r_fast_c_per_w * th->p_lag_w;
 	if (th->have && e->t_s > th->t_s) {
 		double rate = (sink - th->sink_c) / (e->t_s - th->t_s);
 		double a = 1.0 - exp(-(e->t_s - th->t_s) / 30.0);

@@ -31,7 +31,7 @@ struct ctl_govd_tuning {
 	double slack_low, slack_high, raise_gain, lower_pct_per_s, surge_queue, peak_memory_s;
 	double lower_min_requests;
 	double horizon_s, r_fast_c_per_w, thermal_margin_c, sat_hold_s, sat_s, tbt_exponent;
-	double thermal_floor_share;
+	double thermal_floor_share, junction_lag_s;
 };
 struct ctl_govd_mix {
 	double tbt_at_max[2]; /* BF16, mix: TBT/target scaled to the max clock (EWMA) */
@@ -113,6 +113,7 @@ uint32_t ctl_govd_latency_step(const struct ctl_govd_tuning *t, double *f_khz, d
 struct ctl_govd_thermal {
 	bool have;
 	double sink_c, sink_rate_c_per_s, t_s;
+	double p_lag_w; /* the power as the junction has followed it so far */
 	double floor_w; /* the last step's floor when it held the prediction (NaN: it did not) */
 };
 /* Thermal loop: the accelerator power that keeps the junction at the

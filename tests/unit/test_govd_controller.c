@@ -171,6 +171,43 @@ static void test_thermal_floor(void **state)
 	assert_true(allow == 700 && isnan(th.floor_w));
 }
 
+/* junction_lag_s: a power step the junction has not followed yet is not
+ * read as a cooler heatsink (which would lift the limit in a burst). */
+static void test_thermal_junction_lag(void **state)
+{
+	(void)state;
+	struct ctl_govd_tuning t = tuning();
+	double allow[2];
+
+	for (int lagged = 0; lagged < 2; lagged++) {
+		struct ctl_govd_thermal th = { 0 };
+		t.junction_lag_s = lagged ? 2.0 : 0.0;
+		/* Heatsink at 70 C, 300 W steady (junction 77.5 C); then 500 W
+		 * while the junction has risen only to 78 C. */
+		struct gov_estimates e = est_thermal(77.5, 300, 0);
+		ctl_govd_thermal_step(&t, &th, &e, 83, 200, 700, &allow[lagged]);
+		e = est_thermal(78, 500, 0.5);
+		ctl_govd_thermal_step(&t, &th, &e, 83, 200, 700, &allow[lagged]);
+	}
+	/* Unlagged: heatsink read as 65.5 C, 660 W allowed. Lagged: the
+	 * junction has followed 300 + (1 - e^-0.25) 200 = 344 W of it, the
+	 * heatsink reads 69.4 C: about 504 W (the true heatsink allows 480). */
+	assert_float_equal(allow[0], 660, 1e-6);
+	assert_true(allow[1] > 495 && allow[1] < 510);
+
+	/* Steady power: the lag changes nothing. */
+	for (int lagged = 0; lagged < 2; lagged++) {
+		struct ctl_govd_thermal th = { 0 };
+		t.junction_lag_s = lagged ? 2.0 : 0.0;
+		for (int i = 0; i < 40; i++) {
+			struct gov_estimates e = est_thermal(82.5, 500, i * 0.5);
+			ctl_govd_thermal_step(&t, &th, &e, 83, 200, 700, &allow[lagged]);
+		}
+	}
+	assert_float_equal(allow[0], 480, 1e-6);
+	assert_float_equal(allow[1], 480, 1e-6);
+}
+
 static void test_mix_decide(void **state)
 {
 	(void)state;
@@ -1548,6 +1585,7 @@ int main(void)
 		cmocka_unit_test(test_load_floor),
 		cmocka_unit_test(test_thermal_loop),
 		cmocka_unit_test(test_thermal_floor),
+		cmocka_unit_test(test_thermal_junction_lag),
 		cmocka_unit_test(test_thermal_floor_device_max),
 		cmocka_unit_test(test_mix_decide),
 		cmocka_unit_test(test_quality_gate_prior),
