@@ -103,6 +103,10 @@ static const struct ctl_param ctl_govd_params[] = {
 	{ "search_heavy_hot_s", 0, 86400, 900,
 	  "within this many seconds of the thermal limit binding every period takes the light "
 	  "base (a higher clock under heat spends the heat the next burst needs)" },
+	{ "search_surge_release", -1, 100000, -1,
+	  ">= 0: a queue surge (surge_queue) keeps the max clock until the queue falls to this "
+	  "many waiting requests, unless the thermal limit bound within search_heavy_hot_s (the "
+	  "surge's heat is the next burst's); -1: a surge ends under surge_queue" },
 	{ "search_blame_wait", 0, 1, 0,
 	  "1: a window that missed on its TTFT tail alone (TBT within search_high) moves the "
 	  "base of the class whose periods held most of its waiting (requests waiting, summed "
@@ -202,7 +206,8 @@ struct ctl_govd_state {
 	double last_short_raise_s; /* when the short window last raised the base */
 	enum gov_why_move last_move; /* for the decision log's why */
 	double overload;
-	bool win_surge;
+	bool win_surge, surging;
+	double surge_release;
 	bool search_thermal, th_bound, win_thermal;
 	double idle_hot_s, last_hot_s; /* search_idle_hot_s; when the limit last bound */
 	/* Load classes (search_heavy_running): 0 light, 1 heavy; the class in
@@ -317,6 +322,7 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 		s->heavy_n = ctl_param_value(pol, c, "search_heavy_running");
 		s->heavy_share = ctl_param_value(pol, c, "search_heavy_share");
 		s->heavy_hot_s = ctl_param_value(pol, c, "search_heavy_hot_s");
+		s->surge_release = ctl_param_value(pol, c, "search_surge_release");
 		s->heavy_start_khz = ctl_param_value(pol, c, "search_heavy_start_mhz") * 1000.0;
 		s->blame_wait = ctl_param_value(pol, c, "search_blame_wait") >= 0.5;
 		s->down_requests = ctl_param_value(pol, c, "search_down_requests");
@@ -1142,6 +1148,12 @@ static uint32_t search_step(struct ctl_govd_state *s, const struct gov_estimates
 	s->win_thermal |= hot;
 	s->win_busy |= busy;
 	bool surge = (double)e->queue_len >= s->tun.surge_queue;
+	/* A surge released at surge_queue leaves the rest of its queue to the
+	 * base, which is what let it build: held until it drains, when cool. */
+	if (!surge && s->surging && s->surge_release >= 0 &&
+	    (double)e->queue_len > s->surge_release && e->t_s - s->last_hot_s >= s->heavy_hot_s)
+		surge = true;
+	s->surging = surge;
 	if (surge) {
 		s->win_surge = true;
 		s->last_surge_s = e->t_s;

@@ -630,6 +630,53 @@ static void test_window_search_guards(void **state)
 	policy_free(r.pol);
 }
 
+/* search_surge_release: a queue surge keeps the max until the queue falls
+ * to the release count, while cool; without it, or within
+ * search_heavy_hot_s of the thermal limit binding, it ends under
+ * surge_queue (8). */
+static void test_window_search_surge_release(void **state)
+{
+	(void)state;
+	static const struct {
+		double t_s;
+		unsigned queue, held_mhz, plain_mhz;
+	} step[] = {
+		{ 1, 0, 1560, 1560 },   { 2, 10, 1980, 1980 },  { 2.5, 5, 1980, 1560 },
+		{ 3, 3, 1980, 1560 },   { 3.5, 2, 1560, 1560 }, { 4, 5, 1560, 1560 },
+		{ 4.5, 12, 1980, 1980 }, { 5, 7, 1980, 1560 },  { 5.5, 0, 1560, 1560 },
+	};
+	for (int held = 0; held < 2; held++) {
+		struct search_rig r;
+		search_rig_init(&r, held ? SEARCH_POLICY(", search_start_mhz: 1560, "
+							 "search_surge_release: 2")
+					 : SEARCH_POLICY(", search_start_mhz: 1560"));
+		for (size_t i = 0; i < sizeof(step) / sizeof(step[0]); i++) {
+			enum gov_why_bound b;
+			uint32_t mhz = search_at(&r, step[i].t_s, 50, 50, 8, step[i].queue, &b);
+			unsigned want = held ? step[i].held_mhz : step[i].plain_mhz;
+			if (mhz != want)
+				fail_msg("%s, step %zu (t=%.1f s, queue %u): %u MHz, want %u",
+					 held ? "held" : "plain", i, step[i].t_s, step[i].queue, mhz, want);
+			if (mhz == 1980)
+				assert_int_equal(b, GOV_WHY_SURGE);
+		}
+		ctl_govd.fini(r.st);
+		policy_free(r.pol);
+	}
+
+	/* Hot: the thermal limit binds (junction 86 C at 690 W); a surge then
+	 * ends under surge_queue as before. */
+	struct search_rig r;
+	enum gov_why_bound b;
+	search_rig_init(&r, SEARCH_POLICY(", search_start_mhz: 1560, search_surge_release: 2"));
+	search_hot_at(&r, 1, 50, 50, 8, 0, 86, 690, &b);
+	search_hot_at(&r, 1.5, 50, 50, 8, 0, 86, 690, &b);
+	assert_int_equal(search_hot_at(&r, 2, 50, 50, 8, 10, 86, 690, &b), 1980);
+	assert_int_equal(search_hot_at(&r, 2.5, 50, 50, 8, 5, 86, 690, &b), 1560);
+	ctl_govd.fini(r.st);
+	policy_free(r.pol);
+}
+
 /* search_thermal: a window in which the thermal loop held the power limit
  * closes a step down, and its tails raise nothing. */
 static void test_window_search_thermal(void **state)
@@ -1595,6 +1642,7 @@ int main(void)
 		cmocka_unit_test(test_normal_quantile),
 		cmocka_unit_test(test_window_search),
 		cmocka_unit_test(test_window_search_guards),
+		cmocka_unit_test(test_window_search_surge_release),
 		cmocka_unit_test(test_window_search_thermal),
 		cmocka_unit_test(test_window_search_idle_hot),
 		cmocka_unit_test(test_window_search_load),
