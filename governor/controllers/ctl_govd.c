@@ -1486,21 +1486,27 @@ static int ctl_govd_check(const struct policy *pol, struct diag_list *diags)
 	 * say so at the key */
 	static const struct {
 		const char *key, *needs, *then;
+		const char *or_key; /* ... or this one at >= 0 */
 	} refines[] = {
-		{ "search_heavy_start_mhz", "search_heavy_running", "one base" },
-		{ "search_heavy_share", "search_heavy_running", "one base" },
-		{ "search_heavy_hot_s", "search_heavy_running", "one base" },
-		{ "search_aftermath_wait_s", "search_aftermath_s", "no raise is held" },
-		{ "search_aftermath_share", "search_aftermath_s", "no raise is held" },
-		{ "search_blame_wait", "search_heavy_running", "one base" },
+		{ "search_heavy_start_mhz", "search_heavy_running", "one base", NULL },
+		{ "search_heavy_share", "search_heavy_running", "one base", NULL },
+		{ "search_heavy_hot_s", "search_heavy_running", "one base", "search_surge_release" },
+		{ "search_aftermath_wait_s", "search_aftermath_s", "no raise is held", NULL },
+		{ "search_aftermath_share", "search_aftermath_s", "no raise is held", NULL },
+		{ "search_blame_wait", "search_heavy_running", "one base", NULL },
 	};
 	for (size_t i = 0; i < sizeof(refines) / sizeof(*refines); i++) {
 		const struct policy_param *pp = policy_param_find(pol, refines[i].key);
 		const struct policy_param *on = policy_param_find(pol, refines[i].needs);
-		if (pp && !(on && on->value > 0))
+		const struct policy_param *alt =
+			refines[i].or_key ? policy_param_find(pol, refines[i].or_key) : NULL;
+		if (pp && !(on && on->value > 0) && !(alt && alt->value >= 0))
 			diag_add(diags, DIAG_WARNING, pol->path, pp->key_line, pp->key_col,
-				 "control.params", "no-effect", "%s has no effect without %s > 0 (%s)",
-				 refines[i].key, refines[i].needs, refines[i].then);
+				 "control.params", "no-effect", "%s has no effect without %s > 0 (%s)%s%s%s",
+				 refines[i].key, refines[i].needs, refines[i].then,
+				 refines[i].or_key ? " or " : "",
+				 refines[i].or_key ? refines[i].or_key : "",
+				 refines[i].or_key ? " >= 0" : "");
 	}
 	return 0;
 }

@@ -1078,6 +1078,11 @@ static void test_window_search_load_conflict(void **state)
 				      "search_aftermath_wait_s"));
 	assert_true(no_effect_warned(SEARCH_POLICY(", search_aftermath_share: 0.075"),
 				     "search_aftermath_share"));
+	/* search_heavy_hot_s also bounds the surge hold */
+	assert_true(no_effect_warned(SEARCH_POLICY(", search_heavy_hot_s: 300"), "search_heavy_hot_s"));
+	assert_false(no_effect_warned(SEARCH_POLICY(", search_heavy_hot_s: 300, "
+						    "search_surge_release: 2"),
+				      "search_heavy_hot_s"));
 }
 
 /* search_idle_hot_s: idle periods take idle_mhz only while the thermal limit
