@@ -8,7 +8,9 @@
 #                  within the detection delay and chat serves no INT8 after;
 #   sensor-faults: every fault on a critical signal moves to the safe point
 #                  while it lasts, and the governor leaves it afterwards;
-#   burst:         the 2.5x burst raises clocks (queue_surge / sla_raise);
+#   burst:         the 2.5x burst raises clocks (queue_surge / sla_raise), and a
+#                  surge holds the max until 2 or fewer wait (search_surge_release):
+#                  no period after a surge period runs the base with more waiting;
 #   azure-code-hot: no hardware clamp, and the ceiling is predicted
 #                  (thermal_predict); needs the Azure trace: without it the
 #                  other checks still run and judge, and a clean run exits 77
@@ -147,6 +149,20 @@ att = summ["sla"]["attainment"]
 print(f"burst: {len(raise_)} queue_surge/sla_raise periods during the burst; SLA attainment {att:.3f}")
 if not raise_:
     fail.append("no queue_surge or sla_raise during the burst")
+# The surge hold (cool here: the junction stays under 65 C): after a surge
+# period, a period with 3+ waiting is a surge period too.
+left, held = [], 0
+for prev, r in zip(dec, dec[1:]):
+    if has(prev, "queue_surge") and r["inputs"]["queue_len"] > 2:
+        if has(r, "queue_surge"):
+            held += r["inputs"]["queue_len"] < 8
+        else:
+            left.append((t(r), r["inputs"]["queue_len"]))
+print(f"burst: {held} periods held at the max under 8 waiting; {len(left)} left it with 3+ waiting")
+if left:
+    fail.append(f"the surge left the max with requests still waiting: {left[:3]}")
+if not held:
+    fail.append("no surge was held under 8 waiting (search_surge_release)")
 ' || rc=1
 
 if [ -f "${GOVD_SHARED_DATA:-/nonexistent}/AzureLLMInferenceTrace2023_code.csv" ]; then
