@@ -502,17 +502,15 @@ uint32_t ctl_govd_thermal_step(const struct ctl_govd_tuning *t, struct ctl_govd_
 	th->floor_w = NAN;
 	if (!isfinite(tj) || !isfinite(p) || !(t->r_fast_c_per_w > 0))
 		return 0;
-	if (th->have && t->junction_lag_s > 0 && isfinite(th->p_lag_w)) {
-		if (e->t_s > th->t_s)
-			th->p_lag_w += (1.0 - exp(-(e->t_s - th->t_s) / t->junction_lag_s)) *
-				       (p - th->p_lag_w);
-	} else {
+	double dt = th->have ? e->t_s - th->t_s : 0;
+	if (!th->have || !(t->junction_lag_s > 0))
 		th->p_lag_w = p;
-	}
+	else if (dt > 0)
+		th->p_lag_w += (1.0 - exp(-dt / t->junction_lag_s)) * (p - th->p_lag_w);
 	double sink = tj - t->r_fast_c_per_w * th->p_lag_w;
-	if (th->have && e->t_s > th->t_s) {
-		double rate = (sink - th->sink_c) / (e->t_s - th->t_s);
-		double a = 1.0 - exp(-(e->t_s - th->t_s) / 30.0);
+	if (dt > 0) {
+		double rate = (sink - th->sink_c) / dt;
+		double a = 1.0 - exp(-dt / 30.0);
 		th->sink_rate_c_per_s += a * (rate - th->sink_rate_c_per_s);
 	}
 	th->sink_c = sink;
@@ -1133,11 +1131,12 @@ static uint32_t search_step(struct ctl_govd_state *s, const struct gov_estimates
 		s->win_surge = false;
 		s->win_thermal = false;
 	}
+	/* Under heat a higher clock spends the heat the next burst needs (the
+	 * thermal guard's reason): within search_heavy_hot_s of the limit
+	 * binding, one base and no held surge. */
+	bool cool = e->t_s - s->last_hot_s >= s->heavy_hot_s;
 	if (s->heavy_n > 0) {
-		/* Under heat a higher clock spends the heat the next burst
-		 * needs (the thermal guard's reason): one base then. */
-		bool heavy = (double)(e->running + e->queue_len) >= s->heavy_n &&
-			     e->t_s - s->last_hot_s >= s->heavy_hot_s;
+		bool heavy = (double)(e->running + e->queue_len) >= s->heavy_n && cool;
 		cls_load(s, heavy);
 		s->win_periods += busy;
 		s->win_heavy += busy && heavy;
@@ -1151,7 +1150,7 @@ static uint32_t search_step(struct ctl_govd_state *s, const struct gov_estimates
 	/* A surge released at surge_queue leaves the rest of its queue to the
 	 * base, which is what let it build: held until it drains, when cool. */
 	if (!surge && s->surging && s->surge_release >= 0 &&
-	    (double)e->queue_len > s->surge_release && e->t_s - s->last_hot_s >= s->heavy_hot_s)
+	    (double)e->queue_len > s->surge_release && cool)
 		surge = true;
 	s->surging = surge;
 	if (surge) {
