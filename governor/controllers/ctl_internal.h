@@ -74,6 +74,9 @@ bool ctl_govd_benefit_step(struct ctl_govd_benefit *b, const struct ctl_govd_ben
 /* The learned J/token of mode in bucket (NaN: not seen min_s yet). */
 double ctl_govd_benefit_j_per_token(const struct ctl_govd_benefit *b, const struct ctl_govd_benefit_cfg *c,
 				int mode, int bucket);
+/* Worst quantile over its target among q_ms[SLA_N_ROWS] (one metric, or -1:
+ * all); 0 when none has data. */
+double ctl_govd_tail_ratio(const double *q_ms, const struct policy *pol, int only_metric);
 /* Worst short-window quantile over its SLA target, across the policy's
  * targets of one metric (enum sla_metric) or all (-1); 0 when none has data. */
 double ctl_govd_sla_ratio(const struct gov_estimates *e, const struct policy *pol, int only_metric);

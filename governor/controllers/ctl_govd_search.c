@@ -1,0 +1,337 @@
+/* The window search (docs/govd-controller.md, "Window search"; the
+ * parameters' meaning: ctl_govd.c's table). Pure: no I/O. */
+#include <math.h>
+
+#include "common/sla.h"
+#include "governor/controllers/ctl_govd_search.h"
+#include "governor/controllers/ctl_internal.h"
+
+/* What the load ring records of each period. */
+enum { LOAD_MOST = 1, LOAD_LIGHT_WAIT = 2 };
+
+void ctl_search_init(struct ctl_search *s, const struct policy *pol, const struct controller_ops *c)
+{
+	*s = (struct ctl_search){
+		.low = ctl_param_value(pol, c, "search_low"),
+		.high = ctl_param_value(pol, c, "search_high"),
+		.down_khz = ctl_param_value(pol, c, "search_down_mhz") * 1000.0,
+		.up_khz = ctl_param_value(pol, c, "search_up_mhz") * 1000.0,
+		.short_s = ctl_param_value(pol, c, "search_short_s"),
+		.memory = ctl_param_value(pol, c, "search_memory"),
+		.start_khz = ctl_param_value(pol, c, "search_start_mhz") * 1000.0,
+		.overload = ctl_param_value(pol, c, "search_overload"),
+		.thermal = ctl_param_value(pol, c, "search_thermal") >= 0.5,
+		.per_mode = ctl_param_value(pol, c, "search_per_mode") >= 0.5,
+		.last_surge_s = -INFINITY,
+		.risk_windows = ctl_param_value(pol, c, "search_risk_windows"),
+		.aftermath_s = ctl_param_value(pol, c, "search_aftermath_s"),
+		.aftermath_wait_s = ctl_param_value(pol, c, "search_aftermath_wait_s"),
+		.aftermath_share = ctl_param_value(pol, c, "search_aftermath_share"),
+		.idle_hot_s = ctl_param_value(pol, c, "search_idle_hot_s"),
+		.heavy_n = ctl_param_value(pol, c, "search_heavy_running"),
+		.heavy_share = ctl_param_value(pol, c, "search_heavy_share"),
+		.heavy_hot_s = ctl_param_value(pol, c, "search_heavy_hot_s"),
+		.surge_release = ctl_param_value(pol, c, "search_surge_release"),
+		.heavy_start_khz = ctl_param_value(pol, c, "search_heavy_start_mhz") * 1000.0,
+		.blame_wait = ctl_param_value(pol, c, "search_blame_wait") >= 0.5,
+		.down_requests = ctl_param_value(pol, c, "search_down_requests"),
+		.last_short_raise_s = -INFINITY,
+		.win_idx = -1,
+	};
+}
+
+/* A clock whose window or short window failed: barred from the descent for
+ * search_memory windows (param 0: never barred). */
+static void remember_bad(struct ctl_search *s, double khz)
+{
+	if (s->memory < 1)
+		return;
+	if (s->bad_left <= 0 || khz > s->bad_khz)
+		s->bad_khz = khz;
+	s->bad_left = (long)s->memory;
+}
+
+/* The step-down threshold under the risk budget (param search_risk_windows):
+ * search_low while the run's missed busy windows stay within the policy's
+ * allowed share of them (counted over at least risk_windows), shrinking as
+ * sqrt(allowed / missed) beyond it, so a run that spends its budget stops
+ * descending onto the clocks that spent it. */
+static double search_low_at_risk(const struct ctl_search *s, const struct policy *pol)
+{
+	if (!(s->risk_windows > 0) || s->risk_missed == 0)
+		return s->low;
+	double allowed = (1.0 - pol->sla.attainment) * fmax((double)s->risk_judged, s->risk_windows);
+	return s->low * sqrt(fmin(1.0, allowed / (double)s->risk_missed));
+}
+
+/* One window closed: a bar counts down and lifts at zero. */
+static void bar_tick(double *bad_khz, long *bad_left)
+{
+	if (*bad_left > 0 && --*bad_left == 0)
+		*bad_khz = 0;
+}
+
+/* Put the base, bar and last move in force away and take load class c's. */
+static void cls_load(struct ctl_search *s, int c)
+{
+	if (c == s->cls_cur)
+		return;
+	s->cls[s->cls_cur].base_khz = s->base_khz;
+	s->cls[s->cls_cur].bad_khz = s->bad_khz;
+	s->cls[s->cls_cur].bad_left = s->bad_left;
+	s->cls[s->cls_cur].last_move = s->last_move;
+	s->base_khz = s->cls[c].base_khz;
+	s->bad_khz = s->cls[c].bad_khz;
+	s->bad_left = s->cls[c].bad_left;
+	s->last_move = s->cls[c].last_move;
+	s->cls_cur = c;
+}
+
+/* The heavy base never under the light one: the class just moved wins. */
+static void cls_order(struct ctl_search *s)
+{
+	s->cls[s->cls_cur].base_khz = s->base_khz;
+	if (s->cls[1].base_khz < s->cls[0].base_khz)
+		s->cls[!s->cls_cur].base_khz = s->base_khz;
+}
+
+/* One period into the load ring: requests waiting at its end, the clock it
+ * ran at the most the device could be given (the max or a thermal cut), and
+ * a light period with requests waiting at a clock under the max. */
+static void search_load_push(struct ctl_search *s, const struct ctl_search_in *in,
+			     const struct gov_estimates *e, double prev_khz)
+{
+	bool queued = e->queue_len > 0, most = in->th_bound || prev_khz >= in->fmax_khz;
+	uint8_t b = (uint8_t)((most ? LOAD_MOST : 0) |
+			      (queued && !most && s->cls_cur == 0 ? LOAD_LIGHT_WAIT : 0));
+	s->wait_ring[s->load_n % SEARCH_LOAD_RING] =
+		(uint16_t)(e->queue_len < UINT16_MAX ? e->queue_len : UINT16_MAX);
+	s->load_ring[s->load_n++ % SEARCH_LOAD_RING] = b;
+}
+
+/* A burst's aftermath (param search_aftermath_s): over the last
+ * search_aftermath_s the waiting was overload
+ * (sla_window_overload(), the judgement the rollback manager uses) and the
+ * light periods themselves barely had requests waiting (for at most
+ * search_aftermath_wait_s, or at most search_aftermath_share of the
+ * waiting). Then a light
+ * period's short-window tail is the burst's, which the max clock already
+ * served: raising the light base buys the burst nothing and every light
+ * period after it pays (the Azure trace at 0.8-1x: the light base climbed to
+ * 1740-1920 MHz where 1470-1545 met every feasible window). */
+static bool search_aftermath(const struct ctl_search *s, double period_s)
+{
+	if (!(s->aftermath_s > 0) || s->cls_cur != 0 || !(period_s > 0))
+		return false;
+	double want = ceil(s->aftermath_s / period_s - 1e-9);
+	uint32_t n = want < SEARCH_LOAD_RING ? (uint32_t)want : SEARCH_LOAD_RING;
+	if (n > s->load_n)
+		n = s->load_n;
+	struct sla_window_load l = { 0 };
+	uint32_t light_wait = 0;
+	uint64_t light_q = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t k = (s->load_n - 1 - i) % SEARCH_LOAD_RING;
+		uint8_t b = s->load_ring[k];
+		l.waited += s->wait_ring[k];
+		l.waited_at_max += (b & LOAD_MOST) ? s->wait_ring[k] : 0;
+		light_wait += !!(b & LOAD_LIGHT_WAIT);
+		light_q += (b & LOAD_LIGHT_WAIT) ? s->wait_ring[k] : 0;
+	}
+	bool own = (double)light_wait * period_s > s->aftermath_wait_s + 1e-9 &&
+		   !(s->aftermath_share > 0 &&
+		     (double)light_q <= s->aftermath_share * (double)l.waited);
+	return !own && sla_window_overload(SLA_MISSED, &l);
+}
+
+/* search_blame_wait: the window closing missed on its TTFT tail alone
+ * (TBT within search_high) and had requests waiting. TTFT is time waited,
+ * so the class whose periods held most of the waiting made the miss; a
+ * light base raised for a wait the heavy periods held stays raised (and
+ * barred under) long after the burst. */
+static bool wait_missed(const struct ctl_search *s, const struct gov_estimates *e,
+			const struct policy *pol)
+{
+	double ttft = ctl_govd_tail_ratio(e->quantile_ms, pol, SLA_TTFT);
+	double tbt = ctl_govd_tail_ratio(e->quantile_ms, pol, SLA_TBT);
+	return ttft > s->high && tbt <= s->high && s->win_wait > 0;
+}
+
+/* The class a closing window's verdict moves (true: heavy): by its busy
+ * periods' heavy share, or (search_blame_wait) a TTFT miss by where its
+ * requests waited (*wait_blamed). judge: the window is one mode's. */
+static bool window_heavy(const struct ctl_search *s, const struct gov_estimates *e,
+			 const struct policy *pol, bool judge, bool *wait_blamed)
+{
+	*wait_blamed = s->blame_wait && judge && s->win_busy && wait_missed(s, e, pol);
+	if (*wait_blamed)
+		return 2 * s->win_wait_heavy >= s->win_wait;
+	return s->win_periods > 0 && s->win_heavy >= s->heavy_share * s->win_periods;
+}
+
+/* The window search (param search): one base clock, moved only when an SLA
+ * window closes, on that window's judged tail (the quantiles over
+ * sla.window_s against the p99 targets): down a step while it stays under
+ * search_low, up while it is over search_high, and up at once inside a window
+ * when the short window's tail passes the target. What a fixed lock chosen
+ * with hindsight does, found online. Queue surges still send the clock to max
+ * for the period; idle periods take idle_mhz. Guards (each a param, 0: off):
+ * a start clock, one short-window raise per search_short_s, a failed clock
+ * barred from the descent for search_memory window closes, an overload tail
+ * made in a surge raising nothing (search_overload), and a window under the
+ * thermal limit closing a step down (search_thermal). */
+uint32_t ctl_search_step(struct ctl_search *s, const struct ctl_search_in *in,
+			 const struct gov_estimates *e, const struct policy *pol, double *f_khz,
+			 struct gov_why *why)
+{
+	double period_s = in->period_s;
+	bool busy = in->busy;
+	double w = pol->sla.window_s > 0 ? pol->sla.window_s : 60;
+	long k = (long)floor(e->t_s / w + 1e-9);
+	double r = ctl_govd_tail_ratio(e->quantile_ms, pol, -1); /* the judged window's */
+	double prev = *f_khz;
+	if (s->win_idx < 0) {
+		s->win_idx = k;
+		s->base_khz = s->start_khz > 0 ? s->start_khz : in->fmax_khz;
+		s->cls[0].base_khz = s->cls[1].base_khz = s->base_khz;
+		/* heavy periods may start higher: a burst in the first windows
+		 * meets a base no window has judged yet */
+		if (s->heavy_n > 0 && s->heavy_start_khz > s->base_khz)
+			s->cls[1].base_khz = fmin(s->heavy_start_khz, in->fmax_khz);
+	}
+	/* Per mode: the mode in force over the period just gone runs at its
+	 * own base; a new mode starts from the base in force. */
+	if (s->per_mode && in->mode != s->base_mode) {
+		s->mode_base_khz[s->base_mode] = s->base_khz;
+		if (s->mode_base_khz[in->mode] > 0)
+			s->base_khz = s->mode_base_khz[in->mode];
+		s->base_mode = in->mode;
+		s->win_mode_changed = true;
+	}
+	if (k != s->win_idx) {
+		bool judge = !s->win_mode_changed;
+		s->win_mode_changed = false;
+		bool wait_blamed = false;
+		if (s->heavy_n > 0)
+			cls_load(s, window_heavy(s, e, pol, judge, &wait_blamed));
+		if (s->win_thermal) {
+			s->base_khz -= s->down_khz;
+			s->last_move = GOV_WHY_M_THERMAL;
+		} else if (!judge) {
+			/* the window's tail is two modes': it judges neither base */
+		} else if (s->win_busy && r > s->high && s->overload > 0 && s->win_surge &&
+			   r > s->overload) {
+			s->last_move = GOV_WHY_M_OVERLOAD;
+		} else if (s->win_busy && r > s->high) {
+			remember_bad(s, s->base_khz);
+			s->base_khz += s->up_khz;
+			s->last_move = wait_blamed ? GOV_WHY_M_WAIT_UP : GOV_WHY_M_UP;
+		} else if (s->win_busy && r > 0 && r < search_low_at_risk(s, pol) &&
+			   (double)e->window_requests >= s->down_requests) {
+			s->base_khz -= s->down_khz;
+			s->last_move = GOV_WHY_M_DOWN;
+			/* never back onto a clock that failed lately */
+			if (s->bad_left > 0 && s->base_khz <= s->bad_khz) {
+				s->base_khz = s->bad_khz + s->up_khz;
+				s->last_move = GOV_WHY_M_BARRED;
+			}
+		}
+		bar_tick(&s->bad_khz, &s->bad_left);
+		if (s->heavy_n > 0) {
+			int o = !s->cls_cur;
+			if (s->win_thermal) {
+				s->cls[o].base_khz -= s->down_khz;
+				s->cls[o].last_move = GOV_WHY_M_THERMAL;
+			}
+			bar_tick(&s->cls[o].bad_khz, &s->cls[o].bad_left);
+			cls_order(s);
+			s->win_periods = s->win_heavy = 0;
+			s->win_wait = s->win_wait_heavy = 0;
+		}
+		/* The risk budget counts the window as the SLA judges it. */
+		if (s->risk_windows > 0 && s->win_busy) {
+			struct sla_window_obs o = estimate_sla_obs(e);
+			enum sla_verdict v =
+				sla_judge(pol->sla.latency_ms, pol->sla.min_tokens_per_s, &o, NULL);
+			s->risk_judged += v != SLA_IDLE;
+			s->risk_missed += v == SLA_MISSED;
+		}
+		s->win_idx = k;
+		s->win_busy = false;
+		s->win_surge = false;
+		s->win_thermal = false;
+	}
+	/* Under heat a higher clock spends the heat the next burst needs (the
+	 * thermal guard's reason): within search_heavy_hot_s of the limit
+	 * binding, one base and no held surge. */
+	bool cool = e->t_s - in->last_hot_s >= s->heavy_hot_s;
+	if (s->heavy_n > 0) {
+		bool heavy = (double)(e->running + e->queue_len) >= s->heavy_n && cool;
+		cls_load(s, heavy);
+		s->win_periods += busy;
+		s->win_heavy += busy && heavy;
+		s->win_wait += e->queue_len;
+		s->win_wait_heavy += heavy ? e->queue_len : 0;
+	}
+	bool hot = s->thermal && in->th_bound;
+	s->win_thermal |= hot;
+	s->win_busy |= busy;
+	bool surge = (double)e->queue_len >= in->surge_queue;
+	/* A surge released at surge_queue leaves the rest of its queue to the
+	 * base, which is what let it build: held until it drains, when cool. */
+	if (!surge && s->surging && s->surge_release >= 0 &&
+	    (double)e->queue_len > s->surge_release && cool)
+		surge = true;
+	s->surging = surge;
+	if (surge) {
+		s->win_surge = true;
+		s->last_surge_s = e->t_s;
+	}
+	double short_r = ctl_govd_sla_ratio(e, pol, -1);
+	bool short_surged = s->overload > 0 && short_r > s->overload &&
+			    e->t_s - s->last_surge_s <
+				    (e->short_window_s > 0 ? e->short_window_s : ESTIMATE_SHORT_WINDOW_S);
+	search_load_push(s, in, e, prev);
+	if (busy && short_r > 1.0 && s->base_khz < in->fmax_khz && !short_surged && !hot &&
+	    e->t_s - s->last_short_raise_s >= s->short_s) {
+		if (search_aftermath(s, period_s)) {
+			s->last_move = GOV_WHY_M_AFTERMATH;
+		} else {
+			remember_bad(s, s->base_khz);
+			s->base_khz += s->up_khz;
+			s->last_short_raise_s = e->t_s;
+			s->last_move = GOV_WHY_M_SHORT;
+		}
+	}
+	if (s->base_khz > in->fmax_khz)
+		s->base_khz = in->fmax_khz;
+	if (s->base_khz < in->floor_khz)
+		s->base_khz = in->floor_khz;
+	if (s->heavy_n > 0)
+		cls_order(s);
+	why->bound = GOV_WHY_SEARCH;
+	why->margin = search_low_at_risk(s, pol); /* the step-down threshold in force */
+	why->tail_ratio = r;
+	why->base_mhz = s->base_khz / 1000.0;
+	why->bar_mhz = s->bad_left > 0 ? s->bad_khz / 1000.0 : NAN;
+	why->move = s->last_move;
+	why->load = s->heavy_n <= 0 ? GOV_WHY_LOAD_NONE
+		    : s->cls_cur ? GOV_WHY_LOAD_HEAVY : GOV_WHY_LOAD_LIGHT;
+	uint32_t reason;
+	if (surge) {
+		*f_khz = in->fmax_khz;
+		why->bound = GOV_WHY_SURGE;
+		reason = GOV_R_QUEUE_SURGE;
+	} else if (!busy) {
+		bool cool_idle = in->idle_khz &&
+				 (s->idle_hot_s <= 0 || e->t_s - in->last_hot_s < s->idle_hot_s);
+		*f_khz = cool_idle ? in->idle_khz : s->base_khz;
+		why->bound = GOV_WHY_IDLE;
+		reason = GOV_R_SLA_KEEP;
+	} else {
+		*f_khz = s->base_khz;
+		reason = *f_khz > prev * 1.001 ? GOV_R_SLA_RAISE
+			 : *f_khz < prev * 0.999 ? GOV_R_SLA_LOWER : GOV_R_SLA_KEEP;
+	}
+	return reason;
+}
