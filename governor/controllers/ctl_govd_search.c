@@ -184,8 +184,6 @@ uint32_t ctl_search_step(struct ctl_search *s, const struct ctl_search_in *in,
 			 const struct gov_estimates *e, const struct policy *pol, double *f_khz,
 			 struct gov_why *why)
 {
-	double period_s = in->period_s;
-	bool busy = in->busy;
 	double w = pol->sla.window_s > 0 ? pol->sla.window_s : 60;
 	long k = (long)floor(e->t_s / w + 1e-9);
 	double r = ctl_govd_tail_ratio(e->quantile_ms, pol, -1); /* the judged window's */
@@ -268,14 +266,14 @@ uint32_t ctl_search_step(struct ctl_search *s, const struct ctl_search_in *in,
 	if (s->heavy_n > 0) {
 		bool heavy = (double)(e->running + e->queue_len) >= s->heavy_n && cool;
 		cls_load(s, heavy);
-		s->win_periods += busy;
-		s->win_heavy += busy && heavy;
+		s->win_periods += in->busy;
+		s->win_heavy += in->busy && heavy;
 		s->win_wait += e->queue_len;
 		s->win_wait_heavy += heavy ? e->queue_len : 0;
 	}
 	bool hot = s->thermal && in->th_bound;
 	s->win_thermal |= hot;
-	s->win_busy |= busy;
+	s->win_busy |= in->busy;
 	bool surge = (double)e->queue_len >= in->surge_queue;
 	/* A surge released at surge_queue leaves the rest of its queue to the
 	 * base, which is what let it build: held until it drains, when cool. */
@@ -292,9 +290,9 @@ uint32_t ctl_search_step(struct ctl_search *s, const struct ctl_search_in *in,
 			    e->t_s - s->last_surge_s <
 				    (e->short_window_s > 0 ? e->short_window_s : ESTIMATE_SHORT_WINDOW_S);
 	search_load_push(s, in, e, prev);
-	if (busy && short_r > 1.0 && s->base_khz < in->fmax_khz && !short_surged && !hot &&
+	if (in->busy && short_r > 1.0 && s->base_khz < in->fmax_khz && !short_surged && !hot &&
 	    e->t_s - s->last_short_raise_s >= s->short_s) {
-		if (search_aftermath(s, period_s)) {
+		if (search_aftermath(s, in->period_s)) {
 			s->last_move = GOV_WHY_M_AFTERMATH;
 		} else {
 			remember_bad(s, s->base_khz);
@@ -322,7 +320,7 @@ uint32_t ctl_search_step(struct ctl_search *s, const struct ctl_search_in *in,
 		*f_khz = in->fmax_khz;
 		why->bound = GOV_WHY_SURGE;
 		reason = GOV_R_QUEUE_SURGE;
-	} else if (!busy) {
+	} else if (!in->busy) {
 		bool cool_idle = in->idle_khz &&
 				 (s->idle_hot_s <= 0 || e->t_s - in->last_hot_s < s->idle_hot_s);
 		*f_khz = cool_idle ? in->idle_khz : s->base_khz;
