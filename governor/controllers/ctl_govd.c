@@ -265,7 +265,6 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 		s->power_spread_mhz = ctl_param_value(pol, c, "power_spread_mhz");
 		s->predict_floor = ctl_param_value(pol, c, "predict_floor") >= 0.5;
 		s->search = ctl_param_value(pol, c, "search") >= 0.5;
-		ctl_search_init(&s->srch, pol, c);
 		s->last_hot_s = -INFINITY;
 		s->int8_max_detect_s = ctl_param_value(pol, c, "int8_max_detect_s"); /* NaN: no limit */
 		s->benefit_on = ctl_param_value(pol, c, "benefit") >= 0.5;
@@ -296,6 +295,9 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 		s->idle_khz = s->floor_khz;
 	if (s->idle_khz > s->fmax_khz)
 		s->idle_khz = s->fmax_khz;
+	if (!peer)
+		ctl_search_init(&s->srch, pol, c, s->fmax_khz, s->floor_khz, s->idle_khz,
+				t->surge_queue);
 	s->f_khz = s->fmax_khz; /* start where the firmware would be */
 	gp_model_init(&s->model, s->fmin_khz / 1000.0, s->fmax_khz / 1000.0, t->tbt_exponent);
 
@@ -1004,8 +1006,6 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 						   .period_s = in->period_s, .busy = busy,
 						   .mode = s->cur_mode, .th_bound = s->th_bound,
 						   .last_hot_s = s->last_hot_s,
-						   .surge_queue = t->surge_queue, .fmax_khz = s->fmax_khz,
-						   .floor_khz = s->floor_khz, .idle_khz = s->idle_khz,
 					   },
 					   e, pol, &s->f_khz, why);
 	else if (s->predict)

@@ -9,9 +9,14 @@
 /* What the load ring records of each period. */
 enum { LOAD_MOST = 1, LOAD_LIGHT_WAIT = 2 };
 
-void ctl_search_init(struct ctl_search *s, const struct policy *pol, const struct controller_ops *c)
+void ctl_search_init(struct ctl_search *s, const struct policy *pol, const struct controller_ops *c,
+		     uint32_t fmax_khz, uint32_t floor_khz, uint32_t idle_khz, double surge_queue)
 {
 	*s = (struct ctl_search){
+		.fmax_khz = fmax_khz,
+		.floor_khz = floor_khz,
+		.idle_khz = idle_khz,
+		.surge_queue = surge_queue,
 		.low = ctl_param_value(pol, c, "search_low"),
 		.high = ctl_param_value(pol, c, "search_high"),
 		.down_khz = ctl_param_value(pol, c, "search_down_mhz") * 1000.0,
@@ -101,7 +106,7 @@ static void cls_order(struct ctl_search *s)
 static void search_load_push(struct ctl_search *s, const struct ctl_search_in *in,
 			     const struct gov_estimates *e, double prev_khz)
 {
-	bool queued = e->queue_len > 0, most = in->th_bound || prev_khz >= in->fmax_khz;
+	bool queued = e->queue_len > 0, most = in->th_bound || prev_khz >= s->fmax_khz;
 	uint8_t b = (uint8_t)((most ? LOAD_MOST : 0) |
 			      (queued && !most && s->cls_cur == 0 ? LOAD_LIGHT_WAIT : 0));
 	s->wait_ring[s->load_n % SEARCH_LOAD_RING] =
@@ -169,8 +174,8 @@ static bool window_heavy(const struct ctl_search *s, const struct gov_estimates 
 	return s->win_periods > 0 && s->win_heavy >= s->heavy_share * s->win_periods;
 }
 
-/* The window search (param search): one base clock, moved only when an SLA
- * window closes, on that window's judged tail (the quantiles over
+/* The window search (param search): one base clock (one per load class with
+ * search_heavy_running), moved only when an SLA window closes, on that window's judged tail (the quantiles over
  * sla.window_s against the p99 targets): down a step while it stays under
  * search_low, up while it is over search_high, and up at once inside a window
  * when the short window's tail passes the target. What a fixed lock chosen
@@ -190,12 +195,12 @@ uint32_t ctl_search_step(struct ctl_search *s, const struct ctl_search_in *in,
 	double prev = *f_khz;
 	if (s->win_idx < 0) {
 		s->win_idx = k;
-		s->base_khz = s->start_khz > 0 ? s->start_khz : in->fmax_khz;
+		s->base_khz = s->start_khz > 0 ? s->start_khz : s->fmax_khz;
 		s->cls[0].base_khz = s->cls[1].base_khz = s->base_khz;
 		/* heavy periods may start higher: a burst in the first windows
 		 * meets a base no window has judged yet */
 		if (s->heavy_n > 0 && s->heavy_start_khz > s->base_khz)
-			s->cls[1].base_khz = fmin(s->heavy_start_khz, in->fmax_khz);
+			s->cls[1].base_khz = fmin(s->heavy_start_khz, s->fmax_khz);
 	}
 	/* Per mode: the mode in force over the period just gone runs at its
 	 * own base; a new mode starts from the base in force. */
@@ -274,7 +279,7 @@ uint32_t ctl_search_step(struct ctl_search *s, const struct ctl_search_in *in,
 	bool hot = s->thermal && in->th_bound;
 	s->win_thermal |= hot;
 	s->win_busy |= in->busy;
-	bool surge = (double)e->queue_len >= in->surge_queue;
+	bool surge = (double)e->queue_len >= s->surge_queue;
 	/* A surge released at surge_queue leaves the rest of its queue to the
 	 * base, which is what let it build: held until it drains, when cool. */
 	if (!surge && s->surging && s->surge_release >= 0 &&
@@ -290,7 +295,7 @@ uint32_t ctl_search_step(struct ctl_search *s, const struct ctl_search_in *in,
 			    e->t_s - s->last_surge_s <
 				    (e->short_window_s > 0 ? e->short_window_s : ESTIMATE_SHORT_WINDOW_S);
 	search_load_push(s, in, e, prev);
-	if (in->busy && short_r > 1.0 && s->base_khz < in->fmax_khz && !short_surged && !hot &&
+	if (in->busy && short_r > 1.0 && s->base_khz < s->fmax_khz && !short_surged && !hot &&
 	    e->t_s - s->last_short_raise_s >= s->short_s) {
 		if (search_aftermath(s, in->period_s)) {
 			s->last_move = GOV_WHY_M_AFTERMATH;
@@ -301,10 +306,10 @@ uint32_t ctl_search_step(struct ctl_search *s, const struct ctl_search_in *in,
 			s->last_move = GOV_WHY_M_SHORT;
 		}
 	}
-	if (s->base_khz > in->fmax_khz)
-		s->base_khz = in->fmax_khz;
-	if (s->base_khz < in->floor_khz)
-		s->base_khz = in->floor_khz;
+	if (s->base_khz > s->fmax_khz)
+		s->base_khz = s->fmax_khz;
+	if (s->base_khz < s->floor_khz)
+		s->base_khz = s->floor_khz;
 	if (s->heavy_n > 0)
 		cls_order(s);
 	why->bound = GOV_WHY_SEARCH;
@@ -317,13 +322,13 @@ uint32_t ctl_search_step(struct ctl_search *s, const struct ctl_search_in *in,
 		    : s->cls_cur ? GOV_WHY_LOAD_HEAVY : GOV_WHY_LOAD_LIGHT;
 	uint32_t reason;
 	if (surge) {
-		*f_khz = in->fmax_khz;
+		*f_khz = s->fmax_khz;
 		why->bound = GOV_WHY_SURGE;
 		reason = GOV_R_QUEUE_SURGE;
 	} else if (!in->busy) {
-		bool cool_idle = in->idle_khz &&
+		bool cool_idle = s->idle_khz &&
 				 (s->idle_hot_s <= 0 || e->t_s - in->last_hot_s < s->idle_hot_s);
-		*f_khz = cool_idle ? in->idle_khz : s->base_khz;
+		*f_khz = cool_idle ? s->idle_khz : s->base_khz;
 		why->bound = GOV_WHY_IDLE;
 		reason = GOV_R_SLA_KEEP;
 	} else {

@@ -2,7 +2,7 @@
  * search"): a base clock per load class, moved only when an SLA window
  * closes, on that window's judged tail; what a fixed lock chosen with
  * hindsight does, found online. Pure maths on the estimates, held by the
- * govd controller (ctl_govd.c), which reads its parameters into it. */
+ * govd controller (ctl_govd.c); internal to governor/controllers. */
 #ifndef GOVD_GOVERNOR_CTL_GOVD_SEARCH_H
 #define GOVD_GOVERNOR_CTL_GOVD_SEARCH_H
 #include <stdbool.h>
@@ -15,6 +15,9 @@
 #define SEARCH_LOAD_RING 512
 
 struct ctl_search {
+	/* The clocks it may use and the surge rule (the controller's). */
+	uint32_t fmax_khz, floor_khz, idle_khz; /* idle_khz 0: hold */
+	double surge_queue;        /* waiting requests that send the clock to max */
 	/* Parameters (search_*; ctl_search_init). */
 	double low, high, down_khz, up_khz;
 	double short_s, memory, start_khz;
@@ -69,13 +72,13 @@ struct ctl_search_in {
 	int mode;                  /* the precision mode in force (search_per_mode) */
 	bool th_bound;             /* the thermal limit bound last period */
 	double last_hot_s;         /* when it last bound (-INFINITY: never) */
-	double surge_queue;        /* waiting requests that send the clock to max */
-	uint32_t fmax_khz, floor_khz, idle_khz; /* idle_khz 0: hold */
 };
 
 /* The parameters from the policy (c: the controller whose table holds
- * them), the state before the first window. */
-void ctl_search_init(struct ctl_search *s, const struct policy *pol, const struct controller_ops *c);
+ * them), the controller's clocks (fmax >= floor; idle 0: hold) and surge
+ * rule, the state before the first window. */
+void ctl_search_init(struct ctl_search *s, const struct policy *pol, const struct controller_ops *c,
+		     uint32_t fmax_khz, uint32_t floor_khz, uint32_t idle_khz, double surge_queue);
 /* One period: *f_khz (the clock in force, in and out) and why's search
  * fields; returns the period's GOV_R_* reason. */
 uint32_t ctl_search_step(struct ctl_search *s, const struct ctl_search_in *in,
