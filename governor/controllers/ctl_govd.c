@@ -677,7 +677,11 @@ void ctl_govd_evidence(const struct ctl_input *in, const double *int8_served,
 		 * reference and the INT8 rung below; docs/serving-model.md). */
 		bool two = r->fp8_allowed && r->int8_allowed && int8_served[i] > 0 &&
 			   out->op.low_mode[i] == HAL_LOW_FP8;
-		extra_i[i] = all > 0 ? (ask - own) * rate[i] / all * (two ? 2.0 : 1.0) : 0;
+		/* Shares unknown (no request in the window: the first period, or
+		 * the first of a burst after an idle stretch): each ask is
+		 * counted as if its slice carried all the traffic, so the asks
+		 * together stay within the budget whatever the mix turns out. */
+		extra_i[i] = (ask - own) * (all > 0 ? rate[i] / all : 1.0) * (two ? 2.0 : 1.0);
 		extra += extra_i[i];
 	}
 	/* Over budget every ask keeps the same share of its extra; an ask

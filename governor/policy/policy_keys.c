@@ -208,7 +208,8 @@ static const struct policy_key keys[] = {
 	{ "quality.shadow_budget", POLICY_KEY_NUMBER, "", 0.1, NULL, 0, 1, NULL,
 	  P(quality.shadow_budget),
 	  "the asks' extra re-runs (over each slice's `shadow_rate`) together, as a share of all "
-	  "requests; over it every ask is scaled down by the same factor", NULL },
+	  "requests (a slice's share counts as all of them while the SLA window holds no request "
+	  "yet); over it every ask is scaled down by the same factor", NULL },
 	{ "quality.slices.*.max_drop", POLICY_KEY_NUMBER, "", NAN, "policy-wide", 0, 1, NULL,
 	  S(max_drop), "the slice's allowed INT8 accuracy drop", NULL },
 	{ "quality.slices.*.confidence", POLICY_KEY_NUMBER, "", NAN, "policy-wide", 0.5, 0.9999, NULL,

@@ -1213,6 +1213,24 @@ static void test_evidence_on_demand(void **state)
 	}
 	assert_true(out.evidence_budget);
 
+	/* No request in the window yet (the first period, or a burst's first
+	 * after an idle stretch): the shares are unknown, so each ask counts
+	 * as if its slice carried every request; the three together stay
+	 * within the budget: 0.02 + 0.48 * 0.1 / (3 * 0.48). Failed before:
+	 * unknown shares counted nothing, and 0.5 was asked on every slice. */
+	e.slice_requests[0] = e.slice_requests[1] = e.slice_requests[2] = 0;
+	e.window_requests = 0;
+	memset(&out, 0, sizeof(out));
+	ctl_govd_evidence(&in, served, held, ev_rows, bad, &out);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(out.evidence[i], GOV_EV_PROBATION);
+		assert_true(fabs(out.op.shadow_rate[i] - (0.02 + 0.1 / 3)) < 1e-9);
+	}
+	assert_true(out.evidence_budget);
+	e.slice_requests[0] = 60;
+	e.slice_requests[1] = e.slice_requests[2] = 30;
+	e.window_requests = 120;
+
 	/* c decided bad (lower bound over max_drop): nothing asked there; b's
 	 * gate open and INT8 serves it: the detection-delay rate; a undecided. */
 	e.q_drop_lower[2] = 0.02;
