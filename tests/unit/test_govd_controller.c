@@ -1283,6 +1283,63 @@ static void test_evidence_on_demand(void **state)
 	policy_free(pol);
 }
 
+/* Seeded: whatever the slices' states and the window's mix, the asks'
+ * extra re-runs stay within shadow_budget, measured with the mix the
+ * requests actually have; where the window holds no request yet, with any
+ * mix they may turn out to have. Failed before the unknown shares counted
+ * as all the traffic: 0.5 was asked on every undecided slice then. */
+static void test_evidence_budget_random(void **state)
+{
+	(void)state;
+	static const size_t ev_rows[HAL_MAX_SLICES] = { 0, 1, 2 };
+	static const char *const budgets[] = { "0.05", "0.1", "0.3" };
+	uint64_t seed = test_seed();
+	printf("seed %llu (GOVD_TEST_SEED)\n", (unsigned long long)seed);
+	struct rng r;
+	rng_seed(&r, seed);
+	for (size_t b = 0; b < sizeof(budgets) / sizeof(budgets[0]); b++) {
+		struct policy_slices slices;
+		struct policy *pol = evidence_policy("", budgets[b], 33, 3, &slices);
+		double budget = pol->quality.shadow_budget;
+		for (int trial = 0; trial < 500; trial++) {
+			struct gov_estimates e;
+			memset(&e, 0, sizeof(e));
+			e.window_s = 60;
+			double served[3] = { 0 }, need[3] = { 0 };
+			bool bad[3] = { false, false, false };
+			for (int i = 0; i < 3; i++) {
+				/* a third of the windows hold no request at all */
+				e.slice_requests[i] = trial % 3 ? (uint64_t)(rng_uniform(&r) * 120) : 0;
+				e.window_requests += e.slice_requests[i];
+				e.q_drop_upper[i] = 1;
+				e.q_gate_open[i] = rng_uniform(&r) < 0.3;
+				e.q_drop_lower[i] = rng_uniform(&r) < 0.2 ? 0.02 : 0;
+				served[i] = e.q_gate_open[i] && rng_uniform(&r) < 0.5;
+			}
+			struct ctl_input in = { .est = &e, .pol = pol, .slices = &slices };
+			struct ctl_output out;
+			memset(&out, 0, sizeof(out));
+			ctl_govd_evidence(&in, served, need, ev_rows, bad, &out);
+			/* the mixes to check: the window's own, or random ones */
+			for (int m = 0; m < (e.window_requests ? 1 : 50); m++) {
+				double w[3], sum = 0, extra = 0;
+				for (int i = 0; i < 3; i++) {
+					w[i] = e.window_requests ? (double)e.slice_requests[i]
+								 : rng_uniform(&r);
+					sum += w[i];
+				}
+				for (int i = 0; i < 3 && sum > 0; i++) {
+					double own = slices.rule[i].shadow_rate;
+					if (out.op.shadow_rate[i] > own)
+						extra += (out.op.shadow_rate[i] - own) * w[i] / sum;
+				}
+				assert_true(extra <= budget + 1e-9);
+			}
+		}
+		policy_free(pol);
+	}
+}
+
 /* A rung the expected-value gate holds shut (its quality gate open, its
  * detection delay too long) is asked the detection-delay rate as well
  * (`held`), but only where that rate, after the budget, reaches what the
@@ -1677,6 +1734,7 @@ int main(void)
 		cmocka_unit_test(test_every_param_binds),
 		cmocka_unit_test(test_window_search_risk),
 		cmocka_unit_test(test_evidence_on_demand),
+		cmocka_unit_test(test_evidence_budget_random),
 		cmocka_unit_test(test_evidence_held_rung),
 		cmocka_unit_test(test_low_all_or_none),
 		cmocka_unit_test(test_evidence_opens_held_rung),
