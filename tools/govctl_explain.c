@@ -1,8 +1,9 @@
 /* govctl explain: why the clock sat where it did, from a decision log's
  * "why" records (docs/decision-log.md): per stretch of a run, the clock the
  * controller asked for, how often it changed, which term set it (the model,
- * the observed tail, a floor, a surge, idle, infeasible), what the model
- * predicted at that clock and at the next lower one and why that one lost.
+ * the observed tail, a floor, a surge, idle, infeasible, the window search),
+ * what the model picked and predicted at that clock and at the next lower one
+ * and why that one lost.
  * Reads the log with its own reader (governor/loop/declog_read.c). */
 #include <errno.h>
 #include <getopt.h>
@@ -26,9 +27,11 @@ static void ex_usage(FILE *f)
 		   "  One row per --every seconds (default 60; 0: one row for the whole\n"
 		   "  stretch) between --from and --to (seconds into the run): the mean\n"
 		   "  clock asked for, clock changes per minute, the share of busy periods\n"
-		   "  each term set the clock, the median predicted TBT / TTFT p99 at the\n"
-		   "  chosen clock and at the next lower one, and why that one lost; for\n"
-		   "  the window search its base clock at the stretch's end and its moves;\n"
+		   "  each term set the clock, the model's median pick, the median\n"
+		   "  predicted TBT / TTFT p99 at the chosen clock and at the next lower\n"
+		   "  one, and why that one lost; for the window search (whose window\n"
+		   "  tails the model scales to its clock and one step lower) its base\n"
+		   "  clock at the stretch's end and its moves;\n"
 		   "  the share of periods the thermal limit was held at its floor\n"
 		   "  (thermal_floor_share) over the heatsink prediction's deeper cut\n");
 }
@@ -54,7 +57,8 @@ struct ex_acc {
 	 * prediction's cut (why.heat_floor_w), and the last such floor. */
 	unsigned heat_floor;
 	double heat_floor_w;
-	struct hist tbt, ttft, tbt_lo; /* predictions, for their medians (2 % buckets) */
+	/* predictions and the model's pick, for their medians (2 % buckets) */
+	struct hist tbt, ttft, tbt_lo, model;
 	/* Periods the expected-value gate held each slice's open quality gate
 	 * shut (quality[].detect_held_s), those a slice waited in BF16 for the
 	 * others (quality[].mix_held), and the slices' names. */
@@ -80,6 +84,7 @@ static void acc_reset(struct ex_acc *a, double t0, const struct declog_head *h)
 	hist_reset(&a->tbt);
 	hist_reset(&a->ttft);
 	hist_reset(&a->tbt_lo);
+	hist_reset(&a->model);
 	a->t0 = a->t1 = t0;
 	a->clk_min = INFINITY;
 	a->clk_max = -INFINITY;
@@ -147,6 +152,8 @@ static void acc_add(struct ex_acc *a, const struct declog_period *p, double peri
 		hist_add(&a->ttft, w->ttft_pred_ms, 1);
 	if (isfinite(w->tbt_lower_ms))
 		hist_add(&a->tbt_lo, w->tbt_lower_ms, 1);
+	if (isfinite(w->model_mhz))
+		hist_add(&a->model, w->model_mhz, 1);
 }
 
 /* "%8.1f", or "-" when unknown. */
@@ -174,7 +181,7 @@ static void held_shares(char *buf, size_t len, const struct ex_acc *a, const uns
 
 static void acc_print(FILE *out, struct ex_acc *a, const char *label)
 {
-	char b1[16], b2[16], b3[16];
+	char b1[16], b2[16], b3[16], b4[16];
 	char terms[160] = "", *q = terms;
 	/* The terms that set the clock, largest share first. */
 	bool used[GOV_WHY_N] = { false };
@@ -225,9 +232,10 @@ static void acc_print(FILE *out, struct ex_acc *a, const char *label)
 			 100.0 * a->heat_floor / a->n, a->heat_floor_w);
 	held_shares(held, sizeof(held), a, a->held, "; 8-bit held by the detection delay: ");
 	held_shares(held, sizeof(held), a, a->mix_held, "; 8-bit held for the other slices: ");
-	fprintf(out, "%-13s %6u %5u %6.0f %5.0f-%-5.0f %6.1f %s %s %s  %-8s %s%s%s\n", label, a->n,
-	       a->busy, a->clk_sum / a->busy, a->clk_min, a->clk_max,
-	       mins > 0 ? a->changes / mins : 0.0, num(b1, sizeof(b1), median(&a->tbt)),
+	fprintf(out, "%-13s %6u %5u %6.0f %5.0f-%-5.0f %6.1f %s %s %s %s  %-8s %s%s%s\n", label,
+	       a->n, a->busy, a->clk_sum / a->busy, a->clk_min, a->clk_max,
+	       mins > 0 ? a->changes / mins : 0.0, num(b4, sizeof(b4), median(&a->model)),
+	       num(b1, sizeof(b1), median(&a->tbt)),
 	       num(b2, sizeof(b2), median(&a->ttft)), num(b3, sizeof(b3), median(&a->tbt_lo)),
 	       lim < 0 ? "-" : gov_why_limit_name((enum gov_why_limit)lim), terms, search, held);
 }
@@ -247,8 +255,9 @@ static int on_header(void *ctx, const struct declog_head *h)
 	fprintf(x->out, "%s: policy %s, controller %s, period %.0f ms%s\n",
 	       h->scenario[0] ? h->scenario : h->dev_name, h->policy, h->controller, h->period_ms,
 	       h->compact_gap ? " (compact log: left-out periods repeat the record before)" : "");
-	fprintf(x->out, "%-13s %6s %5s %6s %11s %6s %8s %8s %8s  %-8s %s\n", "seconds", "periods", "busy",
-	       "clock", "min-max", "chg/min", "TBT pred", "TTFT prd", "TBT lowr", "lower", "set by");
+	fprintf(x->out, "%-13s %6s %5s %6s %11s %6s %8s %8s %8s %8s  %-8s %s\n", "seconds", "periods",
+	       "busy", "clock", "min-max", "chg/min", "model", "TBT pred", "TTFT prd", "TBT lowr",
+	       "lower", "set by");
 	return 0;
 }
 
@@ -354,9 +363,13 @@ int govctl_explain(int argc, char **argv)
 	fclose(x.out);
 	fputs(text, stdout);
 	free(text);
-	printf("busy: periods with work; clock: the clock asked for (MHz); TBT/TTFT pred: the "
-	       "model's median predicted p99 (ms) at it, risk term included; TBT lowr: at the next "
-	       "lower candidate; lower: why that one lost, most often; set by: the term that set "
+	printf("busy: periods with work; clock: the clock asked for (MHz); model: the model's "
+	       "median pick (MHz; beside the window search the lowest clock its window's tails, "
+	       "scaled by the learned clock exponents, would meet the step-down threshold at); "
+	       "TBT/TTFT pred: the model's median predicted p99 (ms) at the clock asked for, risk "
+	       "term included (the window search: the SLA window's tail scaled to it); TBT lowr: "
+	       "at the next lower candidate (the search: one step down); lower: why that one lost, "
+	       "most often (window: the search waits for its window to close); set by: the term that set "
 	       "the clock, share of busy periods (docs/decision-log.md, \"why\"); 8-bit held by the "
 	       "detection delay: share of periods a slice's open quality gate stayed shut because "
 	       "its drift would be caught too late (quality[].detect_held_s); 8-bit held for the "

@@ -725,6 +725,69 @@ static uint32_t snap(const struct hal_limits *lim, double khz)
 	return lim->clk_min_khz + k * lim->clk_step_khz;
 }
 
+/* The model learns from the period just gone, at the clock it ran. */
+static void model_observe(struct ctl_govd_state *s, const struct gov_estimates *e)
+{
+	struct gp_obs o = {
+		.mode = s->cur_mode, .clk_mhz = e->clk_mhz > 0 ? e->clk_mhz : s->f_khz / 1000.0,
+		.running = (double)e->running, .queue = (double)e->queue_len, .util = e->util,
+		.power_w = e->power_w[HAL_RAIL_ACCEL], .tbt_p99_ms = e->period_p99_ms[SLA_TBT],
+		.ttft_p99_ms = e->period_p99_ms[SLA_TTFT],
+	};
+	gp_observe(&s->model, &o);
+}
+
+/* Beside the window search the model learns and advises, and moves nothing
+ * (issue 32, part 4): the SLA window's observed TBT and TTFT p99 scaled to
+ * the clock asked for and to one search step lower by the clock exponents
+ * it has learned, the lowest clock at which they would still meet the
+ * targets (model_mhz: the room the search leaves), and why the lower one
+ * would lose against the search's step-down threshold (margin; window: the
+ * scaled tails meet it there, the search waits for its window to close). */
+static void search_advice(const struct ctl_govd_state *s, const struct gov_estimates *e,
+			  const struct policy *pol, double clk_mhz, struct gov_why *why)
+{
+	if (why->bound != GOV_WHY_SEARCH)
+		return; /* a surge, idle: nothing was weighed */
+	static const enum sla_metric m[2] = { SLA_TBT, SLA_TTFT };
+	double a[2], tail[2], target[2];
+	gp_clock_exponents(&s->model, s->cur_mode, &a[0], &a[1]);
+	double f_ref = e->clk_mhz > 0 ? e->clk_mhz : clk_mhz;
+	double floor_mhz = s->srch.floor_khz / 1000.0, fmax_mhz = s->fmax_khz / 1000.0;
+	double lower = fmax(clk_mhz - s->srch.down_khz / 1000.0, floor_mhz);
+	double need = floor_mhz, pred[2][2]; /* [at clk, at lower][metric] */
+	bool any = false;
+	for (int k = 0; k < 2; k++) {
+		tail[k] = e->quantile_ms[SLA_INDEX(m[k], SLA_P99)];
+		target[k] = pol->sla.latency_ms[SLA_INDEX(m[k], SLA_P99)];
+		pred[0][k] = pred[1][k] = NAN;
+		if (!(isfinite(tail[k]) && tail[k] > 0 && f_ref > 0))
+			continue;
+		any = true;
+		pred[0][k] = tail[k] * pow(f_ref / clk_mhz, a[k]);
+		pred[1][k] = tail[k] * pow(f_ref / lower, a[k]);
+		if (target[k] > 0)
+			need = fmax(need, f_ref * pow(tail[k] / target[k], 1 / a[k]));
+	}
+	if (!any)
+		return;
+	why->sigmas = 0;
+	why->tbt_pred_ms = pred[0][0];
+	why->ttft_pred_ms = pred[0][1];
+	why->model_mhz = fmin(ceil(need / 15.0 - 1e-9) * 15.0, fmax_mhz);
+	if (clk_mhz <= floor_mhz + 1e-9) {
+		why->lower_limit = GOV_WHY_L_FLOOR;
+		return;
+	}
+	why->lower_mhz = lower;
+	why->tbt_lower_ms = pred[1][0];
+	why->ttft_lower_ms = pred[1][1];
+	why->lower_limit = GOV_WHY_L_WINDOW;
+	for (int k = 1; k >= 0; k--)
+		if (target[k] > 0 && pred[1][k] > target[k] * why->margin)
+			why->lower_limit = k ? GOV_WHY_L_TTFT : GOV_WHY_L_TBT;
+}
+
 /* Predict, do not creep: learn from this period's telemetry, then take
  * the clock with the least predicted power among those predicted to keep
  * the TTFT and TBT p99 under the targets with a margin (govd_predict.h).
@@ -740,12 +803,7 @@ static uint32_t predict_step(struct ctl_govd_state *s, const struct gov_estimate
 	double prev = s->f_khz;
 	why->margin = s->predict_margin;
 	why->sigmas = s->predict_sigmas;
-	struct gp_obs o = {
-		.mode = s->cur_mode, .clk_mhz = f_now, .running = (double)e->running,
-		.queue = (double)e->queue_len, .util = e->util, .power_w = e->power_w[HAL_RAIL_ACCEL],
-		.tbt_p99_ms = e->period_p99_ms[SLA_TBT], .ttft_p99_ms = e->period_p99_ms[SLA_TTFT],
-	};
-	gp_observe(&s->model, &o);
+	model_observe(s, e);
 	if ((double)e->queue_len >= t->surge_queue) {
 		s->f_khz = s->fmax_khz;
 		why->bound = GOV_WHY_SURGE;
@@ -1004,7 +1062,8 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 		.tail_ratio = ratio,
 		.base_mhz = NAN, .bar_mhz = NAN, .heat_floor_w = NAN,
 	};
-	if (s->search)
+	if (s->search) {
+		model_observe(s, e);
 		reasons |= ctl_search_step(&s->srch,
 					   &(struct ctl_search_in){
 						   .period_s = in->period_s, .busy = busy,
@@ -1012,7 +1071,7 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 						   .last_hot_s = s->last_hot_s,
 					   },
 					   e, pol, &s->f_khz, why);
-	else if (s->predict)
+	} else if (s->predict)
 		reasons |= predict_step(s, e, pol, ratio, busy, use_floor_khz, why);
 	else {
 		reasons |= ctl_govd_latency_step(t, &s->f_khz, ratio, busy, e->queue_len, in->period_s,
@@ -1064,6 +1123,8 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 	out->reasons = reasons;
 	out->binding = binding;
 	why->clk_mhz = fk / 1000.0;
+	if (s->search)
+		search_advice(s, e, pol, why->clk_mhz, why);
 }
 
 /* Rules between parameters: the load classes keep their bases in the

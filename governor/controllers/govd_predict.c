@@ -207,3 +207,10 @@ void gp_choose(const struct gp_model *m, const struct gp_query *q, struct gp_cho
 	c->ttft_lower_ms = ev.ttft_ms;
 	c->lower_limit = ev.limit != GOV_WHY_L_NONE ? ev.limit : GOV_WHY_L_POWER;
 }
+
+void gp_clock_exponents(const struct gp_model *m, int mode, double *tbt, double *ttft)
+{
+	double b = -m->ttft[mode ? 1 : 0].theta[1];
+	*tbt = tbt_exponent(m, mode ? 1 : 0);
+	*ttft = b < 0.3 ? 0.3 : b > 1.5 ? 1.5 : b;
+}

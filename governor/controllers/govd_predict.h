@@ -81,4 +81,9 @@ struct gp_choice {
 };
 void gp_choose(const struct gp_model *m, const struct gp_query *q, struct gp_choice *c);
 
+/* The clock exponents the model has learned (-d ln p99 / d ln f) for one
+ * precision mode, kept to a plausible range: TBT between memory-bound
+ * decode (0.3) and compute-bound (1.2), TTFT (prefill and its queue) 0.3-1.5. */
+void gp_clock_exponents(const struct gp_model *m, int mode, double *tbt, double *ttft);
+
 #endif

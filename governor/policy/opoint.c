@@ -44,7 +44,8 @@ static const char *const why_bound_names[GOV_WHY_N] = {
 	"idle", "infeasible", "latency_loop", "objective", "window_search",
 };
 static const char *const why_limit_names[GOV_WHY_L_N] = { "none", "tbt",   "ttft",
-							  "util", "power", "floor" };
+							  "util", "power", "floor",
+							  "window" };
 static const char *const why_move_names[GOV_WHY_M_N] = { "none",   "down",     "up",
 							 "short_up", "barred", "overload",
 							 "thermal", "aftermath", "wait_up" };

@@ -8,7 +8,11 @@
 # 8-bit rung shut (quality-drift: chat), and the share a ladder slice waited
 # in BF16 for the others (all or none); the share of periods the thermal
 # limit was held at its floor (azure-code-hot); --from/--to select a stretch; a log without explanations
-# (firmware-default), a missing file and bad arguments are errors (1, 1, 2).
+# (firmware-default), a missing file and bad arguments are errors (1, 1, 2);
+# beside the window search the model's advice (the window's tails scaled to
+# the search's clock and one step lower, the lowest clock they would meet
+# the targets at, why the lower one would lose) is in every search record
+# and in the table.
 # $1: the build directory.
 set -euo pipefail
 build=${1:?usage: explain_cli.sh BUILD_DIR}
@@ -65,8 +69,35 @@ assert last, "no record names its load class"
 for cls, g in (("light", 1), ("heavy", 2)):
     want = "%.0f" % last[cls] if cls in last else "-"
     assert m.group(g) == want, (cls, m.group(g), want)
+# Beside the search the model advises (issue 32, part 4): every search
+# record carries the window's tails scaled to its clock and one step lower
+# and why that one would lose against the step-down threshold; the table's
+# columns are those records' medians and most frequent reason.
+srch = [w for w in busy if w["bound"] == "window_search"]
+assert sum(1 for w in srch if w["tail_ratio"]) > 0.9 * len(srch), "the search's advice is missing"
+from collections import Counter
+for w in srch:
+    if not w["tail_ratio"]:  # no request in the window yet: nothing to scale
+        assert w["tbt_pred_ms"] is None and w["lower_limit"] == "none", w
+        continue
+    assert w["tbt_pred_ms"] is not None and w["model_mhz"] is not None, w
+    assert w["lower_limit"] in ("tbt", "ttft", "window", "floor"), w
+    if w["lower_limit"] == "floor":
+        continue
+    assert w["lower_mhz"] == w["clk_mhz"] - 90 or w["lower_mhz"] == w["floor_mhz"], w
+    assert w["tbt_lower_ms"] >= w["tbt_pred_ms"], w
+    assert (w["lower_limit"] == "tbt") == (w["tbt_lower_ms"] > 100 * w["margin"]), w
+    assert (w["tbt_pred_ms"] <= 100) == (w["model_mhz"] <= w["clk_mhz"]) or \
+        w["ttft_pred_ms"] > 2000 or abs(w["tbt_pred_ms"] - 100) < 1, w
+cols = rows[-1].split()
+lims = Counter(w["lower_limit"] for w in busy if w.get("lower_limit", "none") != "none")
+assert cols[10] == lims.most_common(1)[0][0], (cols[10], lims)
+tbts = sorted(w["tbt_pred_ms"] for w in busy if w.get("tbt_pred_ms") is not None)
+assert abs(float(cols[7]) / tbts[len(tbts) // 2] - 1) < 0.03, (cols[7], tbts[len(tbts) // 2])
+models = sorted(w["model_mhz"] for w in busy if w.get("model_mhz") is not None)
+assert abs(float(cols[6]) / models[len(models) // 2] - 1) < 0.03, (cols[6], models[len(models) // 2])
 print(f"explain: {len(busy)} busy of {len(dec)} periods, mean clock {mean:.0f} MHz, "
-      f"terms {sorted(terms)}, heavy {len(heavy)}")
+      f"terms {sorted(terms)}, heavy {len(heavy)}, lower {dict(lims)}")
 PY
 # The shares of periods a slice's 8-bit rung was held, as the log counts
 # them: the expected-value gate holding chat's open gate shut on

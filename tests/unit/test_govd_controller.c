@@ -709,6 +709,57 @@ static void test_window_search_thermal(void **state)
 	policy_free(r.pol);
 }
 
+/* Beside the window search the model advises and moves nothing: the SLA
+ * window's tails scaled to the clock asked for and one step (90 MHz) lower
+ * by the clock exponents (the priors here, TBT f^-0.8 and TTFT f^-1: no
+ * period tail to learn from), the lowest clock at which they would still
+ * meet the targets, and why the lower clock would lose against the
+ * step-down threshold (0.85 of the target). */
+static void test_window_search_advice(void **state)
+{
+	(void)state;
+	struct search_rig r;
+	search_rig_init(&r, SEARCH_POLICY(", search_start_mhz: 1560"));
+	enum gov_why_bound b;
+	r.win_ttft_ms = 1000;
+	/* TBT 90 ms at 1560: 90 x (1560/1470)^0.8 = 94.4 at 1470, over 85. */
+	assert_int_equal(search_at(&r, 1, 90, 90, 8, 0, &b), 1560);
+	assert_int_equal(b, GOV_WHY_SEARCH);
+	assert_float_equal(r.why.tbt_pred_ms, 90, 1e-9);
+	assert_float_equal(r.why.ttft_pred_ms, 1000, 1e-9);
+	assert_float_equal(r.why.lower_mhz, 1470, 1e-9);
+	assert_float_equal(r.why.tbt_lower_ms, 90 * pow(1560.0 / 1470, 0.8), 1e-6);
+	assert_float_equal(r.why.ttft_lower_ms, 1000 * 1560.0 / 1470, 1e-6);
+	assert_int_equal(r.why.lower_limit, GOV_WHY_L_TBT);
+	assert_float_equal(r.why.margin, 0.85, 1e-12);
+	/* The targets hold down to 1560 x 0.9^(1/0.8) = 1367.7: 1380 on 15 MHz. */
+	assert_float_equal(r.why.model_mhz, 1380, 1e-9);
+	assert_float_equal(r.why.sigmas, 0, 0);
+	/* TBT 70: 73.4 at 1470, under 85; the search waits for its window. */
+	assert_int_equal(search_at(&r, 2, 70, 70, 8, 0, &b), 1560);
+	assert_float_equal(r.why.tbt_lower_ms, 70 * pow(1560.0 / 1470, 0.8), 1e-6);
+	assert_int_equal(r.why.lower_limit, GOV_WHY_L_WINDOW);
+	/* TTFT 1650: 1751 at 1470, over 1700; it binds the pick (1290 MHz). */
+	r.win_ttft_ms = 1650;
+	assert_int_equal(search_at(&r, 3, 60, 60, 8, 0, &b), 1560);
+	assert_int_equal(r.why.lower_limit, GOV_WHY_L_TTFT);
+	assert_float_equal(r.why.model_mhz, 1290, 1e-9);
+	/* A queue surge and an idle period weigh nothing. */
+	assert_int_equal(search_at(&r, 4, 60, 60, 8, 20, &b), 1980);
+	assert_int_equal(b, GOV_WHY_SURGE);
+	assert_true(isnan(r.why.model_mhz) && isnan(r.why.tbt_pred_ms) && isnan(r.why.lower_mhz));
+	assert_int_equal(r.why.lower_limit, GOV_WHY_L_NONE);
+	assert_int_equal(search_at(&r, 5, 60, 60, 0, 0, &b), 1560);
+	assert_int_equal(b, GOV_WHY_IDLE);
+	assert_true(isnan(r.why.tbt_pred_ms));
+	/* A window over the max's reach: the pick is the max. */
+	r.win_ttft_ms = 0;
+	search_at(&r, 6, 150, 90, 8, 0, &b);
+	assert_float_equal(r.why.model_mhz, 1980, 1e-9);
+	ctl_govd.fini(r.st);
+	policy_free(r.pol);
+}
+
 /* thermal_floor_share is a share of the limit the device can take: a
  * policy cap over the device's range (700 W on a 400 W part) would put the
  * floor where no limit binds. A heatsink rising from 60 to 70 C at 400 W:
@@ -1724,6 +1775,7 @@ int main(void)
 		cmocka_unit_test(test_window_search_guards),
 		cmocka_unit_test(test_window_search_surge_release),
 		cmocka_unit_test(test_window_search_thermal),
+		cmocka_unit_test(test_window_search_advice),
 		cmocka_unit_test(test_window_search_idle_hot),
 		cmocka_unit_test(test_window_search_load),
 		cmocka_unit_test(test_window_search_blame_wait),

@@ -125,11 +125,40 @@ static void test_choose(void **st)
 	assert_true(c.tbt_pred_ms > 1); /* what it predicts at the max, to say why */
 }
 
+/* The clock exponents the window search's advice scales tails by: the
+ * priors before any period tail (0.8, 1), what feed()'s plant has after
+ * (TBT 0.8, TTFT 1, learned at other values first), and the plausible
+ * range a wild fit is kept to. */
+static void test_clock_exponents(void **st)
+{
+	(void)st;
+	struct rng r;
+	rng_seed(&r, seed_from_env() + 2);
+	struct gp_model m;
+	gp_model_init(&m, 345, 1980, 0.5);
+	double a, b;
+	gp_clock_exponents(&m, 0, &a, &b);
+	assert_float_equal(a, 0.5, 1e-9);
+	assert_float_equal(b, 1.0, 1e-9);
+	feed(&m, &r, 3000);
+	gp_clock_exponents(&m, 0, &a, &b);
+	assert_true(fabs(a - 0.8) < 0.05);
+	assert_true(fabs(b - 1.0) < 0.05);
+	m.tbt[0].theta[1] = -3;
+	m.ttft[0].theta[1] = 0.5;
+	gp_clock_exponents(&m, 0, &a, &b);
+	assert_float_equal(a, 1.2, 1e-12);
+	assert_float_equal(b, 0.3, 1e-12);
+	gp_clock_exponents(&m, 1, &a, &b); /* the mix's own model, untouched */
+	assert_float_equal(a, 0.5, 1e-9);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rls_recovers),
 		cmocka_unit_test(test_choose),
+		cmocka_unit_test(test_clock_exponents),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
