@@ -821,6 +821,11 @@ static void emit_row(const struct cmp_args *a, const struct cmp_plan *p, const s
 				    json_integer((json_int_t)h->missed_tokens_windows));
 		json_object_set_new(o, "windows_over_ceiling",
 				    json_integer((json_int_t)h->over_ceiling));
+		/* The attainment's own counts, so a set's windows can be pooled. */
+		json_object_set_new(o, "windows_feasible_busy",
+				    json_integer((json_int_t)h->feasible_busy));
+		json_object_set_new(o, "windows_feasible_met",
+				    json_integer((json_int_t)h->feasible_met));
 	}
 	json_array_append_new(jrows, o);
 }

@@ -105,6 +105,13 @@ assert fw["windows_feasible"] <= o["windows_feasible"]  # the oracle's count may
 assert 0 < fw["pct_of_oracle"] <= 110
 assert lk["pct_of_oracle"] < 0.5 * fw["pct_of_oracle"], "an SLA-missing lock must not near the limit"
 assert o["tokens_per_joule_feasible_all_rails"] > 0
+# The attainment's own counts (a set's windows are pooled from them): they
+# give the row's attainment and count no more windows than are feasible.
+for r in (fw, lk):
+    busy, met = r["windows_feasible_busy"], r["windows_feasible_met"]
+    assert 0 < busy <= r["windows_feasible"] and 0 <= met <= busy, r
+    assert abs(met / busy - r["sla_attainment_feasible"]) < 1e-9, r
+assert lk["windows_feasible_met"] < lk["windows_feasible_busy"], "the 705 MHz lock misses windows"
 # The BF16-only oracle (the DVFS-only limit) beside it: no INT8 point, no
 # window feasible that the full one finds infeasible, and every policy's
 # share of it.
