@@ -365,7 +365,7 @@ int govctl_explain(int argc, char **argv)
 	free(text);
 	printf("busy: periods with work; clock: the clock asked for (MHz); model: the model's "
 	       "median pick (MHz; beside the window search the lowest clock its window's tails, "
-	       "scaled by the learned clock exponents, would meet the step-down threshold at); "
+	       "scaled by the learned clock exponents, would still meet the targets at); "
 	       "TBT/TTFT pred: the model's median predicted p99 (ms) at the clock asked for, risk "
 	       "term included (the window search: the SLA window's tail scaled to it); TBT lowr: "
 	       "at the next lower candidate (the search: one step down); lower: why that one lost, "

@@ -195,6 +195,9 @@ struct ctl_govd_state {
 	/* Window search (param search; ctl_govd_search.c). */
 	bool search;
 	struct ctl_search srch;
+	/* The clock the SLA window's tails were made at: busy periods' clock,
+	 * averaged over half the window (NaN: none yet; search_advice). */
+	double win_clk_mhz;
 	bool th_bound;      /* the thermal limit bound last period */
 	double last_hot_s;  /* when the limit last bound */
 	double predict_margin, predict_sigmas, util_max, power_spread_mhz;
@@ -300,6 +303,7 @@ static int common_init(void **state, const struct policy *pol, const struct hal_
 				t->surge_queue);
 	s->f_khz = s->fmax_khz; /* start where the firmware would be */
 	gp_model_init(&s->model, s->fmin_khz / 1000.0, s->fmax_khz / 1000.0, t->tbt_exponent);
+	s->win_clk_mhz = NAN;
 
 	s->bf16_until_s = -INFINITY;
 	s->mix.tbt_at_max[0] = s->mix.tbt_at_max[1] = NAN;
@@ -738,9 +742,9 @@ static void model_observe(struct ctl_govd_state *s, const struct gov_estimates *
 }
 
 /* Beside the window search the model learns and advises, and moves nothing
- * (issue 32, part 4): the SLA window's observed TBT and TTFT p99 scaled to
- * the clock asked for and to one search step lower by the clock exponents
- * it has learned, the lowest clock at which they would still meet the
+ * (issue 32, part 4): the SLA window's observed TBT and TTFT p99 scaled
+ * from the clock its busy periods ran at (win_clk_mhz) to the clock asked for
+ * and to one search step lower by the clock exponents it has learned, the lowest clock at which they would still meet the
  * targets (model_mhz: the room the search leaves), and why the lower one
  * would lose against the search's step-down threshold (margin; window: the
  * scaled tails meet it there, the search waits for its window to close). */
@@ -752,7 +756,7 @@ static void search_advice(const struct ctl_govd_state *s, const struct gov_estim
 	static const enum sla_metric m[2] = { SLA_TBT, SLA_TTFT };
 	double a[2], tail[2], target[2];
 	gp_clock_exponents(&s->model, s->cur_mode, &a[0], &a[1]);
-	double f_ref = e->clk_mhz > 0 ? e->clk_mhz : clk_mhz;
+	double f_ref = s->win_clk_mhz > 0 ? s->win_clk_mhz : clk_mhz;
 	double floor_mhz = s->srch.floor_khz / 1000.0, fmax_mhz = s->fmax_khz / 1000.0;
 	double lower = fmax(clk_mhz - s->srch.down_khz / 1000.0, floor_mhz);
 	double need = floor_mhz, pred[2][2]; /* [at clk, at lower][metric] */
@@ -1064,6 +1068,13 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 	};
 	if (s->search) {
 		model_observe(s, e);
+		if (busy && e->clk_mhz > 0) {
+			double w = pol->sla.window_s > 0 ? pol->sla.window_s : 60;
+			double k = 1 - exp(-in->period_s / (w / 2));
+			s->win_clk_mhz = isnan(s->win_clk_mhz)
+						 ? e->clk_mhz
+						 : s->win_clk_mhz + k * (e->clk_mhz - s->win_clk_mhz);
+		}
 		reasons |= ctl_search_step(&s->srch,
 					   &(struct ctl_search_in){
 						   .period_s = in->period_s, .busy = busy,

@@ -139,8 +139,9 @@ enum gov_why_limit {
 	GOV_WHY_L_UTIL,  /* the busy share it would cause over util_max */
 	GOV_WHY_L_POWER, /* it met the tails but the model predicts more power there */
 	GOV_WHY_L_FLOOR, /* under the floor: not a candidate */
-	GOV_WHY_L_WINDOW, /* the model predicts it meets them; the window search
-			   * moves only when a window closes (its move says how) */
+	GOV_WHY_L_WINDOW, /* beside the window search: the window's tails scaled
+			   * there meet the step-down threshold; the search moves
+			   * only when a window closes (its move says how) */
 	GOV_WHY_L_N
 };
 /* What the window search (param search) last did to its base clock. */

@@ -710,7 +710,8 @@ static void test_window_search_thermal(void **state)
 }
 
 /* Beside the window search the model advises and moves nothing: the SLA
- * window's tails scaled to the clock asked for and one step (90 MHz) lower
+ * window's tails scaled from the window's busy clock to the clock asked for
+ * and one step (90 MHz) lower
  * by the clock exponents (the priors here, TBT f^-0.8 and TTFT f^-1: no
  * period tail to learn from), the lowest clock at which they would still
  * meet the targets, and why the lower clock would lose against the
@@ -749,6 +750,11 @@ static void test_window_search_advice(void **state)
 	assert_int_equal(b, GOV_WHY_SURGE);
 	assert_true(isnan(r.why.model_mhz) && isnan(r.why.tbt_pred_ms) && isnan(r.why.lower_mhz));
 	assert_int_equal(r.why.lower_limit, GOV_WHY_L_NONE);
+	/* The period after it ran at 1980 MHz: the tails are scaled from the
+	 * window's busy clock (averaged over 30 s), not from that one period. */
+	assert_int_equal(search_at(&r, 4.5, 60, 60, 8, 0, &b), 1560);
+	double win = 1560 + (1 - exp(-0.5 / 30)) * (1980 - 1560);
+	assert_float_equal(r.why.tbt_pred_ms, 60 * pow(win / 1560, 0.8), 1e-6);
 	assert_int_equal(search_at(&r, 5, 60, 60, 0, 0, &b), 1560);
 	assert_int_equal(b, GOV_WHY_IDLE);
 	assert_true(isnan(r.why.tbt_pred_ms));
