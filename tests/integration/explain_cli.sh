@@ -87,8 +87,10 @@ for w in srch:
     assert w["lower_mhz"] == w["clk_mhz"] - 90 or w["lower_mhz"] == w["floor_mhz"], w
     assert w["tbt_lower_ms"] >= w["tbt_pred_ms"], w
     assert (w["lower_limit"] == "tbt") == (w["tbt_lower_ms"] > 100 * w["margin"]), w
+    # the pick is at or under the clock exactly when the tails meet the
+    # targets there (the max clock is the pick's ceiling too)
     assert (w["tbt_pred_ms"] <= 100) == (w["model_mhz"] <= w["clk_mhz"]) or \
-        w["ttft_pred_ms"] > 2000 or abs(w["tbt_pred_ms"] - 100) < 1, w
+        w["ttft_pred_ms"] > 2000 or abs(w["tbt_pred_ms"] - 100) < 1 or w["clk_mhz"] >= 1980, w
 cols = rows[-1].split()
 lims = Counter(w["lower_limit"] for w in busy if w.get("lower_limit", "none") != "none")
 assert cols[10] == lims.most_common(1)[0][0], (cols[10], lims)
