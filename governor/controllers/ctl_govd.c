@@ -729,13 +729,16 @@ static uint32_t snap(const struct hal_limits *lim, double khz)
 	return lim->clk_min_khz + k * lim->clk_step_khz;
 }
 
-/* The model learns from the period just gone, at the clock it ran. */
-static void model_observe(struct ctl_govd_state *s, const struct gov_estimates *e)
+/* The model learns from the period just gone, at the clock it ran; the
+ * power law only where the model chooses the clock (the search's advice
+ * scales tails, it weighs no power). */
+static void model_observe(struct ctl_govd_state *s, const struct gov_estimates *e, bool power)
 {
 	struct gp_obs o = {
 		.mode = s->cur_mode, .clk_mhz = e->clk_mhz > 0 ? e->clk_mhz : s->f_khz / 1000.0,
 		.running = (double)e->running, .queue = (double)e->queue_len, .util = e->util,
-		.power_w = e->power_w[HAL_RAIL_ACCEL], .tbt_p99_ms = e->period_p99_ms[SLA_TBT],
+		.power_w = power ? e->power_w[HAL_RAIL_ACCEL] : NAN,
+		.tbt_p99_ms = e->period_p99_ms[SLA_TBT],
 		.ttft_p99_ms = e->period_p99_ms[SLA_TTFT],
 	};
 	gp_observe(&s->model, &o);
@@ -807,7 +810,7 @@ static uint32_t predict_step(struct ctl_govd_state *s, const struct gov_estimate
 	double prev = s->f_khz;
 	why->margin = s->predict_margin;
 	why->sigmas = s->predict_sigmas;
-	model_observe(s, e);
+	model_observe(s, e, true);
 	if ((double)e->queue_len >= t->surge_queue) {
 		s->f_khz = s->fmax_khz;
 		why->bound = GOV_WHY_SURGE;
@@ -1067,7 +1070,7 @@ static void common_step(void *state, const struct ctl_input *in, struct ctl_outp
 		.base_mhz = NAN, .bar_mhz = NAN, .heat_floor_w = NAN,
 	};
 	if (s->search) {
-		model_observe(s, e);
+		model_observe(s, e, false);
 		if (busy && e->clk_mhz > 0) {
 			double w = pol->sla.window_s > 0 ? pol->sla.window_s : 60;
 			double k = 1 - exp(-in->period_s / (w / 2));
