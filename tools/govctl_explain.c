@@ -96,9 +96,12 @@ static void acc_reset(struct ex_acc *a, double t0, const struct declog_head *h)
 	a->heat_floor_w = NAN;
 }
 
+/* The bucket's interpolation may pass the largest value seen (a pick at
+ * the max clock printed as 1993 MHz): no median is over it. These
+ * histograms are filled here, never deltas, so max_ms holds. */
 static double median(const struct hist *h)
 {
-	return h->n ? hist_quantile(h, 0.5) : NAN;
+	return h->n ? fmin(hist_quantile(h, 0.5), h->max_ms) : NAN;
 }
 
 static void acc_add(struct ex_acc *a, const struct declog_period *p, double period_s)
