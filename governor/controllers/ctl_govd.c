@@ -112,6 +112,11 @@ static const struct ctl_param ctl_govd_params[] = {
 	  ">= 0: a queue surge (surge_queue) keeps the max clock until the queue falls to this "
 	  "many waiting requests, unless the thermal limit bound within search_heavy_hot_s (the "
 	  "surge's heat is the next burst's); -1: a surge ends under surge_queue" },
+	{ "search_risk_surge", 0, 100000, 0,
+	  "> 0: once the run's missed windows pass the risk budget (search_risk_windows), "
+	  "this many waiting requests send the clock to the max, unless the thermal limit "
+	  "bound within search_heavy_hot_s (a burst's first waiting requests are its onset, "
+	  "and a backlog built then is carried through the burst); 0: off" },
 	{ "search_blame_wait", 0, 1, 0,
 	  "1: a window that missed on its TTFT tail alone (TBT within search_high) moves the "
 	  "base of the class whose periods held most of its waiting (requests waiting, summed "
@@ -1167,6 +1172,7 @@ static int ctl_govd_check(const struct policy *pol, struct diag_list *diags)
 		{ "search_aftermath_wait_s", "search_aftermath_s", "no raise is held", NULL },
 		{ "search_aftermath_share", "search_aftermath_s", "no raise is held", NULL },
 		{ "search_blame_wait", "search_heavy_running", "one base", NULL },
+		{ "search_risk_surge", "search_risk_windows", "no risk budget", NULL },
 	};
 	for (size_t i = 0; i < sizeof(refines) / sizeof(*refines); i++) {
 		const struct policy_param *pp = policy_param_find(pol, refines[i].key);

@@ -37,6 +37,7 @@ void ctl_search_init(struct ctl_search *s, const struct policy *pol, const struc
 		.heavy_share = ctl_param_value(pol, c, "search_heavy_share"),
 		.heavy_hot_s = ctl_param_value(pol, c, "search_heavy_hot_s"),
 		.surge_release = ctl_param_value(pol, c, "search_surge_release"),
+		.risk_surge = ctl_param_value(pol, c, "search_risk_surge"),
 		.heavy_start_khz = ctl_param_value(pol, c, "search_heavy_start_mhz") * 1000.0,
 		.blame_wait = ctl_param_value(pol, c, "search_blame_wait") >= 0.5,
 		.down_requests = ctl_param_value(pol, c, "search_down_requests"),
@@ -56,6 +57,13 @@ static void remember_bad(struct ctl_search *s, double khz)
 	s->bad_left = (long)s->memory;
 }
 
+/* The risk budget: the windows the policy allows to miss (1 - attainment)
+ * of those judged so far, counted over at least search_risk_windows. */
+static double search_risk_allowed(const struct ctl_search *s, const struct policy *pol)
+{
+	return (1.0 - pol->sla.attainment) * fmax((double)s->risk_judged, s->risk_windows);
+}
+
 /* The step-down threshold under the risk budget (param search_risk_windows):
  * search_low while the run's missed busy windows stay within the policy's
  * allowed share of them (counted over at least risk_windows), shrinking as
@@ -65,8 +73,20 @@ static double search_low_at_risk(const struct ctl_search *s, const struct policy
 {
 	if (!(s->risk_windows > 0) || s->risk_missed == 0)
 		return s->low;
-	double allowed = (1.0 - pol->sla.attainment) * fmax((double)s->risk_judged, s->risk_windows);
-	return s->low * sqrt(fmin(1.0, allowed / (double)s->risk_missed));
+	return s->low * sqrt(fmin(1.0, search_risk_allowed(s, pol) / (double)s->risk_missed));
+}
+
+/* search_risk_surge: the run has missed more windows than its budget
+ * allows, so a request waiting, while cool, takes the max clock. On these
+ * bursty loads the first request to wait is the burst's onset, and the
+ * device at the max barely keeps up with a burst: the backlog a lower
+ * clock builds in its first seconds is carried through the whole burst
+ * (the firmware at 1980 MHz kept such windows at 1994 ms against a 2000 ms
+ * target). A run that has missed once has bursts, so it pays from then on;
+ * one that has not pays nothing. */
+static bool search_risk_spent(const struct ctl_search *s, const struct policy *pol)
+{
+	return s->risk_windows > 0 && (double)s->risk_missed > search_risk_allowed(s, pol);
 }
 
 /* One window closed: a bar counts down and lifts at zero. */
@@ -174,6 +194,30 @@ static bool window_heavy(const struct ctl_search *s, const struct gov_estimates 
 	return s->win_periods > 0 && s->win_heavy >= s->heavy_share * s->win_periods;
 }
 
+/* This period's queue surge: surge_queue waiting requests, or
+ * search_risk_surge once the risk budget is spent (while cool); a surge
+ * released at surge_queue leaves the rest of its queue to the base, which
+ * is what let it build: held until it drains, when cool. Returns the bound
+ * that sent the clock to the max, GOV_WHY_N for none. */
+static enum gov_why_bound search_surge(struct ctl_search *s, const struct gov_estimates *e,
+				       const struct policy *pol, bool cool)
+{
+	double q = (double)e->queue_len;
+	enum gov_why_bound b = GOV_WHY_N;
+	if (q >= s->surge_queue)
+		b = GOV_WHY_SURGE;
+	else if (s->risk_surge > 0 && cool && q >= s->risk_surge && search_risk_spent(s, pol))
+		b = GOV_WHY_RISK_SURGE;
+	else if (s->surging && s->surge_release >= 0 && q > s->surge_release && cool)
+		b = GOV_WHY_SURGE;
+	s->surging = b != GOV_WHY_N;
+	if (s->surging) {
+		s->win_surge = true;
+		s->last_surge_s = e->t_s;
+	}
+	return b;
+}
+
 /* The window search (param search): one base clock (one per load class with
  * search_heavy_running), moved only when an SLA window closes, on that window's judged tail (the quantiles over
  * sla.window_s against the p99 targets): down a step while it stays under
@@ -279,17 +323,7 @@ uint32_t ctl_search_step(struct ctl_search *s, const struct ctl_search_in *in,
 	bool hot = s->thermal && in->th_bound;
 	s->win_thermal |= hot;
 	s->win_busy |= in->busy;
-	bool surge = (double)e->queue_len >= s->surge_queue;
-	/* A surge released at surge_queue leaves the rest of its queue to the
-	 * base, which is what let it build: held until it drains, when cool. */
-	if (!surge && s->surging && s->surge_release >= 0 &&
-	    (double)e->queue_len > s->surge_release && cool)
-		surge = true;
-	s->surging = surge;
-	if (surge) {
-		s->win_surge = true;
-		s->last_surge_s = e->t_s;
-	}
+	enum gov_why_bound surge = search_surge(s, e, pol, cool);
 	double short_r = ctl_govd_sla_ratio(e, pol, -1);
 	bool short_surged = s->overload > 0 && short_r > s->overload &&
 			    e->t_s - s->last_surge_s <
@@ -321,9 +355,9 @@ uint32_t ctl_search_step(struct ctl_search *s, const struct ctl_search_in *in,
 	why->load = s->heavy_n <= 0 ? GOV_WHY_LOAD_NONE
 		    : s->cls_cur ? GOV_WHY_LOAD_HEAVY : GOV_WHY_LOAD_LIGHT;
 	uint32_t reason;
-	if (surge) {
+	if (surge != GOV_WHY_N) {
 		*f_khz = s->fmax_khz;
-		why->bound = GOV_WHY_SURGE;
+		why->bound = surge;
 		reason = GOV_R_QUEUE_SURGE;
 	} else if (!in->busy) {
 		bool cool_idle = s->idle_khz &&

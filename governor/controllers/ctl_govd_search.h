@@ -30,6 +30,7 @@ struct ctl_search {
 	double down_requests;      /* search_down_requests */
 	bool blame_wait;           /* search_blame_wait */
 	double risk_windows;       /* search_risk_windows */
+	double risk_surge;         /* search_risk_surge (0: off) */
 	double aftermath_s, aftermath_wait_s, aftermath_share; /* search_aftermath_* */
 
 	/* The base in force and the window it judges. */

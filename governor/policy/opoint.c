@@ -42,6 +42,7 @@ const char *gov_binding_name(enum gov_binding b)
 static const char *const why_bound_names[GOV_WHY_N] = {
 	"model", "observed_tail", "load_floor", "policy_floor", "queue_surge",
 	"idle", "infeasible", "latency_loop", "objective", "window_search",
+	"risk_surge",
 };
 static const char *const why_limit_names[GOV_WHY_L_N] = { "none", "tbt",   "ttft",
 							  "util", "power", "floor",

@@ -129,6 +129,8 @@ enum gov_why_bound {
 	GOV_WHY_LOOP,         /* the latency loop (predict: 0), no model */
 	GOV_WHY_OBJECTIVE,    /* objective max_throughput: the top of the range */
 	GOV_WHY_SEARCH,       /* the window search's base clock (param search) */
+	GOV_WHY_RISK_SURGE,   /* the risk budget spent: a waiting request took the max
+			       * (search_risk_surge) */
 	GOV_WHY_N
 };
 /* Why the next lower candidate clock was not taken. */

@@ -1206,6 +1206,44 @@ static void test_window_search_risk(void **state)
 	}
 }
 
+/* search_risk_surge: once a missed window has spent the risk budget, one
+ * waiting request takes the max clock (bound risk_surge), while cool;
+ * before, and without the key, a queue under surge_queue (8) runs at the
+ * base; within search_heavy_hot_s of the thermal limit binding too. */
+static void test_window_search_risk_surge(void **state)
+{
+	(void)state;
+	for (int on = 0; on <= 1; on++) {
+		struct search_rig r;
+		search_rig_init(&r, on ? SEARCH_POLICY(", search_start_mhz: 1560, "
+						       "search_risk_windows: 20, search_risk_surge: 1")
+				       : SEARCH_POLICY(", search_start_mhz: 1560, "
+						       "search_risk_windows: 20"));
+		enum gov_why_bound b;
+		assert_int_equal(search_at(&r, 1, 90, 90, 8, 0, &b), 1560);
+		/* nothing missed yet: a waiting request runs at the base */
+		assert_int_equal(search_at(&r, 2, 90, 90, 8, 1, &b), 1560);
+		assert_int_equal(b, GOV_WHY_SEARCH);
+		/* window 0 missed (120 ms against 100): up a step, budget spent */
+		assert_int_equal(search_at(&r, 60, 120, 90, 8, 0, &b), 1650);
+		assert_int_equal(search_at(&r, 60.5, 80, 90, 8, 1, &b), on ? 1980 : 1650);
+		assert_int_equal(b, on ? GOV_WHY_RISK_SURGE : GOV_WHY_SEARCH);
+		assert_int_equal(search_at(&r, 61, 80, 90, 8, 0, &b), 1650);
+		/* surge_queue's own surge keeps its name */
+		assert_int_equal(search_at(&r, 61.5, 80, 90, 8, 9, &b), 1980);
+		assert_int_equal(b, GOV_WHY_SURGE);
+		assert_int_equal(search_at(&r, 62, 80, 90, 8, 0, &b), 1650);
+		/* Hot: the thermal limit binds; a waiting request then stays at
+		 * the base (the surge's heat is the next burst's). */
+		search_hot_at(&r, 62.5, 80, 90, 8, 0, 86, 690, &b);
+		search_hot_at(&r, 63, 80, 90, 8, 0, 86, 690, &b);
+		assert_int_not_equal(search_hot_at(&r, 63.5, 80, 90, 8, 1, 86, 690, &b), 1980);
+		assert_int_equal(b, GOV_WHY_SEARCH);
+		ctl_govd.fini(r.st);
+		policy_free(r.pol);
+	}
+}
+
 /* The policy text loaded and resolved against n device slices a, b, c. */
 static struct policy *slices_policy(const char *text, size_t n, struct policy_slices *slices)
 {
@@ -1780,6 +1818,7 @@ int main(void)
 		cmocka_unit_test(test_window_search),
 		cmocka_unit_test(test_window_search_guards),
 		cmocka_unit_test(test_window_search_surge_release),
+		cmocka_unit_test(test_window_search_risk_surge),
 		cmocka_unit_test(test_window_search_thermal),
 		cmocka_unit_test(test_window_search_advice),
 		cmocka_unit_test(test_window_search_idle_hot),
