@@ -81,8 +81,9 @@ static double search_low_at_risk(const struct ctl_search *s, const struct policy
  * bursty loads the first request to wait is the burst's onset, and the
  * device at the max barely keeps up with a burst: the backlog a lower
  * clock builds in its first seconds is carried through the whole burst
- * (the firmware at 1980 MHz kept such windows at 1994 ms against a 2000 ms
- * target). A run that has missed once has bursts, so it pays from then on;
+ * (azure-code-30c window 9: 15-22 waiting at the max where the firmware,
+ * at the max all along, had 11-16). A run that has missed once has bursts,
+ * so it pays from then on;
  * one that has not pays nothing. */
 static bool search_risk_spent(const struct ctl_search *s, const struct policy *pol)
 {
