@@ -83,8 +83,7 @@ static double search_low_at_risk(const struct ctl_search *s, const struct policy
  * clock builds in its first seconds is carried through the whole burst
  * (azure-code-30c window 9: 15-22 waiting at the max where the firmware,
  * at the max all along, had 11-16). A run that has missed once has bursts,
- * so it pays from then on;
- * one that has not pays nothing. */
+ * so it pays from then on; one that has not pays nothing. */
 static bool search_risk_spent(const struct ctl_search *s, const struct policy *pol)
 {
 	return s->risk_windows > 0 && (double)s->risk_missed > search_risk_allowed(s, pol);
