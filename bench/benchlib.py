@@ -1,4 +1,5 @@
 """Helpers the bench/ scripts share (not a benchmark itself)."""
+import math
 import sys
 
 LOCK_SRC = "policies/baselines/clock-lock.yaml"
@@ -14,3 +15,28 @@ def lock_policy(mhz, prog):
     if text == src or f"name: lock-{mhz}" not in text:
         sys.exit(f"{prog}: {LOCK_SRC} changed shape")
     return text
+
+
+def num(v):
+    """A compare.json figure as a float; NaN for null or absent."""
+    return float(v) if isinstance(v, (int, float)) else math.nan
+
+
+def mean_finite(values):
+    """The mean of the values that are numbers (NaN left out); None if none are."""
+    good = [x for x in values if not math.isnan(x)]
+    return sum(good) / len(good) if good else None
+
+
+def attainment_ok(row, fw_row):
+    """The yardstick's attainment judgement for one member (compare.json rows):
+    SLA attainment on feasible windows at or over min(0.99, firmware-default's
+    on the same member; 1.0 without a firmware row)."""
+    fw = num(fw_row.get("sla_attainment_feasible")) if fw_row else 1.0
+    return num(row.get("sla_attainment_feasible")) >= min(0.99, fw) - 1e-9
+
+
+def pooled_windows(rows):
+    """A set's feasible busy windows pooled over its members' rows: (met, busy)."""
+    return (sum(r.get("windows_feasible_met") or 0 for r in rows),
+            sum(r.get("windows_feasible_busy") or 0 for r in rows))
