@@ -14,7 +14,7 @@ fi
 tmp=$(mktemp -d /tmp/govd-tshift-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-sed '/start_offset_s/d; s/^name: azure-code-30c$/name: azure-nooff/' \
+sed '/start_offset_s/d; s/^name: azure-code-30c$/name: azure-nooff/; s/^  kind: trace$/  kind: trace  # replay/' \
 	configs/scenarios/azure-code-30c.yaml >"$tmp/azure-nooff.yaml"
 run() { # OUT [--trace-shift S]
 	bench/scenarios --build "$build" --out "$1" --sets shipped \
