@@ -47,5 +47,6 @@ for bad in -5 abc 1.2.3 .; do
 	if bench/scenarios --build "$build" --out "$tmp/c" --sets shipped --trace-shift "$bad" \
 		>"$tmp/c.log" 2>&1; then fail "--trace-shift $bad accepted"; fi
 	grep -q "trace-shift '$bad': expected seconds" "$tmp/c.log" || fail "--trace-shift $bad unnamed"
+	[ -e "$tmp/c" ] && fail "--trace-shift $bad refused after it made $tmp/c"
 done
 echo "bench_trace_shift: ok"
