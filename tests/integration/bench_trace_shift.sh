@@ -2,7 +2,8 @@
 # bench/scenarios --trace-shift: a trace replay starts S seconds later in the
 # trace under its own name (a copy beside the run, the shipped file left
 # alone), a generator member is run as it is, the report says so, and a
-# shift that is not a number of seconds is refused before anything runs.
+# shift that is not a number of seconds is refused before anything runs;
+# a list of shifts runs each under shift-S and sums them up in shifts.md.
 # Reduced: two shipped scenarios and a replay without a start offset, 120 s
 # each. $1: build dir.
 set -euo pipefail
@@ -43,10 +44,29 @@ print([r["tokens_per_joule"] for r in rows if r["scenario"] == sys.argv[2] and r
 [ "$(tokens "$tmp/a" azure-code-30c)" != "$(tokens "$tmp/b" azure-code-30c)" ] ||
 	fail "the shifted replay ran the same arrivals"
 [ "$(tokens "$tmp/a" default)" = "$(tokens "$tmp/b" default)" ] || fail "the generator member moved"
-for bad in -5 abc 1.2.3 .; do
+# Several shifts: one run each under shift-S (0 unshifted), then shifts.md.
+run "$tmp/m" --trace-shift 0,30
+[ -e "$tmp/m/shift-0/shifted-shipped" ] && fail "the 0 s run copied the replays"
+for sh in 0 30; do
+	[ "$(tokens "$tmp/m/shift-$sh" azure-code-30c)" = "$(tokens "$tmp/$([ $sh = 0 ] && echo a || echo b)" azure-code-30c)" ] ||
+		fail "the $sh s run of a list differs from the single run"
+done
+grep -qE "^\| shipped \| 30 \| [0-9.]+ \| [0-9.]+ \| [0-9]+/[0-9]+ \| [0-9]+ \|$" "$tmp/m/shifts.md" ||
+	fail "shifts.md has no row for the 30 s shift"
+python3 - "$tmp/m" <<'PY' || fail "shifts.md's last row is not the mean and sum of the shifts"
+import json, re, sys
+rows = lambda sh: [r for r in json.load(open(f"{sys.argv[1]}/shift-{sh}/shipped/compare.json"))["rows"]
+                   if r["policy"] == "bf16-only"]
+b16 = [sum(r["pct_of_oracle_bf16"] for r in rows(sh)) / len(rows(sh)) for sh in (0, 30)]
+met = sum(r["windows_feasible_met"] for sh in (0, 30) for r in rows(sh))
+busy = sum(r["windows_feasible_busy"] for sh in (0, 30) for r in rows(sh))
+m = re.search(r"^\| shipped \| \*\*all 2\*\* \| \*\*([0-9.]+)\*\* \|.*\*\*(\d+)/(\d+)\*\*", open(f"{sys.argv[1]}/shifts.md").read(), re.M)
+assert m and abs(float(m.group(1)) - sum(b16) / 2) < 0.006 and (int(m.group(2)), int(m.group(3))) == (met, busy), m
+PY
+for bad in -5 abc 1.2.3 . 0,,30 30,30 ,30 0,abc 15,15.0; do
 	if bench/scenarios --build "$build" --out "$tmp/c" --sets shipped --trace-shift "$bad" \
 		>"$tmp/c.log" 2>&1; then fail "--trace-shift $bad accepted"; fi
-	grep -q "trace-shift '$bad': expected seconds" "$tmp/c.log" || fail "--trace-shift $bad unnamed"
+	grep -qE "trace-shift '$bad': (expected seconds|.* twice)" "$tmp/c.log" || fail "--trace-shift $bad unnamed"
 	[ -e "$tmp/c" ] && fail "--trace-shift $bad refused after it made $tmp/c"
 done
 echo "bench_trace_shift: ok"
