@@ -40,3 +40,17 @@ def pooled_windows(rows):
     """A set's feasible busy windows pooled over its members' rows: (met, busy)."""
     return (sum(r.get("windows_feasible_met") or 0 for r in rows),
             sum(r.get("windows_feasible_busy") or 0 for r in rows))
+
+
+def policy_summary(rows, policy):
+    """One policy's figures over a set, from its compare.json rows keyed by
+    (scenario, policy): (mean % of the BF16-only oracle, mean % of the full
+    oracle, members at attainment, members, feasible busy windows met and
+    judged (pooled), clamps, windows over the ceiling)."""
+    mine = {sc: r for (sc, pol), r in rows.items() if pol == policy}
+    ok = sum(attainment_ok(r, rows.get((sc, "firmware-default"))) for sc, r in mine.items())
+    met, busy = pooled_windows(mine.values())
+    clamps = sum(c for c in (num(r.get("clamp_events")) for r in mine.values()) if not math.isnan(c))
+    over = sum(r.get("windows_over_ceiling") or 0 for r in mine.values())
+    share = lambda key: mean_finite([num(r.get(key)) for r in mine.values()])
+    return share("pct_of_oracle_bf16"), share("pct_of_oracle"), ok, len(mine), met, busy, clamps, over
