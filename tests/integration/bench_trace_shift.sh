@@ -44,6 +44,11 @@ print([r["tokens_per_joule"] for r in rows if r["scenario"] == sys.argv[2] and r
 [ "$(tokens "$tmp/a" azure-code-30c)" != "$(tokens "$tmp/b" azure-code-30c)" ] ||
 	fail "the shifted replay ran the same arrivals"
 [ "$(tokens "$tmp/a" default)" = "$(tokens "$tmp/b" default)" ] || fail "the generator member moved"
+# A shift of 0 is the replays as they are: no copy, the report unmarked.
+run "$tmp/z" --trace-shift 0.0
+[ -e "$tmp/z/shifted-shipped" ] && fail "a 0 s shift copied the replays"
+grep -q "later in the trace" "$tmp/z/scenarios.md" && fail "a 0 s shift's report says shifted"
+[ "$(tokens "$tmp/z" azure-code-30c)" = "$(tokens "$tmp/a" azure-code-30c)" ] || fail "a 0 s shift moved the replay"
 # Several shifts: one run each under shift-S (0 unshifted), then shifts.md.
 run "$tmp/m" --trace-shift 0,30
 [ -e "$tmp/m/shift-0/shifted-shipped" ] && fail "the 0 s run copied the replays"
