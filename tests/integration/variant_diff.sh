@@ -34,6 +34,47 @@ grep -qF "| t/tuning | fam-b | 96.00 -> 96.10 | 20 -> 19 / 20 |" "$tmp/out" || f
 bench/variant-diff "$tmp/base" "$tmp/new" --min-delta 2 >"$tmp/out" || fail "exit $?"
 grep -q "fam-a" "$tmp/out" && fail "fam-a moved by less than --min-delta 2"
 grep -qF "| t/tuning | fam-b |" "$tmp/out" || fail "a window lost is listed at any --min-delta"
+# paired over draws: shift-0 and shift-30 of one set pooled by its name; a
+# trace's replays at two time scales are one cluster
+writeshift() {
+	mkdir -p "$1/shift-$2/held-out"
+	python3 - "$1/shift-$2/held-out/compare.json" "${@:3}" <<'PY'
+import json, sys
+p, *vals = sys.argv[1:]
+names = ["fam-1", "fam-2", "trace-x-0.3", "trace-x-0.9"]
+rows = []
+for sc, v in zip(names, vals):
+    s16, met = map(float, v.split(":"))
+    rows.append({"scenario": sc, "policy": "bf16-only", "pct_of_oracle_bf16": s16, "pct_of_oracle": s16,
+                 "sla_attainment_feasible": 1.0, "windows_feasible_met": int(met), "windows_feasible_busy": 20})
+json.dump({"rows": rows}, open(p, "w"))
+PY
+}
+writeshift "$tmp/pb" 0 90:18 90:19 90:20 90:20
+writeshift "$tmp/pb" 30 90:18 90:19 90:20 90:20
+writeshift "$tmp/pn" 0 91:19 91:20 91:20 91:20
+writeshift "$tmp/pn" 30 91:19 91:19 91:20 91:20
+bench/variant-diff "$tmp/pb" "$tmp/pn" --resamples 200 >"$tmp/out" || fail "exit $?"
+# every run +1.0: the interval is the point; windows +1 +1 +1 +0: 3 runs up, none down, p 0.25
+grep -qF "| held-out | 8 | +1.00 | +1.00 .. +1.00 | +3 |" "$tmp/out" || fail "paired share, pooled over draws"
+grep -qF "| 3 / 0 | 0.250 |" "$tmp/out" || fail "sign test over runs whose windows changed"
+writeshift "$tmp/pm" 0 93:18 87:19 90:20 90:20
+writeshift "$tmp/pm" 30 93:18 87:19 90:20 90:20
+bench/variant-diff "$tmp/pb" "$tmp/pm" --seed 7 >"$tmp/out" || fail "exit $?"
+grep -qF "| held-out | 8 | +0.00 | -3.00 .. +3.00 | +0 | +0 .. +0 | 0 / 0 | 1.000 |" "$tmp/out" ||
+	fail "a +3/-3 pair: an interval holding 0"
+grep -q "seed 7" "$tmp/out" || fail "the seed is printed"
+python3 - <<'PY' || fail "clusters"
+import sys
+sys.path.insert(0, "bench")
+from importlib.machinery import SourceFileLoader
+c = SourceFileLoader("vd", "bench/variant-diff").load_module().cluster
+for name, want in [("trace-code-0.4", "trace-code"), ("trace-code-1.0", "trace-code"), ("fam-12", "fam-12"),
+                   ("hot-trace-code-at600-0.7", "hot-trace-code"), ("azure-code-30c", "azure-code-30c")]:
+    assert c(name) == want, (name, c(name), want)
+PY
+if bench/variant-diff "$tmp/pb" "$tmp/pn" --resamples 5 >"$tmp/out" 2>&1; then fail "--resamples 5 passed"; fi
+grep -q "at least 100" "$tmp/out" || fail "--resamples under 100 unnamed"
 # errors: no set in common, no row for the candidate, a broken compare.json
 if bench/variant-diff "$tmp/base" "$tmp/nothing" >"$tmp/out" 2>&1; then fail "no set in common passed"; fi
 grep -q "no set in both" "$tmp/out" || fail "no set in common unnamed"
