@@ -143,6 +143,11 @@ static const struct ctl_param ctl_govd_params[] = {
 	  "> 0: the risk budget: once the busy windows missed this run pass the policy's allowed "
 	  "share (1 - sla.attainment, counted over at least this many windows), the step-down "
 	  "threshold search_low shrinks by the square root of allowed / missed; 0: off" },
+	{ "search_risk_calm", 0, 100000, 0,
+	  "> 0: once this many busy windows in a row have met the SLA since the run's last miss, "
+	  "a spent risk budget (search_risk_windows) no longer shrinks search_low nor sends a "
+	  "waiting request to the max (search_risk_surge), until the next miss; 0: the whole "
+	  "run's count decides" },
 	{ "benefit", 0, 1, 0,
 	  "1: low precision only where its learned energy per token beats BF16's at the running "
 	  "batch, and on a ladder INT8 only where it beats FP8's (per batch range; "
@@ -1173,6 +1178,7 @@ static int ctl_govd_check(const struct policy *pol, struct diag_list *diags)
 		{ "search_aftermath_share", "search_aftermath_s", "no raise is held", NULL },
 		{ "search_blame_wait", "search_heavy_running", "one base", NULL },
 		{ "search_risk_surge", "search_risk_windows", "no risk budget", NULL },
+		{ "search_risk_calm", "search_risk_windows", "no risk budget", NULL },
 	};
 	for (size_t i = 0; i < sizeof(refines) / sizeof(*refines); i++) {
 		const struct policy_param *pp = policy_param_find(pol, refines[i].key);

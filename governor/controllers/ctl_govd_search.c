@@ -38,6 +38,7 @@ void ctl_search_init(struct ctl_search *s, const struct policy *pol, const struc
 		.heavy_hot_s = ctl_param_value(pol, c, "search_heavy_hot_s"),
 		.surge_release = ctl_param_value(pol, c, "search_surge_release"),
 		.risk_surge = ctl_param_value(pol, c, "search_risk_surge"),
+		.risk_calm = ctl_param_value(pol, c, "search_risk_calm"),
 		.heavy_start_khz = ctl_param_value(pol, c, "search_heavy_start_mhz") * 1000.0,
 		.blame_wait = ctl_param_value(pol, c, "search_blame_wait") >= 0.5,
 		.down_requests = ctl_param_value(pol, c, "search_down_requests"),
@@ -64,14 +65,23 @@ static double search_risk_allowed(const struct ctl_search *s, const struct polic
 	return (1.0 - pol->sla.attainment) * fmax((double)s->risk_judged, s->risk_windows);
 }
 
+/* search_risk_calm: the run's last risk_calm busy windows all met the SLA.
+ * Its misses came with bursts that have passed (fam-1012: one miss in
+ * window 2, then 27 windows of insurance at 1.05-1.14x the energy of a
+ * lock that met them), so the spent budget stops costing it. */
+static bool search_risk_calm(const struct ctl_search *s)
+{
+	return s->risk_calm > 0 && (double)s->risk_met_since >= s->risk_calm;
+}
+
 /* The step-down threshold under the risk budget (param search_risk_windows):
  * search_low while the run's missed busy windows stay within the policy's
  * allowed share of them (counted over at least risk_windows), shrinking as
  * sqrt(allowed / missed) beyond it, so a run that spends its budget stops
- * descending onto the clocks that spent it. */
+ * descending onto the clocks that spent it; search_low again once calm. */
 static double search_low_at_risk(const struct ctl_search *s, const struct policy *pol)
 {
-	if (!(s->risk_windows > 0) || s->risk_missed == 0)
+	if (!(s->risk_windows > 0) || s->risk_missed == 0 || search_risk_calm(s))
 		return s->low;
 	return s->low * sqrt(fmin(1.0, search_risk_allowed(s, pol) / (double)s->risk_missed));
 }
@@ -83,10 +93,12 @@ static double search_low_at_risk(const struct ctl_search *s, const struct policy
  * clock builds in its first seconds is carried through the whole burst
  * (azure-code-30c window 9: 15-22 waiting at the max where the firmware,
  * at the max all along, had 11-16). A run that has missed once has bursts,
- * so it pays from then on; one that has not pays nothing. */
+ * so it pays from then on (until calm: search_risk_calm); one that has
+ * not pays nothing. */
 static bool search_risk_spent(const struct ctl_search *s, const struct policy *pol)
 {
-	return s->risk_windows > 0 && (double)s->risk_missed > search_risk_allowed(s, pol);
+	return s->risk_windows > 0 && (double)s->risk_missed > search_risk_allowed(s, pol) &&
+	       !search_risk_calm(s);
 }
 
 /* One window closed: a bar counts down and lifts at zero. */
@@ -302,6 +314,10 @@ uint32_t ctl_search_step(struct ctl_search *s, const struct ctl_search_in *in,
 				sla_judge(pol->sla.latency_ms, pol->sla.min_tokens_per_s, &o, NULL);
 			s->risk_judged += v != SLA_IDLE;
 			s->risk_missed += v == SLA_MISSED;
+			if (v == SLA_MISSED)
+				s->risk_met_since = 0;
+			else if (v == SLA_MET)
+				s->risk_met_since++;
 		}
 		s->win_idx = k;
 		s->win_busy = false;

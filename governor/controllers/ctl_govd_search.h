@@ -31,6 +31,7 @@ struct ctl_search {
 	bool blame_wait;           /* search_blame_wait */
 	double risk_windows;       /* search_risk_windows */
 	double risk_surge;         /* search_risk_surge (0: off) */
+	double risk_calm;          /* search_risk_calm (0: off) */
 	double aftermath_s, aftermath_wait_s, aftermath_share; /* search_aftermath_* */
 
 	/* The base in force and the window it judges. */
@@ -60,6 +61,7 @@ struct ctl_search {
 	 * periods, and over its heavy periods */
 	uint64_t win_wait, win_wait_heavy;
 	uint64_t risk_judged, risk_missed; /* busy windows closed this run, and missed */
+	uint64_t risk_met_since;   /* busy windows met in a row since the last miss */
 	/* The last periods' load (search_aftermath_s): LOAD_* bits per period. */
 	uint8_t load_ring[SEARCH_LOAD_RING];
 	uint16_t wait_ring[SEARCH_LOAD_RING]; /* requests waiting per period (saturated) */

@@ -1244,6 +1244,47 @@ static void test_window_search_risk_surge(void **state)
 	}
 }
 
+/* search_risk_calm: once 3 busy windows in a row have met the SLA since
+ * the run's last miss, the spent budget no longer sends a waiting request
+ * to the max nor shrinks search_low (a quiet window steps down again); the
+ * next miss arms both again. Without the key the whole run's count holds. */
+static void test_window_search_risk_calm(void **state)
+{
+	(void)state;
+	for (int calm = 0; calm <= 1; calm++) {
+		struct search_rig r;
+		search_rig_init(&r, calm ? SEARCH_POLICY(", search_start_mhz: 1560, "
+							 "search_risk_windows: 20, search_risk_surge: 1, "
+							 "search_risk_calm: 3")
+					 : SEARCH_POLICY(", search_start_mhz: 1560, "
+							 "search_risk_windows: 20, search_risk_surge: 1"));
+		enum gov_why_bound b;
+		assert_int_equal(search_at(&r, 1, 90, 90, 8, 0, &b), 1560);
+		/* window 0 missed: up a step, the budget spent */
+		assert_int_equal(search_at(&r, 60, 120, 90, 8, 0, &b), 1650);
+		assert_int_equal(search_at(&r, 60.5, 90, 90, 8, 1, &b), 1980);
+		assert_int_equal(b, GOV_WHY_RISK_SURGE);
+		/* windows 1 and 2 met at 0.9 of the target: not calm yet */
+		assert_int_equal(search_at(&r, 120, 90, 90, 8, 0, &b), 1650);
+		assert_int_equal(search_at(&r, 180, 90, 90, 8, 0, &b), 1650);
+		assert_int_equal(search_at(&r, 180.5, 90, 90, 8, 1, &b), 1980);
+		assert_int_equal(b, GOV_WHY_RISK_SURGE);
+		/* window 3 met: calm, a waiting request runs at the base */
+		assert_int_equal(search_at(&r, 240, 90, 90, 8, 0, &b), 1650);
+		assert_int_equal(search_at(&r, 240.5, 90, 90, 8, 1, &b), calm ? 1650 : 1980);
+		assert_int_equal(b, calm ? GOV_WHY_SEARCH : GOV_WHY_RISK_SURGE);
+		assert_true(fabs(r.why.margin - (calm ? 0.85 : 0.85 * sqrt(0.2))) < 1e-12);
+		/* a quiet window (0.8) steps down again only once calm */
+		assert_int_equal(search_at(&r, 300, 80, 90, 8, 0, &b), calm ? 1560 : 1650);
+		/* the next miss arms the budget again */
+		assert_int_equal(search_at(&r, 360, 120, 90, 8, 0, &b), calm ? 1650 : 1740);
+		assert_int_equal(search_at(&r, 360.5, 90, 90, 8, 1, &b), 1980);
+		assert_int_equal(b, GOV_WHY_RISK_SURGE);
+		ctl_govd.fini(r.st);
+		policy_free(r.pol);
+	}
+}
+
 /* The policy text loaded and resolved against n device slices a, b, c. */
 static struct policy *slices_policy(const char *text, size_t n, struct policy_slices *slices)
 {
@@ -1819,6 +1860,7 @@ int main(void)
 		cmocka_unit_test(test_window_search_guards),
 		cmocka_unit_test(test_window_search_surge_release),
 		cmocka_unit_test(test_window_search_risk_surge),
+		cmocka_unit_test(test_window_search_risk_calm),
 		cmocka_unit_test(test_window_search_thermal),
 		cmocka_unit_test(test_window_search_advice),
 		cmocka_unit_test(test_window_search_idle_hot),
