@@ -1135,6 +1135,10 @@ static void test_window_search_load_conflict(void **state)
 				      "search_aftermath_wait_s"));
 	assert_true(no_effect_warned(SEARCH_POLICY(", search_aftermath_share: 0.075"),
 				     "search_aftermath_share"));
+	/* search_risk_calm lapses a risk budget: without one it does nothing */
+	assert_true(no_effect_warned(SEARCH_POLICY(", search_risk_calm: 10"), "search_risk_calm"));
+	assert_false(no_effect_warned(SEARCH_POLICY(", search_risk_windows: 20, search_risk_calm: 10"),
+				      "search_risk_calm"));
 	/* search_heavy_hot_s also bounds the surge hold */
 	assert_true(no_effect_warned(SEARCH_POLICY(", search_heavy_hot_s: 300"), "search_heavy_hot_s"));
 	assert_false(no_effect_warned(SEARCH_POLICY(", search_heavy_hot_s: 300, "
