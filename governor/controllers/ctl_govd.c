@@ -125,6 +125,12 @@ static const struct ctl_param ctl_govd_params[] = {
 	{ "search_down_requests", 0, 1e6, 0,
 	  "a window steps the base down only when at least this many requests completed in the "
 	  "SLA window (a near-idle window's tail says nothing about the next busy one)" },
+	{ "search_thin_low", 0, 1, 0,
+	  "> 0: busy windows with fewer requests than search_down_requests, in a row at one "
+	  "base, each with its tail under this share of the target (and under search_low), pool "
+	  "their requests; once the pool holds search_down_requests the base steps down, at most "
+	  "one step under the lowest base a full window has met (the start before any); 0: such "
+	  "windows move nothing" },
 	{ "search_aftermath_s", 0, 120, 0,
 	  "> 0: a light period's short-window raise is held while, over this many seconds back, "
 	  "the waiting was overload (at least half of it, requests waiting summed over the "
@@ -1179,6 +1185,7 @@ static int ctl_govd_check(const struct policy *pol, struct diag_list *diags)
 		{ "search_blame_wait", "search_heavy_running", "one base", NULL },
 		{ "search_risk_surge", "search_risk_windows", "no risk budget", NULL },
 		{ "search_risk_calm", "search_risk_windows", "no risk budget", NULL },
+		{ "search_thin_low", "search_down_requests", "every window may step down", NULL },
 	};
 	for (size_t i = 0; i < sizeof(refines) / sizeof(*refines); i++) {
 		const struct policy_param *pp = policy_param_find(pol, refines[i].key);

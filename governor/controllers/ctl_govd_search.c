@@ -42,9 +42,11 @@ void ctl_search_init(struct ctl_search *s, const struct policy *pol, const struc
 		.heavy_start_khz = ctl_param_value(pol, c, "search_heavy_start_mhz") * 1000.0,
 		.blame_wait = ctl_param_value(pol, c, "search_blame_wait") >= 0.5,
 		.down_requests = ctl_param_value(pol, c, "search_down_requests"),
+		.thin_low = ctl_param_value(pol, c, "search_thin_low"),
 		.last_short_raise_s = -INFINITY,
 		.win_idx = -1,
 	};
+	s->thin_anchor_khz = s->start_khz > 0 ? s->start_khz : fmax_khz;
 }
 
 /* A clock whose window or short window failed: barred from the descent for
@@ -99,6 +101,42 @@ static bool search_risk_spent(const struct ctl_search *s, const struct policy *p
 {
 	return s->risk_windows > 0 && (double)s->risk_missed > search_risk_allowed(s, pol) &&
 	       !search_risk_calm(s);
+}
+
+/* A step down, never back onto a clock that failed lately. */
+static void search_down(struct ctl_search *s, enum gov_why_move move)
+{
+	s->base_khz -= s->down_khz;
+	s->last_move = move;
+	if (s->bad_left > 0 && s->base_khz <= s->bad_khz) {
+		s->base_khz = s->bad_khz + s->up_khz;
+		s->last_move = GOV_WHY_M_BARRED;
+	}
+}
+
+/* search_thin_low: a busy window with fewer requests than
+ * search_down_requests says little about the next busy one, so its tail
+ * alone moves nothing (a light member then sat at its start all run, over
+ * the clock its tails asked for). Quiet ones in a row at one base, each
+ * under search_thin_low (a wider margin than search_low's: a few requests
+ * show a thinner tail), pool their requests; once the pool holds
+ * search_down_requests the base steps down, at most one step under the
+ * lowest base a full window has met. Returns true while the window's
+ * requests stay pooled. */
+static bool search_thin(struct ctl_search *s, double r, double low, double requests)
+{
+	if (!(s->thin_low > 0) || !(r > 0) || !(r < fmin(s->thin_low, low)) ||
+	    s->base_khz < s->thin_anchor_khz - 1)
+		return false;
+	if (s->thin_base_khz != s->base_khz) {
+		s->thin_pool = 0;
+		s->thin_base_khz = s->base_khz;
+	}
+	s->thin_pool += requests;
+	if (s->thin_pool < s->down_requests)
+		return true;
+	search_down(s, GOV_WHY_M_POOLED);
+	return false;
 }
 
 /* One window closed: a bar counts down and lifts at zero. */
@@ -273,6 +311,8 @@ uint32_t ctl_search_step(struct ctl_search *s, const struct ctl_search_in *in,
 		bool wait_blamed = false;
 		if (s->heavy_n > 0)
 			cls_load(s, window_heavy(s, e, pol, judge, &wait_blamed));
+		bool pooled = false;
+		double judged_khz = s->base_khz;
 		if (s->win_thermal) {
 			s->base_khz -= s->down_khz;
 			s->last_move = GOV_WHY_M_THERMAL;
@@ -287,14 +327,17 @@ uint32_t ctl_search_step(struct ctl_search *s, const struct ctl_search_in *in,
 			s->last_move = wait_blamed ? GOV_WHY_M_WAIT_UP : GOV_WHY_M_UP;
 		} else if (s->win_busy && r > 0 && r < search_low_at_risk(s, pol) &&
 			   (double)e->window_requests >= s->down_requests) {
-			s->base_khz -= s->down_khz;
-			s->last_move = GOV_WHY_M_DOWN;
-			/* never back onto a clock that failed lately */
-			if (s->bad_left > 0 && s->base_khz <= s->bad_khz) {
-				s->base_khz = s->bad_khz + s->up_khz;
-				s->last_move = GOV_WHY_M_BARRED;
-			}
+			search_down(s, GOV_WHY_M_DOWN);
+		} else if (s->win_busy) {
+			pooled = search_thin(s, r, search_low_at_risk(s, pol),
+					     (double)e->window_requests);
 		}
+		if (!pooled)
+			s->thin_pool = 0;
+		/* search_thin_low's anchor: the lowest base a full window met */
+		if (judge && s->win_busy && r > 0 && r <= 1.0 &&
+		    (double)e->window_requests >= s->down_requests && judged_khz < s->thin_anchor_khz)
+			s->thin_anchor_khz = judged_khz;
 		bar_tick(&s->bad_khz, &s->bad_left);
 		if (s->heavy_n > 0) {
 			int o = !s->cls_cur;

@@ -28,6 +28,7 @@ struct ctl_search {
 	double idle_hot_s;         /* search_idle_hot_s */
 	double heavy_n, heavy_share, heavy_hot_s, heavy_start_khz; /* search_heavy_* */
 	double down_requests;      /* search_down_requests */
+	double thin_low;           /* search_thin_low (0: off) */
 	bool blame_wait;           /* search_blame_wait */
 	double risk_windows;       /* search_risk_windows */
 	double risk_surge;         /* search_risk_surge (0: off) */
@@ -66,6 +67,10 @@ struct ctl_search {
 	uint8_t load_ring[SEARCH_LOAD_RING];
 	uint16_t wait_ring[SEARCH_LOAD_RING]; /* requests waiting per period (saturated) */
 	uint32_t load_n;
+	/* search_thin_low: requests pooled over thin quiet windows in a row at
+	 * thin_base_khz, and the lowest base a full window has met (the start
+	 * before any): a pooled step goes at most one step under it. */
+	double thin_pool, thin_base_khz, thin_anchor_khz;
 };
 
 /* What the controller around it knows this period. */

@@ -49,7 +49,8 @@ static const char *const why_limit_names[GOV_WHY_L_N] = { "none", "tbt",   "ttft
 							  "window" };
 static const char *const why_move_names[GOV_WHY_M_N] = { "none",   "down",     "up",
 							 "short_up", "barred", "overload",
-							 "thermal", "aftermath", "wait_up" };
+							 "thermal", "aftermath", "wait_up",
+							 "pooled" };
 
 static const char *const why_load_names[GOV_WHY_LOAD_N] = { "none", "light", "heavy" };
 

@@ -1139,6 +1139,10 @@ static void test_window_search_load_conflict(void **state)
 	assert_true(no_effect_warned(SEARCH_POLICY(", search_risk_calm: 10"), "search_risk_calm"));
 	assert_false(no_effect_warned(SEARCH_POLICY(", search_risk_windows: 20, search_risk_calm: 10"),
 				      "search_risk_calm"));
+	/* search_thin_low pools thin windows: without a request floor none is thin */
+	assert_true(no_effect_warned(SEARCH_POLICY(", search_thin_low: 0.7"), "search_thin_low"));
+	assert_false(no_effect_warned(SEARCH_POLICY(", search_down_requests: 60, search_thin_low: 0.7"),
+				      "search_thin_low"));
 	/* search_heavy_hot_s also bounds the surge hold */
 	assert_true(no_effect_warned(SEARCH_POLICY(", search_heavy_hot_s: 300"), "search_heavy_hot_s"));
 	assert_false(no_effect_warned(SEARCH_POLICY(", search_heavy_hot_s: 300, "
@@ -1284,6 +1288,58 @@ static void test_window_search_risk_calm(void **state)
 		assert_int_equal(search_at(&r, 360, 120, 90, 8, 0, &b), calm ? 1650 : 1740);
 		assert_int_equal(search_at(&r, 360.5, 90, 90, 8, 1, &b), 1980);
 		assert_int_equal(b, GOV_WHY_RISK_SURGE);
+		ctl_govd.fini(r.st);
+		policy_free(r.pol);
+	}
+}
+
+/* One window of the search rig: busy periods at tbt_ms of the 100 ms
+ * target on n requests (n 0: an idle window) from t0, the window closed at
+ * t0 + 60 s; returns the clock then. */
+static uint32_t thin_window(struct search_rig *r, double t0, double tbt_ms, uint64_t n)
+{
+	enum gov_why_bound b;
+	r->win_requests = n;
+	for (double t = t0 + 1; t < t0 + 60; t += 0.5)
+		search_at(r, t, tbt_ms, tbt_ms, n ? 4 : 0, 0, &b);
+	return search_at(r, t0 + 60, tbt_ms, tbt_ms, n ? 4 : 0, 0, &b);
+}
+
+/* search_thin_low: thin windows (fewer requests than search_down_requests)
+ * in a row, each under the thin threshold, pool their requests into one
+ * step down, at most one step under the lowest base a full window met; a
+ * thin window over it or an idle one empties the pool; without the key
+ * thin windows move nothing. */
+static void test_window_search_thin(void **state)
+{
+	(void)state;
+	for (int on = 0; on <= 1; on++) {
+		struct search_rig r;
+		search_rig_init(&r, on ? SEARCH_POLICY(", search_start_mhz: 1560, "
+						       "search_down_requests: 60, search_thin_low: 0.7")
+				       : SEARCH_POLICY(", search_start_mhz: 1560, "
+						       "search_down_requests: 60"));
+		/* 30 + 30 requests at 0.6: one pooled step */
+		assert_int_equal(thin_window(&r, 0, 60, 30), 1560);
+		assert_int_equal(thin_window(&r, 60, 60, 30), on ? 1470 : 1560);
+		assert_int_equal(r.why.move, on ? GOV_WHY_M_POOLED : GOV_WHY_M_NONE);
+		/* one step under the start at most while no full window met */
+		assert_int_equal(thin_window(&r, 120, 60, 30), on ? 1470 : 1560);
+		assert_int_equal(thin_window(&r, 180, 60, 30), on ? 1470 : 1560);
+		assert_int_equal(thin_window(&r, 240, 60, 30), on ? 1470 : 1560);
+		/* a full window met at 0.9 (kept) lowers the anchor to its base */
+		assert_int_equal(thin_window(&r, 300, 90, 200), on ? 1470 : 1560);
+		assert_int_equal(thin_window(&r, 360, 60, 30), on ? 1470 : 1560);
+		assert_int_equal(thin_window(&r, 420, 60, 30), on ? 1380 : 1560);
+		/* a thin window at 0.75 (under search_low, over the thin
+		 * threshold) or an idle one empties the pool */
+		assert_int_equal(thin_window(&r, 480, 90, 200), on ? 1380 : 1560);
+		assert_int_equal(thin_window(&r, 540, 60, 30), on ? 1380 : 1560);
+		assert_int_equal(thin_window(&r, 600, 75, 30), on ? 1380 : 1560);
+		assert_int_equal(thin_window(&r, 660, 60, 30), on ? 1380 : 1560);
+		assert_int_equal(thin_window(&r, 720, NAN, 0), on ? 1380 : 1560);
+		assert_int_equal(thin_window(&r, 780, 60, 30), on ? 1380 : 1560);
+		assert_int_equal(thin_window(&r, 840, 60, 30), on ? 1290 : 1560);
 		ctl_govd.fini(r.st);
 		policy_free(r.pol);
 	}
@@ -1865,6 +1921,7 @@ int main(void)
 		cmocka_unit_test(test_window_search_surge_release),
 		cmocka_unit_test(test_window_search_risk_surge),
 		cmocka_unit_test(test_window_search_risk_calm),
+		cmocka_unit_test(test_window_search_thin),
 		cmocka_unit_test(test_window_search_thermal),
 		cmocka_unit_test(test_window_search_advice),
 		cmocka_unit_test(test_window_search_idle_hot),
