@@ -128,9 +128,9 @@ static const struct ctl_param ctl_govd_params[] = {
 	{ "search_thin_low", 0, 1, 0,
 	  "> 0: busy windows with fewer requests than search_down_requests, in a row at one "
 	  "base, each with its tail under this share of the target (and under search_low), pool "
-	  "their requests; once the pool holds search_down_requests the base steps down, at most "
-	  "one step under the lowest base a full window has met (the start before any); 0: such "
-	  "windows move nothing" },
+	  "their requests; once the pool holds search_down_requests the base steps down, never "
+	  "under the lowest base a full window has met (before one has, one step under the start "
+	  "at most); 0: such windows move nothing" },
 	{ "search_aftermath_s", 0, 120, 0,
 	  "> 0: a light period's short-window raise is held while, over this many seconds back, "
 	  "the waiting was overload (at least half of it, requests waiting summed over the "

@@ -46,7 +46,6 @@ void ctl_search_init(struct ctl_search *s, const struct policy *pol, const struc
 		.last_short_raise_s = -INFINITY,
 		.win_idx = -1,
 	};
-	s->thin_anchor_khz = s->start_khz > 0 ? s->start_khz : fmax_khz;
 }
 
 /* A clock whose window or short window failed: barred from the descent for
@@ -120,13 +119,18 @@ static void search_down(struct ctl_search *s, enum gov_why_move move)
  * the clock its tails asked for). Quiet ones in a row at one base, each
  * under search_thin_low (a wider margin than search_low's: a few requests
  * show a thinner tail), pool their requests; once the pool holds
- * search_down_requests the base steps down, at most one step under the
- * lowest base a full window has met. Returns true while the window's
- * requests stay pooled. */
+ * search_down_requests the base steps down. Thin evidence only trims what
+ * no full window has judged: never under the lowest base a full window has
+ * met, and before one has, one step under the start at most (a quiet
+ * stretch under a base the busy windows chose ends in a busy window at a
+ * clock none of them met). Returns true while the window's requests stay
+ * pooled. */
 static bool search_thin(struct ctl_search *s, double r, double low, double requests)
 {
+	double start_khz = s->start_khz > 0 ? s->start_khz : s->fmax_khz;
+	double floor_khz = s->thin_full_khz > 0 ? s->thin_full_khz + s->down_khz : start_khz;
 	if (!(s->thin_low > 0) || !(r > 0) || !(r < fmin(s->thin_low, low)) ||
-	    s->base_khz < s->thin_anchor_khz - 1)
+	    s->base_khz < floor_khz - 1)
 		return false;
 	if (s->thin_base_khz != s->base_khz) {
 		s->thin_pool = 0;
@@ -334,10 +338,11 @@ uint32_t ctl_search_step(struct ctl_search *s, const struct ctl_search_in *in,
 		}
 		if (!pooled)
 			s->thin_pool = 0;
-		/* search_thin_low's anchor: the lowest base a full window met */
+		/* search_thin_low's floor: the lowest base a full window met */
 		if (judge && s->win_busy && r > 0 && r <= 1.0 &&
-		    (double)e->window_requests >= s->down_requests && judged_khz < s->thin_anchor_khz)
-			s->thin_anchor_khz = judged_khz;
+		    (double)e->window_requests >= s->down_requests &&
+		    (!(s->thin_full_khz > 0) || judged_khz < s->thin_full_khz))
+			s->thin_full_khz = judged_khz;
 		bar_tick(&s->bad_khz, &s->bad_left);
 		if (s->heavy_n > 0) {
 			int o = !s->cls_cur;

@@ -68,9 +68,10 @@ struct ctl_search {
 	uint16_t wait_ring[SEARCH_LOAD_RING]; /* requests waiting per period (saturated) */
 	uint32_t load_n;
 	/* search_thin_low: requests pooled over thin quiet windows in a row at
-	 * thin_base_khz, and the lowest base a full window has met (the start
-	 * before any): a pooled step goes at most one step under it. */
-	double thin_pool, thin_base_khz, thin_anchor_khz;
+	 * thin_base_khz, and the lowest base a full window has met (0: none
+	 * yet): a pooled step never goes under it, nor more than one step
+	 * under the start before it exists. */
+	double thin_pool, thin_base_khz, thin_full_khz;
 };
 
 /* What the controller around it knows this period. */

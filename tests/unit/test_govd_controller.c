@@ -1307,9 +1307,10 @@ static uint32_t thin_window(struct search_rig *r, double t0, double tbt_ms, uint
 
 /* search_thin_low: thin windows (fewer requests than search_down_requests)
  * in a row, each under the thin threshold, pool their requests into one
- * step down, at most one step under the lowest base a full window met; a
- * thin window over it or an idle one empties the pool; without the key
- * thin windows move nothing. */
+ * step down: one step under the start at most before a full window met the
+ * SLA, never under the lowest base one has met after; a thin window over the
+ * threshold or an idle one empties the pool; without the key thin windows
+ * move nothing. */
 static void test_window_search_thin(void **state)
 {
 	(void)state;
@@ -1326,20 +1327,35 @@ static void test_window_search_thin(void **state)
 		/* one step under the start at most while no full window met */
 		assert_int_equal(thin_window(&r, 120, 60, 30), on ? 1470 : 1560);
 		assert_int_equal(thin_window(&r, 180, 60, 30), on ? 1470 : 1560);
-		assert_int_equal(thin_window(&r, 240, 60, 30), on ? 1470 : 1560);
-		/* a full window met at 0.9 (kept) lowers the anchor to its base */
-		assert_int_equal(thin_window(&r, 300, 90, 200), on ? 1470 : 1560);
+		/* a full window met at 0.9 (kept): thin ones never go under its base */
+		assert_int_equal(thin_window(&r, 240, 90, 200), on ? 1470 : 1560);
+		assert_int_equal(thin_window(&r, 300, 60, 30), on ? 1470 : 1560);
 		assert_int_equal(thin_window(&r, 360, 60, 30), on ? 1470 : 1560);
-		assert_int_equal(thin_window(&r, 420, 60, 30), on ? 1380 : 1560);
+		/* a thin window that missed (over search_high) raises; thin ones
+		 * bring the base back to the full window's clock, not under */
+		assert_int_equal(thin_window(&r, 420, 95, 30), on ? 1560 : 1650);
+		assert_int_equal(thin_window(&r, 480, 60, 30), on ? 1560 : 1650);
 		/* a thin window at 0.75 (under search_low, over the thin
 		 * threshold) or an idle one empties the pool */
-		assert_int_equal(thin_window(&r, 480, 90, 200), on ? 1380 : 1560);
-		assert_int_equal(thin_window(&r, 540, 60, 30), on ? 1380 : 1560);
-		assert_int_equal(thin_window(&r, 600, 75, 30), on ? 1380 : 1560);
-		assert_int_equal(thin_window(&r, 660, 60, 30), on ? 1380 : 1560);
-		assert_int_equal(thin_window(&r, 720, NAN, 0), on ? 1380 : 1560);
-		assert_int_equal(thin_window(&r, 780, 60, 30), on ? 1380 : 1560);
-		assert_int_equal(thin_window(&r, 840, 60, 30), on ? 1290 : 1560);
+		assert_int_equal(thin_window(&r, 540, 75, 30), on ? 1560 : 1650);
+		assert_int_equal(thin_window(&r, 600, 60, 30), on ? 1560 : 1650);
+		assert_int_equal(thin_window(&r, 660, NAN, 0), on ? 1560 : 1650);
+		assert_int_equal(thin_window(&r, 720, 60, 30), on ? 1560 : 1650);
+		assert_int_equal(thin_window(&r, 780, 60, 30), on ? 1470 : 1650);
+		assert_int_equal(thin_window(&r, 840, 60, 30), on ? 1470 : 1650);
+		assert_int_equal(thin_window(&r, 900, 60, 30), on ? 1470 : 1650);
+		/* full windows: a step down from 1470, then met at 1380 (kept),
+		 * a miss back up; thin ones now trim down to 1380 */
+		if (on) {
+			assert_int_equal(thin_window(&r, 960, 50, 200), 1380);
+			assert_int_equal(thin_window(&r, 1020, 90, 200), 1380);
+			assert_int_equal(thin_window(&r, 1080, 95, 30), 1470);
+			assert_int_equal(thin_window(&r, 1140, 60, 30), 1470);
+			assert_int_equal(thin_window(&r, 1200, 60, 30), 1380);
+			assert_int_equal(r.why.move, GOV_WHY_M_POOLED);
+			assert_int_equal(thin_window(&r, 1260, 60, 30), 1380);
+			assert_int_equal(thin_window(&r, 1320, 60, 30), 1380);
+		}
 		ctl_govd.fini(r.st);
 		policy_free(r.pol);
 	}
