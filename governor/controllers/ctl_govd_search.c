@@ -317,6 +317,12 @@ uint32_t ctl_search_step(struct ctl_search *s, const struct ctl_search_in *in,
 			cls_load(s, window_heavy(s, e, pol, judge, &wait_blamed));
 		bool pooled = false;
 		double judged_khz = s->base_khz;
+		/* the window as the SLA judges it (the risk budget and the thin floor) */
+		enum sla_verdict verdict = SLA_IDLE;
+		if (s->win_busy && (s->risk_windows > 0 || s->thin_low > 0)) {
+			struct sla_window_obs o = estimate_sla_obs(e);
+			verdict = sla_judge(pol->sla.latency_ms, pol->sla.min_tokens_per_s, &o, NULL);
+		}
 		if (s->win_thermal) {
 			s->base_khz -= s->down_khz;
 			s->last_move = GOV_WHY_M_THERMAL;
@@ -339,8 +345,7 @@ uint32_t ctl_search_step(struct ctl_search *s, const struct ctl_search_in *in,
 		if (!pooled)
 			s->thin_pool = 0;
 		/* search_thin_low's floor: the lowest base a full window met */
-		if (judge && s->win_busy && r > 0 && r <= 1.0 &&
-		    (double)e->window_requests >= s->down_requests &&
+		if (judge && verdict == SLA_MET && (double)e->window_requests >= s->down_requests &&
 		    (!(s->thin_full_khz > 0) || judged_khz < s->thin_full_khz))
 			s->thin_full_khz = judged_khz;
 		bar_tick(&s->bad_khz, &s->bad_left);
@@ -357,14 +362,11 @@ uint32_t ctl_search_step(struct ctl_search *s, const struct ctl_search_in *in,
 		}
 		/* The risk budget counts the window as the SLA judges it. */
 		if (s->risk_windows > 0 && s->win_busy) {
-			struct sla_window_obs o = estimate_sla_obs(e);
-			enum sla_verdict v =
-				sla_judge(pol->sla.latency_ms, pol->sla.min_tokens_per_s, &o, NULL);
-			s->risk_judged += v != SLA_IDLE;
-			s->risk_missed += v == SLA_MISSED;
-			if (v == SLA_MISSED)
+			s->risk_judged += verdict != SLA_IDLE;
+			s->risk_missed += verdict == SLA_MISSED;
+			if (verdict == SLA_MISSED)
 				s->risk_met_since = 0;
-			else if (v == SLA_MET)
+			else if (verdict == SLA_MET)
 				s->risk_met_since++;
 		}
 		s->win_idx = k;
