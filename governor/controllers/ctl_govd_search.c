@@ -143,6 +143,31 @@ static bool search_thin(struct ctl_search *s, double r, double low, double reque
 	return false;
 }
 
+/* The closing window as the SLA judges it (sla_judge, the judgement the
+ * rollback manager and the simulator use), once, for the risk budget and
+ * search_thin_low's floor; SLA_IDLE where neither is on. */
+static enum sla_verdict search_verdict(const struct ctl_search *s, const struct gov_estimates *e,
+				       const struct policy *pol)
+{
+	if (!s->win_busy || !(s->risk_windows > 0 || s->thin_low > 0))
+		return SLA_IDLE;
+	struct sla_window_obs o = estimate_sla_obs(e);
+	return sla_judge(pol->sla.latency_ms, pol->sla.min_tokens_per_s, &o, NULL);
+}
+
+/* The risk budget counts the closing window as the SLA judged it. */
+static void risk_count(struct ctl_search *s, enum sla_verdict v)
+{
+	if (!(s->risk_windows > 0) || v == SLA_IDLE)
+		return;
+	s->risk_judged++;
+	s->risk_missed += v == SLA_MISSED;
+	if (v == SLA_MISSED)
+		s->risk_met_since = 0;
+	else if (v == SLA_MET)
+		s->risk_met_since++;
+}
+
 /* One window closed: a bar counts down and lifts at zero. */
 static void bar_tick(double *bad_khz, long *bad_left)
 {
@@ -317,12 +342,7 @@ uint32_t ctl_search_step(struct ctl_search *s, const struct ctl_search_in *in,
 			cls_load(s, window_heavy(s, e, pol, judge, &wait_blamed));
 		bool pooled = false;
 		double judged_khz = s->base_khz;
-		/* the window as the SLA judges it (the risk budget and the thin floor) */
-		enum sla_verdict verdict = SLA_IDLE;
-		if (s->win_busy && (s->risk_windows > 0 || s->thin_low > 0)) {
-			struct sla_window_obs o = estimate_sla_obs(e);
-			verdict = sla_judge(pol->sla.latency_ms, pol->sla.min_tokens_per_s, &o, NULL);
-		}
+		enum sla_verdict verdict = search_verdict(s, e, pol);
 		if (s->win_thermal) {
 			s->base_khz -= s->down_khz;
 			s->last_move = GOV_WHY_M_THERMAL;
@@ -360,15 +380,7 @@ uint32_t ctl_search_step(struct ctl_search *s, const struct ctl_search_in *in,
 			s->win_periods = s->win_heavy = 0;
 			s->win_wait = s->win_wait_heavy = 0;
 		}
-		/* The risk budget counts the window as the SLA judges it. */
-		if (s->risk_windows > 0 && s->win_busy) {
-			s->risk_judged += verdict != SLA_IDLE;
-			s->risk_missed += verdict == SLA_MISSED;
-			if (verdict == SLA_MISSED)
-				s->risk_met_since = 0;
-			else if (verdict == SLA_MET)
-				s->risk_met_since++;
-		}
+		risk_count(s, verdict);
 		s->win_idx = k;
 		s->win_busy = false;
 		s->win_surge = false;
