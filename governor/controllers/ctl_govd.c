@@ -131,6 +131,11 @@ static const struct ctl_param ctl_govd_params[] = {
 	  "their requests; once the pool holds search_down_requests the base steps down, never "
 	  "under the lowest base a full window has met (before one has, one step under the start "
 	  "at most); 0: such windows move nothing" },
+	{ "search_heavy_surge_share", 0, 1, 0,
+	  "> 0: a window that moves the heavy base (search_heavy_running) and met the SLA with "
+	  "its tail over search_low, while queue surges held the max clock in at least this "
+	  "share of its busy periods, raises the heavy base a step (the max clock met it; the "
+	  "base alone falls behind the load); 0: off" },
 	{ "search_aftermath_s", 0, 120, 0,
 	  "> 0: a light period's short-window raise is held while, over this many seconds back, "
 	  "the waiting was overload (at least half of it, requests waiting summed over the "
@@ -1186,6 +1191,7 @@ static int ctl_govd_check(const struct policy *pol, struct diag_list *diags)
 		{ "search_risk_surge", "search_risk_windows", "no risk budget", NULL },
 		{ "search_risk_calm", "search_risk_windows", "no risk budget", NULL },
 		{ "search_thin_low", "search_down_requests", "every window may step down", NULL },
+		{ "search_heavy_surge_share", "search_heavy_running", "one base", NULL },
 	};
 	for (size_t i = 0; i < sizeof(refines) / sizeof(*refines); i++) {
 		const struct policy_param *pp = policy_param_find(pol, refines[i].key);

@@ -29,6 +29,7 @@ struct ctl_search {
 	double heavy_n, heavy_share, heavy_hot_s, heavy_start_khz; /* search_heavy_* */
 	double down_requests;      /* search_down_requests */
 	double thin_low;           /* search_thin_low (0: off) */
+	double heavy_surge_share;  /* search_heavy_surge_share (0: off) */
 	bool blame_wait;           /* search_blame_wait */
 	double risk_windows;       /* search_risk_windows */
 	double risk_surge;         /* search_risk_surge (0: off) */
@@ -58,6 +59,7 @@ struct ctl_search {
 	} cls[2];
 	int cls_cur;
 	uint32_t win_periods, win_heavy;
+	uint32_t win_surged;       /* busy periods of the window a queue surge took to the max */
 	/* search_blame_wait: requests waiting summed over the window's
 	 * periods, and over its heavy periods */
 	uint64_t win_wait, win_wait_heavy;

@@ -1141,6 +1141,12 @@ static void test_window_search_load_conflict(void **state)
 				      "search_risk_calm"));
 	/* search_thin_low pools thin windows: without a request floor none is thin */
 	assert_true(no_effect_warned(SEARCH_POLICY(", search_thin_low: 0.7"), "search_thin_low"));
+	/* search_heavy_surge_share raises the heavy base: none without the classes */
+	assert_true(no_effect_warned(SEARCH_POLICY(", search_heavy_surge_share: 0.1"),
+				     "search_heavy_surge_share"));
+	assert_false(no_effect_warned(SEARCH_POLICY(", search_heavy_running: 12, "
+						    "search_heavy_surge_share: 0.1"),
+				      "search_heavy_surge_share"));
 	assert_false(no_effect_warned(SEARCH_POLICY(", search_down_requests: 60, search_thin_low: 0.7"),
 				      "search_thin_low"));
 	/* search_heavy_hot_s also bounds the surge hold */
@@ -1356,6 +1362,56 @@ static void test_window_search_thin(void **state)
 			assert_int_equal(thin_window(&r, 1260, 60, 30), 1380);
 			assert_int_equal(thin_window(&r, 1320, 60, 30), 1380);
 		}
+		ctl_govd.fini(r.st);
+		policy_free(r.pol);
+	}
+}
+
+/* One heavy window of the search rig (16 requests running) at tbt_ms of
+ * the 100 ms target, a queue of 10 (over surge_queue) in its periods from
+ * t0 + 10 s for surge_s seconds; returns the clock at its close (t0 + 60). */
+static uint32_t surged_window(struct search_rig *r, double t0, double tbt_ms, double surge_s,
+			      unsigned running)
+{
+	enum gov_why_bound b;
+	for (double t = t0 + 1; t < t0 + 60; t += 0.5) {
+		bool surge = t >= t0 + 10 && t < t0 + 10 + surge_s;
+		search_at(r, t, tbt_ms, tbt_ms, running, surge ? 10 : 0, &b);
+	}
+	return search_at(r, t0 + 60, tbt_ms, tbt_ms, running, 0, &b);
+}
+
+/* search_heavy_surge_share: a heavy window met with its tail over
+ * search_low while queue surges held the max clock in at least the share
+ * of its busy periods raises the heavy base a step; fewer surges, a tail
+ * under search_low, a light window or the key off raise nothing. */
+static void test_window_search_heavy_surge(void **state)
+{
+	(void)state;
+	for (int on = 0; on <= 1; on++) {
+		struct search_rig r;
+		search_rig_init(&r, on ? SEARCH_POLICY(", search_start_mhz: 1560, search_heavy_running: 12, "
+						       "search_heavy_surge_share: 0.1")
+				       : SEARCH_POLICY(", search_start_mhz: 1560, search_heavy_running: 12"));
+		/* 12 s of 59 surged (20 %), tail 0.9: met by the max clock */
+		assert_int_equal(surged_window(&r, 0, 90, 12, 16), on ? 1650 : 1560);
+		assert_int_equal(r.why.move, on ? GOV_WHY_M_SURGED : GOV_WHY_M_NONE);
+		assert_int_equal(r.why.load, GOV_WHY_LOAD_HEAVY);
+		/* 4 s surged (7 %): the base held */
+		assert_int_equal(surged_window(&r, 60, 90, 4, 16), on ? 1650 : 1560);
+		/* 6 s surged (10 %): up again */
+		assert_int_equal(surged_window(&r, 120, 90, 6, 16), on ? 1740 : 1560);
+		/* surges with the tail under search_low: the usual step down */
+		assert_int_equal(surged_window(&r, 180, 80, 12, 16), on ? 1650 : 1470);
+		assert_int_equal(r.why.move, GOV_WHY_M_DOWN);
+		/* a light window (4 running; the surges' own periods heavy, 20 %
+		 * of them, under the 35 % that makes it heavy) moves the light
+		 * base: held at 0.9 (without the key the heavy step down to 1470
+		 * took it along), the heavy one untouched */
+		enum gov_why_bound b;
+		assert_int_equal(surged_window(&r, 240, 90, 12, 4), on ? 1560 : 1470);
+		assert_int_equal(r.why.load, GOV_WHY_LOAD_LIGHT);
+		assert_int_equal(search_at(&r, 300.5, 90, 90, 16, 0, &b), on ? 1650 : 1470);
 		ctl_govd.fini(r.st);
 		policy_free(r.pol);
 	}
@@ -1938,6 +1994,7 @@ int main(void)
 		cmocka_unit_test(test_window_search_risk_surge),
 		cmocka_unit_test(test_window_search_risk_calm),
 		cmocka_unit_test(test_window_search_thin),
+		cmocka_unit_test(test_window_search_heavy_surge),
 		cmocka_unit_test(test_window_search_thermal),
 		cmocka_unit_test(test_window_search_advice),
 		cmocka_unit_test(test_window_search_idle_hot),
