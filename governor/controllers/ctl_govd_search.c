@@ -150,7 +150,7 @@ static bool search_thin(struct ctl_search *s, double r, double low, double reque
  * not the heavy base, which alone falls behind the load: near capacity the
  * tail stays just under the target window after window and the next one is
  * lost (the Azure conversation trace at 1.3-1.4x: TBT at 0.91-0.98 of the
- * target at a 1560 MHz heavy base for six windows, surges in 3-29 % of
+ * target at a 1560 MHz heavy base for six windows, surges in 2-29 % of
  * their periods, then a window the firmware kept). A step up. */
 static bool search_surge_held(const struct ctl_search *s, double r)
 {
