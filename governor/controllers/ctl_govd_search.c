@@ -154,8 +154,7 @@ static bool search_thin(struct ctl_search *s, double r, double low, double reque
  * their periods, then a window the firmware kept). A step up. */
 static bool search_surge_held(const struct ctl_search *s, double r)
 {
-	return s->heavy_surge_share > 0 && s->heavy_n > 0 && s->cls_cur == 1 && s->win_busy &&
-	       r > s->low && s->win_periods > 0 &&
+	return s->heavy_surge_share > 0 && s->cls_cur == 1 && r > s->low && s->win_periods > 0 &&
 	       (double)s->win_surged >= s->heavy_surge_share * (double)s->win_periods;
 }
 
@@ -307,7 +306,7 @@ static enum gov_why_bound search_surge(struct ctl_search *s, const struct gov_es
 		b = GOV_WHY_SURGE;
 	s->surging = b != GOV_WHY_N;
 	if (s->surging) {
-		s->win_surge = true;
+		s->win_surged++; /* a surge has requests waiting: a busy period */
 		s->last_surge_s = e->t_s;
 	}
 	return b;
@@ -364,7 +363,7 @@ uint32_t ctl_search_step(struct ctl_search *s, const struct ctl_search_in *in,
 			s->last_move = GOV_WHY_M_THERMAL;
 		} else if (!judge) {
 			/* the window's tail is two modes': it judges neither base */
-		} else if (s->win_busy && r > s->high && s->overload > 0 && s->win_surge &&
+		} else if (s->win_busy && r > s->high && s->overload > 0 && s->win_surged > 0 &&
 			   r > s->overload) {
 			s->last_move = GOV_WHY_M_OVERLOAD;
 		} else if (s->win_busy && r > s->high) {
@@ -396,13 +395,13 @@ uint32_t ctl_search_step(struct ctl_search *s, const struct ctl_search_in *in,
 			}
 			bar_tick(&s->cls[o].bad_khz, &s->cls[o].bad_left);
 			cls_order(s);
-			s->win_periods = s->win_heavy = s->win_surged = 0;
+			s->win_periods = s->win_heavy = 0;
 			s->win_wait = s->win_wait_heavy = 0;
 		}
 		risk_count(s, verdict);
 		s->win_idx = k;
 		s->win_busy = false;
-		s->win_surge = false;
+		s->win_surged = 0;
 		s->win_thermal = false;
 	}
 	/* Under heat a higher clock spends the heat the next burst needs (the
@@ -421,8 +420,6 @@ uint32_t ctl_search_step(struct ctl_search *s, const struct ctl_search_in *in,
 	s->win_thermal |= hot;
 	s->win_busy |= in->busy;
 	enum gov_why_bound surge = search_surge(s, e, pol, cool);
-	if (s->heavy_n > 0)
-		s->win_surged += in->busy && surge != GOV_WHY_N;
 	double short_r = ctl_govd_sla_ratio(e, pol, -1);
 	bool short_surged = s->overload > 0 && short_r > s->overload &&
 			    e->t_s - s->last_surge_s <

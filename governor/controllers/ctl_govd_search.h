@@ -45,7 +45,7 @@ struct ctl_search {
 	bool win_busy;
 	double last_short_raise_s; /* when the short window last raised the base */
 	enum gov_why_move last_move; /* for the decision log's why */
-	bool win_surge, surging;
+	bool surging;
 	bool win_thermal;
 	double last_surge_s;
 	double bad_khz;            /* the highest clock that failed lately (0: none) */
@@ -59,7 +59,7 @@ struct ctl_search {
 	} cls[2];
 	int cls_cur;
 	uint32_t win_periods, win_heavy;
-	uint32_t win_surged;       /* busy periods of the window a queue surge took to the max */
+	uint32_t win_surged;       /* periods of the window a queue surge took to the max (all busy) */
 	/* search_blame_wait: requests waiting summed over the window's
 	 * periods, and over its heavy periods */
 	uint64_t win_wait, win_wait_heavy;
