@@ -136,6 +136,11 @@ static const struct ctl_param ctl_govd_params[] = {
 	  "its tail over search_low, while queue surges held the max clock in at least this "
 	  "share of its busy periods, raises the heavy base a step (the max clock met it; the "
 	  "base alone falls behind the load); 0: off" },
+	{ "search_spike_unbarred", 0, 1, 0,
+	  "1: a short-window raise on a spike of the TBT tail alone (the short TTFT tail within "
+	  "its target), with no request waiting and the SLA window's tail under search_low, bars "
+	  "nothing (search_memory): the next window closing under search_low may step back "
+	  "down" },
 	{ "search_aftermath_s", 0, 120, 0,
 	  "> 0: a light period's short-window raise is held while, over this many seconds back, "
 	  "the waiting was overload (at least half of it, requests waiting summed over the "
@@ -1192,6 +1197,7 @@ static int ctl_govd_check(const struct policy *pol, struct diag_list *diags)
 		{ "search_risk_calm", "search_risk_windows", "no risk budget", NULL },
 		{ "search_thin_low", "search_down_requests", "every window may step down", NULL },
 		{ "search_heavy_surge_share", "search_heavy_running", "one base", NULL },
+		{ "search_spike_unbarred", "search_memory", "nothing is barred", NULL },
 	};
 	for (size_t i = 0; i < sizeof(refines) / sizeof(*refines); i++) {
 		const struct policy_param *pp = policy_param_find(pol, refines[i].key);

@@ -41,6 +41,7 @@ void ctl_search_init(struct ctl_search *s, const struct policy *pol, const struc
 		.risk_calm = ctl_param_value(pol, c, "search_risk_calm"),
 		.heavy_start_khz = ctl_param_value(pol, c, "search_heavy_start_mhz") * 1000.0,
 		.blame_wait = ctl_param_value(pol, c, "search_blame_wait") >= 0.5,
+		.spike_unbarred = ctl_param_value(pol, c, "search_spike_unbarred") >= 0.5,
 		.down_requests = ctl_param_value(pol, c, "search_down_requests"),
 		.thin_low = ctl_param_value(pol, c, "search_thin_low"),
 		.heavy_surge_share = ctl_param_value(pol, c, "search_heavy_surge_share"),
@@ -263,6 +264,25 @@ static bool search_aftermath(const struct ctl_search *s, double period_s)
 	return !own && sla_window_overload(SLA_MISSED, &l);
 }
 
+/* search_spike_unbarred: a short-window raise on the TBT tail alone (the
+ * short TTFT tail within its target), nothing waiting, while the SLA
+ * window's tail (r) is under the step-down threshold in force. The tail is
+ * a spike: a long prompt's prefill chunks stretch the decode steps beside
+ * them for a few seconds, which the short window (10 s) sees over the
+ * target and the 60 s window does not (the Azure conversation trace at
+ * 0.2-1.0x: short TBT tails at 1.00-1.13, the window's at 0.73-0.82). The
+ * raise stays, the clock it left is not barred: the next window closing
+ * under search_low may step back onto it, where a bar kept the base a
+ * step up for search_memory windows. A raise at a window tail over
+ * search_low is one the window itself is near (fam-4022 at 1290 MHz:
+ * 0.91), and keeps its bar. */
+static bool search_spike(const struct ctl_search *s, const struct gov_estimates *e,
+			 const struct policy *pol, double r)
+{
+	return s->spike_unbarred && e->queue_len == 0 &&
+	       ctl_govd_sla_ratio(e, pol, SLA_TTFT) <= 1.0 && r < search_low_at_risk(s, pol);
+}
+
 /* search_blame_wait: the window closing missed on its TTFT tail alone
  * (TBT within search_high) and had requests waiting. TTFT is time waited,
  * so the class whose periods held most of the waiting made the miss; a
@@ -430,10 +450,12 @@ uint32_t ctl_search_step(struct ctl_search *s, const struct ctl_search_in *in,
 		if (search_aftermath(s, in->period_s)) {
 			s->last_move = GOV_WHY_M_AFTERMATH;
 		} else {
-			remember_bad(s, s->base_khz);
+			bool spike = search_spike(s, e, pol, r);
+			if (!spike)
+				remember_bad(s, s->base_khz);
 			s->base_khz += s->up_khz;
 			s->last_short_raise_s = e->t_s;
-			s->last_move = GOV_WHY_M_SHORT;
+			s->last_move = spike ? GOV_WHY_M_SPIKE : GOV_WHY_M_SHORT;
 		}
 	}
 	if (s->base_khz > s->fmax_khz)

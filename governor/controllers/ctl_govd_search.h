@@ -31,6 +31,7 @@ struct ctl_search {
 	double thin_low;           /* search_thin_low (0: off) */
 	double heavy_surge_share;  /* search_heavy_surge_share (0: off) */
 	bool blame_wait;           /* search_blame_wait */
+	bool spike_unbarred;       /* search_spike_unbarred */
 	double risk_windows;       /* search_risk_windows */
 	double risk_surge;         /* search_risk_surge (0: off) */
 	double risk_calm;          /* search_risk_calm (0: off) */

@@ -464,6 +464,7 @@ struct search_rig {
 	struct gov_why why; /* the last period's */
 	uint64_t win_requests; /* requests completed in the SLA window while busy (0: 200) */
 	double win_ttft_ms;    /* the SLA window's TTFT p99 (0: none) */
+	double short_ttft_ms;  /* the short window's TTFT p99 (0: none) */
 };
 
 /* A BF16 policy running the window search (low 0.85, 90 MHz down) with
@@ -521,6 +522,8 @@ static uint32_t search_hot_at(struct search_rig *r, double t_s, double win_tbt_m
 	if (r->win_ttft_ms > 0)
 		e.quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P99)] = r->win_ttft_ms;
 	e.short_quantile_ms[SLA_INDEX(SLA_TBT, SLA_P99)] = short_tbt_ms;
+	if (r->short_ttft_ms > 0)
+		e.short_quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P99)] = r->short_ttft_ms;
 	for (int k = 0; k < HAL_TEMP_N; k++)
 		e.temp_c[k] = temp_c;
 	e.power_w[HAL_RAIL_ACCEL] = power_w;
@@ -1417,6 +1420,56 @@ static void test_window_search_heavy_surge(void **state)
 	}
 }
 
+/* search_spike_unbarred: a short-window raise on the TBT tail alone, with
+ * nothing waiting and the SLA window's tail under search_low, bars nothing,
+ * so the next quiet window steps back down; a raise with the window's tail
+ * over search_low, with a request waiting or with the short TTFT tail over
+ * its target bars the clock it left as before; without the key every raise
+ * bars. */
+static void test_window_search_spike(void **state)
+{
+	(void)state;
+	for (int on = 0; on <= 1; on++) {
+		struct search_rig r;
+		search_rig_init(&r, on ? SEARCH_POLICY(", search_start_mhz: 1560, search_short_s: 10, "
+						       "search_memory: 10, search_spike_unbarred: 1")
+				       : SEARCH_POLICY(", search_start_mhz: 1560, search_short_s: 10, "
+						       "search_memory: 10"));
+		enum gov_why_bound b;
+		assert_int_equal(search_at(&r, 1, 50, 50, 4, 0, &b), 1560);
+		assert_int_equal(search_at(&r, 60, 50, 50, 4, 0, &b), 1470);
+		/* a spike: short TBT 1.1, the window at 0.8, nothing waiting */
+		assert_int_equal(search_at(&r, 70, 80, 110, 4, 0, &b), 1560);
+		assert_int_equal(r.why.move, on ? GOV_WHY_M_SPIKE : GOV_WHY_M_SHORT);
+		assert_true(on ? isnan(r.why.bar_mhz) : r.why.bar_mhz == 1470);
+		/* a quiet window: back down, or held a step up by the bar */
+		assert_int_equal(search_at(&r, 120, 50, 50, 4, 0, &b), on ? 1470 : 1560);
+		assert_int_equal(r.why.move, on ? GOV_WHY_M_DOWN : GOV_WHY_M_BARRED);
+		if (!on) {
+			ctl_govd.fini(r.st);
+			policy_free(r.pol);
+			continue;
+		}
+		/* the window's tail at 0.9 (over search_low): the raise bars 1470 */
+		assert_int_equal(search_at(&r, 130, 90, 110, 4, 0, &b), 1560);
+		assert_int_equal(r.why.move, GOV_WHY_M_SHORT);
+		assert_int_equal(search_at(&r, 180, 50, 50, 4, 0, &b), 1560);
+		assert_int_equal(r.why.move, GOV_WHY_M_BARRED);
+		/* one request waiting: a raise that bars (1560 now) */
+		assert_int_equal(search_at(&r, 190, 80, 110, 4, 1, &b), 1650);
+		assert_int_equal(r.why.move, GOV_WHY_M_SHORT);
+		assert_int_equal(search_at(&r, 240, 50, 50, 4, 0, &b), 1650);
+		assert_int_equal(r.why.move, GOV_WHY_M_BARRED);
+		/* the short TTFT tail over its target too: a raise that bars */
+		r.short_ttft_ms = 2100;
+		assert_int_equal(search_at(&r, 250, 80, 110, 4, 0, &b), 1740);
+		assert_int_equal(r.why.move, GOV_WHY_M_SHORT);
+		assert_true(r.why.bar_mhz == 1650);
+		ctl_govd.fini(r.st);
+		policy_free(r.pol);
+	}
+}
+
 /* The policy text loaded and resolved against n device slices a, b, c. */
 static struct policy *slices_policy(const char *text, size_t n, struct policy_slices *slices)
 {
@@ -1995,6 +2048,7 @@ int main(void)
 		cmocka_unit_test(test_window_search_risk_calm),
 		cmocka_unit_test(test_window_search_thin),
 		cmocka_unit_test(test_window_search_heavy_surge),
+		cmocka_unit_test(test_window_search_spike),
 		cmocka_unit_test(test_window_search_thermal),
 		cmocka_unit_test(test_window_search_advice),
 		cmocka_unit_test(test_window_search_idle_hot),
