@@ -270,7 +270,7 @@ static bool search_aftermath(const struct ctl_search *s, double period_s)
  * a spike: a long prompt's prefill chunks stretch the decode steps beside
  * them for a few seconds, which the short window (10 s) sees over the
  * target and the 60 s window does not (the Azure conversation trace at
- * 0.2-1.0x: short TBT tails at 1.00-1.13, the window's at 0.73-0.82). The
+ * 0.2-1.0x: short TBT tails at 1.00-1.13, the window's at 0.70-0.82). The
  * raise stays, the clock it left is not barred: the next window closing
  * under search_low may step back onto it, where a bar kept the base a
  * step up for search_memory windows. A raise at a window tail over

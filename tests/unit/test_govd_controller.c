@@ -1152,6 +1152,11 @@ static void test_window_search_load_conflict(void **state)
 				      "search_heavy_surge_share"));
 	assert_false(no_effect_warned(SEARCH_POLICY(", search_down_requests: 60, search_thin_low: 0.7"),
 				      "search_thin_low"));
+	/* search_spike_unbarred lifts a bar: none without search_memory */
+	assert_true(no_effect_warned(SEARCH_POLICY(", search_spike_unbarred: 1"),
+				     "search_spike_unbarred"));
+	assert_false(no_effect_warned(SEARCH_POLICY(", search_memory: 10, search_spike_unbarred: 1"),
+				      "search_spike_unbarred"));
 	/* search_heavy_hot_s also bounds the surge hold */
 	assert_true(no_effect_warned(SEARCH_POLICY(", search_heavy_hot_s: 300"), "search_heavy_hot_s"));
 	assert_false(no_effect_warned(SEARCH_POLICY(", search_heavy_hot_s: 300, "
