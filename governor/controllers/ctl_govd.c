@@ -136,6 +136,10 @@ static const struct ctl_param ctl_govd_params[] = {
 	  "its tail over search_low, while queue surges held the max clock in at least this "
 	  "share of its busy periods, raises the heavy base a step (the max clock met it; the "
 	  "base alone falls behind the load); 0: off" },
+	{ "search_heavy_judge_share", 0, 0.01, 0,
+	  "> 0: a window that moves the light base (search_heavy_running) and met the SLA steps "
+	  "the heavy base down when its heavy periods held 2000 TBT samples or more, under this "
+	  "share of them over the target (the heavy periods' own tail); 0: off" },
 	{ "search_spike_unbarred", 0, 1, 0,
 	  "1: a short-window raise on a spike of the TBT tail alone (the short TTFT tail within "
 	  "its target), with no request waiting and the SLA window's tail under search_low, bars "
@@ -1198,6 +1202,7 @@ static int ctl_govd_check(const struct policy *pol, struct diag_list *diags)
 		{ "search_thin_low", "search_down_requests", "every window may step down", NULL },
 		{ "search_heavy_surge_share", "search_heavy_running", "one base", NULL },
 		{ "search_spike_unbarred", "search_memory", "nothing is barred", NULL },
+		{ "search_heavy_judge_share", "search_heavy_running", "one base", NULL },
 	};
 	for (size_t i = 0; i < sizeof(refines) / sizeof(*refines); i++) {
 		const struct policy_param *pp = policy_param_find(pol, refines[i].key);

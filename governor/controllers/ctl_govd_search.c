@@ -45,6 +45,7 @@ void ctl_search_init(struct ctl_search *s, const struct policy *pol, const struc
 		.down_requests = ctl_param_value(pol, c, "search_down_requests"),
 		.thin_low = ctl_param_value(pol, c, "search_thin_low"),
 		.heavy_surge_share = ctl_param_value(pol, c, "search_heavy_surge_share"),
+		.heavy_judge_share = ctl_param_value(pol, c, "search_heavy_judge_share"),
 		.last_short_raise_s = -INFINITY,
 		.win_idx = -1,
 	};
@@ -159,13 +160,41 @@ static bool search_surge_held(const struct ctl_search *s, double r)
 	       (double)s->win_surged >= s->heavy_surge_share * (double)s->win_periods;
 }
 
+/* search_heavy_judge_share: a window that moves the light base met the SLA,
+ * and its heavy periods held SEARCH_JUDGE_MIN_SAMPLES TBT samples or more,
+ * under this share of them over the target. The heavy base moves only on
+ * heavy windows, and its short-window raises come in light ones: where heavy
+ * windows are rare it only climbs (the Azure conversation trace at 0.8x:
+ * 1650 -> 1740-1980 MHz, where the best pair with hindsight holds it at
+ * 1395), so its own periods' tail judges it there. A step down (not onto a
+ * clock barred for it, nor under the floor; cls_order keeps it over the
+ * light base). The window's counts are cleared either way. */
+static void search_heavy_judge(struct ctl_search *s, enum sla_verdict v, bool judge)
+{
+	if (s->heavy_judge_share > 0 && judge && v == SLA_MET && s->cls_cur == 0 &&
+	    s->win_tbt_n[1] >= SEARCH_JUDGE_MIN_SAMPLES &&
+	    (double)s->win_tbt_over[1] < s->heavy_judge_share * (double)s->win_tbt_n[1]) {
+		s->cls[1].base_khz -= s->down_khz;
+		s->cls[1].last_move = GOV_WHY_M_JUDGED;
+		if (s->cls[1].bad_left > 0 && s->cls[1].base_khz <= s->cls[1].bad_khz) {
+			s->cls[1].base_khz = s->cls[1].bad_khz + s->up_khz;
+			s->cls[1].last_move = GOV_WHY_M_BARRED;
+		}
+		if (s->cls[1].base_khz < s->floor_khz)
+			s->cls[1].base_khz = s->floor_khz;
+	}
+	for (int c = 0; c < 2; c++)
+		s->win_tbt_over[c] = s->win_tbt_n[c] = 0;
+}
+
 /* The closing window as the SLA judges it (sla_judge, the judgement the
- * rollback manager and the simulator use), once, for the risk budget and
- * search_thin_low's floor; SLA_IDLE where neither is on. */
+ * rollback manager and the simulator use), once, for the risk budget,
+ * search_thin_low's floor and search_heavy_judge_share; SLA_IDLE where none
+ * is on. */
 static enum sla_verdict search_verdict(const struct ctl_search *s, const struct gov_estimates *e,
 				       const struct policy *pol)
 {
-	if (!s->win_busy || !(s->risk_windows > 0 || s->thin_low > 0))
+	if (!s->win_busy || !(s->risk_windows > 0 || s->thin_low > 0 || s->heavy_judge_share > 0))
 		return SLA_IDLE;
 	struct sla_window_obs o = estimate_sla_obs(e);
 	return sla_judge(pol->sla.latency_ms, pol->sla.min_tokens_per_s, &o, NULL);
@@ -409,6 +438,7 @@ uint32_t ctl_search_step(struct ctl_search *s, const struct ctl_search_in *in,
 		bar_tick(&s->bad_khz, &s->bad_left);
 		if (s->heavy_n > 0) {
 			int o = !s->cls_cur;
+			search_heavy_judge(s, verdict, judge);
 			if (s->win_thermal) {
 				s->cls[o].base_khz -= s->down_khz;
 				s->cls[o].last_move = GOV_WHY_M_THERMAL;
@@ -435,6 +465,8 @@ uint32_t ctl_search_step(struct ctl_search *s, const struct ctl_search_in *in,
 		s->win_heavy += in->busy && heavy;
 		s->win_wait += e->queue_len;
 		s->win_wait_heavy += heavy ? e->queue_len : 0;
+		s->win_tbt_over[heavy] += e->period_over[SLA_TBT];
+		s->win_tbt_n[heavy] += e->period_n[SLA_TBT];
 	}
 	bool hot = s->thermal && in->th_bound;
 	s->win_thermal |= hot;

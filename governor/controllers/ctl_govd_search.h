@@ -13,6 +13,10 @@
 /* Periods the load ring holds (search_aftermath_s looks back at most this
  * many: 256 s at 500 ms periods). */
 #define SEARCH_LOAD_RING 512
+/* The TBT samples a light window's heavy periods must hold before their own
+ * tail judges the heavy base (search_heavy_judge_share): about 10 heavy
+ * periods' worth at 12 running and 500 ms periods. */
+#define SEARCH_JUDGE_MIN_SAMPLES 2000
 
 struct ctl_search {
 	/* The clocks it may use and the surge rule (the controller's). */
@@ -30,6 +34,7 @@ struct ctl_search {
 	double down_requests;      /* search_down_requests */
 	double thin_low;           /* search_thin_low (0: off) */
 	double heavy_surge_share;  /* search_heavy_surge_share (0: off) */
+	double heavy_judge_share;  /* search_heavy_judge_share (0: off) */
 	bool blame_wait;           /* search_blame_wait */
 	bool spike_unbarred;       /* search_spike_unbarred */
 	double risk_windows;       /* search_risk_windows */
@@ -61,6 +66,9 @@ struct ctl_search {
 	int cls_cur;
 	uint32_t win_periods, win_heavy;
 	uint32_t win_surged;       /* periods of the window a queue surge took to the max (all busy) */
+	/* search_heavy_judge_share: the window's TBT samples over the target,
+	 * and all, in its light (0) and heavy (1) periods */
+	uint64_t win_tbt_over[2], win_tbt_n[2];
 	/* search_blame_wait: requests waiting summed over the window's
 	 * periods, and over its heavy periods */
 	uint64_t win_wait, win_wait_heavy;

@@ -69,6 +69,8 @@ static int estimate_stage_init(void *state, const struct policy *pol, const stru
 		.ceiling_c = pol->thermal.ceiling_c,
 		.n_q = slices->n,
 	};
+	for (int m = 0; m < SLA_N_METRICS; m++)
+		ec.over_ms[m] = pol->sla.latency_ms[SLA_INDEX(m, SLA_P99)];
 	for (size_t s = 0; s < slices->n; s++) {
 		const struct policy_slice_rule *r = &slices->rule[s];
 		ec.q[s] = (struct est_quality_cfg){

@@ -50,7 +50,8 @@ static const char *const why_limit_names[GOV_WHY_L_N] = { "none", "tbt",   "ttft
 static const char *const why_move_names[GOV_WHY_M_N] = { "none",   "down",     "up",
 							 "short_up", "barred", "overload",
 							 "thermal", "aftermath", "wait_up",
-							 "pooled", "surged", "spike_up" };
+							 "pooled", "surged", "spike_up",
+							 "judged" };
 
 static const char *const why_load_names[GOV_WHY_LOAD_N] = { "none", "light", "heavy" };
 

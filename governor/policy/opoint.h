@@ -160,6 +160,7 @@ enum gov_why_move {
 	GOV_WHY_M_POOLED,   /* thin quiet windows pooled (search_thin_low): a step down */
 	GOV_WHY_M_SURGED,   /* a heavy window met with surges (search_heavy_surge_share): a step up */
 	GOV_WHY_M_SPIKE,    /* a short-window raise on a TBT spike (search_spike_unbarred): nothing barred */
+	GOV_WHY_M_JUDGED,   /* a light window's heavy periods met their tail (search_heavy_judge_share): heavy base down */
 	GOV_WHY_M_N
 };
 /* The window search's load class in force (search_heavy_running). */

@@ -207,6 +207,20 @@ static double sparse_quantile(const struct est_sparse *s, double q)
 	return s->n ? hist_bucket_upper_ms(s->idx[s->n - 1]) : NAN;
 }
 
+/* Observations in buckets that may hold a value over value_ms (bucket
+ * resolution: the bucket holding value_ms counts, so a share over a target
+ * errs high); 0 for value_ms 0 (no threshold). */
+static uint64_t sparse_over(const struct est_sparse *s, double value_ms)
+{
+	uint64_t n = 0;
+	if (!(value_ms > 0))
+		return 0;
+	for (size_t i = 0; i < s->n; i++)
+		if (hist_bucket_upper_ms(s->idx[i]) > value_ms)
+			n += s->cnt[i];
+	return n;
+}
+
 static void sparse_clear(struct est_sparse *s)
 {
 	s->n = 0;
@@ -600,8 +614,11 @@ const struct gov_estimates *estimate_step(struct estimator *e, uint64_t now_ms,
 		const struct est_period *last = &e->ring[(e->ring_head + e->ring_len - 1) % e->ring_len];
 		o->period_requests = last->requests;
 		o->period_tokens = last->tokens;
-		for (int m = 0; m < SLA_N_METRICS; m++)
+		for (int m = 0; m < SLA_N_METRICS; m++) {
 			o->period_p99_ms[m] = sparse_quantile(last->h[m], sla_quantile_q[SLA_P99]);
+			o->period_over[m] = sparse_over(last->h[m], e->cfg.over_ms[m]);
+			o->period_n[m] = last->h[m]->obs;
+		}
 		for (size_t s = 0; s < HAL_MAX_SLICES; s++) {
 			quality_gate(e, est_q_row(s, HAL_LOW_INT8), last->q_samples[s],
 				     last->q_mismatches[s]);

@@ -84,6 +84,11 @@ struct gov_estimates {
 	uint64_t period_requests; /* this period's delta */
 	uint64_t period_tokens;   /* ... and its generated tokens */
 	double period_p99_ms[SLA_N_METRICS]; /* this period's alone, NAN if none */
+	/* This period's samples over estimate_cfg.over_ms (0 where none is
+	 * set), and all its samples, per metric: a share of the samples over
+	 * the SLA's p99 target pooled over any set of periods (the window
+	 * search judges its heavy periods on them). */
+	uint64_t period_over[SLA_N_METRICS], period_n[SLA_N_METRICS];
 	/* Validation result of this period. */
 	unsigned n_faults;
 	bool critical_fault;
@@ -106,6 +111,7 @@ struct estimate_cfg {
 	double window_s;
 	double ceiling_c;
 	double short_window_s;  /* 0: ESTIMATE_SHORT_WINDOW_S */
+	double over_ms[SLA_N_METRICS]; /* period_over's thresholds (the p99 targets; 0: none) */
 	size_t n_q;             /* slices with gate settings; others: no gate (bound 1) */
 	struct est_quality_cfg q[EST_Q_ROWS]; /* by est_q_row; FP8 rows zero: no gate */
 };

@@ -465,6 +465,7 @@ struct search_rig {
 	uint64_t win_requests; /* requests completed in the SLA window while busy (0: 200) */
 	double win_ttft_ms;    /* the SLA window's TTFT p99 (0: none) */
 	double short_ttft_ms;  /* the short window's TTFT p99 (0: none) */
+	uint64_t tbt_over, tbt_n; /* each period's TBT samples over the target, and all */
 };
 
 /* A BF16 policy running the window search (low 0.85, 90 MHz down) with
@@ -524,6 +525,8 @@ static uint32_t search_hot_at(struct search_rig *r, double t_s, double win_tbt_m
 	e.short_quantile_ms[SLA_INDEX(SLA_TBT, SLA_P99)] = short_tbt_ms;
 	if (r->short_ttft_ms > 0)
 		e.short_quantile_ms[SLA_INDEX(SLA_TTFT, SLA_P99)] = r->short_ttft_ms;
+	e.period_over[SLA_TBT] = running ? r->tbt_over : 0;
+	e.period_n[SLA_TBT] = running ? r->tbt_n : 0;
 	for (int k = 0; k < HAL_TEMP_N; k++)
 		e.temp_c[k] = temp_c;
 	e.power_w[HAL_RAIL_ACCEL] = power_w;
@@ -1157,6 +1160,9 @@ static void test_window_search_load_conflict(void **state)
 				     "search_spike_unbarred"));
 	assert_false(no_effect_warned(SEARCH_POLICY(", search_memory: 10, search_spike_unbarred: 1"),
 				      "search_spike_unbarred"));
+	/* search_heavy_judge_share judges the heavy base: none without the classes */
+	assert_true(no_effect_warned(SEARCH_POLICY(", search_heavy_judge_share: 0.005"),
+				     "search_heavy_judge_share"));
 	/* search_heavy_hot_s also bounds the surge hold */
 	assert_true(no_effect_warned(SEARCH_POLICY(", search_heavy_hot_s: 300"), "search_heavy_hot_s"));
 	assert_false(no_effect_warned(SEARCH_POLICY(", search_heavy_hot_s: 300, "
@@ -1420,6 +1426,55 @@ static void test_window_search_heavy_surge(void **state)
 		assert_int_equal(surged_window(&r, 240, 90, 12, 4), on ? 1560 : 1470);
 		assert_int_equal(r.why.load, GOV_WHY_LOAD_LIGHT);
 		assert_int_equal(search_at(&r, 300.5, 90, 90, 16, 0, &b), on ? 1650 : 1470);
+		ctl_govd.fini(r.st);
+		policy_free(r.pol);
+	}
+}
+
+/* One window of the search rig at tbt_ms of the 100 ms target: its first
+ * `heavy` periods with 16 requests running, the rest with 4, each period
+ * with n TBT samples, `over` of them over the target, the short window at
+ * 0.9; returns the clock of a heavy period just after its close (t0 + 60). */
+static uint32_t judged_window(struct search_rig *r, double t0, double tbt_ms, int heavy,
+			      uint64_t n, uint64_t over)
+{
+	enum gov_why_bound b;
+	r->tbt_n = n;
+	r->tbt_over = over;
+	int i = 0;
+	for (double t = t0 + 1; t < t0 + 60; t += 0.5, i++)
+		search_at(r, t, tbt_ms, 90, i < heavy ? 16 : 4, 0, &b);
+	search_at(r, t0 + 60, tbt_ms, 90, 4, 0, &b);
+	return search_at(r, t0 + 60.5, tbt_ms, 90, 16, 0, &b);
+}
+
+/* search_heavy_judge_share: a light window met with its heavy periods'
+ * TBT samples over the target under the share (2000 samples or more)
+ * steps the heavy base down; at or over the share, with fewer samples, in
+ * a window that missed, or without the key it stays. */
+static void test_window_search_heavy_judged(void **state)
+{
+	(void)state;
+	for (int on = 0; on <= 1; on++) {
+		struct search_rig r;
+		search_rig_init(&r, on ? SEARCH_POLICY(", search_start_mhz: 1560, search_heavy_running: 12, "
+						       "search_heavy_start_mhz: 1830, "
+						       "search_heavy_judge_share: 0.005")
+				       : SEARCH_POLICY(", search_start_mhz: 1560, search_heavy_running: 12, "
+						       "search_heavy_start_mhz: 1830"));
+		/* a window that missed (30 of 118 periods heavy: a light one)
+		 * raises the light base and judges no heavy one */
+		assert_int_equal(judged_window(&r, 0, 110, 30, 100, 0), 1830);
+		/* met, 3000 heavy samples, none over */
+		assert_int_equal(judged_window(&r, 60, 90, 30, 100, 0), on ? 1740 : 1830);
+		assert_int_equal(r.why.move, on ? GOV_WHY_M_JUDGED : GOV_WHY_M_NONE);
+		/* 1 % of them over: held */
+		assert_int_equal(judged_window(&r, 120, 90, 30, 100, 1), on ? 1740 : 1830);
+		/* 1500 samples: too few to judge */
+		assert_int_equal(judged_window(&r, 180, 90, 30, 50, 0), on ? 1740 : 1830);
+		/* 0.33 % over: down again, to the light base (1650) at most */
+		assert_int_equal(judged_window(&r, 240, 90, 30, 300, 1), on ? 1650 : 1830);
+		assert_int_equal(judged_window(&r, 300, 90, 30, 300, 0), on ? 1650 : 1830);
 		ctl_govd.fini(r.st);
 		policy_free(r.pol);
 	}
@@ -2054,6 +2109,7 @@ int main(void)
 		cmocka_unit_test(test_window_search_thin),
 		cmocka_unit_test(test_window_search_heavy_surge),
 		cmocka_unit_test(test_window_search_spike),
+		cmocka_unit_test(test_window_search_heavy_judged),
 		cmocka_unit_test(test_window_search_thermal),
 		cmocka_unit_test(test_window_search_advice),
 		cmocka_unit_test(test_window_search_idle_hot),

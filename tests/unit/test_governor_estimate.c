@@ -192,6 +192,16 @@ static void same_quantiles(const struct hist *est_view_ref, double p95, double p
  * inputs: random loads, serving dropouts (the next valid read carries them)
  * and server counter resets (what was counted since the reset is the delta),
  * for several window / short-window lengths, including short == window. */
+/* A period's samples in buckets that may hold a value over thr_ms (thr 0:
+ * none), counted bucket by bucket: the estimate's period_over. */
+static uint64_t ref_period_over(const struct hist *h, double thr_ms)
+{
+	uint64_t n = 0;
+	for (int b = 0; thr_ms > 0 && b < HIST_NBUCKETS; b++)
+		n += hist_bucket_upper_ms(b) > thr_ms ? h->count[b] : 0;
+	return n;
+}
+
 static void test_window_bruteforce(void **state)
 {
 	(void)state;
@@ -205,7 +215,7 @@ static void test_window_bruteforce(void **state)
 		struct rng r = rng_fork(&root, ci);
 		struct estimate_cfg c = { .period_s = cfgs[ci][0], .ewma_tau_s = 1, .trend_tau_s = 5,
 					  .window_s = cfgs[ci][1], .ceiling_c = 83,
-					  .short_window_s = cfgs[ci][2] };
+					  .short_window_s = cfgs[ci][2], .over_ms = { 50, 60, 0 } };
 		size_t ring_len = (size_t)ceil(c.window_s / c.period_s - 1e-9);
 		size_t short_len = (size_t)ceil(c.short_window_s / c.period_s - 1e-9);
 		if (short_len > ring_len)
@@ -310,6 +320,10 @@ static void test_window_bruteforce(void **state)
 			double pq0 = ref_period_quantile(per[0][i], 0.99), pq1 = ref_period_quantile(per[1][i], 0.99);
 			assert_true((isnan(pq0) && isnan(o->period_p99_ms[SLA_TTFT])) || pq0 == o->period_p99_ms[SLA_TTFT]);
 			assert_true((isnan(pq1) && isnan(o->period_p99_ms[SLA_TBT])) || pq1 == o->period_p99_ms[SLA_TBT]);
+			for (int h = 0; h < 3; h++) {
+				assert_int_equal(o->period_n[h], per[h][i]->n);
+				assert_int_equal(o->period_over[h], ref_period_over(per[h][i], c.over_ms[h]));
+			}
 			uint64_t wr = 0, sr = 0, wq[2] = { 0, 0 };
 			for (size_t j = 0; j < ring_len && j < done; j++) {
 				wr += per_req[done - 1 - j];
