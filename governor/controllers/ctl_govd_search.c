@@ -105,15 +105,23 @@ static bool search_risk_spent(const struct ctl_search *s, const struct policy *p
 	       !search_risk_calm(s);
 }
 
-/* A step down, never back onto a clock that failed lately. */
+/* A step down of *base_khz, never back onto bad_khz while it is barred
+ * (bad_left windows); *last_move says which. */
+static void base_down(const struct ctl_search *s, double *base_khz, enum gov_why_move *last_move,
+		      double bad_khz, long bad_left, enum gov_why_move move)
+{
+	*base_khz -= s->down_khz;
+	*last_move = move;
+	if (bad_left > 0 && *base_khz <= bad_khz) {
+		*base_khz = bad_khz + s->up_khz;
+		*last_move = GOV_WHY_M_BARRED;
+	}
+}
+
+/* A step down of the base in force. */
 static void search_down(struct ctl_search *s, enum gov_why_move move)
 {
-	s->base_khz -= s->down_khz;
-	s->last_move = move;
-	if (s->bad_left > 0 && s->base_khz <= s->bad_khz) {
-		s->base_khz = s->bad_khz + s->up_khz;
-		s->last_move = GOV_WHY_M_BARRED;
-	}
+	base_down(s, &s->base_khz, &s->last_move, s->bad_khz, s->bad_left, move);
 }
 
 /* search_thin_low: a busy window with fewer requests than
@@ -172,19 +180,14 @@ static bool search_surge_held(const struct ctl_search *s, double r)
 static void search_heavy_judge(struct ctl_search *s, enum sla_verdict v, bool judge)
 {
 	if (s->heavy_judge_share > 0 && judge && v == SLA_MET && s->cls_cur == 0 &&
-	    s->win_tbt_n[1] >= SEARCH_JUDGE_MIN_SAMPLES &&
-	    (double)s->win_tbt_over[1] < s->heavy_judge_share * (double)s->win_tbt_n[1]) {
-		s->cls[1].base_khz -= s->down_khz;
-		s->cls[1].last_move = GOV_WHY_M_JUDGED;
-		if (s->cls[1].bad_left > 0 && s->cls[1].base_khz <= s->cls[1].bad_khz) {
-			s->cls[1].base_khz = s->cls[1].bad_khz + s->up_khz;
-			s->cls[1].last_move = GOV_WHY_M_BARRED;
-		}
+	    s->win_heavy_tbt_n >= SEARCH_JUDGE_MIN_SAMPLES &&
+	    (double)s->win_heavy_tbt_over < s->heavy_judge_share * (double)s->win_heavy_tbt_n) {
+		base_down(s, &s->cls[1].base_khz, &s->cls[1].last_move, s->cls[1].bad_khz,
+			  s->cls[1].bad_left, GOV_WHY_M_JUDGED);
 		if (s->cls[1].base_khz < s->floor_khz)
 			s->cls[1].base_khz = s->floor_khz;
 	}
-	for (int c = 0; c < 2; c++)
-		s->win_tbt_over[c] = s->win_tbt_n[c] = 0;
+	s->win_heavy_tbt_over = s->win_heavy_tbt_n = 0;
 }
 
 /* The closing window as the SLA judges it (sla_judge, the judgement the
@@ -465,8 +468,8 @@ uint32_t ctl_search_step(struct ctl_search *s, const struct ctl_search_in *in,
 		s->win_heavy += in->busy && heavy;
 		s->win_wait += e->queue_len;
 		s->win_wait_heavy += heavy ? e->queue_len : 0;
-		s->win_tbt_over[heavy] += e->period_over[SLA_TBT];
-		s->win_tbt_n[heavy] += e->period_n[SLA_TBT];
+		s->win_heavy_tbt_over += heavy ? e->period_over[SLA_TBT] : 0;
+		s->win_heavy_tbt_n += heavy ? e->period_n[SLA_TBT] : 0;
 	}
 	bool hot = s->thermal && in->th_bound;
 	s->win_thermal |= hot;

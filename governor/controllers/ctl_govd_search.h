@@ -66,9 +66,9 @@ struct ctl_search {
 	int cls_cur;
 	uint32_t win_periods, win_heavy;
 	uint32_t win_surged;       /* periods of the window a queue surge took to the max (all busy) */
-	/* search_heavy_judge_share: the window's TBT samples over the target,
-	 * and all, in its light (0) and heavy (1) periods */
-	uint64_t win_tbt_over[2], win_tbt_n[2];
+	/* search_heavy_judge_share: the TBT samples over the target, and all,
+	 * in the window's heavy periods */
+	uint64_t win_heavy_tbt_over, win_heavy_tbt_n;
 	/* search_blame_wait: requests waiting summed over the window's
 	 * periods, and over its heavy periods */
 	uint64_t win_wait, win_wait_heavy;
