@@ -22,6 +22,7 @@
  * loop alone: BF16, no thermal prediction, firmware power limit. */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -145,6 +146,14 @@ static const struct ctl_param ctl_govd_params[] = {
 	  "its target), with no request waiting and the SLA window's tail under search_low, bars "
 	  "nothing (search_memory): the next window closing under search_low may step back "
 	  "down" },
+	{ "search_miss_at_max", 0, 1, 0,
+	  "1: a window missed with its base at the max clock (no clock the search could choose "
+	  "kept it) spends no risk budget (search_risk_windows) and lifts its class's bar "
+	  "(search_memory)" },
+	{ "search_bar_lift", 0, 1, 0,
+	  "> 0: a busy window closing with its tail under this share of the target (and under "
+	  "the step-down threshold in force) lifts its class's bar (search_memory) before it moves "
+	  "the base; 0: a bar lasts its search_memory windows" },
 	{ "search_aftermath_s", 0, 120, 0,
 	  "> 0: a light period's short-window raise is held while, over this many seconds back, "
 	  "the waiting was overload (at least half of it, requests waiting summed over the "
@@ -1189,33 +1198,38 @@ static int ctl_govd_check(const struct policy *pol, struct diag_list *diags)
 	 * say so at the key */
 	static const struct {
 		const char *key, *needs, *then;
-		const char *or_key; /* ... or this one at >= 0 */
+		const char *or_key; /* ... or this one at >= or_min */
+		double or_min;
 	} refines[] = {
-		{ "search_heavy_start_mhz", "search_heavy_running", "one base", NULL },
-		{ "search_heavy_share", "search_heavy_running", "one base", NULL },
-		{ "search_heavy_hot_s", "search_heavy_running", "one base", "search_surge_release" },
-		{ "search_aftermath_wait_s", "search_aftermath_s", "no raise is held", NULL },
-		{ "search_aftermath_share", "search_aftermath_s", "no raise is held", NULL },
-		{ "search_blame_wait", "search_heavy_running", "one base", NULL },
-		{ "search_risk_surge", "search_risk_windows", "no risk budget", NULL },
-		{ "search_risk_calm", "search_risk_windows", "no risk budget", NULL },
-		{ "search_thin_low", "search_down_requests", "every window may step down", NULL },
-		{ "search_heavy_surge_share", "search_heavy_running", "one base", NULL },
-		{ "search_spike_unbarred", "search_memory", "nothing is barred", NULL },
-		{ "search_heavy_judge_share", "search_heavy_running", "one base", NULL },
+		{ "search_heavy_start_mhz", "search_heavy_running", "one base", NULL, 0 },
+		{ "search_heavy_share", "search_heavy_running", "one base", NULL, 0 },
+		{ "search_heavy_hot_s", "search_heavy_running", "one base", "search_surge_release", 0 },
+		{ "search_aftermath_wait_s", "search_aftermath_s", "no raise is held", NULL, 0 },
+		{ "search_aftermath_share", "search_aftermath_s", "no raise is held", NULL, 0 },
+		{ "search_blame_wait", "search_heavy_running", "one base", NULL, 0 },
+		{ "search_risk_surge", "search_risk_windows", "no risk budget", NULL, 0 },
+		{ "search_risk_calm", "search_risk_windows", "no risk budget", NULL, 0 },
+		{ "search_thin_low", "search_down_requests", "every window may step down", NULL, 0 },
+		{ "search_heavy_surge_share", "search_heavy_running", "one base", NULL, 0 },
+		{ "search_spike_unbarred", "search_memory", "nothing is barred", NULL, 0 },
+		{ "search_heavy_judge_share", "search_heavy_running", "one base", NULL, 0 },
+		{ "search_miss_at_max", "search_risk_windows", "no risk budget", "search_memory", 1 },
+		{ "search_bar_lift", "search_memory", "nothing is barred", NULL, 0 },
 	};
 	for (size_t i = 0; i < sizeof(refines) / sizeof(*refines); i++) {
 		const struct policy_param *pp = policy_param_find(pol, refines[i].key);
 		const struct policy_param *on = policy_param_find(pol, refines[i].needs);
 		const struct policy_param *alt =
 			refines[i].or_key ? policy_param_find(pol, refines[i].or_key) : NULL;
-		if (pp && !(on && on->value > 0) && !(alt && alt->value >= 0))
+		if (pp && !(on && on->value > 0) && !(alt && alt->value >= refines[i].or_min)) {
+			char or_txt[96] = "";
+			if (refines[i].or_key)
+				snprintf(or_txt, sizeof(or_txt), " or %s >= %g", refines[i].or_key,
+					 refines[i].or_min);
 			diag_add(diags, DIAG_WARNING, pol->path, pp->key_line, pp->key_col,
-				 "control.params", "no-effect", "%s has no effect without %s > 0 (%s)%s%s%s",
-				 refines[i].key, refines[i].needs, refines[i].then,
-				 refines[i].or_key ? " or " : "",
-				 refines[i].or_key ? refines[i].or_key : "",
-				 refines[i].or_key ? " >= 0" : "");
+				 "control.params", "no-effect", "%s has no effect without %s > 0 (%s)%s",
+				 refines[i].key, refines[i].needs, refines[i].then, or_txt);
+		}
 	}
 	return 0;
 }

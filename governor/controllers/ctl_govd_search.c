@@ -42,6 +42,8 @@ void ctl_search_init(struct ctl_search *s, const struct policy *pol, const struc
 		.heavy_start_khz = ctl_param_value(pol, c, "search_heavy_start_mhz") * 1000.0,
 		.blame_wait = ctl_param_value(pol, c, "search_blame_wait") >= 0.5,
 		.spike_unbarred = ctl_param_value(pol, c, "search_spike_unbarred") >= 0.5,
+		.miss_at_max = ctl_param_value(pol, c, "search_miss_at_max") >= 0.5,
+		.bar_lift = ctl_param_value(pol, c, "search_bar_lift"),
 		.down_requests = ctl_param_value(pol, c, "search_down_requests"),
 		.thin_low = ctl_param_value(pol, c, "search_thin_low"),
 		.heavy_surge_share = ctl_param_value(pol, c, "search_heavy_surge_share"),
@@ -192,12 +194,13 @@ static void search_heavy_judge(struct ctl_search *s, enum sla_verdict v, bool ju
 
 /* The closing window as the SLA judges it (sla_judge, the judgement the
  * rollback manager and the simulator use), once, for the risk budget,
- * search_thin_low's floor and search_heavy_judge_share; SLA_IDLE where none
- * is on. */
+ * search_thin_low's floor, search_heavy_judge_share and search_miss_at_max;
+ * SLA_IDLE where none is on. */
 static enum sla_verdict search_verdict(const struct ctl_search *s, const struct gov_estimates *e,
 				       const struct policy *pol)
 {
-	if (!s->win_busy || !(s->risk_windows > 0 || s->thin_low > 0 || s->heavy_judge_share > 0))
+	if (!s->win_busy ||
+	    !(s->risk_windows > 0 || s->thin_low > 0 || s->heavy_judge_share > 0 || s->miss_at_max))
 		return SLA_IDLE;
 	struct sla_window_obs o = estimate_sla_obs(e);
 	return sla_judge(pol->sla.latency_ms, pol->sla.min_tokens_per_s, &o, NULL);
@@ -214,6 +217,40 @@ static void risk_count(struct ctl_search *s, enum sla_verdict v)
 		s->risk_met_since = 0;
 	else if (v == SLA_MET)
 		s->risk_met_since++;
+}
+
+/* search_miss_at_max: the closing window missed with its base at the max
+ * clock, where no clock the search could choose kept it (the Azure
+ * conversation trace at 1.4x from 600 s: window 15 missed at 1830-1980 MHz
+ * with most of its waiting at the max, as the firmware did there). It
+ * spends no risk budget, and the bars its raises set (at 1830-1920, and
+ * the max at its close) are lifted. Counted, it shrank search_low to 0.38
+ * and the bar at the max held the heavy base there for the 10 windows the
+ * budget took to calm (tails 0.66-0.73), at 1.3x the energy of the
+ * 1545 MHz lock that met them. A miss a step under the max is counted: the
+ * risk surge it arms keeps azure-code-30c's window 45. */
+static bool search_max_miss(const struct ctl_search *s, enum sla_verdict v, double judged_khz)
+{
+	return s->miss_at_max && v == SLA_MISSED && judged_khz >= s->fmax_khz - 1;
+}
+
+/* search_bar_lift: the closing window (busy, one mode's) has its tail r
+ * under this share of the target, and under the step-down threshold in
+ * force. A clock barred a step or two under the base would meet such a
+ * window too: the bar came from a short window's few requests (the Azure
+ * conversation trace at 0.2-0.6x: a short-window raise with one request
+ * waiting, then windows closing at 0.09-0.30 of the target held a step up
+ * for the 10 windows of search_memory, where a 1005 MHz lock met every
+ * window). The bar of the window's class is lifted before the window moves
+ * its base; returns true if there was one. */
+static bool search_unbar(struct ctl_search *s, const struct policy *pol, double r, bool judge)
+{
+	if (!(s->bar_lift > 0) || !judge || !s->win_busy || s->bad_left <= 0 || !(r > 0) ||
+	    !(r < fmin(s->bar_lift, search_low_at_risk(s, pol))))
+		return false;
+	s->bad_left = 0;
+	s->bad_khz = 0;
+	return true;
 }
 
 /* One window closed: a bar counts down and lifts at zero. */
@@ -364,6 +401,76 @@ static enum gov_why_bound search_surge(struct ctl_search *s, const struct gov_es
 	return b;
 }
 
+/* An SLA window closed (index k): its judged tail (r) moves the base of its
+ * class, and its counts are cleared. */
+static void search_close(struct ctl_search *s, const struct gov_estimates *e,
+			 const struct policy *pol, double r, long k)
+{
+	bool judge = !s->win_mode_changed;
+	s->win_mode_changed = false;
+	bool wait_blamed = false;
+	if (s->heavy_n > 0)
+		cls_load(s, window_heavy(s, e, pol, judge, &wait_blamed));
+	bool pooled = false;
+	double judged_khz = s->base_khz;
+	enum sla_verdict verdict = search_verdict(s, e, pol);
+	bool max_miss = search_max_miss(s, verdict, judged_khz);
+	bool unbarred = search_unbar(s, pol, r, judge);
+	if (s->win_thermal) {
+		s->base_khz -= s->down_khz;
+		s->last_move = GOV_WHY_M_THERMAL;
+	} else if (!judge) {
+		/* the window's tail is two modes': it judges neither base */
+	} else if (s->win_busy && r > s->high && s->overload > 0 && s->win_surged > 0 &&
+		   r > s->overload) {
+		s->last_move = GOV_WHY_M_OVERLOAD;
+	} else if (s->win_busy && r > s->high) {
+		remember_bad(s, s->base_khz);
+		s->base_khz += s->up_khz;
+		s->last_move = wait_blamed ? GOV_WHY_M_WAIT_UP : GOV_WHY_M_UP;
+	} else if (search_surge_held(s, r)) {
+		s->base_khz += s->up_khz;
+		s->last_move = GOV_WHY_M_SURGED;
+	} else if (s->win_busy && r > 0 && r < search_low_at_risk(s, pol) &&
+		   (double)e->window_requests >= s->down_requests) {
+		search_down(s, GOV_WHY_M_DOWN);
+	} else if (s->win_busy) {
+		pooled = search_thin(s, r, search_low_at_risk(s, pol), (double)e->window_requests);
+	}
+	if (!pooled)
+		s->thin_pool = 0;
+	if (unbarred && s->last_move == GOV_WHY_M_DOWN)
+		s->last_move = GOV_WHY_M_UNBARRED;
+	if (max_miss) {
+		s->bad_left = 0;
+		s->bad_khz = 0;
+		s->last_move = GOV_WHY_M_MAX_MISS;
+	}
+	/* search_thin_low's floor: the lowest base a full window met */
+	if (judge && verdict == SLA_MET && (double)e->window_requests >= s->down_requests &&
+	    (!(s->thin_full_khz > 0) || judged_khz < s->thin_full_khz))
+		s->thin_full_khz = judged_khz;
+	bar_tick(&s->bad_khz, &s->bad_left);
+	if (s->heavy_n > 0) {
+		int o = !s->cls_cur;
+		search_heavy_judge(s, verdict, judge);
+		if (s->win_thermal) {
+			s->cls[o].base_khz -= s->down_khz;
+			s->cls[o].last_move = GOV_WHY_M_THERMAL;
+		}
+		bar_tick(&s->cls[o].bad_khz, &s->cls[o].bad_left);
+		cls_order(s);
+		s->win_periods = s->win_heavy = 0;
+		s->win_wait = s->win_wait_heavy = 0;
+	}
+	if (!max_miss)
+		risk_count(s, verdict);
+	s->win_idx = k;
+	s->win_busy = false;
+	s->win_surged = 0;
+	s->win_thermal = false;
+}
+
 /* The window search (param search): one base clock (one per load class with
  * search_heavy_running), moved only when an SLA window closes, on that window's judged tail (the quantiles over
  * sla.window_s against the p99 targets): down a step while it stays under
@@ -401,62 +508,8 @@ uint32_t ctl_search_step(struct ctl_search *s, const struct ctl_search_in *in,
 		s->base_mode = in->mode;
 		s->win_mode_changed = true;
 	}
-	if (k != s->win_idx) {
-		bool judge = !s->win_mode_changed;
-		s->win_mode_changed = false;
-		bool wait_blamed = false;
-		if (s->heavy_n > 0)
-			cls_load(s, window_heavy(s, e, pol, judge, &wait_blamed));
-		bool pooled = false;
-		double judged_khz = s->base_khz;
-		enum sla_verdict verdict = search_verdict(s, e, pol);
-		if (s->win_thermal) {
-			s->base_khz -= s->down_khz;
-			s->last_move = GOV_WHY_M_THERMAL;
-		} else if (!judge) {
-			/* the window's tail is two modes': it judges neither base */
-		} else if (s->win_busy && r > s->high && s->overload > 0 && s->win_surged > 0 &&
-			   r > s->overload) {
-			s->last_move = GOV_WHY_M_OVERLOAD;
-		} else if (s->win_busy && r > s->high) {
-			remember_bad(s, s->base_khz);
-			s->base_khz += s->up_khz;
-			s->last_move = wait_blamed ? GOV_WHY_M_WAIT_UP : GOV_WHY_M_UP;
-		} else if (search_surge_held(s, r)) {
-			s->base_khz += s->up_khz;
-			s->last_move = GOV_WHY_M_SURGED;
-		} else if (s->win_busy && r > 0 && r < search_low_at_risk(s, pol) &&
-			   (double)e->window_requests >= s->down_requests) {
-			search_down(s, GOV_WHY_M_DOWN);
-		} else if (s->win_busy) {
-			pooled = search_thin(s, r, search_low_at_risk(s, pol),
-					     (double)e->window_requests);
-		}
-		if (!pooled)
-			s->thin_pool = 0;
-		/* search_thin_low's floor: the lowest base a full window met */
-		if (judge && verdict == SLA_MET && (double)e->window_requests >= s->down_requests &&
-		    (!(s->thin_full_khz > 0) || judged_khz < s->thin_full_khz))
-			s->thin_full_khz = judged_khz;
-		bar_tick(&s->bad_khz, &s->bad_left);
-		if (s->heavy_n > 0) {
-			int o = !s->cls_cur;
-			search_heavy_judge(s, verdict, judge);
-			if (s->win_thermal) {
-				s->cls[o].base_khz -= s->down_khz;
-				s->cls[o].last_move = GOV_WHY_M_THERMAL;
-			}
-			bar_tick(&s->cls[o].bad_khz, &s->cls[o].bad_left);
-			cls_order(s);
-			s->win_periods = s->win_heavy = 0;
-			s->win_wait = s->win_wait_heavy = 0;
-		}
-		risk_count(s, verdict);
-		s->win_idx = k;
-		s->win_busy = false;
-		s->win_surged = 0;
-		s->win_thermal = false;
-	}
+	if (k != s->win_idx)
+		search_close(s, e, pol, r, k);
 	/* Under heat a higher clock spends the heat the next burst needs (the
 	 * thermal guard's reason): within search_heavy_hot_s of the limit
 	 * binding, one base and no held surge. */

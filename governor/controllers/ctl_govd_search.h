@@ -37,6 +37,8 @@ struct ctl_search {
 	double heavy_judge_share;  /* search_heavy_judge_share (0: off) */
 	bool blame_wait;           /* search_blame_wait */
 	bool spike_unbarred;       /* search_spike_unbarred */
+	bool miss_at_max;          /* search_miss_at_max */
+	double bar_lift;           /* search_bar_lift (0: off) */
 	double risk_windows;       /* search_risk_windows */
 	double risk_surge;         /* search_risk_surge (0: off) */
 	double risk_calm;          /* search_risk_calm (0: off) */

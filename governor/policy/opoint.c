@@ -51,7 +51,7 @@ static const char *const why_move_names[GOV_WHY_M_N] = { "none",   "down",     "
 							 "short_up", "barred", "overload",
 							 "thermal", "aftermath", "wait_up",
 							 "pooled", "surged", "spike_up",
-							 "judged" };
+							 "judged",   "max_miss", "unbarred" };
 
 static const char *const why_load_names[GOV_WHY_LOAD_N] = { "none", "light", "heavy" };
 

@@ -161,6 +161,8 @@ enum gov_why_move {
 	GOV_WHY_M_SURGED,   /* a heavy window met with surges (search_heavy_surge_share): a step up */
 	GOV_WHY_M_SPIKE,    /* a short-window raise on a TBT spike (search_spike_unbarred): nothing barred */
 	GOV_WHY_M_JUDGED,   /* a light window's heavy periods met their tail (search_heavy_judge_share): heavy base down */
+	GOV_WHY_M_MAX_MISS, /* a window missed with its base at the max (search_miss_at_max): no budget spent, no bar */
+	GOV_WHY_M_UNBARRED, /* a window under search_bar_lift lifted its bar: a step down */
 	GOV_WHY_M_N
 };
 /* The window search's load class in force (search_heavy_running). */

@@ -1160,6 +1160,18 @@ static void test_window_search_load_conflict(void **state)
 				     "search_spike_unbarred"));
 	assert_false(no_effect_warned(SEARCH_POLICY(", search_memory: 10, search_spike_unbarred: 1"),
 				      "search_spike_unbarred"));
+	/* search_bar_lift lifts a bar: none without search_memory */
+	assert_true(no_effect_warned(SEARCH_POLICY(", search_bar_lift: 0.4"), "search_bar_lift"));
+	assert_false(no_effect_warned(SEARCH_POLICY(", search_memory: 10, search_bar_lift: 0.4"),
+				      "search_bar_lift"));
+	/* search_miss_at_max: none without a risk budget nor a bar */
+	assert_true(no_effect_warned(SEARCH_POLICY(", search_miss_at_max: 1"), "search_miss_at_max"));
+	assert_false(no_effect_warned(SEARCH_POLICY(", search_risk_windows: 20, search_miss_at_max: 1"),
+				      "search_miss_at_max"));
+	assert_false(no_effect_warned(SEARCH_POLICY(", search_memory: 10, search_miss_at_max: 1"),
+				      "search_miss_at_max"));
+	assert_true(no_effect_warned(SEARCH_POLICY(", search_memory: 0.5, search_miss_at_max: 1"),
+				     "search_miss_at_max"));
 	/* search_heavy_judge_share judges the heavy base: none without the classes */
 	assert_true(no_effect_warned(SEARCH_POLICY(", search_heavy_judge_share: 0.005"),
 				     "search_heavy_judge_share"));
@@ -1478,6 +1490,98 @@ static void test_window_search_heavy_judged(void **state)
 		ctl_govd.fini(r.st);
 		policy_free(r.pol);
 	}
+}
+
+/* search_bar_lift: a window closing with its tail under 0.4 of the target
+ * lifts its class's bar and steps down onto the barred clock (why.move
+ * unbarred); one at 0.5 (under search_low, over the lift) stays barred;
+ * without the key the bar holds for its search_memory windows. */
+static void test_window_search_bar_lift(void **state)
+{
+	(void)state;
+	for (int on = 0; on <= 1; on++) {
+		struct search_rig r;
+		search_rig_init(&r, on ? SEARCH_POLICY(", search_start_mhz: 1560, search_short_s: 10, "
+						       "search_memory: 10, search_bar_lift: 0.4")
+				       : SEARCH_POLICY(", search_start_mhz: 1560, search_short_s: 10, "
+						       "search_memory: 10"));
+		enum gov_why_bound b;
+		assert_int_equal(search_at(&r, 1, 50, 50, 4, 0, &b), 1560);
+		assert_int_equal(search_at(&r, 60, 50, 50, 4, 0, &b), 1470);
+		/* a short-window raise bars 1470 */
+		assert_int_equal(search_at(&r, 70, 50, 110, 4, 0, &b), 1560);
+		assert_true(r.why.bar_mhz == 1470);
+		/* a window at 0.3 of the target: the bar lifted, a step down */
+		assert_int_equal(search_at(&r, 120, 30, 30, 4, 0, &b), on ? 1470 : 1560);
+		assert_int_equal(r.why.move, on ? GOV_WHY_M_UNBARRED : GOV_WHY_M_BARRED);
+		assert_true(on ? isnan(r.why.bar_mhz) : r.why.bar_mhz == 1470);
+		if (on) {
+			/* barred again; a window at 0.5 keeps the bar */
+			assert_int_equal(search_at(&r, 130, 50, 110, 4, 0, &b), 1560);
+			assert_int_equal(search_at(&r, 180, 50, 50, 4, 0, &b), 1560);
+			assert_int_equal(r.why.move, GOV_WHY_M_BARRED);
+			assert_true(r.why.bar_mhz == 1470);
+		}
+		ctl_govd.fini(r.st);
+		policy_free(r.pol);
+	}
+}
+
+/* search_miss_at_max: a window missed with its base at the max (raised
+ * there inside the window by a short-window raise) spends no risk budget
+ * and lifts the bars its raises set, so the next quiet window steps down and
+ * a waiting request runs at the base; a miss a step under the max spends
+ * the budget as before; without the key the miss at the max spends it and
+ * its bar holds the base at the max. */
+static void test_window_search_miss_at_max(void **state)
+{
+	(void)state;
+	for (int on = 0; on <= 1; on++) {
+		struct search_rig r;
+		search_rig_init(&r, on ? SEARCH_POLICY(", search_start_mhz: 1890, search_short_s: 10, "
+						       "search_memory: 10, search_risk_windows: 20, "
+						       "search_risk_surge: 1, search_miss_at_max: 1")
+				       : SEARCH_POLICY(", search_start_mhz: 1890, search_short_s: 10, "
+						       "search_memory: 10, search_risk_windows: 20, "
+						       "search_risk_surge: 1"));
+		enum gov_why_bound b;
+		double spent = 0.85 * sqrt(0.2);
+		assert_int_equal(search_at(&r, 1, 90, 90, 8, 0, &b), 1890);
+		/* the short window over the target: up to the max, 1890 barred */
+		assert_int_equal(search_at(&r, 10, 95, 110, 8, 0, &b), 1980);
+		assert_true(r.why.bar_mhz == 1890);
+		/* window 0 missed at the max */
+		assert_int_equal(search_at(&r, 60, 120, 90, 8, 0, &b), 1980);
+		assert_int_equal(r.why.move, on ? GOV_WHY_M_MAX_MISS : GOV_WHY_M_UP);
+		assert_true(on ? isnan(r.why.bar_mhz) : r.why.bar_mhz == 1980);
+		assert_true(fabs(r.why.margin - (on ? 0.85 : spent)) < 1e-12);
+		/* a quiet window: down a step, or held at the max */
+		assert_int_equal(search_at(&r, 120, 80, 80, 8, 0, &b), on ? 1890 : 1980);
+		/* a waiting request: the base, or the risk surge's max */
+		assert_int_equal(search_at(&r, 120.5, 80, 80, 8, 1, &b), on ? 1890 : 1980);
+		assert_int_equal(b, on ? GOV_WHY_SEARCH : GOV_WHY_RISK_SURGE);
+		if (on) {
+			/* a miss a step under the max (1890) spends the budget */
+			assert_int_equal(search_at(&r, 180, 120, 90, 8, 0, &b), 1980);
+			assert_int_equal(r.why.move, GOV_WHY_M_UP);
+			assert_true(r.why.bar_mhz == 1890);
+			assert_true(fabs(r.why.margin - spent) < 1e-12);
+		}
+		ctl_govd.fini(r.st);
+		policy_free(r.pol);
+	}
+	/* without a risk budget the bar is lifted all the same */
+	struct search_rig r;
+	search_rig_init(&r, SEARCH_POLICY(", search_start_mhz: 1890, search_short_s: 10, "
+					  "search_memory: 10, search_miss_at_max: 1"));
+	enum gov_why_bound b;
+	search_at(&r, 1, 90, 90, 8, 0, &b);
+	assert_int_equal(search_at(&r, 10, 95, 110, 8, 0, &b), 1980);
+	assert_int_equal(search_at(&r, 60, 120, 90, 8, 0, &b), 1980);
+	assert_int_equal(r.why.move, GOV_WHY_M_MAX_MISS);
+	assert_int_equal(search_at(&r, 120, 80, 80, 8, 0, &b), 1890);
+	ctl_govd.fini(r.st);
+	policy_free(r.pol);
 }
 
 /* search_spike_unbarred: a short-window raise on the TBT tail alone, with
@@ -2109,6 +2213,8 @@ int main(void)
 		cmocka_unit_test(test_window_search_thin),
 		cmocka_unit_test(test_window_search_heavy_surge),
 		cmocka_unit_test(test_window_search_spike),
+		cmocka_unit_test(test_window_search_miss_at_max),
+		cmocka_unit_test(test_window_search_bar_lift),
 		cmocka_unit_test(test_window_search_heavy_judged),
 		cmocka_unit_test(test_window_search_thermal),
 		cmocka_unit_test(test_window_search_advice),
