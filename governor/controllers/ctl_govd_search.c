@@ -219,6 +219,13 @@ static void risk_count(struct ctl_search *s, enum sla_verdict v)
 		s->risk_met_since++;
 }
 
+/* The bar in force lifted now. */
+static void bar_clear(struct ctl_search *s)
+{
+	s->bad_left = 0;
+	s->bad_khz = 0;
+}
+
 /* search_miss_at_max: the closing window missed with its base at the max
  * clock, where no clock the search could choose kept it (the Azure
  * conversation trace at 1.4x from 600 s: window 15 missed at 1830-1980 MHz
@@ -248,8 +255,7 @@ static bool search_unbar(struct ctl_search *s, const struct policy *pol, double 
 	if (!(s->bar_lift > 0) || !judge || !s->win_busy || s->bad_left <= 0 || !(r > 0) ||
 	    !(r < fmin(s->bar_lift, search_low_at_risk(s, pol))))
 		return false;
-	s->bad_left = 0;
-	s->bad_khz = 0;
+	bar_clear(s);
 	return true;
 }
 
@@ -442,8 +448,7 @@ static void search_close(struct ctl_search *s, const struct gov_estimates *e,
 	if (unbarred && s->last_move == GOV_WHY_M_DOWN)
 		s->last_move = GOV_WHY_M_UNBARRED;
 	if (max_miss) {
-		s->bad_left = 0;
-		s->bad_khz = 0;
+		bar_clear(s);
 		s->last_move = GOV_WHY_M_MAX_MISS;
 	}
 	/* search_thin_low's floor: the lowest base a full window met */

@@ -188,10 +188,6 @@ static void same_quantiles(const struct hist *est_view_ref, double p95, double p
 	assert_true((isnan(r99) && isnan(p99)) || r99 == p99);
 }
 
-/* The ring and the short window against a recomputation from the per-period
- * inputs: random loads, serving dropouts (the next valid read carries them)
- * and server counter resets (what was counted since the reset is the delta),
- * for several window / short-window lengths, including short == window. */
 /* A period's samples in buckets that may hold a value over thr_ms (thr 0:
  * none), counted bucket by bucket: the estimate's period_over. */
 static uint64_t ref_period_over(const struct hist *h, double thr_ms)
@@ -202,6 +198,10 @@ static uint64_t ref_period_over(const struct hist *h, double thr_ms)
 	return n;
 }
 
+/* The ring and the short window against a recomputation from the per-period
+ * inputs: random loads, serving dropouts (the next valid read carries them)
+ * and server counter resets (what was counted since the reset is the delta),
+ * for several window / short-window lengths, including short == window. */
 static void test_window_bruteforce(void **state)
 {
 	(void)state;
